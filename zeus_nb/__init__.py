@@ -1,0 +1,37 @@
+"""zeus-nb: measure and optimize the energy of deep-learning training, from notebooks.
+
+Importing this package is cheap: it imports neither torch nor matplotlib. Public names are
+loaded on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_LAZY = {
+    "ZeusMonitor": "zeus_nb.monitor",
+    "Measurement": "zeus_nb.monitor",
+    "step": "zeus_nb.device",
+    "use_simulated": "zeus_nb.device",
+    "ZeusNbError": "zeus_nb.errors",
+}
+
+if TYPE_CHECKING:
+    from zeus_nb.device import step, use_simulated
+    from zeus_nb.errors import ZeusNbError
+    from zeus_nb.monitor import Measurement, ZeusMonitor
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'zeus_nb' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,131 @@
+"""The GPU interface every backend implements.
+
+Code above the device layer (monitor, optimizers, sweeps, notebooks) talks to a :class:`GPUSystem`
+and its :class:`GPU` objects only, and never asks which backend it has.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+
+class GPU(ABC):
+    """One GPU. Power in watts, energy in joules, whatever the backend's native units."""
+
+    index: int
+
+    @property
+    @abstractmethod
+    def name(self) -> str: ...
+
+    @abstractmethod
+    def power_limit_constraints(self) -> tuple[float, float]:
+        """(minimum, maximum) power limit in W."""
+
+    @abstractmethod
+    def default_power_limit(self) -> float: ...
+
+    @abstractmethod
+    def get_power_limit(self) -> float: ...
+
+    @abstractmethod
+    def set_power_limit(self, watts: float) -> None:
+        """Set the power limit; raises PowerLimitPermissionError without the privilege."""
+
+    @abstractmethod
+    def supports_energy_counter(self) -> bool: ...
+
+    @abstractmethod
+    def energy(self) -> float:
+        """Energy counter in J since an arbitrary origin; differences are what matter."""
+
+    @abstractmethod
+    def power(self) -> float:
+        """Instantaneous (or latest) power draw in W."""
+
+    @abstractmethod
+    def can_set_power_limit(self) -> tuple[bool, str]:
+        """Whether this process may change the power limit, and why not. Changes nothing."""
+
+    def check_power_limit(self, watts: float) -> float:
+        """Validate a requested limit against the constraints; returns it as float."""
+        lo, hi = self.power_limit_constraints()
+        w = float(watts)
+        if not lo <= w <= hi:
+            raise ValueError(
+                f"power limit {w:g} W is outside GPU {self.index}'s range [{lo:g}, {hi:g}] W"
+            )
+        return w
+
+
+@dataclass
+class PowerTimeline:
+    """Power samples of some GPUs: ``samples[gpu_index]`` is a list of (time s, power W)."""
+
+    period: float
+    samples: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
+
+    def to_frame(self):
+        """Tidy DataFrame with columns time, gpu, power."""
+        import pandas as pd
+
+        rows = [(t, i, p) for i, pts in self.samples.items() for t, p in pts]
+        return pd.DataFrame(rows, columns=["time", "gpu", "power"])
+
+
+class PowerSampler(ABC):
+    """Collects a power timeline while running; a context manager."""
+
+    def __init__(self, indices: list[int], period: float):
+        if period <= 0:
+            raise ValueError(f"sampling period must be > 0 s, got {period}")
+        self.timeline = PowerTimeline(period, {i: [] for i in indices})
+        self._lock = threading.Lock()
+
+    @abstractmethod
+    def start(self) -> PowerSampler: ...
+
+    @abstractmethod
+    def stop(self) -> PowerTimeline: ...
+
+    def __enter__(self) -> PowerSampler:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class GPUSystem(ABC):
+    """The GPUs one process sees, with the clock that measurement windows use."""
+
+    backend: str
+    gpus: list[GPU]
+
+    @abstractmethod
+    def clock(self) -> float:
+        """Seconds on this backend's clock (virtual time for the simulated GPU)."""
+
+    def sync(self, indices: list[int] | None = None) -> None:
+        """Wait for queued GPU work before reading counters (no-op where nothing is queued)."""
+
+    def step(self, n: int = 1, batch_size: int | None = None) -> None:
+        """Account for ``n`` training steps. Advances simulated GPUs; no-op on real GPUs."""
+
+    @abstractmethod
+    def info(self) -> dict[str, str]:
+        """Backend facts for ``zeus-nb doctor`` (driver and library versions, trace...)."""
+
+    @abstractmethod
+    def power_sampler(self, indices: list[int], period: float) -> PowerSampler: ...
+
+    def gpu(self, index: int) -> GPU:
+        for g in self.gpus:
+            if g.index == index:
+                return g
+        have = ", ".join(str(g.index) for g in self.gpus) or "none"
+        raise ValueError(f"no GPU with index {index} on the {self.backend} backend (have: {have})")
+
+    def __len__(self) -> int:
+        return len(self.gpus)

@@ -1,0 +1,275 @@
+"""Real NVIDIA GPUs through NVML (the ``pynvml`` module of ``nvidia-ml-py``).
+
+This is the only module in zeus-nb that imports ``pynvml``. NVML errors become zeus-nb errors whose
+message says what to do. GPU indices follow CUDA's numbering: ``CUDA_VISIBLE_DEVICES`` is respected.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
+from zeus_nb.errors import (
+    NO_DRIVER_HINT,
+    NO_PERMISSION_HINT,
+    DeviceError,
+    NoGPUError,
+    PowerLimitPermissionError,
+    UnsupportedError,
+)
+
+CAP_SYS_ADMIN = 21
+
+
+def _pynvml():
+    import pynvml
+
+    return pynvml
+
+
+def has_sys_admin() -> bool:
+    """Whether this process holds CAP_SYS_ADMIN (what NVML needs to set power limits)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN & 1)
+    except OSError:
+        pass
+    return os.geteuid() == 0 if hasattr(os, "geteuid") else False
+
+
+def _err_is(err: Exception, const: str) -> bool:
+    return getattr(err, "value", None) == getattr(_pynvml(), const, object())
+
+
+def _translate(err: Exception, what: str) -> Exception:
+    """Map an NVMLError to a zeus-nb error with advice."""
+    if _err_is(err, "NVML_ERROR_LIBRARY_NOT_FOUND") or _err_is(err, "NVML_ERROR_DRIVER_NOT_LOADED"):
+        return NoGPUError(NO_DRIVER_HINT)
+    if _err_is(err, "NVML_ERROR_NO_PERMISSION"):
+        return PowerLimitPermissionError(f"{what}: {NO_PERMISSION_HINT}")
+    if _err_is(err, "NVML_ERROR_NOT_SUPPORTED"):
+        return UnsupportedError(f"{what}: not supported by this GPU")
+    return DeviceError(f"{what}: NVML error: {err}")
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class _PowerIntegrator:
+    """Energy for GPUs without an energy counter (pre-Volta): integrates sampled power.
+
+    A background thread samples every ``period`` s; every :meth:`energy` call also samples, so the
+    edges of a measurement window are included (trapezoidal rule between samples).
+    """
+
+    def __init__(self, read_power, period: float = 0.1):
+        self._read_power = read_power
+        self._period = period
+        self._lock = threading.Lock()
+        self._t = time.monotonic()
+        self._p = read_power()
+        self._joules = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="zeus-nb-power")
+        self._thread.start()
+
+    def _sample(self) -> float:
+        p, t = self._read_power(), time.monotonic()
+        with self._lock:
+            self._joules += 0.5 * (p + self._p) * (t - self._t)
+            self._t, self._p = t, p
+            return self._joules
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._period):
+            self._sample()
+
+    def energy(self) -> float:
+        return self._sample()
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+class NvmlGPU(GPU):
+    def __init__(self, index: int, handle):
+        self.index = index
+        self.handle = handle
+        self._integrator: _PowerIntegrator | None = None
+        self._counter: bool | None = None
+
+    def _call(self, what: str, fn, *args):
+        try:
+            return fn(self.handle, *args)
+        except _pynvml().NVMLError as e:
+            raise _translate(e, f"GPU {self.index}: {what}") from e
+
+    @property
+    def name(self) -> str:
+        return _text(self._call("reading the name", _pynvml().nvmlDeviceGetName))
+
+    def power_limit_constraints(self) -> tuple[float, float]:
+        lo, hi = self._call(
+            "reading power-limit constraints",
+            _pynvml().nvmlDeviceGetPowerManagementLimitConstraints,
+        )
+        return lo / 1000.0, hi / 1000.0
+
+    def default_power_limit(self) -> float:
+        nv = _pynvml()
+        return (
+            self._call("reading the default limit", nv.nvmlDeviceGetPowerManagementDefaultLimit)
+            / 1000.0
+        )
+
+    def get_power_limit(self) -> float:
+        nv = _pynvml()
+        return self._call("reading the power limit", nv.nvmlDeviceGetPowerManagementLimit) / 1000.0
+
+    def set_power_limit(self, watts: float) -> None:
+        w = self.check_power_limit(watts)
+        self._call(
+            f"setting the power limit to {w:g} W",
+            _pynvml().nvmlDeviceSetPowerManagementLimit,
+            int(round(w * 1000)),
+        )
+
+    def supports_energy_counter(self) -> bool:
+        if self._counter is None:
+            try:
+                self._call(
+                    "reading the energy counter", _pynvml().nvmlDeviceGetTotalEnergyConsumption
+                )
+                self._counter = True
+            except UnsupportedError:
+                self._counter = False
+        return self._counter
+
+    def energy(self) -> float:
+        if self.supports_energy_counter():
+            mj = self._call(
+                "reading the energy counter", _pynvml().nvmlDeviceGetTotalEnergyConsumption
+            )
+            return mj / 1000.0
+        if self._integrator is None:
+            self._integrator = _PowerIntegrator(self.power)
+        return self._integrator.energy()
+
+    def power(self) -> float:
+        return self._call("reading power", _pynvml().nvmlDeviceGetPowerUsage) / 1000.0
+
+    def can_set_power_limit(self) -> tuple[bool, str]:
+        if has_sys_admin():
+            return True, "this process holds CAP_SYS_ADMIN"
+        return False, NO_PERMISSION_HINT
+
+
+def visible_nvml_indices(count: int) -> list[int | str]:
+    """NVML indices (or UUIDs) of the GPUs CUDA numbers 0, 1, ... under CUDA_VISIBLE_DEVICES."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is None:
+        return list(range(count))
+    out: list[int | str] = []
+    for item in (s.strip() for s in env.split(",")):
+        if not item:
+            continue
+        if item.isdigit():
+            i = int(item)
+            if i >= count:
+                break  # CUDA stops at the first invalid entry
+            out.append(i)
+        else:
+            out.append(item)
+    return out
+
+
+class NvmlSystem(GPUSystem):
+    backend = "nvml"
+
+    def __init__(self):
+        nv = _pynvml()
+        try:
+            nv.nvmlInit()
+        except nv.NVMLError as e:
+            raise _translate(e, "initializing NVML") from e
+        try:
+            count = nv.nvmlDeviceGetCount()
+            self.gpus = []
+            for cuda_index, ident in enumerate(visible_nvml_indices(count)):
+                if isinstance(ident, int):
+                    handle = nv.nvmlDeviceGetHandleByIndex(ident)
+                else:
+                    handle = nv.nvmlDeviceGetHandleByUUID(ident)
+                self.gpus.append(NvmlGPU(cuda_index, handle))
+        except nv.NVMLError as e:
+            raise _translate(e, "listing GPUs") from e
+        if not self.gpus:
+            raise NoGPUError(
+                "NVML found no visible GPU (check CUDA_VISIBLE_DEVICES); "
+                "use the simulated backend: ZEUS_NB_BACKEND=sim"
+            )
+
+    def clock(self) -> float:
+        return time.monotonic()
+
+    def sync(self, indices: list[int] | None = None) -> None:
+        torch = sys.modules.get("torch")  # never import torch just to synchronize
+        if torch is None or not torch.cuda.is_available():
+            return
+        for i in indices if indices is not None else [g.index for g in self.gpus]:
+            torch.cuda.synchronize(i)
+
+    def info(self) -> dict[str, str]:
+        nv = _pynvml()
+        out = {"backend": "NVML (real GPUs)"}
+        for key, fn in (
+            ("driver", "nvmlSystemGetDriverVersion"),
+            ("nvml", "nvmlSystemGetNVMLVersion"),
+        ):
+            try:
+                out[key] = _text(getattr(nv, fn)())
+            except (nv.NVMLError, AttributeError) as e:
+                out[key] = f"unknown ({e})"
+        return out
+
+    def power_sampler(self, indices: list[int], period: float) -> PowerSampler:
+        return _ThreadSampler(self, indices, period)
+
+
+class _ThreadSampler(PowerSampler):
+    """Reads each GPU's power every ``period`` seconds on a background thread."""
+
+    def __init__(self, system: NvmlSystem, indices: list[int], period: float):
+        super().__init__(indices, period)
+        self._gpus = [system.gpu(i) for i in indices]
+        self._clock = system.clock
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _sample(self) -> None:
+        t = self._clock()
+        for g in self._gpus:
+            self.timeline.samples[g.index].append((t, g.power()))
+
+    def _run(self) -> None:
+        self._sample()
+        while not self._stop.wait(self.timeline.period):
+            self._sample()
+
+    def start(self) -> _ThreadSampler:
+        self._thread = threading.Thread(target=self._run, daemon=True, name="zeus-nb-sampler")
+        self._thread.start()
+        return self
+
+    def stop(self) -> PowerTimeline:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._sample()
+        return self.timeline

@@ -1,0 +1,76 @@
+"""``zeus-nb doctor``: what GPUs this process sees and whether zeus-nb can use them.
+
+It reads only: nothing on any GPU is changed, power limits included.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zeus_nb import device
+from zeus_nb.errors import ZeusNbError
+
+
+@dataclass
+class Report:
+    lines: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    usable: bool = False
+
+    def __str__(self) -> str:
+        out = list(self.lines)
+        if self.problems:
+            out.append("")
+            out.append("Problems and fixes:")
+            out += [f"  - {p}" for p in self.problems]
+        out.append("")
+        out.append("zeus-nb is usable." if self.usable else "zeus-nb cannot run here yet.")
+        return "\n".join(out)
+
+
+def _nvml_status() -> str:
+    """One line on NVML itself, whichever backend ends up current."""
+    from zeus_nb.device.nvml import NvmlSystem
+
+    try:
+        NvmlSystem()
+    except (ZeusNbError, ImportError) as e:
+        return f"not usable: {e}"
+    return "available"
+
+
+def diagnose(backend: str | None = None) -> Report:
+    report = Report()
+    name = device.resolve_backend(backend)
+    report.lines.append(f"requested backend: {name}")
+    nvml = _nvml_status()
+    report.lines.append(f"NVML: {nvml}")
+    try:
+        system = device.current(name)
+    except ZeusNbError as e:
+        report.problems.append(str(e))
+        return report
+    for key, value in system.info().items():
+        report.lines.append(f"{key}: {value}")
+    report.lines.append(f"GPUs: {len(system.gpus)}")
+    for g in system.gpus:
+        report.lines.append(f"  GPU {g.index}: {g.name}")
+        try:
+            lo, hi = g.power_limit_constraints()
+            report.lines.append(
+                f"    power limit: {g.get_power_limit():g} W "
+                f"(min {lo:g} W, max {hi:g} W, default {g.default_power_limit():g} W)"
+            )
+        except ZeusNbError as e:
+            report.problems.append(f"GPU {g.index}: {e}")
+        counter = g.supports_energy_counter()
+        report.lines.append(
+            "    energy counter: "
+            + ("yes" if counter else "no (energy is integrated from sampled power)")
+        )
+        ok, why = g.can_set_power_limit()
+        report.lines.append(f"    may change power limits: {'yes' if ok else 'no'}")
+        if not ok:
+            report.problems.append(f"GPU {g.index}: {why} (measuring still works)")
+    report.usable = bool(system.gpus)
+    return report

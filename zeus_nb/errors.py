@@ -1,0 +1,42 @@
+"""Exceptions that say what to do next.
+
+Every error zeus-nb raises on purpose derives from :class:`ZeusNbError`, so the CLI can print the
+message alone (no traceback) and exit non-zero.
+"""
+
+from __future__ import annotations
+
+
+class ZeusNbError(Exception):
+    """Base class of the errors zeus-nb raises on purpose."""
+
+
+class NoGPUError(ZeusNbError):
+    """No NVIDIA driver or NVML library: the real backend cannot start."""
+
+
+class DeviceError(ZeusNbError):
+    """NVML reported an error that zeus-nb has no special advice for."""
+
+
+class PowerLimitPermissionError(ZeusNbError, PermissionError):
+    """This process may not change GPU power limits."""
+
+
+class UnsupportedError(ZeusNbError):
+    """The GPU does not support a feature (for example the energy counter)."""
+
+
+class TraceFormatError(ZeusNbError, ValueError):
+    """A trace or log file does not follow the expected schema."""
+
+
+class WindowError(ZeusNbError, ValueError):
+    """A measurement window was begun twice or ended without being begun."""
+
+
+NO_DRIVER_HINT = "no NVIDIA driver found; use the simulated backend: ZEUS_NB_BACKEND=sim"
+NO_PERMISSION_HINT = (
+    "changing GPU power limits needs root or the SYS_ADMIN capability; in Docker, start the "
+    "container with `docker run --gpus all --cap-add SYS_ADMIN ...`"
+)

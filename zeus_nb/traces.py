@@ -1,0 +1,224 @@
+"""Load the Zeus NSDI '23 traces (shipped as package data) and user traces of the same schema.
+
+The power trace gives, per (dataset, network, batch size, optimizer, power limit), the time of one
+epoch and the average power. The train trace gives the epoch at which each training run first
+reached each target metric. Both are real measurements; the simulator and the tradeoff analysis
+only ever read numbers from them.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from zeus_nb.errors import TraceFormatError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+POWER_COLUMNS = (
+    "dataset",
+    "network",
+    "batch_size",
+    "optimizer",
+    "power_limit",
+    "time_per_epoch",
+    "average_power",
+)
+TRAIN_COLUMNS = (
+    "dataset",
+    "network",
+    "batch_size",
+    "optimizer",
+    "learning_rate",
+    "run",
+    "target_metric",
+    "target_epoch",
+)
+BUNDLED_GPUS = ("v100", "a40")
+GPU_NAMES = {"v100": "NVIDIA Tesla V100", "a40": "NVIDIA A40"}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One of the six traced workloads and the knobs the paper trained it with.
+
+    ``num_samples`` is the size of the public training set; the simulator uses it only to split a
+    measured epoch into steps (steps per epoch = ceil(num_samples / batch size)).
+    """
+
+    dataset: str
+    network: str
+    optimizer: str
+    target_metric: float
+    max_epochs: int
+    default_batch_size: int
+    num_samples: int
+    higher_is_better: bool = True
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.dataset, self.network, self.optimizer)
+
+    def steps_per_epoch(self, batch_size: int) -> int:
+        return -(-self.num_samples // int(batch_size))
+
+
+WORKLOADS: dict[str, Workload] = {
+    w.dataset: w
+    for w in (
+        Workload("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024, 50_000),
+        Workload("imagenet", "resnet50", "adadelta", 0.65, 100, 256, 1_281_167),
+        Workload("squad", "bert_base_uncased", "adamw", 84.0, 6, 32, 87_599),
+        Workload("librispeech", "deepspeech2", "adamw", 40.0, 16, 256, 281_241, False),
+        Workload("movielens-1m", "ncf", "adam", 0.41, 100, 1024, 1_000_209),
+        Workload("sentiment140", "bert_base_uncased", "adamw", 0.84, 10, 128, 1_600_000),
+    )
+}
+
+
+def get_workload(name: str) -> Workload:
+    """Look up a workload by dataset name (``imagenet``) or ``dataset/network``."""
+    key = name.split("/")[0].lower()
+    if key not in WORKLOADS:
+        raise ValueError(f"unknown workload {name!r}; choose one of: {', '.join(WORKLOADS)}")
+    return WORKLOADS[key]
+
+
+def resource_path(*parts: str) -> Path:
+    """Path of a file shipped in ``zeus_nb/resources``."""
+    return Path(str(resources.files("zeus_nb").joinpath("resources", *parts)))
+
+
+def _validate(df: pd.DataFrame, columns: tuple[str, ...], numeric: dict[str, bool], src: str):
+    """Check columns and numeric cells; name the first bad row (1-based file line) or column."""
+    import pandas as pd
+
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise TraceFormatError(
+            f"{src}: missing column(s) {', '.join(missing)}; expected columns: {', '.join(columns)}"
+        )
+    df = df[list(columns)].copy()
+    for col in ("dataset", "network", "optimizer"):
+        if col in df.columns:
+            bad = df[col].isna()
+            if bad.any():
+                line = int(bad.to_numpy().nonzero()[0][0]) + 2
+                raise TraceFormatError(f"{src}: row {line} (file line): column {col!r} is empty")
+            df[col] = df[col].astype(str).str.strip()
+    for col, nan_ok in numeric.items():
+        values = pd.to_numeric(df[col], errors="coerce")
+        bad = (values.isna() & df[col].notna()) | (values < 0)
+        if not nan_ok:
+            bad |= values.isna()
+        if bad.any():
+            i = int(bad.to_numpy().nonzero()[0][0])
+            raise TraceFormatError(
+                f"{src}: row {i + 2} (file line): column {col!r} has {df[col].iloc[i]!r}; "
+                "expected a non-negative number"
+            )
+        df[col] = values
+    return df
+
+
+def _read_csv(path: Path, src: str) -> pd.DataFrame:
+    import pandas as pd
+
+    if not path.is_file():
+        raise FileNotFoundError(f"{src}: no such file")
+    try:
+        return pd.read_csv(path, dtype=str, skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise TraceFormatError(f"{src}: not a readable CSV file ({e})") from e
+
+
+@functools.lru_cache(maxsize=16)
+def _load_power_trace_cached(source: str) -> pd.DataFrame:
+    if source.lower() in BUNDLED_GPUS:
+        path, src = resource_path("zeus_traces", f"summary_power_{source.lower()}.csv"), source
+    else:
+        path, src = Path(source), source
+    df = _validate(
+        _read_csv(path, src),
+        POWER_COLUMNS,
+        {
+            "batch_size": False,
+            "power_limit": False,
+            "time_per_epoch": False,
+            "average_power": False,
+        },
+        src,
+    )
+    for col in ("time_per_epoch", "average_power", "power_limit", "batch_size"):
+        zero = df[col] <= 0
+        if zero.any():
+            i = int(zero.to_numpy().nonzero()[0][0])
+            raise TraceFormatError(f"{src}: row {i + 2} (file line): column {col!r} must be > 0")
+    df["batch_size"] = df["batch_size"].astype(int)
+    df["optimizer"] = df["optimizer"].str.lower()
+    dup = df.duplicated(["dataset", "network", "batch_size", "optimizer", "power_limit"])
+    if dup.any():
+        i = int(dup.to_numpy().nonzero()[0][0])
+        raise TraceFormatError(
+            f"{src}: row {i + 2} (file line) repeats an earlier "
+            "(dataset, network, batch_size, optimizer, power_limit)"
+        )
+    return df.reset_index(drop=True)
+
+
+def load_power_trace(gpu: str | Path = "v100") -> pd.DataFrame:
+    """Power trace of a bundled GPU (``"v100"``, ``"a40"``) or of a CSV file of the same schema.
+
+    Returns a fresh copy, so callers may modify it.
+    """
+    return _load_power_trace_cached(str(gpu)).copy()
+
+
+@functools.lru_cache(maxsize=4)
+def _load_train_trace_cached(source: str) -> pd.DataFrame:
+    path = resource_path("zeus_traces", "summary_train.csv") if source == "" else Path(source)
+    src = source or "summary_train.csv"
+    df = _validate(
+        _read_csv(path, src),
+        TRAIN_COLUMNS,
+        {"batch_size": False, "run": False, "target_metric": False, "target_epoch": True},
+        src,
+    )
+    df["batch_size"] = df["batch_size"].astype(int)
+    df["run"] = df["run"].astype(int)
+    df["optimizer"] = df["optimizer"].str.lower()
+    return df.reset_index(drop=True)
+
+
+def load_train_trace(path: str | Path | None = None) -> pd.DataFrame:
+    """The bundled train trace, or a CSV file of the same schema. ``target_epoch`` NaN: never."""
+    return _load_train_trace_cached("" if path is None else str(path)).copy()
+
+
+def power_curves(
+    trace: pd.DataFrame, dataset: str, network: str | None = None, optimizer: str | None = None
+) -> pd.DataFrame:
+    """Rows of one workload, sorted by (batch size, power limit).
+
+    ``network`` and ``optimizer`` default to the paper's choice when the dataset is a known workload
+    and the trace has it; otherwise the dataset must identify a single (network, optimizer).
+    """
+    rows = trace[trace["dataset"] == dataset]
+    if rows.empty:
+        known = ", ".join(sorted(trace["dataset"].unique()))
+        raise ValueError(f"the power trace has no dataset {dataset!r}; it has: {known}")
+    wl = WORKLOADS.get(dataset)
+    if network is None:
+        nets = rows["network"].unique()
+        network = wl.network if wl and wl.network in nets else nets[0]
+    if optimizer is None:
+        opts = rows[rows["network"] == network]["optimizer"].unique()
+        optimizer = wl.optimizer if wl and wl.optimizer in opts else opts[0]
+    rows = rows[(rows["network"] == network) & (rows["optimizer"] == optimizer.lower())]
+    if rows.empty:
+        raise ValueError(f"the power trace has no rows for {dataset}/{network}/{optimizer}")
+    return rows.sort_values(["batch_size", "power_limit"]).reset_index(drop=True)
