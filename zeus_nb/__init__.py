@@ -21,9 +21,11 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from zeus_nb.device import step, use_simulated
-    from zeus_nb.errors import ZeusNbError
-    from zeus_nb.monitor import Measurement, ZeusMonitor
+    from zeus_nb.device import step as step
+    from zeus_nb.device import use_simulated as use_simulated
+    from zeus_nb.errors import ZeusNbError as ZeusNbError
+    from zeus_nb.monitor import Measurement as Measurement
+    from zeus_nb.monitor import ZeusMonitor as ZeusMonitor
 
 __all__ = sorted(_LAZY)
 

@@ -4,8 +4,8 @@ One :class:`~zeus_nb.device.base.GPUSystem` is *current* per process. Everything
 asks :func:`current` for it and never checks which backend it got.
 
 Backend choice, highest priority first: the ``backend`` argument, the ``ZEUS_NB_BACKEND``
-environment variable (``sim``, ``nvml`` or ``auto``), then ``auto``: NVML if it initializes, else the
-simulated GPU with a one-line notice. The simulated GPU reads its settings from
+environment variable (``sim``, ``nvml`` or ``auto``), then ``auto``: NVML if it initializes, else
+the simulated GPU with a one-line notice. The simulated GPU reads its settings from
 ``ZEUS_NB_SIM_GPU`` (``a40``, ``v100`` or a power-trace CSV), ``ZEUS_NB_SIM_WORKLOAD``,
 ``ZEUS_NB_SIM_BATCH_SIZE``, ``ZEUS_NB_SIM_GPUS`` (default: ``LOCAL_WORLD_SIZE`` under torchrun,
 else 1), ``ZEUS_NB_SIM_NOISE`` and ``ZEUS_NB_SIM_SEED``; :func:`use_simulated` sets them in code.

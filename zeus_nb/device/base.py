@@ -109,9 +109,11 @@ class GPUSystem(ABC):
 
     def sync(self, indices: list[int] | None = None) -> None:
         """Wait for queued GPU work before reading counters (no-op where nothing is queued)."""
+        return None
 
     def step(self, n: int = 1, batch_size: int | None = None) -> None:
         """Account for ``n`` training steps. Advances simulated GPUs; no-op on real GPUs."""
+        return None
 
     @abstractmethod
     def info(self) -> dict[str, str]:
