@@ -1,0 +1,77 @@
+"""Shared fixtures: a fresh simulated GPU per test, and the fake NVML."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from zeus_nb import device
+
+FAKE_NVML_DIR = Path(__file__).parent / "fake_nvml"
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_device(monkeypatch):
+    """Every test starts with no current GPU system and no backend from the environment."""
+    for var in ("ZEUS_NB_BACKEND", "ZEUS_NB_SIM_GPU", "ZEUS_NB_SIM_WORKLOAD", "ZEUS_NB_SIM_GPUS"):
+        monkeypatch.delenv(var, raising=False)
+    device.reset()
+    yield
+    device.reset()
+
+
+class FakeNvml:
+    """Controls the fake ``pynvml`` of ``tests/fake_nvml`` through its JSON state file."""
+
+    def __init__(self, path: Path, module):
+        self.path = path
+        self.module = module
+
+    @property
+    def state(self) -> dict:
+        return json.loads(self.path.read_text())
+
+    def update(self, **changes) -> None:
+        state = self.state
+        state.update(changes)
+        self.path.write_text(json.dumps(state))
+
+    def set_device(self, index: int, **changes) -> None:
+        state = self.state
+        state["devices"][index].update(changes)
+        self.path.write_text(json.dumps(state))
+
+    def limits_w(self) -> list[float]:
+        return [d["limit_mw"] / 1000 for d in self.state["devices"]]
+
+    def env(self) -> dict[str, str]:
+        """Environment for subprocesses that should see the same fake GPUs."""
+        import os
+
+        env = dict(os.environ)
+        env["ZEUS_NB_FAKE_NVML_STATE"] = str(self.path)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(FAKE_NVML_DIR), str(REPO), env.get("PYTHONPATH", "")]
+        )
+        env["ZEUS_NB_BACKEND"] = "nvml"
+        return env
+
+
+@pytest.fixture
+def fake_nvml(tmp_path, monkeypatch) -> FakeNvml:
+    """Two fake A40s (100-300 W) behind ``import pynvml``; the NVML backend becomes current."""
+    monkeypatch.syspath_prepend(str(FAKE_NVML_DIR))
+    monkeypatch.delitem(sys.modules, "pynvml", raising=False)
+    import pynvml
+
+    assert Path(pynvml.__file__).parent == FAKE_NVML_DIR
+    path = tmp_path / "fake_nvml.json"
+    monkeypatch.setenv("ZEUS_NB_FAKE_NVML_STATE", str(path))
+    path.write_text(json.dumps(pynvml.default_state()))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    yield FakeNvml(path, pynvml)
+    sys.modules.pop("pynvml", None)

@@ -1,0 +1,213 @@
+"""A test double of ``pynvml`` (nvidia-ml-py) for the NVML backend.
+
+State lives in a JSON file named by ``ZEUS_NB_FAKE_NVML_STATE`` so that subprocesses (interrupted
+or killed optimizer runs, ``zeus-nb restore``) share one set of fake GPUs. Errors are injected by
+naming them in the state: ``init_error`` (``LibraryNotFound``, ``DriverNotLoaded``), and per device
+``set_error`` / ``energy_error`` (``NoPermission``, ``NotSupported``...).
+
+Each energy-counter read advances that GPU's counter by ``power_mw x read_interval_s`` so tests get
+deterministic, non-zero energies without sleeping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+NVML_SUCCESS = 0
+NVML_ERROR_UNINITIALIZED = 1
+NVML_ERROR_INVALID_ARGUMENT = 2
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NO_PERMISSION = 4
+NVML_ERROR_NOT_FOUND = 6
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_UNKNOWN = 999
+
+
+class NVMLError(Exception):
+    value = NVML_ERROR_UNKNOWN
+
+    def __init__(self, value: int | None = None):
+        if value is not None:
+            self.value = value
+        super().__init__(f"fake NVML error {self.value}")
+
+
+def _sub(name: str, code: int) -> type[NVMLError]:
+    cls = type(f"NVMLError_{name}", (NVMLError,), {"value": code})
+    globals()[cls.__name__] = cls
+    return cls
+
+
+_ERRORS = {
+    "Uninitialized": _sub("Uninitialized", NVML_ERROR_UNINITIALIZED),
+    "InvalidArgument": _sub("InvalidArgument", NVML_ERROR_INVALID_ARGUMENT),
+    "NotSupported": _sub("NotSupported", NVML_ERROR_NOT_SUPPORTED),
+    "NoPermission": _sub("NoPermission", NVML_ERROR_NO_PERMISSION),
+    "NotFound": _sub("NotFound", NVML_ERROR_NOT_FOUND),
+    "DriverNotLoaded": _sub("DriverNotLoaded", NVML_ERROR_DRIVER_NOT_LOADED),
+    "LibraryNotFound": _sub("LibraryNotFound", NVML_ERROR_LIBRARY_NOT_FOUND),
+    "Unknown": _sub("Unknown", NVML_ERROR_UNKNOWN),
+}
+
+
+def default_device(i: int, **overrides) -> dict:
+    dev = {
+        "name": "NVIDIA A40",
+        "uuid": f"GPU-fake-{i}",
+        "min_mw": 100_000,
+        "max_mw": 300_000,
+        "default_mw": 300_000,
+        "limit_mw": 300_000,
+        "power_mw": 200_000,
+        "energy_mj": 0,
+        "read_interval_s": 1.0,
+        "set_error": None,
+        "energy_error": None,
+        "power_error": None,
+    }
+    dev.update(overrides)
+    return dev
+
+
+def default_state(num_gpus: int = 2) -> dict:
+    return {
+        "init_error": None,
+        "driver": "550.54.15",
+        "nvml": "12.550.54.15",
+        "devices": [default_device(i) for i in range(num_gpus)],
+        "set_calls": [],
+    }
+
+
+def _path() -> Path:
+    p = os.environ.get("ZEUS_NB_FAKE_NVML_STATE")
+    if not p:
+        raise RuntimeError("fake pynvml: set ZEUS_NB_FAKE_NVML_STATE to a JSON state file")
+    return Path(p)
+
+
+def load_state() -> dict:
+    return json.loads(_path().read_text())
+
+
+def save_state(state: dict) -> None:
+    p = _path()
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state))
+    os.replace(tmp, p)
+
+
+def _raise(name: str | None) -> None:
+    if name:
+        raise _ERRORS[name]()
+
+
+class _Handle:
+    def __init__(self, index: int):
+        self.index = index
+
+
+_initialized = False
+
+
+def _check_init() -> None:
+    if not _initialized:
+        raise _ERRORS["Uninitialized"]()
+
+
+def nvmlInit() -> None:
+    global _initialized
+    _raise(load_state().get("init_error"))
+    _initialized = True
+
+
+def nvmlShutdown() -> None:
+    global _initialized
+    _initialized = False
+
+
+def nvmlSystemGetDriverVersion() -> str:
+    _check_init()
+    return load_state()["driver"]
+
+
+def nvmlSystemGetNVMLVersion() -> str:
+    _check_init()
+    return load_state()["nvml"]
+
+
+def nvmlDeviceGetCount() -> int:
+    _check_init()
+    return len(load_state()["devices"])
+
+
+def nvmlDeviceGetHandleByIndex(index: int) -> _Handle:
+    _check_init()
+    if not 0 <= index < len(load_state()["devices"]):
+        raise _ERRORS["InvalidArgument"]()
+    return _Handle(index)
+
+
+def nvmlDeviceGetHandleByUUID(uuid: str) -> _Handle:
+    _check_init()
+    for i, d in enumerate(load_state()["devices"]):
+        if d["uuid"] == uuid:
+            return _Handle(i)
+    raise _ERRORS["NotFound"]()
+
+
+def _dev(handle: _Handle) -> dict:
+    _check_init()
+    return load_state()["devices"][handle.index]
+
+
+def nvmlDeviceGetName(handle: _Handle) -> str:
+    return _dev(handle)["name"]
+
+
+def nvmlDeviceGetPowerManagementLimitConstraints(handle: _Handle) -> list[int]:
+    d = _dev(handle)
+    return [d["min_mw"], d["max_mw"]]
+
+
+def nvmlDeviceGetPowerManagementDefaultLimit(handle: _Handle) -> int:
+    return _dev(handle)["default_mw"]
+
+
+def nvmlDeviceGetPowerManagementLimit(handle: _Handle) -> int:
+    return _dev(handle)["limit_mw"]
+
+
+def nvmlDeviceGetEnforcedPowerLimit(handle: _Handle) -> int:
+    return _dev(handle)["limit_mw"]
+
+
+def nvmlDeviceSetPowerManagementLimit(handle: _Handle, limit_mw: int) -> None:
+    _check_init()
+    state = load_state()
+    d = state["devices"][handle.index]
+    _raise(d.get("set_error"))
+    if not d["min_mw"] <= limit_mw <= d["max_mw"]:
+        raise _ERRORS["InvalidArgument"]()
+    d["limit_mw"] = int(limit_mw)
+    state["set_calls"].append([handle.index, int(limit_mw)])
+    save_state(state)
+
+
+def nvmlDeviceGetTotalEnergyConsumption(handle: _Handle) -> int:
+    _check_init()
+    state = load_state()
+    d = state["devices"][handle.index]
+    _raise(d.get("energy_error"))
+    d["energy_mj"] += int(d["power_mw"] * d["read_interval_s"])
+    save_state(state)
+    return d["energy_mj"]
+
+
+def nvmlDeviceGetPowerUsage(handle: _Handle) -> int:
+    d = _dev(handle)
+    _raise(d.get("power_error"))
+    return d["power_mw"]
