@@ -88,7 +88,9 @@ def check_imagenet_folder(root: str | Path) -> list[str]:
     """The class names if ``root`` holds train/ and val/ class folders, else a clear error."""
     root = Path(root).expanduser()
     if not root.is_dir():
-        raise DatasetLayoutError(f"data folder {root} does not exist. " + _PREPARE.format(root=root))
+        raise DatasetLayoutError(
+            f"data folder {root} does not exist. " + _PREPARE.format(root=root)
+        )
     archives = sorted(p.name for p in root.glob("ILSVRC2012_*.tar*"))
     classes: dict[str, list[str]] = {}
     for split in ("train", "val"):
@@ -133,10 +135,10 @@ def check_imagenet_folder(root: str | Path) -> list[str]:
 
 def imagenet_datasets(root: str | Path, image_size: int = 224) -> Datasets:
     """ImageFolder datasets of an extracted ImageNet (or any folder in the same layout)."""
+    root = Path(root).expanduser()
+    classes = check_imagenet_folder(root)  # before the slow torchvision import
     from torchvision.datasets import ImageFolder
 
-    root = Path(root).expanduser()
-    classes = check_imagenet_folder(root)
     train = ImageFolder(str(root / "train"), transform=train_transform(image_size))
     val = ImageFolder(str(root / "val"), transform=val_transform(image_size))
     return Datasets(train, val, classes)

@@ -169,7 +169,9 @@ def wrap_model(model, ctx: Context):
             from torch.distributed.device_mesh import init_device_mesh
             from torch.distributed.fsdp import fully_shard
         except ImportError:
-            raise ZeusNbError("FSDP training needs torch >= 2.6 (torch.distributed.fsdp.fully_shard)")
+            raise ZeusNbError(
+                "FSDP training needs torch >= 2.6 (torch.distributed.fsdp.fully_shard)"
+            ) from None
         mesh = init_device_mesh(ctx.device.type, (ctx.world_size,))
         # shard every top-level block that owns parameters, then the root (FSDP2's usual recipe)
         for child in model.children():
@@ -301,23 +303,32 @@ class _NoOptimizer:
 
 
 def run(mode: str, config: TrainConfig | None = None) -> dict[str, Any]:
-    """Train ``config.epochs`` epochs in this process; returns (and on rank 0 writes) the results."""
+    """Train ``config.epochs`` epochs in this process; return (rank 0 also writes) the results."""
+    from zeus_nb.data import SYNTHETIC, check_imagenet_folder, make_datasets
+
+    config = config or TrainConfig()
+    if str(config.data) != SYNTHETIC:
+        check_imagenet_folder(config.data)  # fail fast, before the slow torch import
     import torch
 
     import zeus_nb
     from zeus_nb import device as zdevice
-    from zeus_nb.data import make_datasets
     from zeus_nb.monitor import ZeusMonitor
     from zeus_nb.train.models import build_model
 
-    config = config or TrainConfig()
     factor = max_slowdown_factor(config.max_slowdown)
+    saved_env = {k: os.environ.get(k) for k in ("ZEUS_NB_BACKEND", "ZEUS_NB_SIM_SEED")}
     if config.backend is not None:
         # zeus_nb.step() and every monitor ask the environment, so pin the choice there
         os.environ["ZEUS_NB_BACKEND"] = zdevice.resolve_backend(config.backend)
-    ctx = setup(mode, config)
+    ctx: Context | None = None
     plo = None
     try:
+        ctx = setup(mode, config)
+        if ctx.distributed:
+            # each rank's simulated GPU gets its own noise stream, as real GPUs would
+            base = int(os.environ.get("ZEUS_NB_SIM_SEED") or 0)
+            os.environ["ZEUS_NB_SIM_SEED"] = str(base + ctx.rank)
         torch.manual_seed(config.seed)
         datasets = make_datasets(
             config.data,
@@ -329,7 +340,7 @@ def run(mode: str, config: TrainConfig | None = None) -> dict[str, Any]:
                     "val_size": config.val_size,
                     "seed": config.seed,
                 }
-                if str(config.data) == "synthetic"
+                if str(config.data) == SYNTHETIC
                 else {}
             ),
         )
@@ -368,7 +379,7 @@ def run(mode: str, config: TrainConfig | None = None) -> dict[str, Any]:
             monitor.begin_window("epoch")
             plo.on_epoch_begin()
             bar = _progress(ctx, config, steps, f"epoch {epoch + 1}/{config.epochs}")
-            loss_sum = 0.0
+            loss_sum = torch.zeros((), dtype=torch.float64, device=ctx.device)
             seen = 0
             for step, (x, y) in enumerate(train_loader):
                 if step >= steps:
@@ -382,16 +393,17 @@ def run(mode: str, config: TrainConfig | None = None) -> dict[str, Any]:
                 optimizer.step()
                 zeus_nb.step()
                 plo.on_step_end()
-                loss_sum += float(loss.detach()) * len(y)
+                loss_sum += loss.detach() * len(y)  # stays on the device: no sync per step
                 seen += len(y)
                 if bar is not None:
-                    bar.set_postfix(loss=f"{float(loss):.3f}", pl=f"{gpu.get_power_limit():g}W")
+                    if step % 10 == 0:
+                        bar.set_postfix(loss=f"{loss.item():.3f}", pl=f"{gpu.get_power_limit():g}W")
                     bar.update()
             plo.on_epoch_end()
             m = monitor.end_window("epoch")
             if bar is not None:
                 bar.close()
-            loss_sum, seen = _all_sum(ctx, [loss_sum, float(seen)])
+            loss_sum, seen = _all_sum(ctx, [float(loss_sum), float(seen)])
             accuracy = evaluate(model, val_loader, ctx)
             t_max, e_sum = _reduce_measurement(ctx, m.time, m.total_energy)
             record = {
@@ -459,7 +471,13 @@ def run(mode: str, config: TrainConfig | None = None) -> dict[str, Any]:
     finally:
         if plo is not None and hasattr(plo, "close"):
             plo.close()  # put the GPU back at the limit it had before
-        teardown(ctx)
+        if ctx is not None:
+            teardown(ctx)
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _reduce_measurement(ctx: Context, t: float, e: float) -> tuple[float, float]:

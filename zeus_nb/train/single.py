@@ -1,7 +1,7 @@
 """Single-GPU training with the power-limit optimizer.
 
-    python -m zeus_nb.train.single --data DATA_DIR [--gpu 0]
-    python -m zeus_nb.train.single --data synthetic --backend sim   # CPU, simulated GPU
+python -m zeus_nb.train.single --data DATA_DIR [--gpu 0]
+python -m zeus_nb.train.single --data synthetic --backend sim   # CPU, simulated GPU
 """
 
 from __future__ import annotations
