@@ -159,6 +159,7 @@ def test_single_process_on_an_image_folder(tmp_path):
         data=str(tmp_path / "imagenet"),
         image_size=16,
         batch_size=8,
+        workers=0,
         epochs=1,
         backend="sim",
         power_limit_optimizer=False,

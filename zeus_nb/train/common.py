@@ -39,8 +39,9 @@ class TrainConfig:
     lr: float = 0.05
     momentum: float = 0.9
     weight_decay: float = 1e-4
+    lr_step_epochs: int = 30  # StepLR: divide the learning rate by 10 every this many epochs
     image_size: int | None = None  # default 224 for folders, 32 for synthetic
-    workers: int = 0  # DataLoader worker processes
+    workers: int | None = None  # DataLoader workers; default 0 (synthetic) or up to 8 (folders)
     max_steps_per_epoch: int | None = None  # cap for quick runs
     num_classes: int = 10  # synthetic data only
     train_size: int = 512  # synthetic data only
@@ -60,7 +61,7 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "profile_steps"):
+        for name in ("epochs", "batch_size", "profile_steps", "lr_step_epochs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_steps_per_epoch is not None and self.max_steps_per_epoch < 1:
@@ -212,6 +213,9 @@ def loaders(datasets, config: TrainConfig, ctx: Context):
     from torch.utils.data.distributed import DistributedSampler
 
     pin = ctx.device.type == "cuda"
+    workers = config.workers
+    if workers is None:  # decoding JPEGs needs helpers; generated tensors do not
+        workers = 0 if str(config.data) == "synthetic" else min(8, os.cpu_count() or 1)
     sampler = (
         DistributedSampler(datasets.train, ctx.world_size, ctx.rank, shuffle=True, seed=config.seed)
         if ctx.distributed
@@ -222,7 +226,7 @@ def loaders(datasets, config: TrainConfig, ctx: Context):
         batch_size=config.batch_size,
         shuffle=sampler is None,
         sampler=sampler,
-        num_workers=config.workers,
+        num_workers=workers,
         pin_memory=pin,
         drop_last=False,
     )
@@ -230,7 +234,7 @@ def loaders(datasets, config: TrainConfig, ctx: Context):
         _EvalShard(datasets.val, ctx.rank, ctx.world_size),
         batch_size=config.batch_size,
         shuffle=False,
-        num_workers=config.workers,
+        num_workers=workers,
         pin_memory=pin,
     )
     return train, val, sampler
@@ -353,6 +357,7 @@ def run(mode: str, config: TrainConfig | None = None) -> dict[str, Any]:
             momentum=config.momentum,
             weight_decay=config.weight_decay,
         )
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, config.lr_step_epochs, 0.1)
 
         system = zdevice.current(config.backend)
         monitor = ZeusMonitor(gpu_indices=[ctx.gpu_index])
@@ -401,6 +406,7 @@ def run(mode: str, config: TrainConfig | None = None) -> dict[str, Any]:
                     bar.update()
             plo.on_epoch_end()
             m = monitor.end_window("epoch")
+            scheduler.step()
             if bar is not None:
                 bar.close()
             loss_sum, seen = _all_sum(ctx, [float(loss_sum), float(seen)])
@@ -516,8 +522,11 @@ def parser(mode: str) -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=d.lr)
     p.add_argument("--momentum", type=float, default=d.momentum)
     p.add_argument("--weight-decay", type=float, default=d.weight_decay)
+    p.add_argument(
+        "--lr-step-epochs", type=int, default=d.lr_step_epochs, help="StepLR period (x0.1)"
+    )
     p.add_argument("--image-size", type=int, help="default 224 (folders) or 32 (synthetic)")
-    p.add_argument("--workers", type=int, default=d.workers, help="DataLoader workers")
+    p.add_argument("--workers", type=int, help="DataLoader workers (default 0 or up to 8)")
     p.add_argument("--max-steps-per-epoch", type=int, help="cap steps per epoch (quick runs)")
     p.add_argument("--num-classes", type=int, default=d.num_classes, help="synthetic data")
     p.add_argument("--train-size", type=int, default=d.train_size, help="synthetic data")
