@@ -170,6 +170,9 @@ for n in "${names[@]}"; do
         if [[ -n "${SIZE[$n]}" && -f "$part" && "$(file_size "$part")" == "${SIZE[$n]}" ]]; then
             break # complete already: asking the server for more would be answered with 416
         fi
+        if [[ -z "${SIZE[$n]}" && -f "$part" ]] && check "$n" "$part" >/dev/null 2>&1; then
+            break # no size to compare with, but the checksum says it is complete
+        fi
         echo "downloading $f (attempt $attempt of $ATTEMPTS)..."
         if fetch "$base_url/$f" "$part"; then
             break

@@ -225,3 +225,18 @@ def test_default_checksums_are_the_official_ones():
     text = DOWNLOAD.read_text()
     for key, name, md5 in meta:
         assert re.search(rf"\[{key}\]=\$\{{ZEUS_NB_IMAGENET_{key.upper()}_MD5-{md5}\}}", text), name
+
+
+def test_complete_part_file_of_unknown_size_is_not_refetched(synthetic, server, tmp_path):
+    """Without an expected size, a finished .part is recognised by its MD5 (no 416 from curl)."""
+    archives, manifest = synthetic
+    info = manifest["archives"]["devkit"]
+    dest = tmp_path / "dl"
+    dest.mkdir()
+    shutil.copy(archives / info["file"], dest / (info["file"] + ".part"))
+    r = _run(
+        ["--only", "devkit", server.url, dest], _env(synthetic, ZEUS_NB_IMAGENET_DEVKIT_SIZE="")
+    )
+    assert r.returncode == 0, r.stderr
+    assert server.handler.log == []
+    assert _md5(dest / info["file"]) == info["md5"]
