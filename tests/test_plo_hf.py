@@ -50,6 +50,7 @@ def test_trainer_callback_profiles_and_restores(tmp_path, monkeypatch):
         warmup_steps=1,
         profile_steps=2,
         pl_step=100,
+        adaptive=False,
         verbose=False,
     )
     seen = []

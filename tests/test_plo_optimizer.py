@@ -54,7 +54,9 @@ def run(plo, steps_per_epoch, max_epochs=100, on_step=None):
 
 
 def kw(**extra):
-    return dict(wait_steps=1, warmup_steps=2, profile_steps=4, verbose=False) | extra
+    return (
+        dict(wait_steps=1, warmup_steps=2, profile_steps=4, adaptive=False, verbose=False) | extra
+    )
 
 
 @pytest.mark.parametrize(
@@ -121,7 +123,13 @@ def test_short_epochs_still_finish_and_pause_windows_at_epoch_ends(system):
 
 def test_warmup_zero_and_wait_zero(system):
     plo = GlobalPowerLimitOptimizer(
-        ZeusMonitor(), Time(), wait_steps=0, warmup_steps=0, profile_steps=3, verbose=False
+        ZeusMonitor(),
+        Time(),
+        wait_steps=0,
+        warmup_steps=0,
+        profile_steps=3,
+        adaptive=False,
+        verbose=False,
     )
     n = 0
     while not plo.done:
@@ -254,8 +262,10 @@ def test_seed_snippets_run_with_only_the_import_changed(system):
         plo.on_epoch_end()
 
     assert plo.done
+    assert plo.adaptive  # the default
     exp = expected_measurements(system, plo.power_limits, 40)
     assert plo.optimal_power_limit == ZeusCost(0.5).select(exp)
+    assert plo.abandoned  # and it skipped work
     assert system.gpus[0].get_power_limit() == plo.optimal_power_limit
     plo.close()
 
@@ -270,3 +280,44 @@ def test_multi_gpu_monitor_sets_all_gpus_and_sums_energy():
     assert [m.num_gpus for m in plo.measurements] == [4] * 9
     assert plo.measurements[0].energy == pytest.approx(exp[0].energy)
     assert plo.optimal_power_limit == ZeusCost(0.5, world_size=4).select(exp)
+
+
+def steps_to_finish(plo):
+    n = 0
+    while not plo.done:
+        plo.on_step_begin()
+        zeus_nb.step()
+        plo.on_step_end()
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [Energy(), Time(), ZeusCost(0.25), ZeusCost(0.75), MaxSlowdownConstraint(1.0)]
+    + [MaxSlowdownConstraint(f) for f in (1.1, 1.5, 3.0)],
+    ids=repr,
+)
+@pytest.mark.parametrize("workload", ["imagenet", "cifar100", "squad"])
+def test_adaptive_chooses_like_exhaustive_with_fewer_steps(selector, workload):
+    device.use_simulated(workload=workload)
+    ex = GlobalPowerLimitOptimizer(ZeusMonitor(), selector, **kw())
+    n_ex = steps_to_finish(ex)
+    device.use_simulated(workload=workload)
+    ad = GlobalPowerLimitOptimizer(ZeusMonitor(), selector, **kw(adaptive=True))
+    n_ad = steps_to_finish(ad)
+    assert ad.optimal_power_limit == ex.optimal_power_limit
+    assert n_ad <= n_ex
+    kept = {m.power_limit: m for m in ad.measurements}
+    for m in ex.measurements:  # what adaptive kept, it measured in full
+        if m.power_limit in kept:
+            assert kept[m.power_limit].time == pytest.approx(m.time)
+
+
+def test_max_slowdown_probes_the_lowest_limit_right_after_the_highest(system):
+    plo = GlobalPowerLimitOptimizer(ZeusMonitor(), MaxSlowdownConstraint(3.0), **kw(adaptive=True))
+    n = steps_to_finish(plo)
+    assert [m.power_limit for m in plo.measurements] == [300.0, 100.0]
+    assert plo.optimal_power_limit == 100.0
+    assert n == 1 + 2 * 6
+    assert set(plo.abandoned) == set(plo.power_limits[1:-1])
