@@ -159,6 +159,10 @@ class ZeusCost(_ArgminSelector):
             )
         self.world_size = None if world_size is None else int(world_size)
 
+    def __repr__(self) -> str:
+        ws = "" if self.world_size is None else f", world_size={self.world_size}"
+        return f"ZeusCost(eta_knob={self.eta_knob:g}{ws})"
+
     def max_power(self, measurements: Sequence[PowerLimitMeasurement]) -> float:
         gpus = self.world_size or max(m.num_gpus for m in measurements)
         return max(m.power_limit for m in measurements) * gpus
