@@ -17,11 +17,14 @@ from zeus_nb.optimizer import (
     Time,
     ZeusCost,
 )
+from zeus_nb.optimizer.restore import restore_all
 
 
 @pytest.fixture(autouse=True)
 def _state_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("ZEUS_NB_STATE_DIR", str(tmp_path / "state"))
+    yield
+    restore_all()
 
 
 @pytest.fixture
@@ -321,3 +324,82 @@ def test_max_slowdown_probes_the_lowest_limit_right_after_the_highest(system):
     assert plo.optimal_power_limit == 100.0
     assert n == 1 + 2 * 6
     assert set(plo.abandoned) == set(plo.power_limits[1:-1])
+
+
+def test_a_second_optimizer_on_the_same_gpu_restores_the_true_original(system):
+    system.gpus[0].set_power_limit(225.0)
+    first = GlobalPowerLimitOptimizer(ZeusMonitor(), Time(), **kw())
+    run(first, 10)
+    assert system.gpus[0].get_power_limit() == 300.0  # Time's choice, not the original
+    second = GlobalPowerLimitOptimizer(ZeusMonitor(), Energy(), **kw())  # a re-run cell
+    run(second, 10)
+    second.close()
+    assert system.gpus[0].get_power_limit() == 225.0
+    first.close()
+    assert system.gpus[0].get_power_limit() == 225.0
+
+
+# The documented usage, verbatim except for the package name in imports, with zeus_nb.step()
+# added once per step; ``train_dataloader`` is a stand-in list of batches.
+SNIPPET_GETTING_STARTED = """
+from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.optimizer import GlobalPowerLimitOptimizer
+
+# Data parallel training with four GPUs.
+# Omitting `gpu_indices` will use all GPUs, while respecting
+# `CUDA_VISIBLE_DEVICES`.
+monitor = ZeusMonitor(gpu_indices=[0,1,2,3])
+# The power limit optimizer profiles power limits during training
+# using the `ZeusMonitor` instance.
+plo = GlobalPowerLimitOptimizer(monitor)
+
+for epoch in range(100):
+    plo.on_epoch_begin()
+
+    for x, y in train_dataloader:
+        plo.on_step_begin()
+        # Learn from x and y!
+        zeus_nb.step()
+        plo.on_step_end()
+
+    plo.on_epoch_end()
+
+    # Validate the model if needed, but `plo` won't care.
+"""
+
+SNIPPET_REFERENCE = """
+from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.optimizer.power_limit import GlobalPowerLimitOptimizer
+
+# Data parallel training with four GPUs.
+monitor = ZeusMonitor(gpu_indices=[0,1,2,3])
+plo = GlobalPowerLimitOptimizer(monitor)
+
+for epoch in range(100):
+    plo.on_epoch_begin()
+
+    for x, y in train_dataloader:
+        plo.on_step_begin()
+        # Learn from x and y
+        zeus_nb.step()
+        plo.on_step_end()
+
+    plo.on_epoch_end()
+"""
+
+
+@pytest.mark.parametrize("snippet", [SNIPPET_GETTING_STARTED, SNIPPET_REFERENCE])
+def test_documented_snippets_run_on_the_simulated_backend(snippet, monkeypatch):
+    monkeypatch.setenv("ZEUS_NB_BACKEND", "sim")
+    monkeypatch.setenv("ZEUS_NB_SIM_GPUS", "4")
+    monkeypatch.setenv("ZEUS_NB_SIM_WORKLOAD", "cifar100")
+    scope = {"zeus_nb": zeus_nb, "train_dataloader": [(i, i) for i in range(12)]}
+    exec(snippet, scope)
+    plo = scope["plo"]
+    system = device.current()
+    assert plo.done and len(system.gpus) == 4
+    assert {g.get_power_limit() for g in system.gpus} == {plo.optimal_power_limit}
+    exhaustive = expected_measurements(system, plo.power_limits, 40, gpus=4)
+    assert plo.optimal_power_limit == ZeusCost(0.5).select(exhaustive)
+    plo.close()
+    assert {g.get_power_limit() for g in system.gpus} == {300.0}

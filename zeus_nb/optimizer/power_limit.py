@@ -587,7 +587,8 @@ class GlobalPowerLimitOptimizer:
             now, energy = self._read()
             self.profiling_time = now - self._start[0]
             self.profiling_energy = energy - self._start[1]
-        if self.profile_path is not None:
+        dist = _distributed()
+        if self.profile_path is not None and (dist is None or dist.get_rank() == 0):
             self._save_profile(self.profile_path)
 
     def _apply(self) -> None:
