@@ -148,3 +148,34 @@ def test_cli_errors_exit_2(capsys, tmp_path):
     assert main(["plo", "replay", name, "--selector", "zeus-cost", "--eta", "2"]) == 2
     err = capsys.readouterr().err
     assert "no profiling log" in err and "eta_knob must be within [0, 1]" in err
+
+
+def test_our_own_monitor_log_replays_to_the_same_choice(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZEUS_NB_STATE_DIR", str(tmp_path / "state"))
+    import zeus_nb
+    from zeus_nb import device
+    from zeus_nb.monitor import ZeusMonitor
+
+    device.use_simulated(workload="cifar100")
+    log = tmp_path / "run.csv"
+    plo = GlobalPowerLimitOptimizer(
+        ZeusMonitor(log_file=log),
+        Energy(),
+        wait_steps=0,
+        warmup_steps=1,
+        profile_steps=5,
+        adaptive=False,
+        verbose=False,
+    )
+    while not plo.done:  # 4-step epochs split windows into several logged rows
+        plo.on_epoch_begin()
+        for _ in range(4):
+            plo.on_step_begin()
+            zeus_nb.step()
+            plo.on_step_end()
+        plo.on_epoch_end()
+    plo.close()
+    replayed = replay_optimizer(log, Energy(), warmup_steps=1, profile_steps=5)
+    assert replayed.optimal_power_limit == plo.optimal_power_limit
+    for a, b in zip(replayed.measurements, plo.measurements, strict=True):
+        assert a.time == pytest.approx(b.time) and a.energy == pytest.approx(b.energy)
