@@ -7,10 +7,13 @@ runs ``warmup_steps`` steps unmeasured and ``profile_steps`` steps inside a moni
 finally applies the limit its :class:`OptimumSelector` picks. Progress carries across epochs: an
 epoch boundary pauses the open window (validation is not measured) and the next epoch resumes it.
 
-With ``adaptive=True`` it stops early where a limit cannot win: a window is abandoned once its
-partial readings rule the limit out, and the descent stops once two limits in a row lost by more
-than the noise margin, or once time alone (which only grows as the limit falls) rules out every
-lower limit. Selectors opt in by implementing :meth:`OptimumSelector.rules_out`.
+With ``adaptive=True`` (the default) it stops early where a limit cannot win: a window is
+abandoned once its partial readings rule the limit out, and the descent stops once
+:attr:`GlobalPowerLimitOptimizer.patience` limits in a row lost by more than the noise margin, or
+once time alone (which only grows as the limit falls) rules out every lower limit. Selectors opt
+in by implementing :meth:`OptimumSelector.rules_out`; they may also reorder the search
+(:meth:`OptimumSelector.adaptive_order`) and declare the choice final early
+(:meth:`OptimumSelector.settled`).
 
 Under ``torch.distributed`` every window's time is max-reduced and its energy sum-reduced across
 ranks, so all ranks choose the same limit, and :class:`ZeusCost` counts every GPU in MaxPower.
