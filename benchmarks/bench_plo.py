@@ -101,6 +101,14 @@ def main() -> int:
                 f"{ex.profiling_energy / 1e3:>7.1f} {ad.profiling_energy / 1e3:>7.1f}"
                 + ("  WORSE" if is_worse else "")
             )
+    print()
+    print("profiling-time saving per log:")
+    for path in logs:
+        ex_t = sum(r["exhaustive_time"] for r in rows if r["log"] == path.name)
+        ad_t = sum(r["adaptive_time"] for r in rows if r["log"] == path.name)
+        print(
+            f"  {path.name:<30} {ex_t:>8.1f} s -> {ad_t:>8.1f} s ({100 * (1 - ad_t / ex_t):.1f}%)"
+        )
     saving_t = 100.0 * (1 - total_ad_t / total_ex_t)
     saving_e = 100.0 * (1 - total_ad_e / total_ex_e)
     print()

@@ -17,11 +17,14 @@ from zeus_nb.optimizer import (
     Time,
     ZeusCost,
 )
+from zeus_nb.optimizer.restore import restore_all
 
 
 @pytest.fixture(autouse=True)
 def _state_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("ZEUS_NB_STATE_DIR", str(tmp_path / "state"))
+    yield
+    restore_all()
 
 
 @pytest.fixture
@@ -54,7 +57,9 @@ def run(plo, steps_per_epoch, max_epochs=100, on_step=None):
 
 
 def kw(**extra):
-    return dict(wait_steps=1, warmup_steps=2, profile_steps=4, verbose=False) | extra
+    return (
+        dict(wait_steps=1, warmup_steps=2, profile_steps=4, adaptive=False, verbose=False) | extra
+    )
 
 
 @pytest.mark.parametrize(
@@ -121,7 +126,13 @@ def test_short_epochs_still_finish_and_pause_windows_at_epoch_ends(system):
 
 def test_warmup_zero_and_wait_zero(system):
     plo = GlobalPowerLimitOptimizer(
-        ZeusMonitor(), Time(), wait_steps=0, warmup_steps=0, profile_steps=3, verbose=False
+        ZeusMonitor(),
+        Time(),
+        wait_steps=0,
+        warmup_steps=0,
+        profile_steps=3,
+        adaptive=False,
+        verbose=False,
     )
     n = 0
     while not plo.done:
@@ -254,8 +265,10 @@ def test_seed_snippets_run_with_only_the_import_changed(system):
         plo.on_epoch_end()
 
     assert plo.done
+    assert plo.adaptive  # the default
     exp = expected_measurements(system, plo.power_limits, 40)
     assert plo.optimal_power_limit == ZeusCost(0.5).select(exp)
+    assert plo.abandoned  # and it skipped work
     assert system.gpus[0].get_power_limit() == plo.optimal_power_limit
     plo.close()
 
@@ -270,3 +283,123 @@ def test_multi_gpu_monitor_sets_all_gpus_and_sums_energy():
     assert [m.num_gpus for m in plo.measurements] == [4] * 9
     assert plo.measurements[0].energy == pytest.approx(exp[0].energy)
     assert plo.optimal_power_limit == ZeusCost(0.5, world_size=4).select(exp)
+
+
+def steps_to_finish(plo):
+    n = 0
+    while not plo.done:
+        plo.on_step_begin()
+        zeus_nb.step()
+        plo.on_step_end()
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [Energy(), Time(), ZeusCost(0.25), ZeusCost(0.75), MaxSlowdownConstraint(1.0)]
+    + [MaxSlowdownConstraint(f) for f in (1.1, 1.5, 3.0)],
+    ids=repr,
+)
+@pytest.mark.parametrize("workload", ["imagenet", "cifar100", "squad"])
+def test_adaptive_chooses_like_exhaustive_with_fewer_steps(selector, workload):
+    device.use_simulated(workload=workload)
+    ex = GlobalPowerLimitOptimizer(ZeusMonitor(), selector, **kw())
+    n_ex = steps_to_finish(ex)
+    device.use_simulated(workload=workload)
+    ad = GlobalPowerLimitOptimizer(ZeusMonitor(), selector, **kw(adaptive=True))
+    n_ad = steps_to_finish(ad)
+    assert ad.optimal_power_limit == ex.optimal_power_limit
+    assert n_ad <= n_ex
+    kept = {m.power_limit: m for m in ad.measurements}
+    for m in ex.measurements:  # what adaptive kept, it measured in full
+        if m.power_limit in kept:
+            assert kept[m.power_limit].time == pytest.approx(m.time)
+
+
+def test_max_slowdown_probes_the_lowest_limit_right_after_the_highest(system):
+    plo = GlobalPowerLimitOptimizer(ZeusMonitor(), MaxSlowdownConstraint(3.0), **kw(adaptive=True))
+    n = steps_to_finish(plo)
+    assert [m.power_limit for m in plo.measurements] == [300.0, 100.0]
+    assert plo.optimal_power_limit == 100.0
+    assert n == 1 + 2 * 6
+    assert set(plo.abandoned) == set(plo.power_limits[1:-1])
+
+
+def test_a_second_optimizer_on_the_same_gpu_restores_the_true_original(system):
+    system.gpus[0].set_power_limit(225.0)
+    first = GlobalPowerLimitOptimizer(ZeusMonitor(), Time(), **kw())
+    run(first, 10)
+    assert system.gpus[0].get_power_limit() == 300.0  # Time's choice, not the original
+    second = GlobalPowerLimitOptimizer(ZeusMonitor(), Energy(), **kw())  # a re-run cell
+    run(second, 10)
+    second.close()
+    assert system.gpus[0].get_power_limit() == 225.0
+    first.close()
+    assert system.gpus[0].get_power_limit() == 225.0
+
+
+# The documented usage, verbatim except for the package name in imports, with zeus_nb.step()
+# added once per step; ``train_dataloader`` is a stand-in list of batches.
+SNIPPET_GETTING_STARTED = """
+from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.optimizer import GlobalPowerLimitOptimizer
+
+# Data parallel training with four GPUs.
+# Omitting `gpu_indices` will use all GPUs, while respecting
+# `CUDA_VISIBLE_DEVICES`.
+monitor = ZeusMonitor(gpu_indices=[0,1,2,3])
+# The power limit optimizer profiles power limits during training
+# using the `ZeusMonitor` instance.
+plo = GlobalPowerLimitOptimizer(monitor)
+
+for epoch in range(100):
+    plo.on_epoch_begin()
+
+    for x, y in train_dataloader:
+        plo.on_step_begin()
+        # Learn from x and y!
+        zeus_nb.step()
+        plo.on_step_end()
+
+    plo.on_epoch_end()
+
+    # Validate the model if needed, but `plo` won't care.
+"""
+
+SNIPPET_REFERENCE = """
+from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.optimizer.power_limit import GlobalPowerLimitOptimizer
+
+# Data parallel training with four GPUs.
+monitor = ZeusMonitor(gpu_indices=[0,1,2,3])
+plo = GlobalPowerLimitOptimizer(monitor)
+
+for epoch in range(100):
+    plo.on_epoch_begin()
+
+    for x, y in train_dataloader:
+        plo.on_step_begin()
+        # Learn from x and y
+        zeus_nb.step()
+        plo.on_step_end()
+
+    plo.on_epoch_end()
+"""
+
+
+@pytest.mark.parametrize("snippet", [SNIPPET_GETTING_STARTED, SNIPPET_REFERENCE])
+def test_documented_snippets_run_on_the_simulated_backend(snippet, monkeypatch):
+    monkeypatch.setenv("ZEUS_NB_BACKEND", "sim")
+    monkeypatch.setenv("ZEUS_NB_SIM_GPUS", "4")
+    monkeypatch.setenv("ZEUS_NB_SIM_WORKLOAD", "cifar100")
+    scope = {"zeus_nb": zeus_nb, "train_dataloader": [(i, i) for i in range(12)]}
+    exec(snippet, scope)
+    plo = scope["plo"]
+    system = device.current()
+    assert plo.done and len(system.gpus) == 4
+    assert {g.get_power_limit() for g in system.gpus} == {plo.optimal_power_limit}
+    exhaustive = expected_measurements(system, plo.power_limits, 40, gpus=4)
+    assert plo.optimal_power_limit == ZeusCost(0.5).select(exhaustive)
+    plo.close()
+    assert {g.get_power_limit() for g in system.gpus} == {300.0}

@@ -72,12 +72,22 @@ class PowerLimitGuard:
         """Record the current limits (once, before the first change) and arm the restore hooks."""
         if self.originals is not None:
             return
-        self.originals = {g.index: float(g.get_power_limit()) for g in self.gpus}
+        self.originals = {g.index: self._original_of(g) for g in self.gpus}
         if self.persist:
             self.path = self._write_state()
         with _lock:
             _active.append(self)
         _install_hooks()
+
+    @staticmethod
+    def _original_of(gpu) -> float:
+        """The GPU's limit, or what an earlier live guard recorded for it (a re-run cell)."""
+        with _lock:
+            for guard in _active:
+                for g in guard.gpus:
+                    if g is gpu and guard.originals is not None:
+                        return guard.originals[g.index]
+        return float(gpu.get_power_limit())
 
     def _write_state(self) -> Path | None:
         folder = state_dir()
