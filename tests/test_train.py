@@ -38,7 +38,7 @@ def test_single_process_trains_and_applies_the_optimum(tmp_path):
     from zeus_nb.train import single
 
     out = tmp_path / "single.json"
-    r = single.train(results=str(out), **QUICK)
+    r = single.train(results=str(out), adaptive=False, **QUICK)
     assert json.loads(out.read_text()) == json.loads(json.dumps(r))
     assert r["mode"] == "single" and r["world_size"] == 1 and r["gpu_backend"] == "sim"
     assert [e["epoch"] for e in r["epochs"]] == [1, 2]
@@ -54,6 +54,10 @@ def test_single_process_trains_and_applies_the_optimum(tmp_path):
     t = {w: sim.step_cost(sim.batch_size, w)[0] for w in (300.0, 200.0, 100.0)}
     expected = min(w for w in t if t[w] <= 1.1 * t[300.0])
     assert r["optimal_power_limit_w"] == expected
+    # exhaustive profiling measured every limit for profile_steps=2 steps
+    assert [p["power_limit_w"] for p in r["profile"]] == [300.0, 200.0, 100.0]
+    for p in r["profile"]:
+        assert p["time_s"] == pytest.approx(2 * t[p["power_limit_w"]])
     # and the GPU is back at its original limit afterwards
     assert sim.gpu(0).get_power_limit() == sim.max_limit
 
@@ -105,10 +109,16 @@ def test_cli_errors_have_no_traceback(tmp_path):
 def test_launch_command_line():
     from zeus_nb.train.launch import command
 
-    cmd = command("fsdp", 2, data="synthetic", epochs=3, progress=False)
+    cmd = command("fsdp", 2, data="synthetic", epochs=3, progress=False, adaptive=False)
     assert cmd[1:6] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
     assert cmd[6:8] == ["-m", "zeus_nb.train.fsdp"]
-    assert cmd[8:] == ["--data", "synthetic", "--epochs", "3", "--no-progress"]
+    assert cmd[8:] == ["--data", "synthetic", "--epochs", "3", "--no-progress", "--exhaustive"]
+    # the flags parse back into the same configuration
+    from zeus_nb.train.common import config_from_args
+
+    config = config_from_args("fsdp", cmd[8:])
+    assert (config.epochs, config.progress, config.adaptive) == (3, False, False)
+    assert command("single", 1, gpu=1)[1:] == ["-m", "zeus_nb.train.single", "--gpu", "1"]
     with pytest.raises(ValueError, match="unknown training options"):
         command("dp", 2, epoch=3)
     with pytest.raises(ValueError, match="epochs must be >= 1"):
@@ -141,6 +151,8 @@ def test_torchrun_two_ranks_agree_on_the_power_limit(tmp_path, mode):
     assert ranks[0]["power_limit_w"] == ranks[1]["power_limit_w"] == r["power_limit_w"]
     assert r["energy_j"] == pytest.approx(ranks[0]["energy_j"] + ranks[1]["energy_j"])
     assert r["accuracy"] > 0.5
+    # the profile holds both ranks' measurements combined
+    assert r["profile"] and all(p["num_gpus"] == 2 for p in r["profile"])
 
 
 def test_single_process_on_an_image_folder(tmp_path):

@@ -50,6 +50,7 @@ class TrainConfig:
     device: str = "auto"  # torch device: auto (CUDA if available), cuda or cpu
     gpu: int = 0  # GPU index of a single-process run
     power_limit_optimizer: bool = True
+    adaptive: bool = True  # skip power limits that cannot win (False: profile every one)
     max_slowdown: float | None = None  # default: ZEUS_NB_MAX_SLOWDOWN, else 1.1
     wait_steps: int = 1
     warmup_steps: int = 10
@@ -280,7 +281,7 @@ def evaluate(model, loader, ctx: Context) -> float:
     return correct / total if total else 0.0
 
 
-def _make_optimizer(monitor, config: TrainConfig, factor: float):
+def _make_optimizer(monitor, config: TrainConfig, factor: float, verbose: bool):
     if not config.power_limit_optimizer:
         return None
     from zeus_nb.optimizer import GlobalPowerLimitOptimizer
@@ -294,6 +295,8 @@ def _make_optimizer(monitor, config: TrainConfig, factor: float):
         profile_steps=config.profile_steps,
         pl_step=config.pl_step,
         profile_path=config.profile_path,
+        adaptive=config.adaptive,
+        verbose=verbose,
     )
 
 
@@ -301,6 +304,8 @@ class _NoOptimizer:
     """Stands in for the power-limit optimizer when it is switched off."""
 
     optimal_power_limit = None
+    measurements: list = []
+    profiling_time = profiling_energy = 0.0
 
     def __getattr__(self, name: str):
         return lambda *a, **k: None
@@ -361,7 +366,7 @@ def run(mode: str, config: TrainConfig | None = None) -> dict[str, Any]:
 
         system = zdevice.current(config.backend)
         monitor = ZeusMonitor(gpu_indices=[ctx.gpu_index])
-        plo = _make_optimizer(monitor, config, factor) or _NoOptimizer()
+        plo = _make_optimizer(monitor, config, factor, ctx.is_main) or _NoOptimizer()
         gpu = monitor.gpus[0]
 
         steps = len(train_loader)
@@ -460,6 +465,18 @@ def run(mode: str, config: TrainConfig | None = None) -> dict[str, Any]:
             "power_limit_w": rank_info["power_limit_w"],
             "optimal_power_limit_w": plo.optimal_power_limit,
             "profiling_done": plo.optimal_power_limit is not None,
+            # what the optimizer measured per limit (all ranks aggregated) and what it cost
+            "profile": [
+                {
+                    "power_limit_w": m.power_limit,
+                    "time_s": m.time,
+                    "energy_j": m.energy,
+                    "num_gpus": m.num_gpus,
+                }
+                for m in plo.measurements
+            ],
+            "profiling_time_s": plo.profiling_time,
+            "profiling_energy_j": plo.profiling_energy,
             "ranks": ranks,
             "config": asdict(config),
         }
@@ -542,6 +559,12 @@ def parser(mode: str) -> argparse.ArgumentParser:
         dest="power_limit_optimizer",
         action="store_false",
         help="train at the current power limit",
+    )
+    p.add_argument(
+        "--exhaustive",
+        dest="adaptive",
+        action="store_false",
+        help="profile every power limit (default: skip limits that cannot win)",
     )
     p.add_argument("--max-slowdown", type=float, help="default: ZEUS_NB_MAX_SLOWDOWN or 1.1")
     p.add_argument("--wait-steps", type=int, default=d.wait_steps)

@@ -21,6 +21,12 @@ from typing import Any
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.train import MODES
 
+_OFF_SWITCHES = {
+    "power_limit_optimizer": "--no-power-limit-optimizer",
+    "adaptive": "--exhaustive",
+    "progress": "--no-progress",
+}
+
 
 class TrainingFailed(ZeusNbError):
     """The training subprocess exited with an error."""
@@ -43,13 +49,10 @@ def command(mode: str, nproc: int = 1, **options: Any) -> list[str]:
     TrainConfig(**options)  # validate values here, with a clear error, not in the subprocess
     flags: list[str] = []
     for name, value in options.items():
-        flag = "--" + name.replace("_", "-")
-        if name == "power_limit_optimizer":
-            flags += [] if value else ["--no-power-limit-optimizer"]
-        elif name == "progress":
-            flags += [] if value else ["--no-progress"]
+        if name in _OFF_SWITCHES:  # boolean fields that default to True
+            flags += [] if value else [_OFF_SWITCHES[name]]
         elif value is not None:
-            flags += [flag, str(value)]
+            flags += ["--" + name.replace("_", "-"), str(value)]
     if mode == "single":
         return [sys.executable, "-m", "zeus_nb.train.single", *flags]
     return [
