@@ -304,11 +304,17 @@ class _NoOptimizer:
     """Stands in for the power-limit optimizer when it is switched off."""
 
     optimal_power_limit = None
-    measurements: list = []
+    measurements: tuple = ()
+    abandoned: dict = {}
     profiling_time = profiling_energy = 0.0
 
-    def __getattr__(self, name: str):
-        return lambda *a, **k: None
+    def on_epoch_begin(self) -> None: ...
+
+    def on_epoch_end(self) -> None: ...
+
+    def on_step_begin(self) -> None: ...
+
+    def on_step_end(self) -> None: ...
 
 
 def run(mode: str, config: TrainConfig | None = None) -> dict[str, Any]:
@@ -475,6 +481,7 @@ def run(mode: str, config: TrainConfig | None = None) -> dict[str, Any]:
                 }
                 for m in plo.measurements
             ],
+            "profile_skipped_w": sorted(plo.abandoned, reverse=True),
             "profiling_time_s": plo.profiling_time,
             "profiling_energy_j": plo.profiling_energy,
             "ranks": ranks,
