@@ -16,12 +16,13 @@
 #   ZEUS_NB_IMAGENET_{TRAIN,VAL,DEVKIT}_MD5    expected MD5 (default: the official checksum)
 #   ZEUS_NB_IMAGENET_{TRAIN,VAL,DEVKIT}_SIZE   expected size in bytes ("" = do not check size)
 #   ZEUS_NB_DOWNLOAD_ATTEMPTS                  transfer attempts per file (default 5)
+#   ZEUS_NB_DOWNLOAD_RETRY_DELAY               seconds between attempts (default 2)
 #   ZEUS_NB_DOWNLOADER                         curl or wget (default: curl if installed)
 set -euo pipefail
 
-usage() {
-    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
-    exit 2
+usage() { # the header comment, up to the first line of code
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+    exit "${1:-2}"
 }
 
 die() {
@@ -53,7 +54,7 @@ only="devkit,val,train"
 positional=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
-        -h | --help) usage ;;
+        -h | --help) usage 0 ;;
         --verify) verify_only=1 ;;
         --only)
             [[ $# -ge 2 ]] || die "--only needs a list such as train,val,devkit"

@@ -344,7 +344,10 @@ def run(mode: str, config: TrainConfig | None = None) -> dict[str, Any]:
             # each rank's simulated GPU gets its own noise stream, as real GPUs would
             base = int(os.environ.get("ZEUS_NB_SIM_SEED") or 0)
             os.environ["ZEUS_NB_SIM_SEED"] = str(base + ctx.rank)
+        # the same seed on every rank: FSDP2 shards each rank's own copy, so they must agree
         torch.manual_seed(config.seed)
+        if ctx.device.type == "cuda":
+            torch.backends.cudnn.benchmark = True  # autotuning happens in the optimizer's wait
         datasets = make_datasets(
             config.data,
             config.image_size,
