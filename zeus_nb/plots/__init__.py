@@ -9,3 +9,4 @@ from __future__ import annotations
 from zeus_nb.plots._common import save_figure
 
 __all__ = ["save_figure"]
+from zeus_nb.plots.tradeoff import *  # noqa: E402,F403
