@@ -1,0 +1,1 @@
+"""Optimizers that tune the GPU power limit and the batch size of training jobs."""
