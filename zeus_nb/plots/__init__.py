@@ -7,5 +7,6 @@ matplotlib is imported when this package is, never by ``import zeus_nb``.
 from __future__ import annotations
 
 from zeus_nb.plots._common import save_figure
+from zeus_nb.plots.batch_size import bso_costs, bso_posterior  # noqa: F401
 
 __all__ = ["save_figure"]
