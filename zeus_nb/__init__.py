@@ -18,6 +18,7 @@ _LAZY = {
     "step": "zeus_nb.device",
     "use_simulated": "zeus_nb.device",
     "ZeusNbError": "zeus_nb.errors",
+    "BatchSizeOptimizer": "zeus_nb.optimizer.batch_size",
 }
 
 if TYPE_CHECKING:
