@@ -7,6 +7,7 @@ matplotlib is imported when this package is, never by ``import zeus_nb``.
 from __future__ import annotations
 
 from zeus_nb.plots._common import save_figure
+from zeus_nb.plots.batch_size import bso_costs, bso_posterior
 from zeus_nb.plots.power_limit import power_limit_profile
 from zeus_nb.plots.tradeoff import (
     energy_time_scatter,
@@ -17,6 +18,8 @@ from zeus_nb.plots.tradeoff import (
 )
 
 __all__ = [
+    "bso_costs",
+    "bso_posterior",
     "energy_time_scatter",
     "power_limit_profile",
     "save_figure",
