@@ -18,6 +18,7 @@ _LAZY = {
     "step": "zeus_nb.device",
     "use_simulated": "zeus_nb.device",
     "ZeusNbError": "zeus_nb.errors",
+    "run_sweep": "zeus_nb.sweep",
 }
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from zeus_nb.errors import ZeusNbError as ZeusNbError
     from zeus_nb.monitor import Measurement as Measurement
     from zeus_nb.monitor import ZeusMonitor as ZeusMonitor
+    from zeus_nb.sweep import run_sweep as run_sweep
 
 __all__ = sorted(_LAZY)
 

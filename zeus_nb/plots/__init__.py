@@ -8,5 +8,20 @@ from __future__ import annotations
 
 from zeus_nb.plots._common import save_figure
 from zeus_nb.plots.power_limit import power_limit_profile
+from zeus_nb.plots.tradeoff import (
+    energy_time_scatter,
+    savings_bars,
+    sweep_tradeoff_figure,
+    trace_tradeoff_figure,
+    tta_eta_by_power_limit,
+)
 
-__all__ = ["power_limit_profile", "save_figure"]
+__all__ = [
+    "energy_time_scatter",
+    "power_limit_profile",
+    "save_figure",
+    "savings_bars",
+    "sweep_tradeoff_figure",
+    "trace_tradeoff_figure",
+    "tta_eta_by_power_limit",
+]
