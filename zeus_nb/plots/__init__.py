@@ -7,5 +7,6 @@ matplotlib is imported when this package is, never by ``import zeus_nb``.
 from __future__ import annotations
 
 from zeus_nb.plots._common import save_figure
+from zeus_nb.plots.timeline import plot_power_timeline
 
-__all__ = ["save_figure"]
+__all__ = ["plot_power_timeline", "save_figure"]
