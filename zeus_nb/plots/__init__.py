@@ -9,6 +9,7 @@ from __future__ import annotations
 from zeus_nb.plots._common import save_figure
 from zeus_nb.plots.batch_size import bso_costs, bso_posterior
 from zeus_nb.plots.power_limit import power_limit_profile
+from zeus_nb.plots.timeline import plot_power_timeline
 from zeus_nb.plots.tradeoff import (
     energy_time_scatter,
     savings_bars,
@@ -21,6 +22,7 @@ __all__ = [
     "bso_costs",
     "bso_posterior",
     "energy_time_scatter",
+    "plot_power_timeline",
     "power_limit_profile",
     "save_figure",
     "savings_bars",
