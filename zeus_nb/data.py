@@ -146,7 +146,7 @@ def imagenet_datasets(root: str | Path, image_size: int = 224) -> Datasets:
 
 def synthetic_datasets(
     num_classes: int = 10,
-    train_size: int = 512,
+    train_size: int = 2048,
     val_size: int = 128,
     image_size: int = 32,
     noise: float = 1.0,

@@ -44,7 +44,7 @@ class TrainConfig:
     workers: int | None = None  # DataLoader workers; default 0 (synthetic) or up to 8 (folders)
     max_steps_per_epoch: int | None = None  # cap for quick runs
     num_classes: int = 10  # synthetic data only
-    train_size: int = 512  # synthetic data only
+    train_size: int = 2048  # synthetic data only
     val_size: int = 128  # synthetic data only
     backend: str | None = None  # zeus-nb device backend: auto, sim or nvml
     device: str = "auto"  # torch device: auto (CUDA if available), cuda or cpu
