@@ -98,7 +98,7 @@ def launch(
             p for p in (package_root, run_env.get("PYTHONPATH")) if p
         )
         run_env.update(env or {})
-        tail: deque[str] = deque(maxlen=30)
+        tail: deque[str] = deque(maxlen=200)
         with subprocess.Popen(
             cmd,
             env=run_env,
