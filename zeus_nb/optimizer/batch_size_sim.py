@@ -278,6 +278,7 @@ def simulate(
     profile_steps: int = DEFAULT_PROFILE_STEPS,
     max_attempts: int = 20,
     train_trace: str | Path | None = None,
+    exploration: float = 0.5,
 ) -> SimulationResult:
     """Simulate ``recurrences`` recurrences (default 2 x |batch sizes| x |power limits|)."""
     import pandas as pd
@@ -298,6 +299,7 @@ def simulate(
         beta=float(beta),
         max_power=model.max_power,
         seed=int(seed),
+        exploration=float(exploration),
     )
     bso = BatchSizeOptimizer(spec, MemoryStore())
     rng = np.random.default_rng([int(seed), 1])

@@ -35,7 +35,9 @@ class JobSpec:
     """What defines one recurring job's bandit; stored with its state so every process agrees.
 
     ``max_power`` (W) turns time into joules in the cost; ``None`` means "the current GPU's
-    maximum power limit", looked up when a result is reported.
+    maximum power limit", looked up when a result is reported. ``window`` > 0 makes each arm
+    learn from its last ``window`` runs only (for jobs whose costs drift). ``exploration``
+    scales the width of the Thompson-sampling draws (1: the plain posterior).
     """
 
     name: str
@@ -47,6 +49,7 @@ class JobSpec:
     seed: int = 0
     pruning_rounds: int = 2
     window: int = 0
+    exploration: float = 0.5
 
     def to_json(self) -> str:
         d = asdict(self)

@@ -140,9 +140,8 @@ def bso_posterior(
     prob = np.zeros(len(post))
     if surv.any():
         rng = np.random.default_rng([bso.job.seed, 7])
-        draws = mean[surv][:, None] + std[surv][:, None] * rng.standard_normal(
-            (int(surv.sum()), samples)
-        )
+        width = std[surv][:, None] * bso.job.exploration
+        draws = mean[surv][:, None] + width * rng.standard_normal((int(surv.sum()), samples))
         wins = np.bincount(draws.argmin(axis=0), minlength=int(surv.sum()))
         prob[surv] = wins / samples
     ax2.bar(x, prob, color=np.where(surv, "tab:blue", "0.8"))
