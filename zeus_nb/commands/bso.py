@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 
 def register(sub) -> None:
@@ -95,9 +96,15 @@ def _json_default(o):
 
 def run_show(args) -> int:
     from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
-    from zeus_nb.optimizer.batch_size_store import SQLiteStore, StoreError
+    from zeus_nb.optimizer.batch_size_store import SQLiteStore, StoreError, default_path
 
-    store = SQLiteStore(args.store)
+    path = Path(args.store).expanduser() if args.store else default_path()
+    if not path.exists():
+        if args.job is not None:
+            raise StoreError(f"no batch-size optimizer state at {path}")
+        print(json.dumps({"store": str(path), "jobs": []}) if args.json else f"{path}: no jobs")
+        return 0
+    store = SQLiteStore(path)
     if args.job is None:
         names = store.jobs()
         if args.json:
