@@ -204,6 +204,7 @@ class BatchSizeOptimizer:
         self._last_id = 0
         self._log: list[Observation] = []
         self._costs: dict[int, list[float]] = {b: [] for b in self.job.batch_sizes}
+        self._stats: dict[int, tuple[int, float, float]] = {}  # bs -> (n, mean, sd), cached
         self._best_cost = math.inf
         self._sync()
 
@@ -223,6 +224,7 @@ class BatchSizeOptimizer:
         if not obs.reached:
             cost += self._best_cost if math.isfinite(self._best_cost) else obs.cost
         self._costs.setdefault(obs.batch_size, []).append(cost)
+        self._stats.pop(obs.batch_size, None)
         self._explorer.observe(obs.batch_size, obs.cost, obs.reached)
         if obs.reached and obs.cost < self._best_cost:
             self._best_cost = obs.cost
@@ -274,6 +276,19 @@ class BatchSizeOptimizer:
             costs = costs[-self.job.window :]
         return np.asarray(costs, dtype=float)
 
+    def _arm_stats(self, bs: int) -> tuple[int, float, float]:
+        """(n, mean, maximum-likelihood standard deviation) of the costs an arm learns from."""
+        stats = self._stats.get(bs)
+        if stats is None:
+            c = self._costs.get(bs, [])
+            if self.job.window > 0:
+                c = c[-self.job.window :]
+            n = len(c)
+            mean = math.fsum(c) / n if n else math.nan
+            sd = math.sqrt(math.fsum((x - mean) ** 2 for x in c) / n) if n else math.nan
+            stats = self._stats[bs] = (n, mean, sd)
+        return stats
+
     def _arm_posterior(self, bs: int, pooled_cv: float) -> tuple[float, float]:
         """(mean, std) of the Gaussian posterior of an arm's mean cost, flat prior.
 
@@ -281,32 +296,33 @@ class BatchSizeOptimizer:
         an arm with a single observation borrows the mean coefficient of variation of the other
         arms (0 when there is none, which makes the draw that observation).
         """
-        c = self._arm_costs(bs)
-        if c.size == 0:
+        n, mean, sd = self._arm_stats(bs)
+        if n == 0:
             return math.nan, math.inf
-        mean = float(c.mean())
-        if c.size >= 2:
-            return mean, float(c.std()) / math.sqrt(c.size)
+        if n >= 2:
+            return mean, sd / math.sqrt(n)
         return mean, pooled_cv * mean
 
     def _pooled_cv(self, arms: list[int]) -> float:
         cvs = []
         for bs in arms:
-            c = self._arm_costs(bs)
-            if c.size >= 2 and c.mean() > 0:
-                cvs.append(float(c.std() / c.mean()))
-        return float(np.mean(cvs)) if cvs else 0.0
+            n, mean, sd = self._arm_stats(bs)
+            if n >= 2 and mean > 0:
+                cvs.append(sd / mean)
+        return math.fsum(cvs) / len(cvs) if cvs else 0.0
 
     def _sample_means(self, rng: np.random.Generator) -> dict[int, float]:
         arms = self._explorer.survivors
-        cv = self._pooled_cv(arms)
+        single = any(self._arm_stats(bs)[0] == 1 for bs in arms)
+        cv = self._pooled_cv(arms) if single else 0.0
         draws: dict[int, float] = {}
-        for bs in arms:
+        normals = rng.standard_normal(len(arms))
+        for bs, z in zip(arms, normals, strict=True):
             mean, std = self._arm_posterior(bs, cv)
             if math.isnan(mean):  # never observed (only after a concurrent mix-up): try it
                 return {bs: -math.inf}
             std *= self.job.exploration
-            draws[bs] = mean + std * float(rng.standard_normal()) if std > 0 else mean
+            draws[bs] = mean + std * float(z) if std > 0 else mean
         return draws
 
     def posterior(self) -> pd.DataFrame:
