@@ -51,8 +51,12 @@ def run_simulate(args) -> int:
         summary["beta"] = _num(summary["beta"])
         summary["default_batch_size"] = result.model.default_batch_size
         summary["baseline_energy"] = result.baseline_energy
-        runs = result.history.to_dict(orient="records")
-        print(json.dumps({"summary": summary, "runs": runs}, default=_json_default))
+        out = {
+            "summary": summary,
+            "recurrences": rec.to_dict(orient="records"),
+            "runs": result.history.to_dict(orient="records"),
+        }
+        print(json.dumps(out, default=_json_default))
         return 0
     m = result.model
     print(

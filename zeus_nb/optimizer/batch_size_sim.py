@@ -184,7 +184,8 @@ class SimulationResult:
         return self.model.baseline_energy()
 
     def per_recurrence(self) -> pd.DataFrame:
-        """One row per recurrence: its total time, energy and cost, and the run that finished it."""
+        """One row per recurrence: its total time, energy and cost over all its runs, the batch
+        size and limit of the run that finished it, and whether any run was stopped early."""
         h = self.history
         g = h.groupby("recurrence")
         last = g.tail(1).set_index("recurrence")
@@ -193,6 +194,7 @@ class SimulationResult:
         out["batch_size"] = last["batch_size"]
         out["power_limit"] = last["power_limit"]
         out["reached"] = last["reached"]
+        out["stopped_early"] = g["stopped_early"].any()
         return out.reset_index()
 
     @property
