@@ -270,12 +270,6 @@ class BatchSizeOptimizer:
         draws = self._sample_means(rng)
         return int(min(draws, key=draws.get))
 
-    def _arm_costs(self, bs: int) -> np.ndarray:
-        costs = self._costs.get(bs, [])
-        if self.job.window > 0:
-            costs = costs[-self.job.window :]
-        return np.asarray(costs, dtype=float)
-
     def _arm_stats(self, bs: int) -> tuple[int, float, float]:
         """(n, mean, maximum-likelihood standard deviation) of the costs an arm learns from."""
         stats = self._stats.get(bs)
@@ -326,23 +320,30 @@ class BatchSizeOptimizer:
         return draws
 
     def posterior(self) -> pd.DataFrame:
-        """Per batch size: observations, mean cost, posterior std of the mean, survivor or not."""
+        """Per batch size: runs, mean cost, posterior std of the mean, survivor, runs that reached.
+
+        ``mean_cost`` averages the costs the bandit learns from: a run that failed counts its own
+        cost plus the best cost at the time (the retry it forced).
+        """
         import pandas as pd
 
         self._sync()
         cv = self._pooled_cv(self._explorer.survivors)
+        reached = {b: 0 for b in self.job.batch_sizes}
+        for o in self._log:
+            reached[o.batch_size] = reached.get(o.batch_size, 0) + int(o.reached)
         rows = []
         for bs in self.job.batch_sizes:
-            c = self._arm_costs(bs)
+            n = self._arm_stats(bs)[0]
             mean, std = self._arm_posterior(bs, cv)
             rows.append(
                 {
                     "batch_size": bs,
-                    "observations": int(c.size),
+                    "observations": n,
                     "mean_cost": mean,
-                    "std": std if c.size else math.nan,
+                    "std": std if n else math.nan,
                     "survivor": bs in self._explorer.survivors,
-                    "reached": sum(o.reached for o in self._log if o.batch_size == bs),
+                    "reached": reached[bs],
                 }
             )
         return pd.DataFrame(rows)
