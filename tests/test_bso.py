@@ -201,3 +201,40 @@ def test_max_power_defaults_to_the_current_gpu():
     top = system.gpu(0).power_limit_constraints()[1]
     bso = BatchSizeOptimizer("j", MemoryStore(), batch_sizes=[8], default_batch_size=8)
     assert bso.cost(time=2.0, energy=10.0) == pytest.approx(0.5 * 10 + 0.5 * top * 2)
+
+
+def test_a_recurring_job_measured_by_zeus_monitor(tmp_path):
+    """Three recurrences, each a fresh optimizer on the same file, measured on a simulated V100."""
+    from zeus_nb import device
+    from zeus_nb.monitor import ZeusMonitor
+
+    db = tmp_path / "jobs.sqlite3"
+    seen = []
+    for _ in range(3):
+        bso = BatchSizeOptimizer(
+            "cifar", db, batch_sizes=[512, 1024, 2048], default_batch_size=1024, beta=math.inf
+        )
+        bs = bso.next_batch_size()
+        seen.append(bs)
+        system = device.use_simulated(
+            gpu="v100", workload="cifar100", batch_size=bs, num_samples=4 * bs
+        )
+        monitor = ZeusMonitor(gpu_indices=[0])
+        total_t = total_e = 0.0
+        for epoch in range(2):
+            monitor.begin_window("epoch")
+            for _ in range(system.steps_per_epoch()):
+                device.step()
+            m = monitor.end_window("epoch")
+            total_t += m.time
+            total_e += m.total_energy
+            assert not bso.should_stop(time=total_t, energy=total_e, epochs=epoch + 1)
+        bso.report(bs, time=total_t, energy=total_e, reached=True)
+    assert seen == [1024, 512, 2048]  # the pruning order, across "processes"
+    hist = BatchSizeOptimizer("cifar", db).history()
+    assert list(hist["batch_size"]) == seen
+    assert (hist["energy"] > 0).all() and (hist["time"] > 0).all()
+    # max_power came from the simulated GPU: the V100's top limit
+    top = system.gpu(0).power_limit_constraints()[1]
+    row = hist.iloc[0]
+    assert row["cost"] == pytest.approx(0.5 * row["energy"] + 0.5 * top * row["time"])

@@ -121,6 +121,10 @@ def test_cli_simulate_json(capsys):
     assert out["summary"]["recurrences"] == 12
     assert out["summary"]["workload"] == "squad"
     assert {r["recurrence"] for r in out["runs"]} == set(range(12))
+    recs = out["recurrences"]
+    assert [r["recurrence"] for r in recs] == list(range(12))
+    assert sum(r["attempts"] for r in recs) == len(out["runs"])
+    assert all(r["reached"] for r in recs)
     assert out["runs"][0]["batch_size"] == 32  # the default goes first
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 
 def register(sub) -> None:
@@ -50,8 +51,12 @@ def run_simulate(args) -> int:
         summary["beta"] = _num(summary["beta"])
         summary["default_batch_size"] = result.model.default_batch_size
         summary["baseline_energy"] = result.baseline_energy
-        runs = result.history.to_dict(orient="records")
-        print(json.dumps({"summary": summary, "runs": runs}, default=_json_default))
+        out = {
+            "summary": summary,
+            "recurrences": rec.to_dict(orient="records"),
+            "runs": result.history.to_dict(orient="records"),
+        }
+        print(json.dumps(out, default=_json_default))
         return 0
     m = result.model
     print(
@@ -95,9 +100,15 @@ def _json_default(o):
 
 def run_show(args) -> int:
     from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
-    from zeus_nb.optimizer.batch_size_store import SQLiteStore, StoreError
+    from zeus_nb.optimizer.batch_size_store import SQLiteStore, StoreError, default_path
 
-    store = SQLiteStore(args.store)
+    path = Path(args.store).expanduser() if args.store else default_path()
+    if not path.exists():
+        if args.job is not None:
+            raise StoreError(f"no batch-size optimizer state at {path}")
+        print(json.dumps({"store": str(path), "jobs": []}) if args.json else f"{path}: no jobs")
+        return 0
+    store = SQLiteStore(path)
     if args.job is None:
         names = store.jobs()
         if args.json:

@@ -32,7 +32,13 @@ import numpy as np
 
 from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
 from zeus_nb.optimizer.batch_size_store import JobSpec, MemoryStore
-from zeus_nb.traces import get_workload, load_power_trace, load_train_trace, power_curves
+from zeus_nb.traces import (
+    get_workload,
+    load_power_trace,
+    load_train_trace,
+    power_curves,
+    target_epochs,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -106,24 +112,15 @@ def workload_model(
 ) -> WorkloadModel:
     """Join the train and power traces for one workload (batch sizes present in both).
 
-    The default batch size b0 is the workload's; where the traces of this GPU lack it, the
-    nearest batch size they have (the smaller on a tie).
+    The default batch size b0 is the workload's; where the traces of this GPU lack it, the next
+    smaller batch size they have (the smallest if none is smaller), as
+    :func:`zeus_nb.traces.default_batch_size` does (LibriSpeech's 256 becomes 192 on the V100).
     """
     wl = get_workload(workload)
     power_all = load_power_trace(gpu)
     power = power_curves(power_all, wl.dataset, wl.network, wl.optimizer)
-    train = load_train_trace(train_trace)
-    train = train[
-        (train["dataset"] == wl.dataset)
-        & (train["network"] == wl.network)
-        & (train["optimizer"] == wl.optimizer)
-        & np.isclose(train["target_metric"], wl.target_metric)
-    ]
-    if train.empty:
-        raise ValueError(
-            f"the train trace has no runs of {wl.dataset}/{wl.network} for target "
-            f"{wl.target_metric}"
-        )
+    # target_epoch is NaN for runs that never reached the target within max_epochs
+    train = target_epochs(wl, load_train_trace(train_trace))
     max_power = float(power_all["power_limit"].max())
     arms: dict[int, _Arm] = {}
     for bs, rows in power.groupby("batch_size"):
@@ -134,8 +131,7 @@ def workload_model(
         t = rows["time_per_epoch"].to_numpy(float)
         e = t * rows["average_power"].to_numpy(float)
         cost = eta * e + (1 - eta) * max_power * t
-        target = runs["target_epoch"].to_numpy(float).copy()
-        target[target > wl.max_epochs] = np.nan
+        target = runs["target_epoch"].to_numpy(float)
         arms[int(bs)] = _Arm(
             int(bs),
             wl.steps_per_epoch(int(bs)),
@@ -154,7 +150,8 @@ def workload_model(
             f"choose one of {sorted(arms)}"
         )
     if b0 not in arms:  # e.g. librispeech's 256 was not measured on the V100
-        b0 = min(arms, key=lambda b: (abs(b - b0), b))
+        smaller = [b for b in sorted(arms) if b <= b0]
+        b0 = smaller[-1] if smaller else min(arms)
     limits = tuple(sorted({float(p) for a in arms.values() for p in a.power_limits}))
     return WorkloadModel(
         wl.dataset,
@@ -184,7 +181,8 @@ class SimulationResult:
         return self.model.baseline_energy()
 
     def per_recurrence(self) -> pd.DataFrame:
-        """One row per recurrence: its total time, energy and cost, and the run that finished it."""
+        """One row per recurrence: its total time, energy and cost over all its runs, the batch
+        size and limit of the run that finished it, and whether any run was stopped early."""
         h = self.history
         g = h.groupby("recurrence")
         last = g.tail(1).set_index("recurrence")
@@ -193,6 +191,7 @@ class SimulationResult:
         out["batch_size"] = last["batch_size"]
         out["power_limit"] = last["power_limit"]
         out["reached"] = last["reached"]
+        out["stopped_early"] = g["stopped_early"].any()
         return out.reset_index()
 
     @property
@@ -278,6 +277,7 @@ def simulate(
     profile_steps: int = DEFAULT_PROFILE_STEPS,
     max_attempts: int = 20,
     train_trace: str | Path | None = None,
+    exploration: float = 0.5,
 ) -> SimulationResult:
     """Simulate ``recurrences`` recurrences (default 2 x |batch sizes| x |power limits|)."""
     import pandas as pd
@@ -298,6 +298,7 @@ def simulate(
         beta=float(beta),
         max_power=model.max_power,
         seed=int(seed),
+        exploration=float(exploration),
     )
     bso = BatchSizeOptimizer(spec, MemoryStore())
     rng = np.random.default_rng([int(seed), 1])

@@ -17,6 +17,7 @@ import json
 import os
 import sqlite3
 import sys
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -35,7 +36,9 @@ class JobSpec:
     """What defines one recurring job's bandit; stored with its state so every process agrees.
 
     ``max_power`` (W) turns time into joules in the cost; ``None`` means "the current GPU's
-    maximum power limit", looked up when a result is reported.
+    maximum power limit", looked up when a result is reported. ``window`` > 0 makes each arm
+    learn from its last ``window`` runs only (for jobs whose costs drift). ``exploration``
+    scales the width of the Thompson-sampling draws (1: the plain posterior).
     """
 
     name: str
@@ -47,6 +50,7 @@ class JobSpec:
     seed: int = 0
     pruning_rounds: int = 2
     window: int = 0
+    exploration: float = 0.5
 
     def to_json(self) -> str:
         d = asdict(self)
@@ -182,6 +186,7 @@ class SQLiteStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
+            self._lock = threading.RLock()  # one connection, possibly shared by threads
         except (OSError, sqlite3.Error) as e:
             raise StoreError(
                 f"cannot open the batch-size optimizer state {self.path}: {e}; pass another "
@@ -189,7 +194,11 @@ class SQLiteStore:
             ) from e
 
     def _write(self):
-        return _Immediate(self._conn)
+        return _Immediate(self._conn, self._lock)
+
+    def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return self._conn.execute(sql, args).fetchall()
 
     def close(self) -> None:
         self._conn.close()
@@ -215,11 +224,11 @@ class SQLiteStore:
         return known
 
     def job(self, name: str) -> JobSpec | None:
-        row = self._conn.execute("SELECT spec FROM jobs WHERE name = ?", (name,)).fetchone()
-        return None if row is None else JobSpec.from_json(row[0])
+        rows = self._query("SELECT spec FROM jobs WHERE name = ?", (name,))
+        return JobSpec.from_json(rows[0][0]) if rows else None
 
     def jobs(self) -> list[str]:
-        return [r[0] for r in self._conn.execute("SELECT name FROM jobs ORDER BY name")]
+        return [r[0] for r in self._query("SELECT name FROM jobs ORDER BY name")]
 
     def append(self, name: str, obs: Observation) -> int:
         with self._write():
@@ -240,11 +249,11 @@ class SQLiteStore:
             return int(cur.lastrowid)
 
     def observations(self, name: str, after: int = 0) -> list[tuple[int, Observation]]:
-        rows = self._conn.execute(
+        rows = self._query(
             "SELECT id, batch_size, time, energy, cost, reached, power_limit FROM observations "
             "WHERE job = ? AND id > ? ORDER BY id",
             (name, int(after)),
-        ).fetchall()
+        )
         return [(r[0], Observation(int(r[1]), r[2], r[3], r[4], bool(r[5]), r[6])) for r in rows]
 
     def set_power_limit(self, name: str, batch_size: int, watts: float) -> None:
@@ -257,9 +266,9 @@ class SQLiteStore:
             )
 
     def power_limits(self, name: str) -> dict[int, float]:
-        rows = self._conn.execute(
+        rows = self._query(
             "SELECT batch_size, power_limit FROM power_limits WHERE job = ?", (name,)
-        ).fetchall()
+        )
         return {int(b): float(p) for b, p in rows}
 
     def delete(self, name: str) -> None:
@@ -276,15 +285,24 @@ class _Immediate:
     """``BEGIN IMMEDIATE`` ... ``COMMIT``: takes the write lock up front, so concurrent writers
     queue (up to the connection timeout) instead of failing half-way."""
 
-    def __init__(self, conn: sqlite3.Connection):
+    def __init__(self, conn: sqlite3.Connection, lock):
         self.conn = conn
+        self.lock = lock
 
     def __enter__(self):
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.lock.acquire()
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self.lock.release()
+            raise
         return self.conn
 
     def __exit__(self, exc_type, *exc) -> None:
-        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        try:
+            self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            self.lock.release()
 
 
 def _check_same(known: JobSpec, asked: JobSpec) -> None:

@@ -43,7 +43,7 @@ def bso_costs(source, *, path: str | Path | None = None, ax=None, title: str | N
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(9, 4.2))
     per_rec = runs.groupby("recurrence").agg(cost=("cost", "sum"))
     final = runs.groupby("recurrence").tail(1).set_index("recurrence")
-    sizes = sorted(runs["batch_size"].unique())
+    sizes = sorted(final["batch_size"].unique())
     cmap = plt.get_cmap("viridis", max(len(sizes), 2))
     colour = {b: cmap(i) for i, b in enumerate(sizes)}
     ax.bar(
@@ -71,13 +71,14 @@ def bso_costs(source, *, path: str | Path | None = None, ax=None, title: str | N
         handles,
         [str(b) for b in sizes],
         title="batch size",
-        loc="upper right",
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
         fontsize=8,
         ncols=2 if len(sizes) > 8 else 1,
     )
     ax.add_artist(legend1)
     if not failed.empty or baseline is not None:
-        ax.legend(loc="upper center", fontsize=8)
+        ax.legend(loc="lower left", bbox_to_anchor=(1.01, 0.0), fontsize=8)
     ax.set_xlabel("recurrence")
     ax.set_ylabel("cost (J)")
     ax.set_yscale("log")
@@ -127,7 +128,8 @@ def bso_posterior(
         if not surv[i] and c.size:
             ax1.plot([], [], "_", color="0.45", label=pruned_label)
             pruned_label = None
-    ax1.plot([], [], "x", color="crimson", label="failed or stopped run")
+    if not hist["reached"].astype(bool).all():
+        ax1.plot([], [], "x", color="crimson", label="failed or stopped run")
     rot = 45 if len(labels) > 8 else 0
     ax1.set_xticks(x, labels, rotation=rot)
     ax1.set_xlabel("batch size")
@@ -140,9 +142,8 @@ def bso_posterior(
     prob = np.zeros(len(post))
     if surv.any():
         rng = np.random.default_rng([bso.job.seed, 7])
-        draws = mean[surv][:, None] + std[surv][:, None] * rng.standard_normal(
-            (int(surv.sum()), samples)
-        )
+        width = std[surv][:, None] * bso.job.exploration
+        draws = mean[surv][:, None] + width * rng.standard_normal((int(surv.sum()), samples))
         wins = np.bincount(draws.argmin(axis=0), minlength=int(surv.sum()))
         prob[surv] = wins / samples
     ax2.bar(x, prob, color=np.where(surv, "tab:blue", "0.8"))
