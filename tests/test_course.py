@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from pathlib import Path
@@ -131,6 +132,12 @@ def test_build_writes_stripped_student_and_solution_versions(tmp_path):
     # Cells without exercises are the same in both versions; the parameters tag is kept.
     assert [_source(c) for c in student.cells[:4]] == [_source(c) for c in solution.cells[:4]]
     assert "parameters" in student.cells[1].metadata["tags"]
+    for version in (student, solution):
+        tagged = [
+            i for i, c in enumerate(version.cells) if "exercise" in c.metadata.get("tags", [])
+        ]
+        assert tagged == [i for i, c in enumerate(student.cells) if STUB in _source(c)]
+        assert len(tagged) == 2
     # The source notebook is untouched.
     assert nbformat.read(src, as_version=4).cells[2].outputs
 
@@ -238,24 +245,34 @@ def test_timings_reject_notebooks_papermill_did_not_run(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_fixture_course_executes_as_intended(tmp_path):
-    course.build([FIXTURE], tmp_path / "c")
-    results = course.verify(tmp_path / "c", parameters=SMOKE, env=SIM_ENV)
-    by_version = {r.version: r for r in results}
-    assert set(by_version) == {"student", "solution"}
-    assert all(r.ok for r in results), [(r.version, r.detail) for r in results]
-    solution = nbformat.read(by_version["solution"].output, as_version=4)
+def test_fixture_course_executes_as_intended(tmp_path, capsys):
+    """`course verify`: solutions run to the end, student copies stop at their first exercise."""
+    assert main(["course", "build", str(FIXTURE), "-o", str(tmp_path / "c")]) == 0
+    code = main(["course", "verify", str(tmp_path / "c"), "--smoke", "--backend", "sim"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "PASS solution exercises.ipynb: ran to the end" in out
+    assert "PASS student  exercises.ipynb: stopped at its first exercise" in out
+
+    executed = tmp_path / "c" / "executed"
+    solution = nbformat.read(executed / "solution" / FIXTURE.name, as_version=4)
     printed = [o.get("text", "") for c in solution.cells for o in c.get("outputs", [])]
     assert any("✓ average_power" in t for t in printed) and any("✓ zeus_cost" in t for t in printed)
     assert any(re.search(r"\d+\.\d W over 3 steps", t) for t in printed)  # smoke parameter used
-    student = nbformat.read(by_version["student"].output, as_version=4)
+    student = nbformat.read(executed / "student" / FIXTURE.name, as_version=4)
     assert student.metadata.papermill.exception is True
-    assert by_version["solution"].duration > 0
+    errors = [o for c in student.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert [e.ename for e in errors] == ["NotImplementedError"]
+
+    duration = solution.metadata.papermill.duration
+    assert duration > 0
+    table = (executed / "timings.md").read_text()
+    assert f"| exercises.ipynb | backend='sim', smoke=True | ok | {duration:.1f} s |" in table
 
 
 @pytest.mark.slow
 def test_verify_catches_broken_courses(tmp_path):
-    """A wrong solution fails its check; a student copy that never reaches a stub is reported."""
+    """A wrong solution fails its check; a student copy must stop at its first stub only."""
     wrong = _write_nb(
         tmp_path / "in" / "wrong.ipynb",
         "from zeus_nb import check",
@@ -270,27 +287,67 @@ def test_verify_catches_broken_courses(tmp_path):
         "raise NotImplementedError('not an exercise')",
         f"{BEGIN}\nx = 1\n{END}",
     )
-    course.build([wrong, uncalled, early], tmp_path / "c")
-    results = {(r.notebook, r.version): r for r in course.verify(tmp_path / "c", env=SIM_ENV)}
-    assert not results["wrong.ipynb", "solution"].ok
-    assert "CheckError" in results["wrong.ipynb", "solution"].detail
-    assert results["wrong.ipynb", "student"].ok
-    assert results["uncalled.ipynb", "solution"].ok
-    assert not results["uncalled.ipynb", "student"].ok
-    assert "ran to the end" in results["uncalled.ipynb", "student"].detail
-    assert not results["early.ipynb", "student"].ok
-    assert "before the first exercise" in results["early.ipynb", "student"].detail
+    c = tmp_path / "c"
+    course.build([wrong, uncalled, early], c)
+    run = tmp_path / "run"
+    with course._environ(SIM_ENV):
+        wrong_solution = course.execute_version(
+            c / "solution/wrong.ipynb", "solution", run / "1.ipynb"
+        )
+        uncalled_student = course.execute_version(
+            c / "student/uncalled.ipynb", "student", run / "2.ipynb"
+        )
+        early_student = course.execute_version(
+            c / "student/early.ipynb", "student", run / "3.ipynb"
+        )
+    assert not wrong_solution.ok and "CheckError" in wrong_solution.detail
+    assert not uncalled_student.ok and "ran to the end" in uncalled_student.detail
+    assert not early_student.ok and "before the first exercise" in early_student.detail
 
 
 @pytest.mark.slow
-def test_cli_verify_writes_timings(tmp_path, capsys):
-    assert main(["course", "build", str(FIXTURE), "-o", str(tmp_path / "c")]) == 0
-    code = main(["course", "verify", str(tmp_path / "c"), "--smoke", "--backend", "sim"])
+def test_grade_reports_every_exercise(tmp_path, capsys):
+    course.build([FIXTURE], tmp_path / "c")
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    (subs / "bob").mkdir()
+    (subs / "carol").mkdir()
+    # alice hands in the untouched student copy, bob the solution
+    (subs / "alice" / FIXTURE.name).write_bytes(
+        (tmp_path / "c/student" / FIXTURE.name).read_bytes()
+    )
+    (subs / "bob" / FIXTURE.name).write_bytes((tmp_path / "c/solution" / FIXTURE.name).read_bytes())
+    # carol gets exercise 1 wrong and deletes the check call of exercise 2
+    nb = nbformat.read(tmp_path / "c/solution" / FIXTURE.name, as_version=4)
+    ex = [c for c in nb.cells if "exercise" in c.metadata.get("tags", [])]
+    ex[0].source = _source(ex[0]).replace("measurement.total_energy / measurement.time", "1.0")
+    ex[1].source = _source(ex[1]).replace("check.zeus_cost(zeus_cost)", "")
+    nbformat.write(nb, subs / "carol" / FIXTURE.name)
+    _write_nb(subs / "dave" / "untagged.ipynb", "x = 1")
+
+    code = main(["course", "grade", str(subs), "-o", str(tmp_path / "graded"), "--backend", "sim"])
+    assert code == 0
+    rows = list(csv.DictReader((tmp_path / "graded" / "grades.csv").open()))
+    got = {(Path(r["submission"]).parent.name, r["exercise"]): r for r in rows}
+    assert len(rows) == 7
+    assert (
+        got["alice", "1"]["status"] == "failed" and "not attempted" in got["alice", "1"]["detail"]
+    )
+    assert got["alice", "2"]["status"] == "not run"
+    assert got["bob", "1"]["status"] == got["bob", "2"]["status"] == "passed"
+    assert got["carol", "1"]["status"] == "failed"
+    assert (
+        "CheckError" in got["carol", "1"]["detail"]
+        and "expected 200.0" in got["carol", "1"]["detail"]
+    )
+    assert (
+        got["carol", "2"]["status"] == "failed" and "no check result" in got["carol", "2"]["detail"]
+    )
+    assert got["dave", "0"]["status"] == "failed" and "tagged" in got["dave", "0"]["detail"]
     out = capsys.readouterr().out
-    assert code == 0, out
-    assert "PASS solution exercises.ipynb" in out and "PASS student  exercises.ipynb" in out
-    table = (tmp_path / "c" / "executed" / "timings.md").read_text()
-    assert "| exercises.ipynb | backend='sim', smoke=True | ok |" in table
+    assert f"{subs / 'bob' / FIXTURE.name}: 2/2 passed" in out
+    assert f"{subs / 'carol' / FIXTURE.name}: 0/2 passed" in out
+    assert len(list((tmp_path / "graded").glob("*.ipynb"))) == 3
 
 
 # --- the shipped notebooks ------------------------------------------------------------------

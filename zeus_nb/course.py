@@ -11,12 +11,14 @@ An exercise cell marks its solution code between two comment lines::
 
 The student version replaces the marked lines by one ``raise NotImplementedError`` at the marker's
 indentation, so the cell still runs and the check call after it reports the missing answer; the
-solution version keeps the code and drops the markers. Both are stripped of outputs, so nothing from
-an instructor's run leaks into the students' copies.
+solution version keeps the code and drops the markers. Exercise cells are tagged ``exercise`` in
+both versions, and both are stripped of outputs, so nothing from an instructor's run leaks into
+the students' copies.
 
 :func:`verify` executes both versions with papermill: solutions must run to the end, and students'
 copies must stop at their first exercise with ``NotImplementedError`` and nothing else.
-:func:`timings` reads the run times papermill records in executed notebooks, for the course's
+:func:`grade` executes students' submissions and reports each exercise as passed, failed or not
+run. :func:`timings` reads the run times papermill records in executed notebooks, for the course's
 run-time table.
 """
 
@@ -26,7 +28,7 @@ import copy
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,8 @@ BEGIN = "# BEGIN SOLUTION"
 END = "# END SOLUTION"
 STUB = 'raise NotImplementedError("Exercise: replace this line with your solution")'
 VERSIONS = ("student", "solution")
+EXERCISE_TAG = "exercise"
+PASSED_MARK = "\N{CHECK MARK}"  # what a passing ``zeus_nb.check`` call prints
 
 
 class CourseError(ZeusNbError, ValueError):
@@ -165,6 +169,10 @@ def split_notebook(nb: Any, name: str = "notebook") -> tuple[Any, Any, int]:
                     "of the solution markers"
                 )
         s_cell.source, k_cell.source = s_src, k_src
+        for cell in (s_cell, k_cell):
+            tags = cell.metadata.setdefault("tags", [])
+            if EXERCISE_TAG not in tags:
+                tags.append(EXERCISE_TAG)
         exercises += 1
     return strip_outputs(student), strip_outputs(solution), exercises
 
@@ -352,6 +360,117 @@ def verify(
                 results.append(
                     execute_version(nb, version, out / version / nb.name, parameters, kernel_name)
                 )
+    return results
+
+
+@dataclass
+class ExerciseResult:
+    """One exercise of one graded submission."""
+
+    submission: str
+    exercise: int
+    status: str  # "passed", "failed" or "not run"
+    detail: str
+
+
+def _grade_cells(nb: Any) -> list[tuple[str, str]]:
+    """(status, detail) of each exercise cell of an executed notebook, in order."""
+    out = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or EXERCISE_TAG not in cell.metadata.get("tags", []):
+            continue
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        text = "".join(
+            o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream"
+        )
+        if errors:
+            e = errors[0]
+            if e.get("ename") == "NotImplementedError":
+                out.append(("failed", "not attempted (NotImplementedError)"))
+            else:
+                out.append(("failed", f"{e.get('ename')}: {e.get('evalue')}"))
+        elif cell.get("execution_count") is None:
+            out.append(("not run", "an earlier cell failed"))
+        elif PASSED_MARK in text:
+            out.append(("passed", text.strip().splitlines()[-1]))
+        else:
+            out.append(("failed", "no check result: keep the check call at the end of the cell"))
+    return out
+
+
+def _unique_output(out: Path, path: Path, taken: set[Path]) -> Path:
+    base = f"{path.parent.name}_{path.name}" if path.parent.name else path.name
+    target, n = out / base, 1
+    while target in taken:
+        n += 1
+        target = out / f"{Path(base).stem}_{n}.ipynb"
+    taken.add(target)
+    return target
+
+
+def grade(
+    submissions: Iterable[str | os.PathLike],
+    out_dir: str | os.PathLike = "graded",
+    parameters: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    kernel_name: str = "python3",
+) -> list[ExerciseResult]:
+    """Execute students' notebooks and judge every exercise cell.
+
+    Submissions are notebooks (or folders of them, searched deeply) built by :func:`build`, so
+    their exercise cells carry the ``exercise`` tag. A failing exercise does not stop the run, so
+    later exercises are graded too; a failing cell outside the exercises does, and the exercises
+    after it count as not run. Executed copies go to ``out_dir``.
+    """
+    import nbformat
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    files: list[Path] = []
+    for p in map(Path, submissions):
+        if p.is_dir():
+            files += sorted(q for q in p.rglob("*.ipynb") if ".ipynb_checkpoints" not in q.parts)
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise CourseError(f"{p}: no such notebook or folder")
+    if not files:
+        raise CourseError("no submissions (*.ipynb) found")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results: list[ExerciseResult] = []
+    taken: set[Path] = set()
+    with _environ(dict(env or {})):
+        for path in files:
+            name = str(path)
+            try:
+                nb = nbformat.read(path, as_version=4)
+            except Exception as e:
+                results.append(ExerciseResult(name, 0, "failed", f"not a readable notebook: {e}"))
+                continue
+            strip_outputs(nb)
+            exercise_cells = [c for c in nb.cells if EXERCISE_TAG in c.metadata.get("tags", [])]
+            if not exercise_cells:
+                results.append(
+                    ExerciseResult(name, 0, "failed", "no cells tagged 'exercise' to grade")
+                )
+                continue
+            for cell in exercise_cells:
+                cell.metadata["tags"].append("raises-exception")  # go on to the next exercise
+            target = _unique_output(out, path, taken)
+            # A PapermillExecutionError is expected with any failing cell: judged cell by cell.
+            with suppress(PapermillExecutionError):
+                pm.execute_notebook(
+                    nb,
+                    str(target),
+                    parameters=dict(parameters or {}),
+                    kernel_name=kernel_name,
+                    cwd=str(path.parent),
+                    progress_bar=False,
+                )
+            executed = nbformat.read(target, as_version=4)
+            for number, (status, detail) in enumerate(_grade_cells(executed), start=1):
+                results.append(ExerciseResult(name, number, status, detail))
     return results
 
 

@@ -1,4 +1,4 @@
-"""zeus-nb course build | verify | timings"""
+"""zeus-nb course build | verify | grade | timings"""
 
 from __future__ import annotations
 
@@ -27,14 +27,34 @@ def register(sub) -> None:
     v.add_argument(
         "-o", "--output", default=None, help="executed notebooks (default: DIR/executed)"
     )
-    v.add_argument("--smoke", action="store_true", help="pass smoke=True: a short run")
-    v.add_argument(
+    _execution_options(v)
+    v.set_defaults(func=run_verify)
+
+    g = course_sub.add_parser("grade", help="execute students' notebooks and report every exercise")
+    g.add_argument("submissions", nargs="+", help="submitted notebooks or folders of them")
+    g.add_argument(
+        "-o", "--output", default="graded", help="executed copies and grades.csv (default: graded)"
+    )
+    _execution_options(g)
+    g.set_defaults(func=run_grade)
+
+    t = course_sub.add_parser("timings", help="markdown table of papermill run times")
+    t.add_argument(
+        "paths", nargs="*", default=["."], help="executed notebooks or folders (default: .)"
+    )
+    t.add_argument("-o", "--output", default=None, help="also write the table to this file")
+    t.set_defaults(func=run_timings)
+
+
+def _execution_options(p) -> None:
+    p.add_argument("--smoke", action="store_true", help="pass smoke=True: a short run")
+    p.add_argument(
         "--backend",
         choices=["auto", "sim", "nvml"],
         default=None,
         help="pass backend=... and set ZEUS_NB_BACKEND for the kernels",
     )
-    v.add_argument(
+    p.add_argument(
         "-p",
         "--parameter",
         nargs=2,
@@ -43,15 +63,18 @@ def register(sub) -> None:
         metavar=("NAME", "VALUE"),
         help="papermill parameter (a Python literal, else a string); repeatable",
     )
-    v.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
-    v.set_defaults(func=run_verify)
+    p.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
 
-    t = course_sub.add_parser("timings", help="markdown table of papermill run times")
-    t.add_argument(
-        "paths", nargs="*", default=["."], help="executed notebooks or folders (default: .)"
-    )
-    t.add_argument("-o", "--output", default=None, help="also write the table to this file")
-    t.set_defaults(func=run_timings)
+
+def _parameters_and_env(args) -> tuple[dict, dict[str, str]]:
+    params = {name: _literal(value) for name, value in args.parameter}
+    env = {}
+    if args.smoke:
+        params["smoke"] = True
+    if args.backend:
+        params["backend"] = args.backend
+        env["ZEUS_NB_BACKEND"] = args.backend
+    return params, env
 
 
 def _literal(text: str):
@@ -79,13 +102,7 @@ def run_build(args) -> int:
 def run_verify(args) -> int:
     from zeus_nb.course import timings, timings_table, verify
 
-    params = {name: _literal(value) for name, value in args.parameter}
-    env = {}
-    if args.smoke:
-        params["smoke"] = True
-    if args.backend:
-        params["backend"] = args.backend
-        env["ZEUS_NB_BACKEND"] = args.backend
+    params, env = _parameters_and_env(args)
     results = verify(args.dir, args.output, params, env, args.kernel)
     for r in results:
         print(f"{'PASS' if r.ok else 'FAIL'} {r.version:8} {r.notebook}: {r.detail}")
@@ -98,6 +115,33 @@ def run_verify(args) -> int:
     if failed:
         print(f"{len(failed)} of {len(results)} executions failed")
         return 1
+    return 0
+
+
+def run_grade(args) -> int:
+    import csv
+
+    from zeus_nb.course import grade
+
+    params, env = _parameters_and_env(args)
+    results = grade(args.submissions, args.output, params, env, args.kernel)
+    out = Path(args.output) / "grades.csv"
+    with out.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["submission", "exercise", "status", "detail"])
+        writer.writerows((r.submission, r.exercise, r.status, r.detail) for r in results)
+    by_submission: dict[str, list] = {}
+    for r in results:
+        by_submission.setdefault(r.submission, []).append(r)
+    for name, rows in by_submission.items():
+        passed = sum(r.status == "passed" for r in rows)
+        total = sum(r.exercise > 0 for r in rows)
+        print(f"{name}: {passed}/{total} passed")
+        for r in rows:
+            if r.status != "passed":
+                label = f"exercise {r.exercise}" if r.exercise else "notebook"
+                print(f"  {label}: {r.status}: {r.detail}")
+    print(f"\ngrades written to {out}")
     return 0
 
 
