@@ -290,16 +290,15 @@ def test_verify_catches_broken_courses(tmp_path):
     c = tmp_path / "c"
     course.build([wrong, uncalled, early], c)
     run = tmp_path / "run"
-    with course._environ(SIM_ENV):
-        wrong_solution = course.execute_version(
-            c / "solution/wrong.ipynb", "solution", run / "1.ipynb"
-        )
-        uncalled_student = course.execute_version(
-            c / "student/uncalled.ipynb", "student", run / "2.ipynb"
-        )
-        early_student = course.execute_version(
-            c / "student/early.ipynb", "student", run / "3.ipynb"
-        )
+    wrong_solution = course.execute_version(
+        c / "solution/wrong.ipynb", "solution", run / "1.ipynb", env=SIM_ENV
+    )
+    uncalled_student = course.execute_version(
+        c / "student/uncalled.ipynb", "student", run / "2.ipynb", env=SIM_ENV
+    )
+    early_student = course.execute_version(
+        c / "student/early.ipynb", "student", run / "3.ipynb", env=SIM_ENV
+    )
     assert not wrong_solution.ok and "CheckError" in wrong_solution.detail
     assert not uncalled_student.ok and "ran to the end" in uncalled_student.detail
     assert not early_student.ok and "before the first exercise" in early_student.detail
@@ -324,12 +323,21 @@ def test_grade_reports_every_exercise(tmp_path, capsys):
     ex[1].source = _source(ex[1]).replace("check.zeus_cost(zeus_cost)", "")
     nbformat.write(nb, subs / "carol" / FIXTURE.name)
     _write_nb(subs / "dave" / "untagged.ipynb", "x = 1")
+    # erin's first exercise never finishes
+    nb = nbformat.read(tmp_path / "c/solution" / FIXTURE.name, as_version=4)
+    ex = [c for c in nb.cells if "exercise" in c.metadata.get("tags", [])]
+    ex[0].source = "while True:\n    pass"
+    (subs / "erin").mkdir()
+    nbformat.write(nb, subs / "erin" / FIXTURE.name)
 
-    code = main(["course", "grade", str(subs), "-o", str(tmp_path / "graded"), "--backend", "sim"])
+    graded = tmp_path / "graded"
+    code = main(
+        ["course", "grade", str(subs), "-o", str(graded), "--backend", "sim", "--timeout", "4"]
+    )
     assert code == 0
     rows = list(csv.DictReader((tmp_path / "graded" / "grades.csv").open()))
     got = {(Path(r["submission"]).parent.name, r["exercise"]): r for r in rows}
-    assert len(rows) == 7
+    assert len(rows) == 9
     assert (
         got["alice", "1"]["status"] == "failed" and "not attempted" in got["alice", "1"]["detail"]
     )
@@ -344,10 +352,12 @@ def test_grade_reports_every_exercise(tmp_path, capsys):
         got["carol", "2"]["status"] == "failed" and "no check result" in got["carol", "2"]["detail"]
     )
     assert got["dave", "0"]["status"] == "failed" and "tagged" in got["dave", "0"]["detail"]
+    assert got["erin", "1"]["status"] == "failed" and "timed out" in got["erin", "1"]["detail"]
+    assert got["erin", "2"]["status"] == "not run" and "timed out" in got["erin", "2"]["detail"]
     out = capsys.readouterr().out
     assert f"{subs / 'bob' / FIXTURE.name}: 2/2 passed" in out
     assert f"{subs / 'carol' / FIXTURE.name}: 0/2 passed" in out
-    assert len(list((tmp_path / "graded").glob("*.ipynb"))) == 3
+    assert len(list(graded.glob("*.ipynb"))) == 4
 
 
 # --- the shipped notebooks ------------------------------------------------------------------
@@ -376,13 +386,12 @@ def test_shipped_notebook_course_versions(notebook, real_course, tmp_path):
     for name in EXPECTED_CHECKS.get(notebook.name[:2], []):
         assert f"check.{name}(" in student_text, f"{notebook.name} should call check.{name}"
 
-    with course._environ(SIM_ENV):
-        solution = course.execute_version(
-            b.solution, "solution", tmp_path / "solution.ipynb", SMOKE
-        )
-        student_run = course.execute_version(
-            b.student, "student", tmp_path / "student.ipynb", SMOKE
-        )
+    solution = course.execute_version(
+        b.solution, "solution", tmp_path / "solution.ipynb", SMOKE, env=SIM_ENV
+    )
+    student_run = course.execute_version(
+        b.student, "student", tmp_path / "student.ipynb", SMOKE, env=SIM_ENV
+    )
     assert solution.ok, f"{notebook.name} solution: {solution.detail}"
     assert student_run.ok, f"{notebook.name} student: {student_run.detail}"
 

@@ -28,7 +28,7 @@ import copy
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -249,8 +249,20 @@ class Verification:
 
 
 @contextmanager
-def _environ(values: Mapping[str, str]) -> Iterator[None]:
-    """Set environment variables for the papermill kernels (they inherit ours), then restore."""
+def _environ(extra: Mapping[str, str] | None = None) -> Iterator[None]:
+    """Environment for the papermill kernels (they inherit ours), restored afterwards.
+
+    Kernels run headless (widgets show no controls) and import this process's ``zeus_nb``;
+    ``extra`` adds variables such as ``ZEUS_NB_BACKEND``.
+    """
+    package_parent = str(Path(__file__).resolve().parents[1])
+    values = {
+        "ZEUS_NB_HEADLESS": "1",
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (package_parent, os.environ.get("PYTHONPATH", "")) if p
+        ),
+        **dict(extra or {}),
+    }
     saved = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
     try:
@@ -279,11 +291,13 @@ def execute_version(
     output: Path,
     parameters: Mapping[str, Any] | None = None,
     kernel_name: str = "python3",
+    env: Mapping[str, str] | None = None,
 ) -> Verification:
     """Execute one built notebook and judge it as ``version`` ("student" or "solution").
 
     A solution passes when it runs to the end. A student copy passes when it stops with
     ``NotImplementedError`` in its first exercise cell, or runs to the end if it has no exercises.
+    ``env`` is set while the kernel runs (for example ``ZEUS_NB_BACKEND=sim``).
     """
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
@@ -293,19 +307,23 @@ def execute_version(
     output.parent.mkdir(parents=True, exist_ok=True)
     stub_cell = _first_exercise_source(notebook) if version == "student" else None
     error: PapermillExecutionError | None = None
+    name = notebook.name
     try:
-        pm.execute_notebook(
-            str(notebook),
-            str(output),
-            parameters=dict(parameters or {}),
-            kernel_name=kernel_name,
-            cwd=str(notebook.parent),
-            progress_bar=False,
-        )
+        with _environ(env):
+            pm.execute_notebook(
+                str(notebook),
+                str(output),
+                parameters=dict(parameters or {}),
+                kernel_name=kernel_name,
+                cwd=str(notebook.parent),
+                progress_bar=False,
+            )
     except PapermillExecutionError as e:
         error = e
+    except Exception as e:  # the kernel died or would not start: report it, go on with the rest
+        detail = f"could not execute: {type(e).__name__}: {e}"
+        return Verification(name, version, False, detail, output, _duration(output))
     duration = _duration(output)
-    name = notebook.name
     if version == "solution" or stub_cell is None:
         if error is None:
             return Verification(name, version, True, "ran to the end", output, duration)
@@ -348,19 +366,18 @@ def verify(
     """
     course = Path(course_dir)
     out = Path(out_dir) if out_dir is not None else course / "executed"
-    results = []
-    with _environ(dict(env or {})):
-        for version in ("solution", "student"):
-            notebooks = sorted((course / version).glob("*.ipynb"))
-            if not notebooks:
-                raise CourseError(
-                    f"{course / version} has no notebooks; run `zeus-nb course build` first"
-                )
-            for nb in notebooks:
-                results.append(
-                    execute_version(nb, version, out / version / nb.name, parameters, kernel_name)
-                )
-    return results
+    jobs = []
+    for version in ("solution", "student"):
+        notebooks = sorted((course / version).glob("*.ipynb"))
+        if not notebooks:
+            raise CourseError(
+                f"{course / version} has no notebooks; run `zeus-nb course build` first"
+            )
+        jobs += [(nb, version) for nb in notebooks]
+    return [
+        execute_version(nb, version, out / version / nb.name, parameters, kernel_name, env)
+        for nb, version in jobs
+    ]
 
 
 @dataclass
@@ -414,13 +431,15 @@ def grade(
     parameters: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     kernel_name: str = "python3",
+    timeout: float | None = 600.0,
 ) -> list[ExerciseResult]:
     """Execute students' notebooks and judge every exercise cell.
 
     Submissions are notebooks (or folders of them, searched deeply) built by :func:`build`, so
     their exercise cells carry the ``exercise`` tag. A failing exercise does not stop the run, so
     later exercises are graded too; a failing cell outside the exercises does, and the exercises
-    after it count as not run. Executed copies go to ``out_dir``.
+    after it count as not run, as do those after a cell that runs longer than ``timeout`` seconds
+    (None: no limit). Executed copies go to ``out_dir``.
     """
     import nbformat
     import papermill as pm
@@ -440,7 +459,7 @@ def grade(
     out.mkdir(parents=True, exist_ok=True)
     results: list[ExerciseResult] = []
     taken: set[Path] = set()
-    with _environ(dict(env or {})):
+    with _environ(env):
         for path in files:
             name = str(path)
             try:
@@ -458,8 +477,8 @@ def grade(
             for cell in exercise_cells:
                 cell.metadata["tags"].append("raises-exception")  # go on to the next exercise
             target = _unique_output(out, path, taken)
-            # A PapermillExecutionError is expected with any failing cell: judged cell by cell.
-            with suppress(PapermillExecutionError):
+            problem = ""
+            try:
                 pm.execute_notebook(
                     nb,
                     str(target),
@@ -467,9 +486,19 @@ def grade(
                     kernel_name=kernel_name,
                     cwd=str(path.parent),
                     progress_bar=False,
+                    execution_timeout=timeout,
                 )
-            executed = nbformat.read(target, as_version=4)
-            for number, (status, detail) in enumerate(_grade_cells(executed), start=1):
+            except PapermillExecutionError:
+                pass  # some cell failed: judged cell by cell below
+            except Exception as e:  # a cell timed out or the kernel died
+                first_line = (str(e).strip().splitlines() or [""])[0]
+                problem = f"{type(e).__name__}: {first_line}"
+            graded = _grade_cells(nbformat.read(target, as_version=4)) if target.exists() else []
+            if len(graded) != len(exercise_cells):
+                graded = [("not run", "")] * len(exercise_cells)
+            for number, (status, detail) in enumerate(graded, start=1):
+                if problem and (status == "not run" or detail.startswith("KeyboardInterrupt")):
+                    detail = f"execution stopped: {problem}"
                 results.append(ExerciseResult(name, number, status, detail))
     return results
 

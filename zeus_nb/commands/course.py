@@ -36,6 +36,13 @@ def register(sub) -> None:
         "-o", "--output", default="graded", help="executed copies and grades.csv (default: graded)"
     )
     _execution_options(g)
+    g.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        help="seconds a cell may run before the rest of a submission counts as not run "
+        "(default: 600)",
+    )
     g.set_defaults(func=run_grade)
 
     t = course_sub.add_parser("timings", help="markdown table of papermill run times")
@@ -124,7 +131,7 @@ def run_grade(args) -> int:
     from zeus_nb.course import grade
 
     params, env = _parameters_and_env(args)
-    results = grade(args.submissions, args.output, params, env, args.kernel)
+    results = grade(args.submissions, args.output, params, env, args.kernel, args.timeout)
     out = Path(args.output) / "grades.csv"
     with out.open("w", newline="") as f:
         writer = csv.writer(f)
