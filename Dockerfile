@@ -43,7 +43,8 @@ USER ${USER_NAME}
 COPY --chown=${USER_NAME}:${USER_NAME} . /tmp/zeus-nb-src
 RUN /tmp/zeus-nb-src/docker/install.sh /opt/zeus-nb --extra-index-url "${TORCH_INDEX_URL}" \
     && mkdir -p /workspace/notebooks \
-    && cp -r /tmp/zeus-nb-src/notebooks/. /workspace/notebooks/ \
+    && cp /tmp/zeus-nb-src/notebooks/*.ipynb /workspace/notebooks/ \
+    && cp -r /tmp/zeus-nb-src/data_scripts /workspace/data_scripts \
     && rm -rf /tmp/zeus-nb-src
 
 WORKDIR /workspace

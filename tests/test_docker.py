@@ -94,9 +94,13 @@ def test_install_script_is_executable_and_rejects_a_missing_venv_argument():
     assert result.returncode == 2 and "usage" in result.stderr
 
 
-def test_notebooks_the_image_copies_exist():
+def test_what_the_image_copies_into_the_working_folder_exists():
     runs = " ".join(args for word, args in _instructions() if word == "RUN")
-    assert "zeus-nb-src/notebooks/" in runs
+    assert "zeus-nb-src/notebooks/*.ipynb /workspace/notebooks/" in runs
+    assert "zeus-nb-src/data_scripts /workspace/data_scripts" in runs
+    assert (REPO / "data_scripts").is_dir()
+    ignored = (REPO / ".dockerignore").read_text().split()
+    assert not {"notebooks", "data_scripts", "zeus_nb", "docker", "README.md"} & set(ignored)
     notebooks = sorted((REPO / "notebooks").glob("*.ipynb"))
     if not notebooks:
         pytest.skip("notebooks/ has no notebooks in this checkout yet; the image build would fail")
