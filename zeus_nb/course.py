@@ -185,11 +185,10 @@ class BuiltNotebook:
     solution: Path
 
 
-def _collect(paths: Iterable[str | os.PathLike] | None) -> list[Path]:
-    if not paths:
-        paths = [notebooks_dir()]
+def _collect(given: Iterable[str | os.PathLike] | None) -> list[Path]:
+    paths = [Path(p) for p in given or []] or [notebooks_dir()]
     found: list[Path] = []
-    for p in map(Path, paths):
+    for p in paths:
         if p.is_dir():
             found += sorted(q for q in p.glob("*.ipynb") if q.is_file())
         elif p.is_file():
