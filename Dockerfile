@@ -4,7 +4,7 @@
 #   docker run --rm -it --gpus all -p 8888:8888 -e JUPYTER_TOKEN=change-me zeus-nb
 #
 # Measuring energy needs only `--gpus all`. Changing power limits (the optimizers) also needs
-# `--cap-add SYS_ADMIN --user root`; see docs/gpu_users.md.
+# `--cap-add SYS_ADMIN --user root` (and a volume for the power-limit record); see the README.
 FROM nvidia/cuda:12.6.3-cudnn-runtime-ubuntu24.04
 
 # PyTorch wheels built for the base image's CUDA version; pip falls back to the default wheels
@@ -29,15 +29,17 @@ RUN apt-get update \
 # Ubuntu 24.04 images ship a user "ubuntu" with UID 1000; it would clash with ours.
 RUN if id -u ubuntu >/dev/null 2>&1; then userdel --remove ubuntu; fi \
     && useradd --create-home --uid "${USER_UID}" --shell /bin/bash "${USER_NAME}" \
-    && mkdir -p /opt/zeus-nb /workspace /data/imagenet \
-    && chown "${USER_NAME}:${USER_NAME}" /opt/zeus-nb /workspace
+    && mkdir -p /opt/zeus-nb /workspace /data/imagenet /var/lib/zeus-nb/power_limits \
+    && chown -R "${USER_NAME}:${USER_NAME}" /opt/zeus-nb /workspace /var/lib/zeus-nb
 
 # The virtual environment lives outside /workspace: bind-mounting a checkout over the working
-# folder must not hide it.
+# folder must not hide it. The original power limits that `zeus-nb restore` needs after a crash
+# are recorded in /var/lib/zeus-nb: mount a volume there so the record outlives the container.
 ENV VIRTUAL_ENV=/opt/zeus-nb \
     PATH=/opt/zeus-nb/bin:${PATH} \
     ZEUS_NB_DATA_DIR=/data/imagenet \
-    ZEUS_NB_NOTEBOOKS=/workspace/notebooks
+    ZEUS_NB_NOTEBOOKS=/workspace/notebooks \
+    ZEUS_NB_STATE_DIR=/var/lib/zeus-nb/power_limits
 
 USER ${USER_NAME}
 COPY --chown=${USER_NAME}:${USER_NAME} . /tmp/zeus-nb-src
