@@ -79,7 +79,10 @@ def test_dockerfile_runs_the_install_script_into_a_venv_outside_the_workdir():
 
     workdir = [args for word, args in instr if word == "WORKDIR"][-1]
     assert not venv.startswith(workdir.rstrip("/") + "/"), "a bind mount over WORKDIR would hide it"
-    assert "/data/imagenet" in env
+    assert "ZEUS_NB_DATA_DIR=/data/imagenet" in env
+    # The power-limit record for `zeus-nb restore` sits where a volume can keep it.
+    assert "ZEUS_NB_STATE_DIR=/var/lib/zeus-nb/" in env
+    assert "ZEUS_NB_NOTEBOOKS=/workspace/notebooks" in env
 
     users = [args for word, args in instr if word == "USER"]
     assert users and users[-1] not in ("root", "0")
