@@ -7,5 +7,6 @@ matplotlib is imported when this package is, never by ``import zeus_nb``.
 from __future__ import annotations
 
 from zeus_nb.plots._common import save_figure
+from zeus_nb.plots.power_limit import power_limit_profile
 
-__all__ = ["save_figure"]
+__all__ = ["power_limit_profile", "save_figure"]
