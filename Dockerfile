@@ -24,13 +24,15 @@ RUN apt-get update \
         python3 python3-venv tini ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 
-# A non-root user owns the virtual environment (so `pip install` works in a notebook) and the
-# working folder.
+# A non-root user owns the virtual environment (so `pip install` works in a notebook), the
+# working folder, and the source folder it installs from and removes afterwards.
 # Ubuntu 24.04 images ship a user "ubuntu" with UID 1000; it would clash with ours.
 RUN if id -u ubuntu >/dev/null 2>&1; then userdel --remove ubuntu; fi \
     && useradd --create-home --uid "${USER_UID}" --shell /bin/bash "${USER_NAME}" \
     && mkdir -p /opt/zeus-nb /workspace /data/imagenet /var/lib/zeus-nb/power_limits \
-    && chown -R "${USER_NAME}:${USER_NAME}" /opt/zeus-nb /workspace /var/lib/zeus-nb
+        /tmp/zeus-nb-src \
+    && chown -R "${USER_NAME}:${USER_NAME}" /opt/zeus-nb /workspace /var/lib/zeus-nb \
+        /tmp/zeus-nb-src
 
 # The virtual environment lives outside /workspace: bind-mounting a checkout over the working
 # folder must not hide it. The original power limits that `zeus-nb restore` needs after a crash
