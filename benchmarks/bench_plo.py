@@ -17,13 +17,19 @@ import argparse
 import json
 from importlib import resources
 
+import zeus_nb
+from zeus_nb import device
+from zeus_nb.monitor import ZeusMonitor
 from zeus_nb.optimizer.power_limit import (
     Energy,
+    GlobalPowerLimitOptimizer,
     MaxSlowdownConstraint,
+    PowerLimitMeasurement,
     Time,
     ZeusCost,
 )
 from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
+from zeus_nb.traces import WORKLOADS
 
 WORSE = 0.03
 CONSTRAINT_SLACK = 0.05
@@ -47,12 +53,55 @@ def criterion(selector, full, limit: float) -> tuple[float, bool]:
     return selector.score(m.energy, m.time, full), True
 
 
+def sim_run(workload, selector, adaptive, noise, seed, margin):
+    system = device.use_simulated(gpu="a40", workload=workload, noise=noise, seed=seed)
+    plo = GlobalPowerLimitOptimizer(
+        ZeusMonitor(), selector, wait_steps=0, adaptive=adaptive, noise_margin=margin, verbose=False
+    )
+    while not plo.done:
+        plo.on_step_begin()
+        zeus_nb.step()
+        plo.on_step_end()
+    plo.close()
+    return plo, system
+
+
+def noisy_section(noise: float, margin: float, seeds: int = 3) -> None:
+    print()
+    print(f"simulated A40, {noise:.0%} per-step noise, {seeds} seeds per case:")
+    results = {"adaptive": [0, 0, 0, 0.0, 0.0], "exhaustive (other noise)": [0, 0, 0, 0.0, 0.0]}
+    for workload in WORKLOADS:
+        for sel in selectors():
+            for seed in range(seeds):
+                ref, system = sim_run(workload, sel, False, noise, seed, margin)
+                exact = []
+                for w in ref.power_limits:
+                    t, p = system.step_cost(system.batch_size, w)
+                    exact.append(PowerLimitMeasurement(w, p * t, t))
+                c_ref, _ = criterion(sel, exact, ref.optimal_power_limit)
+                for name, adaptive in (("adaptive", True), ("exhaustive (other noise)", False)):
+                    other, _ = sim_run(workload, sel, adaptive, noise, seed + 1000, margin)
+                    c, ok = criterion(sel, exact, other.optimal_power_limit)
+                    r = results[name]
+                    r[0] += 1
+                    r[1] += other.optimal_power_limit == ref.optimal_power_limit
+                    r[2] += (not ok) or c > c_ref * (1 + WORSE) + 1e-12
+                    r[3] += ref.profiling_time
+                    r[4] += other.profiling_time
+    for name, (n, same, worse, t_ref, t) in results.items():
+        print(
+            f"  {name:<25} vs exhaustive: identical {same}/{n}, worse by > {WORSE:.0%}: {worse}, "
+            f"profiling-time saving {100 * (1 - t / t_ref):.1f}%"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--margin", type=float, default=0.05, help="adaptive noise margin")
     ap.add_argument("--warmup-steps", type=int, default=10)
     ap.add_argument("--profile-steps", type=int, default=40)
     ap.add_argument("--json", action="store_true", help="also print a JSON summary line")
+    ap.add_argument("--sim-noise", type=float, default=0.05, help="0 skips the noisy section")
     args = ap.parse_args()
 
     folder = resources.files("zeus_nb") / "resources" / "zeus_profiles"
@@ -127,6 +176,8 @@ def main() -> int:
     )
     met = not worse and saving_t >= 30.0
     print(f"targets (0 worse, >= 30% time saving): {'met' if met else 'NOT met'}")
+    if args.sim_noise > 0:
+        noisy_section(args.sim_noise, args.margin)
     if args.json:
         print(
             json.dumps(

@@ -403,3 +403,16 @@ def test_documented_snippets_run_on_the_simulated_backend(snippet, monkeypatch):
     assert plo.optimal_power_limit == ZeusCost(0.5).select(exhaustive)
     plo.close()
     assert {g.get_power_limit() for g in system.gpus} == {300.0}
+
+
+def test_adaptive_profile_loaded_with_another_selector_warns(system, tmp_path):
+    path = tmp_path / "plo.json"
+    first = GlobalPowerLimitOptimizer(ZeusMonitor(), Time(), profile_path=path, **kw(adaptive=True))
+    steps_to_finish(first)
+    assert first.abandoned
+    saved = json.loads(path.read_text())
+    assert saved["pruned_for"] == "Time()" and set(saved["abandoned"]) == {
+        f"{w:g}" for w in first.abandoned
+    }
+    with pytest.warns(UserWarning, match="profiled adaptively for Time"):
+        GlobalPowerLimitOptimizer(ZeusMonitor(), Energy(), profile_path=path, **kw())

@@ -18,6 +18,10 @@ _LAZY = {
     "step": "zeus_nb.device",
     "use_simulated": "zeus_nb.device",
     "ZeusNbError": "zeus_nb.errors",
+    "run_sweep": "zeus_nb.sweep",
+    "BatchSizeOptimizer": "zeus_nb.optimizer.batch_size",
+    "record": "zeus_nb.records",
+    "collect": "zeus_nb.records",
 }
 
 if TYPE_CHECKING:
@@ -26,6 +30,9 @@ if TYPE_CHECKING:
     from zeus_nb.errors import ZeusNbError as ZeusNbError
     from zeus_nb.monitor import Measurement as Measurement
     from zeus_nb.monitor import ZeusMonitor as ZeusMonitor
+    from zeus_nb.records import collect as collect
+    from zeus_nb.records import record as record
+    from zeus_nb.sweep import run_sweep as run_sweep
 
 __all__ = sorted(_LAZY)
 

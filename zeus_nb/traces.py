@@ -222,3 +222,105 @@ def power_curves(
     if rows.empty:
         raise ValueError(f"the power trace has no rows for {dataset}/{network}/{optimizer}")
     return rows.sort_values(["batch_size", "power_limit"]).reset_index(drop=True)
+
+
+def default_batch_size(workload: str | Workload, power_trace: pd.DataFrame) -> int:
+    """The workload's default batch size b0, clipped to the batch sizes the power trace has.
+
+    A b0 larger than every traced batch size (DeepSpeech2's 256 on the V100, whose trace stops at
+    192) becomes the largest traced one; a b0 between traced sizes becomes the next smaller one.
+    """
+    wl = workload if isinstance(workload, Workload) else get_workload(workload)
+    sizes = sorted(int(b) for b in power_curves(power_trace, wl.dataset)["batch_size"].unique())
+    smaller = [b for b in sizes if b <= wl.default_batch_size]
+    return smaller[-1] if smaller else sizes[0]
+
+
+def _metric_rows(train: pd.DataFrame, wl: Workload, target: float) -> pd.DataFrame:
+    rows = train[
+        (train["dataset"] == wl.dataset)
+        & (train["network"] == wl.network)
+        & (train["optimizer"] == wl.optimizer)
+    ]
+    if rows.empty:
+        raise ValueError(f"the train trace has no runs of {wl.dataset}/{wl.network}/{wl.optimizer}")
+    hit = rows[(rows["target_metric"] - target).abs() <= 1e-9 * max(1.0, abs(target))]
+    if hit.empty:
+        have = ", ".join(f"{m:g}" for m in sorted(rows["target_metric"].unique()))
+        raise ValueError(
+            f"the train trace records no target metric {target:g} for {wl.dataset}; "
+            f"choose one of: {have}"
+        )
+    return hit
+
+
+def target_epochs(
+    workload: str | Workload,
+    train_trace: pd.DataFrame | None = None,
+    target_metric: float | None = None,
+    max_epochs: int | None = None,
+) -> pd.DataFrame:
+    """Epoch at which each recorded run first reached the target, per (batch size, run).
+
+    Columns: batch_size, run, target_epoch (NaN: never), reached. A run that reached the target
+    only after ``max_epochs`` (default: the workload's) counts as not reached, as a training job
+    capped at ``max_epochs`` would have stopped first.
+    """
+    wl = workload if isinstance(workload, Workload) else get_workload(workload)
+    train = load_train_trace() if train_trace is None else train_trace
+    target = wl.target_metric if target_metric is None else float(target_metric)
+    cap = wl.max_epochs if max_epochs is None else int(max_epochs)
+    rows = _metric_rows(train, wl, target)
+    out = rows[["batch_size", "run", "target_epoch"]].copy()
+    out["reached"] = out["target_epoch"].notna() & (out["target_epoch"] <= cap)
+    out.loc[~out["reached"], "target_epoch"] = float("nan")
+    return out.sort_values(["batch_size", "run"]).reset_index(drop=True)
+
+
+def tta_eta(
+    workload: str | Workload,
+    gpu: str | Path | pd.DataFrame = "v100",
+    *,
+    per_run: bool = False,
+    train_trace: pd.DataFrame | None = None,
+    target_metric: float | None = None,
+    max_epochs: int | None = None,
+) -> pd.DataFrame:
+    """Time- and energy-to-accuracy of every traced (batch size, power limit) of a workload.
+
+    TTA = target_epoch x time_per_epoch (s) and ETA = TTA x average_power (J), from the power
+    trace of ``gpu`` (a bundled name, a CSV path or an already loaded trace) and the train trace.
+
+    ``per_run=True``: one row per (batch size, power limit, run), with ``reached`` per run.
+    Otherwise one row per (batch size, power limit): ``runs`` recorded, ``runs_reached``, and
+    ``reached`` (every run reached the target). ``epochs``, ``tta`` and ``eta`` are the means over
+    runs, and NaN unless every run reached the target: a configuration that sometimes fails is
+    reported as failing rather than averaged over its lucky runs only. Only batch sizes present in
+    both traces appear.
+    """
+    import pandas as pd
+
+    wl = workload if isinstance(workload, Workload) else get_workload(workload)
+    power = gpu if isinstance(gpu, pd.DataFrame) else load_power_trace(gpu)
+    curves = power_curves(power, wl.dataset, wl.network, wl.optimizer)
+    curves = curves[["batch_size", "power_limit", "time_per_epoch", "average_power"]]
+    runs = target_epochs(wl, train_trace, target_metric, max_epochs)
+    if per_run:
+        df = curves.merge(runs, on="batch_size", how="inner")
+        df["tta"] = df["target_epoch"] * df["time_per_epoch"]
+        df["eta"] = df["tta"] * df["average_power"]
+        return df.sort_values(["batch_size", "power_limit", "run"]).reset_index(drop=True)
+    grouped = runs.groupby("batch_size")
+    per_bs = pd.DataFrame(
+        {
+            "runs": grouped["run"].count(),
+            "runs_reached": grouped["reached"].sum().astype(int),
+            "epochs": grouped["target_epoch"].mean(),
+        }
+    ).reset_index()
+    per_bs["reached"] = per_bs["runs_reached"] == per_bs["runs"]
+    per_bs.loc[~per_bs["reached"], "epochs"] = float("nan")
+    df = curves.merge(per_bs, on="batch_size", how="inner")
+    df["tta"] = df["epochs"] * df["time_per_epoch"]
+    df["eta"] = df["tta"] * df["average_power"]
+    return df.sort_values(["batch_size", "power_limit"]).reset_index(drop=True)

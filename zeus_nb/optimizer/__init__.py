@@ -1,11 +1,13 @@
 """Optimizers that change how training runs to save energy.
 
 ``GlobalPowerLimitOptimizer`` and the optimum selectors live in :mod:`.power_limit`;
-``HFGlobalPowerLimitOptimizer`` (needs ``pip install 'zeus-nb[hf]'``) is loaded on first use.
+``HFGlobalPowerLimitOptimizer`` (needs ``pip install 'zeus-nb[hf]'``) is loaded on first use;
+``BatchSizeOptimizer`` (recurring jobs) lives in :mod:`.batch_size`.
 """
 
 from __future__ import annotations
 
+from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
 from zeus_nb.optimizer.power_limit import (
     Energy,
     GlobalPowerLimitOptimizer,
@@ -18,6 +20,7 @@ from zeus_nb.optimizer.power_limit import (
 )
 
 __all__ = [
+    "BatchSizeOptimizer",
     "Energy",
     "GlobalPowerLimitOptimizer",
     "HFGlobalPowerLimitOptimizer",

@@ -438,7 +438,11 @@ class GlobalPowerLimitOptimizer:
             g.set_power_limit(watts)
 
     def _read(self) -> tuple[float, float]:
-        """(clock s, summed energy J) straight from the GPUs, for partial windows."""
+        """(clock s, summed energy J) straight from the GPUs, for partial windows.
+
+        No CUDA sync here: work still queued only makes the partial readings smaller, so they
+        stay lower bounds of the full window and adaptive decisions stay on the safe side.
+        """
         now = self._clock() if self._clock is not None else 0.0
         return now, sum(g.energy() for g in self.gpus)
 

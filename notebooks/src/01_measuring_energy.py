@@ -1,0 +1,236 @@
+# %% [markdown]
+# # 01 · Measuring the energy of training
+#
+# **What you will learn**
+#
+# - how `ZeusMonitor` measures the GPU time and energy of any block of code with named
+#   *measurement windows*;
+# - how windows nest: one over the whole run, one per epoch, one per step;
+# - how to sample GPU power over time and plot the power timeline;
+# - how to compute average power and energy per training step (two short exercises).
+#
+# **Prerequisites**: Python and a PyTorch training loop. No GPU needed: without one, zeus-nb
+# uses a *simulated* NVIDIA A40 whose time and power per step come from real measurements
+# (the Zeus traces). The small model below trains on your CPU (or GPU), while the monitor reads the
+# (simulated or real) GPU.
+#
+# **Expected run time**: about 20 s on the simulated backend (5 s with `smoke = True`),
+# about 1 minute on a GPU.
+#
+# The next cell holds the parameters. Papermill and `zeus-nb sweep` override them; in JupyterLab,
+# edit them and run all cells.
+
+# %% tags=["parameters"]
+backend: str = "auto"  # "auto" (real GPU if found, else simulated), "sim" or "nvml"
+smoke: bool = False  # True: a few steps only, for CI and quick checks
+seed: int = 0  # seeds PyTorch and the simulated GPU's measurement noise
+epochs: int = 3  # training epochs
+steps_per_epoch: int = 20  # training steps per epoch (the data set is synthetic)
+batch_size: int = 32  # images per step for the model below
+gpu_index: int = 0  # which GPU to measure
+sim_gpu: str = "a40"  # simulated GPU: "a40" or "v100" (real measurements of that GPU)
+sim_workload: str = "cifar100"  # workload whose measured steps the simulated GPU replays
+sample_period: float = 0.05  # seconds between power samples of the timeline
+headless: bool = False  # True: show no interactive controls (automatic under papermill)
+
+# %%
+import torch
+import torchvision
+from torchvision import transforms
+
+import zeus_nb
+from zeus_nb import check, device, widgets
+
+if smoke:
+    epochs, steps_per_epoch = 2, 4
+torch.manual_seed(seed)
+# "auto" lets ZEUS_NB_BACKEND decide, else finds a real GPU, else simulates one.
+system = device.current(None if backend == "auto" else backend)
+if system.backend == "sim":
+    system = device.use_simulated(gpu=sim_gpu, workload=sim_workload, noise=0.02, seed=seed)
+gpu = system.gpu(gpu_index)
+compute = "cuda" if torch.cuda.is_available() else "cpu"
+print(f"measuring {gpu.name} on the {system.backend} backend; the model runs on {compute}")
+print(f"{epochs} epochs x {steps_per_epoch} steps, batch size {batch_size}")
+
+# %% [markdown]
+# ## A small model and a training step
+#
+# A ShuffleNetV2 from torchvision on synthetic 32x32 images (`FakeData` needs no download).
+# `zeus_nb.step()` goes once per training step: on the simulated GPU it advances the virtual
+# clock by one measured step of the traced workload; on a real GPU it does nothing.
+
+# %%
+data = torchvision.datasets.FakeData(
+    size=steps_per_epoch * batch_size,
+    image_size=(3, 32, 32),
+    num_classes=100,
+    transform=transforms.ToTensor(),
+    random_offset=seed,
+)
+loader = torch.utils.data.DataLoader(data, batch_size=batch_size)
+model = torchvision.models.shufflenet_v2_x0_5(num_classes=100).to(compute)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+loss_fn = torch.nn.CrossEntropyLoss()
+
+
+def train_one_step(x: torch.Tensor, y: torch.Tensor) -> float:
+    optimizer.zero_grad()
+    loss = loss_fn(model(x.to(compute)), y.to(compute))
+    loss.backward()
+    optimizer.step()
+    zeus_nb.step()  # one training step on the (simulated) GPU
+    return loss.item()
+
+
+# %% [markdown]
+# ## Windows over the run, each epoch and each step
+#
+# `begin_window(name)` reads the GPU's energy counter and the clock; `end_window(name)` reads them
+# again and returns a `Measurement` with `time` (s) and `gpu_energy` (J per GPU). Windows with
+# different names may be open at the same time, so they nest: the `training` window contains every
+# `epoch` window, which contains its `step` windows. `monitor.power_timeline(period)` samples power
+# meanwhile.
+
+# %%
+monitor = zeus_nb.ZeusMonitor(gpu_indices=[gpu_index])
+epoch_spans: list[tuple[str, float, float]] = []
+epoch_results = []
+step_results = []
+
+monitor.begin_window("training", restart=True)
+with monitor.power_timeline(period=sample_period) as sampler:
+    for epoch in range(epochs):
+        start = system.clock()
+        monitor.begin_window("epoch")
+        for x, y in loader:
+            monitor.begin_window("step")
+            loss = train_one_step(x, y)
+            step_results.append(monitor.end_window("step"))
+        m = monitor.end_window("epoch")
+        epoch_results.append(m)
+        epoch_spans.append((f"epoch {epoch}", start, system.clock()))
+        print(f"epoch {epoch}: {m.time:.2f} s, {m.total_energy:.1f} J, loss {loss:.3f}")
+training = monitor.end_window("training")
+print(f"training: {training.time:.2f} s, {training.total_energy:.1f} J")
+
+# %% [markdown]
+# The epochs add up to the whole run, because the windows nest and nothing runs in between:
+
+# %%
+import pandas as pd
+
+epochs_df = pd.DataFrame(
+    {"time_s": [m.time for m in epoch_results], "energy_j": [m.total_energy for m in epoch_results]}
+).rename_axis("epoch")
+print(epochs_df.round(2))
+print(f"sum of epochs: {epochs_df.energy_j.sum():.1f} J")
+print(f"training window: {training.total_energy:.1f} J")
+
+# %% [markdown]
+# ## Exercise 1: average power
+#
+# Write `average_power(m)`: the average power in watts over a window, counting all its GPUs.
+# An empty window (time 0) has average power 0.
+
+
+# %%
+def average_power(m: zeus_nb.Measurement) -> float:
+    # BEGIN SOLUTION
+    return m.total_energy / m.time if m.time > 0 else 0.0
+    # END SOLUTION
+
+
+check.average_power(average_power)
+print(f"average power over training: {average_power(training):.1f} W")
+
+# %% [markdown]
+# ## Exercise 2: energy per step
+#
+# Write `energy_per_step(m, steps)`: joules per training step for a window that ran `steps` steps.
+
+
+# %%
+def energy_per_step(m: zeus_nb.Measurement, steps: int) -> float:
+    # BEGIN SOLUTION
+    return m.total_energy / steps
+    # END SOLUTION
+
+
+check.energy_per_step(energy_per_step)
+total_steps = epochs * steps_per_epoch
+per_step = energy_per_step(training, total_steps)
+print(f"energy per step: {per_step:.2f} J over {total_steps} steps")
+
+# %% [markdown]
+# Each step's own window tells the same story, step by step. Their spread is the measurement noise
+# (on the simulated GPU, the 2% noise we asked for).
+
+# %%
+steps_df = pd.DataFrame(
+    {"time_s": [m.time for m in step_results], "energy_j": [m.total_energy for m in step_results]}
+)
+print(steps_df.describe().loc[["mean", "std", "min", "max"]].round(3))
+
+# %% [markdown]
+# ## The power timeline
+#
+# The sampler collected `(time, gpu, power)` rows; shaded spans are the epochs.
+
+# %%
+from zeus_nb.plots import plot_power_timeline
+
+timeline = sampler.timeline.to_frame()
+fig = plot_power_timeline(timeline, epoch_spans, title=f"{gpu.name}: power while training")
+print(f"{len(timeline)} power samples, mean {timeline.power.mean():.1f} W")
+
+# %% [markdown]
+# ## Try it: the power limit
+#
+# Pick a power limit and press **Run** to train one epoch at that limit with a live power and
+# energy plot. A lower limit usually costs less energy per step but takes longer. (On a real GPU
+# this needs permission to change power limits; the limit is restored afterwards.)
+# Headless runs skip this cell's controls.
+
+# %%
+limit = widgets.power_limit_slider(gpu, headless=headless)
+
+
+def explore(values: dict, report) -> None:
+    before = gpu.get_power_limit()
+    allowed, why = gpu.can_set_power_limit()
+    if allowed:
+        gpu.set_power_limit(values["power_limit"])
+    else:
+        print(f"keeping {before:g} W: {why}")
+    try:
+        t0, e0 = system.clock(), gpu.energy()
+        for x, y in loader:
+            train_one_step(x, y)
+            report(system.clock() - t0, gpu.power(), gpu.energy() - e0)
+    finally:
+        if allowed:
+            gpu.set_power_limit(before)
+
+
+widgets.run_panel(explore, steps_per_epoch, {"power_limit": limit}, headless=headless)
+
+# %% [markdown]
+# ## Results
+#
+# `zeus_nb.record` keeps the key numbers in the executed notebook (and in a JSON file next to it
+# under `zeus-nb sweep` / `zeus-nb tour`), so `zeus_nb.collect` can gather many runs into a table.
+
+# %%
+zeus_nb.record("backend", system.backend)
+zeus_nb.record("gpu", gpu.name)
+zeus_nb.record("steps", total_steps)
+zeus_nb.record("training_time_s", training.time)
+zeus_nb.record("training_energy_j", training.total_energy)
+zeus_nb.record("average_power_w", average_power(training))
+zeus_nb.record("energy_per_step_j", per_step)
+zeus_nb.record("epoch_energy_j", [m.total_energy for m in epoch_results])
+zeus_nb.record("power_samples", len(timeline))
+
+# %% [markdown]
+# **Next**: notebook 02 uses these measurements to *choose* a power limit automatically.

@@ -1,0 +1,137 @@
+"""The shipped notebooks: stripped, well-formed, and executed headless by ``zeus-nb tour --smoke``.
+
+The tour runs once per test session on the simulated backend; each notebook's test then checks
+what it recorded against the traces the simulated GPU replays.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from zeus_nb import device
+from zeus_nb.records import read_notebook
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+IDS = [p.stem for p in NOTEBOOKS]
+
+
+def test_notebooks_exist():
+    assert NOTEBOOKS and NOTEBOOKS[0].stem == "01_measuring_energy"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_committed_notebook_is_stripped(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [], f"{path.name} cell {cell.id} has outputs"
+            assert cell.execution_count is None, f"{path.name} cell {cell.id} has a count"
+    assert "papermill" not in nb.metadata
+    assert nb.metadata.kernelspec.name == "python3"
+
+
+def test_notebooks_match_their_sources():
+    out = subprocess.run(
+        [sys.executable, str(REPO / "notebooks" / "build.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_notebook_structure(path):
+    nb = nbformat.read(path, as_version=4)
+    header = nb.cells[0].source
+    for part in ("What you will learn", "Prerequisites", "Expected run time", "GPU"):
+        assert part in header, f"{path.name}: header lacks {part!r}"
+    tagged = [i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"{path.name}: needs exactly one cell tagged 'parameters'"
+    params = nb.cells[tagged[0]].source
+    for line in params.splitlines():
+        if line.strip():  # typed and commented: `name: type = value  # why`
+            assert re.match(r"^\w+: \w+ = .+  # .+", line), f"{path.name}: {line!r}"
+    for name in ('backend: str = "auto"', "smoke: bool = False", "seed: int", "headless: bool"):
+        assert name in params, f"{path.name}: parameters lack {name!r}"
+    for cell in nb.cells:
+        src = cell.source
+        if "# BEGIN SOLUTION" in src:
+            assert src.count("# BEGIN SOLUTION") == src.count("# END SOLUTION")
+            after = src.split("# END SOLUTION")[-1]
+            assert "check." in after, f"{path.name}: exercise cell {cell.id} has no check call"
+
+
+# --- executed ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def tour(tmp_path_factory):
+    """Run ``zeus-nb tour --smoke`` once, from an unrelated working directory."""
+    work = tmp_path_factory.mktemp("tour")
+    env = dict(os.environ)
+    env.update(
+        ZEUS_NB_BACKEND="sim",
+        PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
+        MPLBACKEND="Agg",
+    )
+    env.pop("ZEUS_NB_HEADLESS", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "zeus_nb", "tour", "--smoke", "-o", "executed"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return work / "executed", out
+
+
+def test_tour_ran_every_notebook(tour):
+    out_dir, out = tour
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert f"{len(NOTEBOOKS)}/{len(NOTEBOOKS)} notebook(s) ran" in out.stdout
+    for path in NOTEBOOKS:
+        assert f"{path.stem} (ok" in out.stdout
+        assert (out_dir / path.name).exists()
+
+
+def _records(tour, stem: str) -> dict:
+    out_dir, out = tour
+    info = read_notebook(out_dir / f"{stem}.ipynb")
+    assert info["status"] == "ok", out.stdout[-3000:]
+    assert info["parameters"] == {"smoke": True}
+    return info["records"]
+
+
+def test_01_measuring_energy_records(tour):
+    r = _records(tour, "01_measuring_energy")
+    sim = device.use_simulated(gpu="a40", workload="cifar100")
+    step_time, step_power = sim.step_cost(sim.batch_size, sim.max_limit)
+    assert r["backend"] == "sim" and "A40" in r["gpu"]
+    assert r["steps"] == 8  # smoke: 2 epochs x 4 steps
+    assert len(r["epoch_energy_j"]) == 2
+    assert math.isclose(sum(r["epoch_energy_j"]), r["training_energy_j"], rel_tol=1e-9)
+    assert math.isclose(r["energy_per_step_j"], r["training_energy_j"] / 8, rel_tol=1e-9)
+    # 2% noise around the measured A40 numbers at the default (maximum) power limit
+    assert math.isclose(r["average_power_w"], step_power, rel_tol=0.05)
+    assert math.isclose(r["training_time_s"], 8 * step_time, rel_tol=0.05)
+    assert r["power_samples"] == pytest.approx(r["training_time_s"] / 0.05, abs=2)
+    # the widget cell ran headless: no widget output in the executed notebook
+    nb = nbformat.read(tour[0] / "01_measuring_energy.ipynb", as_version=4)
+    views = [
+        o
+        for c in nb.cells
+        for o in c.get("outputs", [])
+        if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
+    assert views == []

@@ -1,0 +1,175 @@
+"""Controls' logic, headless behaviour, and the widgets they build (no frontend needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from zeus_nb import device, widgets
+
+
+@pytest.fixture
+def gpu():
+    return device.use_simulated(gpu="a40", workload="cifar100").gpu(0)
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    """Pretend a frontend is attached, so widgets are built."""
+    monkeypatch.delenv("ZEUS_NB_HEADLESS", raising=False)
+    monkeypatch.setattr(widgets, "_interactive_kernel", lambda: True)
+
+
+def test_headless_rules(monkeypatch):
+    monkeypatch.delenv("ZEUS_NB_HEADLESS", raising=False)
+    assert widgets.is_headless() is True  # no kernel in pytest
+    monkeypatch.setattr(widgets, "_interactive_kernel", lambda: True)
+    assert widgets.is_headless() is False
+    assert widgets.is_headless(True) is True  # the notebook parameter
+    monkeypatch.setenv("ZEUS_NB_HEADLESS", "1")
+    assert widgets.is_headless() is True
+
+
+def test_interactive_kernel_reads_allow_stdin(monkeypatch):
+    class Kernel:
+        def __init__(self, allow):
+            self.allow = allow
+
+        def get_parent(self):
+            return {"content": {"allow_stdin": self.allow}}
+
+    class Shell:
+        kernel = None
+
+    shell = Shell()
+    import IPython
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    assert widgets._interactive_kernel() is False  # terminal IPython: no kernel
+    shell.kernel = Kernel(False)  # papermill / nbclient
+    assert widgets._interactive_kernel() is False
+    shell.kernel = Kernel(True)  # JupyterLab
+    assert widgets._interactive_kernel() is True
+
+
+def test_power_limit_range_follows_gpu_constraints(gpu):
+    rng = widgets.power_limit_range(gpu)
+    assert (rng.minimum, rng.maximum) == gpu.power_limit_constraints()
+    assert (rng.maximum - rng.minimum) % rng.step == 0
+    assert rng.snap(rng.maximum + 50) == rng.maximum
+    assert rng.snap(rng.minimum - 50) == rng.minimum
+    assert rng.snap(rng.minimum + 0.6 * rng.step) == rng.minimum + rng.step
+    with pytest.raises(ValueError, match="step must be > 0"):
+        widgets.power_limit_range(gpu, step=0)
+
+
+def test_power_limit_slider_headless_uses_parameter(gpu):
+    c = widgets.power_limit_slider(gpu, value=175, headless=True)
+    assert c.widget is None and c.value == 175
+    lo, hi = gpu.power_limit_constraints()
+    with pytest.raises(ValueError, match="outside"):
+        widgets.power_limit_slider(gpu, value=hi + 1, headless=True)
+
+
+def test_power_limit_slider_widget_bounds(gpu, shown):
+    c = widgets.power_limit_slider(gpu)
+    lo, hi = gpu.power_limit_constraints()
+    assert (c.widget.min, c.widget.max) == (lo, hi)
+    assert c.value == gpu.get_power_limit()
+    c.widget.value = lo
+    assert c.value == lo
+    assert gpu.get_power_limit() == hi  # moving the slider changes no GPU setting
+
+
+def test_selector_kwargs_and_knobs():
+    assert widgets.selector_kwargs("Energy") == {}
+    assert widgets.selector_kwargs("ZeusCost", 0.3) == {"eta_knob": 0.3}
+    assert widgets.selector_kwargs("MaxSlowdownConstraint") == {"factor": 1.1}
+    with pytest.raises(ValueError, match=r"eta_knob must be in \[0, 1\]"):
+        widgets.selector_kwargs("ZeusCost", 1.5)
+    with pytest.raises(ValueError, match="unknown selector"):
+        widgets.selector_kwargs("Fastest")
+
+
+def test_selector_picker_widget(shown):
+    c = widgets.selector_picker("ZeusCost", 0.8)
+    assert c.value == ("ZeusCost", 0.8)
+    dropdown, row = c.widget.children
+    slider = row.children[0]
+    dropdown.value = "Time"
+    assert c.value == ("Time", None) and slider.layout.display == "none"
+    dropdown.value = "MaxSlowdownConstraint"
+    assert c.value == ("MaxSlowdownConstraint", 1.1) and slider.max == 2.0
+    assert widgets.selector_picker("Energy", headless=True).value == ("Energy", None)
+
+
+def test_sweep_grid_editor(shown):
+    c = widgets.sweep_grid_editor({"batch_size": [64, 128], "power_limit": [150.0]})
+    boxes = c.widget.children
+    assert boxes[0].value == "64,128" and "2 point(s)" in boxes[-1].value
+    boxes[0].value = "32, 64,256"
+    assert c.value == {"batch_size": [32, 64, 256], "power_limit": [150.0]}
+    assert "3 point(s)" in boxes[-1].value
+    boxes[0].value = "32,abc"
+    assert "not a valid int" in boxes[-1].value
+    with pytest.raises(ValueError, match="batch_size"):
+        c.value  # noqa: B018
+    headless = widgets.sweep_grid_editor({"a": [1]}, headless=True)
+    assert headless.widget is None and headless.value == {"a": [1]}
+
+
+def test_live_series_paces_redraws():
+    s = widgets.LiveSeries(total_steps=100, frames=10)
+    redraws = [s.add(i, 200.0, i * 2.0) for i in range(100)]
+    assert sum(redraws) == 10 and redraws[-1]
+    assert s.progress == 1.0 and "100/100 steps" in s.summary()
+    with pytest.raises(ValueError):
+        widgets.LiveSeries(total_steps=0)
+
+
+def test_run_panel_headless_runs_nothing():
+    calls = []
+    assert widgets.run_panel(lambda v, r: calls.append(v), 5, headless=True) is None
+    assert calls == []
+
+
+def test_run_panel_click_runs_with_control_values(gpu, shown):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    limit = widgets.power_limit_slider(gpu, value=200)
+    seen = {}
+
+    def run(values, report):
+        seen.update(values)
+        for i in range(4):
+            report(float(i), 150.0, 10.0 * i)
+
+    panel = widgets.run_panel(run, 4, {"power_limit": limit})
+    slider, row, _out = panel.children
+    button, bar, status = row.children
+    assert slider is limit.widget
+    limit.widget.value = 150
+    button.click()
+    assert seen == {"power_limit": 150.0}
+    assert bar.value == 4 and "4/4 steps" in status.value and not button.disabled
+
+
+def test_run_panel_shows_errors(shown):
+    def run(values, report):
+        raise RuntimeError("boom")
+
+    panel = widgets.run_panel(run, 3)
+    row, _out = panel.children
+    button, _bar, status = row.children
+    button.click()
+    assert "boom" in status.value and not button.disabled
+
+
+def test_backend_choices(shown):
+    system = widgets.apply_backend("sim:v100", workload="cifar100")
+    assert system.backend == "sim" and "V100" in system.gpus[0].name
+    assert widgets.gpu_options(system) == [(f"GPU 0: {system.gpus[0].name}", 0)]
+    assert widgets.backend_picker("sim:a40").widget.value == "sim:a40"
+    assert widgets.gpu_picker(system, 0, headless=True).value == 0
+    with pytest.raises(ValueError, match="unknown backend choice"):
+        widgets.backend_picker("tpu")

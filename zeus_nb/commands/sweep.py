@@ -1,0 +1,96 @@
+"""zeus-nb sweep"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="execute a notebook over a parameter grid with papermill and collect the results",
+        description=(
+            "Execute NOTEBOOK once per point of the grid given by -p options, one output notebook "
+            "per point named by its parameters. Points whose output already finished are skipped, "
+            "so an interrupted sweep resumes where it stopped; a failing point is reported and the "
+            "sweep goes on. The recorded results of all points are written to results.csv."
+        ),
+    )
+    p.add_argument("notebook", help="notebook path, or a shipped notebook's number or name")
+    p.add_argument(
+        "-p",
+        "--param",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUES"),
+        help="a parameter and its comma-separated values, e.g. -p batch_size 64,128,256",
+    )
+    p.add_argument("-o", "--output-dir", default=None, help="default: runs/<notebook name>")
+    p.add_argument("--smoke", action="store_true", help="pass smoke=True (small, fast runs)")
+    p.add_argument("--force", action="store_true", help="re-run points that already finished")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per cell (default: none)")
+    p.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: python3)")
+    p.set_defaults(func=run)
+
+
+def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
+    """The grid from ``-p NAME VALUES`` pairs, typed and checked against the notebook's cell."""
+    from zeus_nb.notebooks import notebook_parameters, parse_values
+
+    declared = notebook_parameters(notebook)
+    grid: dict[str, list] = {}
+    for name, text in pairs:
+        if name not in declared:
+            names = ", ".join(declared) or "none (it has no cell tagged 'parameters')"
+            raise ValueError(f"{notebook.name} has no parameter {name!r}; its parameters: {names}")
+        if name in grid:
+            raise ValueError(f"parameter {name!r} given twice; list all its values in one -p")
+        grid[name] = parse_values(text, declared[name].get("inferred_type_name"))
+    return grid
+
+
+def run(args) -> int:
+    from zeus_nb.notebooks import find_notebook, grid_points, is_complete, point_name, run_notebook
+    from zeus_nb.records import collect
+
+    notebook = find_notebook(args.notebook)
+    grid = build_grid(notebook, args.param)
+    points = grid_points(grid) if grid else [{}]
+    out_dir = Path(args.output_dir or Path("runs") / notebook.stem)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    print(f"sweep {notebook.name}: {len(points)} point(s) -> {out_dir}/", flush=True)
+
+    failed, skipped, outputs = [], 0, []
+    for i, point in enumerate(points, 1):
+        params = dict(point)
+        if args.smoke:
+            params["smoke"] = True
+        output = out_dir / f"{point_name(point)}.ipynb"
+        outputs.append(output)
+        label = point_name(point)
+        if not args.force and is_complete(output):
+            skipped += 1
+            print(f"[{i}/{len(points)}] {label}: done already, skipped", flush=True)
+            continue
+        res = run_notebook(notebook, output, params, timeout=args.timeout, kernel_name=args.kernel)
+        if res.ok:
+            print(f"[{i}/{len(points)}] {label}: ok ({res.seconds:.1f} s)", flush=True)
+        else:
+            failed.append((label, res.error))
+            print(f"[{i}/{len(points)}] {label}: FAILED: {res.error}", flush=True)
+
+    table = collect([o for o in outputs if o.exists()])
+    csv = out_dir / "results.csv"
+    table.to_csv(csv, index=False)
+    shown = table.drop(columns=["notebook"]).to_string(index=False, max_colwidth=40)
+    print(shown)
+    done = len(points) - len(failed)
+    print(f"{done}/{len(points)} point(s) done ({skipped} skipped as finished); table: {csv}")
+    if failed:
+        print(f"{len(failed)} point(s) failed:", file=sys.stderr)
+        for label, err in failed:
+            print(f"  {label}: {err}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,67 @@
+"""zeus-nb tour"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "tour",
+        help="execute every shipped notebook headless and print what each one recorded",
+        description=(
+            "Execute the numbered notebooks in order with papermill, headless, on the default "
+            "backend (a real GPU if NVML finds one, else the simulated GPU), and print the results "
+            "each notebook recorded. Executed notebooks go to the output directory."
+        ),
+    )
+    p.add_argument("--smoke", action="store_true", help="small, fast runs (smoke=True)")
+    p.add_argument("-o", "--output-dir", default="zeus-nb-tour", help="default: ./zeus-nb-tour")
+    p.add_argument("--only", default=None, help="comma-separated notebook numbers, e.g. 01,03")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per cell (default: none)")
+    p.set_defaults(func=run)
+
+
+def _short(value) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+def run(args) -> int:
+    from zeus_nb.notebooks import find_notebook, list_notebooks, run_notebook
+    from zeus_nb.records import read_notebook
+
+    if args.only:
+        notebooks = [find_notebook(n.strip()) for n in args.only.split(",") if n.strip()]
+    else:
+        notebooks = list_notebooks()
+    if not notebooks:
+        raise ValueError("no notebooks to run")
+    out_dir = Path(args.output_dir)
+    params = {"smoke": True} if args.smoke else {}
+    mode = "smoke" if args.smoke else "full"
+    print(f"tour ({mode}): {len(notebooks)} notebook(s) -> {out_dir}/", flush=True)
+    start = time.monotonic()
+    failed = []
+    for nb in notebooks:
+        res = run_notebook(nb, out_dir / nb.name, params, timeout=args.timeout)
+        status = f"ok, {res.seconds:.1f} s" if res.ok else f"FAILED after {res.seconds:.1f} s"
+        print(f"\n{nb.stem} ({status})", flush=True)
+        if not res.ok:
+            failed.append(nb.stem)
+            print(f"  {res.error}", flush=True)
+        if res.output.exists():
+            records = read_notebook(res.output)["records"]
+            for name, value in records.items():
+                print(f"  {name} = {_short(value)}", flush=True)
+            if res.ok and not records:
+                print("  (recorded nothing)", flush=True)
+    total = time.monotonic() - start
+    print(f"\n{len(notebooks) - len(failed)}/{len(notebooks)} notebook(s) ran in {total:.0f} s")
+    if failed:
+        print(f"failed: {', '.join(failed)} (see the outputs in {out_dir}/)", file=sys.stderr)
+        return 1
+    return 0

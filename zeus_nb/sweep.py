@@ -1,0 +1,312 @@
+"""Live (batch size, power limit) sweeps that survive interruptions.
+
+:func:`run_sweep` trains once per configuration on the current backend, measuring each run with
+:class:`~zeus_nb.monitor.ZeusMonitor` until the target metric or the epoch cap, and appends each
+finished configuration to a JSON-lines results file at once. Running it again with the same file
+resumes: finished configurations are skipped, the one that was interrupted is redone from scratch.
+
+The training function
+---------------------
+``train_fn(batch_size, epoch) -> metric`` is called once per epoch (``epoch`` counts from 0; at 0
+start from a fresh model), trains one epoch at ``batch_size`` and returns the validation metric.
+Inside, call ``zeus_nb.step(batch_size=batch_size)`` once per training step: a simulated GPU then
+charges the traced time and energy of that batch size, a real GPU ignores the call. The sweep sets
+the power limit of every monitored GPU before each configuration; ``train_fn`` never needs to know
+which backend it runs on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from zeus_nb.errors import ZeusNbError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+TrainFn = Callable[[int, int], float]
+
+RESULT_FIELDS = (
+    "batch_size",
+    "power_limit",
+    "epochs",
+    "metric",
+    "reached",
+    "time",
+    "energy",
+    "target_metric",
+    "max_epochs",
+    "higher_is_better",
+    "finished_at",
+)
+
+
+class SweepResultsError(ZeusNbError, ValueError):
+    """A results file cannot be resumed (another sweep's file, or corrupted)."""
+
+
+def _key(batch_size: float, power_limit: float) -> tuple[int, float]:
+    return int(batch_size), float(power_limit)
+
+
+def read_results(path: str | Path) -> list[dict]:
+    """Finished configurations recorded in a results file (empty if it does not exist).
+
+    A last line without its newline is what a killed process may leave behind: it is ignored.
+    """
+    p = Path(path)
+    if not p.exists():
+        return []
+    records = []
+    lines = p.read_bytes().split(b"\n")
+    for n, raw in enumerate(lines[:-1], start=1):  # the part after the last newline is partial
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+            _key(rec["batch_size"], rec["power_limit"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise SweepResultsError(
+                f"{p}: line {n} is not a sweep result ({e}); pass another results_path or "
+                "delete the file to start over"
+            ) from None
+        records.append(rec)
+    return records
+
+
+def _drop_partial_tail(p: Path) -> None:
+    """Cut a half-written last line so the next append starts on a fresh line."""
+    if not p.exists():
+        return
+    data = p.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with p.open("r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
+
+
+def _append(p: Path, record: dict) -> None:
+    """Append one JSON line with a single write(2) on an O_APPEND descriptor, then fsync."""
+    line = (json.dumps(record, sort_keys=False) + "\n").encode()
+    fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        written = os.write(fd, line)
+        if written != len(line):
+            raise OSError(f"short write to {p}: {written} of {len(line)} bytes")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _reached(metric: float, target: float, higher_is_better: bool) -> bool:
+    return metric >= target if higher_is_better else metric <= target
+
+
+def run_sweep(
+    train_fn: TrainFn,
+    batch_sizes: Iterable[int],
+    power_limits: Iterable[float],
+    *,
+    results_path: str | Path,
+    workload: str | None = None,
+    target_metric: float | None = None,
+    max_epochs: int | None = None,
+    higher_is_better: bool | None = None,
+    gpu_indices: list[int] | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Train every (batch size, power limit) until the target metric or ``max_epochs``.
+
+    Args:
+        train_fn: ``train_fn(batch_size, epoch) -> metric``; see the module docstring.
+        batch_sizes, power_limits: the grid; power limits in W.
+        results_path: JSON-lines file; one line per finished configuration. Resumable.
+        workload: a traced workload (``"imagenet"``...) whose paper defaults fill in
+            ``target_metric``, ``max_epochs`` and ``higher_is_better`` unless given.
+        gpu_indices: GPUs to measure and to set the power limit of (default: all).
+        progress: show a tqdm progress bar over configurations.
+
+    Returns the results of the whole grid (earlier runs included) as :func:`load_results` does.
+    The power limits in force before the sweep are restored afterwards, also on errors.
+    """
+    from zeus_nb.monitor import ZeusMonitor
+
+    if workload is not None:
+        from zeus_nb.traces import get_workload
+
+        wl = get_workload(workload)
+        target_metric = wl.target_metric if target_metric is None else target_metric
+        max_epochs = wl.max_epochs if max_epochs is None else max_epochs
+        higher_is_better = wl.higher_is_better if higher_is_better is None else higher_is_better
+    if target_metric is None or max_epochs is None:
+        raise ValueError("give target_metric and max_epochs, or a traced workload= for defaults")
+    if int(max_epochs) < 1:
+        raise ValueError(f"max_epochs must be >= 1, got {max_epochs}")
+    target, cap = float(target_metric), int(max_epochs)
+    higher = True if higher_is_better is None else bool(higher_is_better)
+    grid = [_key(b, p) for b in batch_sizes for p in power_limits]
+    if not grid:
+        raise ValueError("empty sweep: give at least one batch size and one power limit")
+    if len(set(grid)) != len(grid):
+        raise ValueError("batch_sizes and power_limits must not repeat values")
+
+    path = Path(results_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _drop_partial_tail(path)
+    done = set()
+    for rec in read_results(path):
+        if (float(rec.get("target_metric", target)), int(rec.get("max_epochs", cap))) != (
+            target,
+            cap,
+        ):
+            raise SweepResultsError(
+                f"{path} holds a sweep with target {rec.get('target_metric')} and "
+                f"{rec.get('max_epochs')} max epochs, not {target:g} and {cap}; pass another "
+                "results_path"
+            )
+        done.add(_key(rec["batch_size"], rec["power_limit"]))
+
+    monitor = ZeusMonitor(gpu_indices=gpu_indices)
+    for _, pl in grid:  # validate every limit before changing anything
+        for g in monitor.gpus:
+            g.check_power_limit(pl)
+    todo = [k for k in grid if k not in done]
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(grid), initial=len(grid) - len(todo), desc="sweep", unit="config")
+    before = [g.get_power_limit() for g in monitor.gpus]
+    window = "__zeus_nb_sweep"
+    try:
+        for bs, pl in todo:
+            if bar is not None:
+                bar.set_postfix_str(f"batch {bs}, {pl:g} W")
+            for g in monitor.gpus:
+                g.set_power_limit(pl)
+            monitor.begin_window(window, restart=True)
+            metric, epochs = math.nan, 0
+            try:
+                for epoch in range(cap):
+                    metric = float(train_fn(bs, epoch))
+                    epochs = epoch + 1
+                    if math.isnan(metric):
+                        raise ValueError(
+                            f"train_fn returned NaN at batch size {bs}, epoch {epoch}; it must "
+                            "return the validation metric"
+                        )
+                    if _reached(metric, target, higher):
+                        break
+            except BaseException:
+                monitor.end_window(window, cancel=True)
+                raise
+            m = monitor.end_window(window)
+            _append(
+                path,
+                {
+                    "batch_size": bs,
+                    "power_limit": pl,
+                    "epochs": epochs,
+                    "metric": metric,
+                    "reached": _reached(metric, target, higher),
+                    "time": m.time,
+                    "energy": m.total_energy,
+                    "target_metric": target,
+                    "max_epochs": cap,
+                    "higher_is_better": higher,
+                    "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                },
+            )
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+        for g, watts in zip(monitor.gpus, before, strict=True):
+            g.set_power_limit(watts)
+    return load_results(path, grid)
+
+
+def load_results(path: str | Path, grid: Iterable[tuple[int, float]] | None = None) -> pd.DataFrame:
+    """A results file as a DataFrame ready for the tradeoff functions and plots.
+
+    Columns: the recorded fields, plus ``tta`` and ``eta`` (= time and energy where the target was
+    reached, NaN otherwise). ``grid`` restricts the rows to those configurations.
+    """
+    import pandas as pd
+
+    recs = read_results(path)
+    df = pd.DataFrame(recs, columns=list(RESULT_FIELDS))
+    if grid is not None:
+        keys = set(grid)
+        mask = [
+            _key(b, p) in keys for b, p in zip(df["batch_size"], df["power_limit"], strict=True)
+        ]
+        df = df[mask]
+    df = df.astype({"batch_size": int, "power_limit": float, "reached": bool})
+    df["tta"] = df["time"].where(df["reached"])
+    df["eta"] = df["energy"].where(df["reached"])
+    return df.sort_values(["batch_size", "power_limit"]).reset_index(drop=True)
+
+
+def trace_train_fn(
+    workload: str,
+    run: int = 1,
+    train_trace: pd.DataFrame | None = None,
+    step_delay: float = 0.0,
+) -> TrainFn:
+    """A ``train_fn`` that replays recorded training runs instead of training.
+
+    Each call is one epoch: it steps the GPU through the workload's steps per epoch at that batch
+    size (``zeus_nb.step``), then returns the best metric threshold that ``run`` of the train trace
+    had reached by that epoch. The target is thus reached at exactly the recorded epoch, and on the
+    simulated GPU set to the same workload (``zeus_nb.use_simulated(gpu, workload=...)``) a sweep
+    reproduces the traced TTA and ETA. Batch sizes without a recorded run raise ValueError.
+    ``step_delay`` (s) sleeps once per epoch, to make demos visibly progress.
+    """
+    from zeus_nb import device
+    from zeus_nb.traces import get_workload, load_train_trace
+
+    wl = get_workload(workload)
+    train = load_train_trace() if train_trace is None else train_trace
+    rows = train[
+        (train["dataset"] == wl.dataset)
+        & (train["network"] == wl.network)
+        & (train["optimizer"] == wl.optimizer)
+        & (train["run"] == int(run))
+    ]
+    curves: dict[int, list[tuple[float, float]]] = {}
+    for bs, g in rows.groupby("batch_size"):
+        recorded = g.dropna(subset=["target_epoch"])
+        pts = list(
+            zip(recorded["target_epoch"].astype(float), recorded["target_metric"], strict=True)
+        )
+        curves[int(bs)] = sorted(pts)
+    if not curves:
+        raise ValueError(f"the train trace has no run {run} of {wl.dataset}")
+    worst = min if wl.higher_is_better else max
+    better = max if wl.higher_is_better else min
+    floor = worst(float(m) for m in rows["target_metric"])
+    # Below every recorded threshold: report a value just past the worst one, never a fake score.
+    start = floor - 1e-9 if wl.higher_is_better else floor + 1e-9
+
+    def train_fn(batch_size: int, epoch: int) -> float:
+        pts = curves.get(int(batch_size))
+        if pts is None:
+            raise ValueError(
+                f"the train trace has no run {run} of {wl.dataset} at batch size {batch_size}; "
+                f"use one of {sorted(curves)}"
+            )
+        device.step(wl.steps_per_epoch(batch_size), batch_size=int(batch_size))
+        if step_delay:
+            time.sleep(step_delay)
+        reached = [m for e, m in pts if e <= epoch + 1]
+        return better(reached) if reached else start
+
+    return train_fn

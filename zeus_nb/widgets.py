@@ -1,0 +1,451 @@
+"""Notebook controls (ipywidgets 8) that never block a headless run.
+
+Every control starts from a notebook parameter and is a :class:`Control`: ``control.value`` is the
+widget's current value when someone is looking, and the parameter value when nobody is. Controls are
+not shown, and Run buttons never wait for a click, when the run is *headless*:
+
+* the notebook's ``headless`` parameter is True (``papermill -p headless True``), or
+* ``ZEUS_NB_HEADLESS=1`` is set (``zeus-nb sweep`` and ``zeus-nb tour`` set it), or
+* the kernel is driven by a non-interactive client: papermill, nbclient and nbconvert send their
+  execute requests with ``allow_stdin=False``, which JupyterLab, Notebook and VS Code never do, or
+* there is no Jupyter kernel at all (plain Python, IPython in a terminal).
+
+The decisions behind each control (bounds, snapping, knobs, grids, progress, redraw pacing) are
+plain functions and classes here, testable without a browser; ipywidgets is imported only to build
+the visible widgets.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from zeus_nb.notebooks import grid_points, parse_values
+
+# --- headless detection -------------------------------------------------------------------------
+
+
+def _interactive_kernel() -> bool:
+    """True when a Jupyter frontend that can show widgets drives this kernel."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    kernel = getattr(shell, "kernel", None)
+    if kernel is None:
+        return False
+    try:
+        parent = kernel.get_parent()
+        allow_stdin = parent.get("content", {}).get("allow_stdin")
+    except Exception:
+        allow_stdin = None
+    if allow_stdin is None:
+        allow_stdin = getattr(kernel, "_allow_stdin", True)
+    return bool(allow_stdin)
+
+
+def is_headless(headless: bool | None = None) -> bool:
+    """Whether controls should stay hidden and parameter values be used (see the module doc)."""
+    if headless:
+        return True
+    if os.environ.get("ZEUS_NB_HEADLESS", "").strip().lower() in ("1", "true", "yes"):
+        return True
+    return not _interactive_kernel()
+
+
+# --- the Control wrapper ------------------------------------------------------------------------
+
+
+class Control:
+    """A parameter value with an optional widget; ``value`` reads the widget when there is one."""
+
+    def __init__(self, default: Any, widget: Any = None, read: Callable[[], Any] | None = None):
+        self.default = default
+        self.widget = widget
+        self._read = read
+
+    @property
+    def value(self) -> Any:
+        if self.widget is None:
+            return self.default
+        return self._read() if self._read else self.widget.value
+
+    @property
+    def shown(self) -> bool:
+        return self.widget is not None
+
+    def _ipython_display_(self) -> None:
+        if self.widget is not None:
+            from IPython.display import display
+
+            display(self.widget)
+
+    def __repr__(self) -> str:
+        state = "widget" if self.widget is not None else "headless"
+        return f"Control(value={self.value!r}, {state})"
+
+
+# --- backend and GPU ------------------------------------------------------------------------------
+
+BACKEND_CHOICES: list[tuple[str, str]] = [
+    ("auto: a real GPU if NVML finds one, else simulated", "auto"),
+    ("simulated NVIDIA A40", "sim:a40"),
+    ("simulated NVIDIA V100", "sim:v100"),
+    ("real NVIDIA GPUs (NVML)", "nvml"),
+]
+
+
+def apply_backend(choice: str, workload: str | None = None):
+    """Make the chosen backend current (``auto``, ``nvml``, ``sim``, ``sim:a40``...); returns it."""
+    from zeus_nb import device
+
+    name, _, gpu = choice.partition(":")
+    if device.resolve_backend(name) == "sim":
+        kwargs = {"workload": workload} if workload else {}
+        return device.use_simulated(gpu=gpu or "a40", **kwargs)
+    return device.current(name)
+
+
+def gpu_options(system) -> list[tuple[str, int]]:
+    """Dropdown options ``(label, index)`` for the GPUs of a system."""
+    return [(f"GPU {g.index}: {g.name}", g.index) for g in system.gpus]
+
+
+def backend_picker(backend: str = "auto", headless: bool | None = None) -> Control:
+    """Dropdown of backends; its value is a choice for :func:`apply_backend`."""
+    values = [v for _, v in BACKEND_CHOICES]
+    if backend not in values:
+        raise ValueError(f"unknown backend choice {backend!r}; use one of {values}")
+    if is_headless(headless):
+        return Control(backend)
+    import ipywidgets as w
+
+    return Control(
+        backend, w.Dropdown(options=BACKEND_CHOICES, value=backend, description="Backend")
+    )
+
+
+def gpu_picker(system, index: int = 0, headless: bool | None = None) -> Control:
+    """Dropdown of the system's GPUs; its value is a GPU index."""
+    system.gpu(index)  # validates
+    if is_headless(headless):
+        return Control(index)
+    import ipywidgets as w
+
+    return Control(index, w.Dropdown(options=gpu_options(system), value=index, description="GPU"))
+
+
+# --- power limit --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PowerLimitRange:
+    """Slider bounds from the GPU's own constraints, with a step that divides the range."""
+
+    minimum: float
+    maximum: float
+    step: float
+
+    def snap(self, watts: float) -> float:
+        """The nearest allowed slider value to ``watts`` (clamped to the GPU's range)."""
+        w = min(max(float(watts), self.minimum), self.maximum)
+        n = round((w - self.minimum) / self.step)
+        return min(self.minimum + n * self.step, self.maximum)
+
+
+def power_limit_range(gpu, step: float | None = None) -> PowerLimitRange:
+    """Bounds of a power-limit slider for ``gpu``: exactly its (min, max) constraints."""
+    lo, hi = gpu.power_limit_constraints()
+    span = hi - lo
+    if step is None:
+        step = next((s for s in (25, 10, 5, 1) if span >= 4 * s and span % s == 0), 1)
+    if step <= 0:
+        raise ValueError(f"slider step must be > 0 W, got {step}")
+    return PowerLimitRange(float(lo), float(hi), float(step))
+
+
+def power_limit_slider(
+    gpu, value: float | None = None, step: float | None = None, headless: bool | None = None
+) -> Control:
+    """Slider over ``gpu``'s allowed power limits, starting at ``value`` (default: current limit).
+
+    Moving it changes nothing by itself; the code reading ``control.value`` applies the limit.
+    """
+    rng = power_limit_range(gpu, step)
+    start = gpu.get_power_limit() if value is None else float(value)
+    if not rng.minimum <= start <= rng.maximum:
+        raise ValueError(
+            f"power limit {start:g} W is outside {gpu.name}'s range "
+            f"[{rng.minimum:g}, {rng.maximum:g}] W"
+        )
+    if is_headless(headless):
+        return Control(start)
+    import ipywidgets as w
+
+    slider = w.FloatSlider(
+        value=rng.snap(start),
+        min=rng.minimum,
+        max=rng.maximum,
+        step=rng.step,
+        description="Power limit",
+        readout_format=".0f",
+        continuous_update=False,
+        style={"description_width": "initial"},
+        layout=w.Layout(width="420px"),
+    )
+    slider.add_class("zeus-nb-power-limit")
+    return Control(start, slider)
+
+
+# --- optimum selectors ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Knob:
+    """The one number a selector is tuned with, and its allowed range."""
+
+    name: str
+    minimum: float
+    maximum: float
+    default: float
+    step: float
+    help: str
+
+
+SELECTORS: dict[str, Knob | None] = {
+    "Energy": None,
+    "Time": None,
+    "ZeusCost": Knob("eta_knob", 0.0, 1.0, 0.5, 0.05, "0 = fastest, 1 = least energy"),
+    "MaxSlowdownConstraint": Knob(
+        "factor", 1.0, 2.0, 1.1, 0.05, "least energy within this slowdown of the fastest"
+    ),
+}
+
+
+def selector_kwargs(name: str, knob: float | None = None) -> dict[str, float]:
+    """Keyword arguments for selector ``name`` with its knob (checked against the knob's range)."""
+    if name not in SELECTORS:
+        raise ValueError(f"unknown selector {name!r}; use one of {', '.join(SELECTORS)}")
+    spec = SELECTORS[name]
+    if spec is None:
+        return {}
+    value = spec.default if knob is None else float(knob)
+    if not spec.minimum <= value <= spec.maximum:
+        raise ValueError(
+            f"{name}'s {spec.name} must be in [{spec.minimum:g}, {spec.maximum:g}], got {value:g}"
+        )
+    return {spec.name: value}
+
+
+def make_selector(name: str, knob: float | None = None):
+    """The optimizer's selector object ``name`` (from :mod:`zeus_nb.optimizer`)."""
+    import importlib
+
+    optimizer = importlib.import_module("zeus_nb.optimizer")
+    return getattr(optimizer, name)(**selector_kwargs(name, knob))
+
+
+def selector_picker(
+    name: str = "ZeusCost", knob: float | None = None, headless: bool | None = None
+) -> Control:
+    """Selector dropdown plus a slider for its knob; value is ``(name, knob or None)``."""
+    kw = selector_kwargs(name, knob)
+    default = (name, next(iter(kw.values()), None))
+    if is_headless(headless):
+        return Control(default)
+    import ipywidgets as w
+
+    dropdown = w.Dropdown(options=list(SELECTORS), value=name, description="Selector")
+    slider = w.FloatSlider(description="knob", continuous_update=False)
+    note = w.HTML()
+
+    def update(*_):
+        spec = SELECTORS[dropdown.value]
+        slider.layout.display = "none" if spec is None else ""
+        if spec is not None:
+            slider.min, slider.max, slider.step = spec.minimum, spec.maximum, spec.step
+            slider.description = spec.name
+            slider.value = default[1] if dropdown.value == name and default[1] else spec.default
+            note.value = f"<i>{spec.help}</i>"
+        else:
+            note.value = ""
+
+    dropdown.observe(update, names="value")
+    update()
+
+    def read():
+        spec = SELECTORS[dropdown.value]
+        return (dropdown.value, None if spec is None else float(slider.value))
+
+    return Control(default, w.VBox([dropdown, w.HBox([slider, note])]), read)
+
+
+# --- sweep grid -----------------------------------------------------------------------------------
+
+
+def parse_grid(texts: dict[str, str], types: dict[str, str] | None = None) -> dict[str, list]:
+    """``{"batch_size": "64,128"}`` -> ``{"batch_size": [64, 128]}`` typed per ``types``."""
+    types = types or {}
+    grid = {}
+    for name, text in texts.items():
+        try:
+            grid[name] = parse_values(text, types.get(name))
+        except ValueError as e:
+            raise ValueError(f"{name}: {e}") from None
+    return grid
+
+
+def format_values(values: list) -> str:
+    return ",".join(str(v) for v in values)
+
+
+def sweep_grid_editor(grid: dict[str, list], headless: bool | None = None) -> Control:
+    """One text box per parameter (comma-separated values); value is the parsed grid."""
+    if not grid:
+        raise ValueError("the grid needs at least one parameter")
+    grid_points(grid)  # validates
+    types = {k: type(v[0]).__name__ for k, v in grid.items()}
+    if is_headless(headless):
+        return Control(dict(grid))
+    import ipywidgets as w
+
+    boxes = {
+        k: w.Text(value=format_values(v), description=k, style={"description_width": "initial"})
+        for k, v in grid.items()
+    }
+    count = w.HTML()
+
+    def refresh(*_):
+        try:
+            n = len(grid_points(parse_grid({k: b.value for k, b in boxes.items()}, types)))
+            count.value = f"{n} point(s)"
+        except ValueError as e:
+            count.value = f"<span style='color:#b00'>{e}</span>"
+
+    for b in boxes.values():
+        b.observe(refresh, names="value")
+    refresh()
+    return Control(
+        dict(grid),
+        w.VBox([*boxes.values(), count]),
+        lambda: parse_grid({k: b.value for k, b in boxes.items()}, types),
+    )
+
+
+# --- Run button with live plot ------------------------------------------------------------------
+
+
+@dataclass
+class LiveSeries:
+    """Samples of a running job and when to redraw: at most ``frames`` redraws, plus the last."""
+
+    total_steps: int
+    frames: int = 20
+    times: list[float] = field(default_factory=list)
+    powers: list[float] = field(default_factory=list)
+    energies: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.total_steps < 1:
+            raise ValueError(f"total_steps must be >= 1, got {self.total_steps}")
+
+    @property
+    def steps(self) -> int:
+        return len(self.times)
+
+    def add(self, time_s: float, power_w: float, energy_j: float) -> bool:
+        """Add one step's sample; returns whether the plot should be redrawn now."""
+        self.times.append(float(time_s))
+        self.powers.append(float(power_w))
+        self.energies.append(float(energy_j))
+        every = max(1, math.ceil(self.total_steps / self.frames))
+        return self.steps % every == 0 or self.steps >= self.total_steps
+
+    @property
+    def progress(self) -> float:
+        return min(1.0, self.steps / self.total_steps)
+
+    def summary(self) -> str:
+        if not self.times:
+            return "no steps yet"
+        e = self.energies[-1]
+        return f"{self.steps}/{self.total_steps} steps, {self.times[-1]:.2f} s, {e:.1f} J"
+
+
+def plot_live(series: LiveSeries, title: str = ""):
+    """Power and cumulative energy over time (a matplotlib Figure)."""
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3))
+    ax1.plot(series.times, series.powers, drawstyle="steps-post")
+    ax1.set(xlabel="time (s)", ylabel="power (W)", title="power")
+    ax2.plot(series.times, series.energies)
+    ax2.set(xlabel="time (s)", ylabel="energy (J)", title="cumulative energy")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+Report = Callable[[float, float, float], None]
+
+
+def run_panel(
+    run: Callable[[dict[str, Any], Report], Any],
+    total_steps: int,
+    controls: dict[str, Control] | None = None,
+    label: str = "Run",
+    headless: bool | None = None,
+):
+    """A Run button that calls ``run(values, report)`` with the controls' values.
+
+    ``run`` calls ``report(time_s, power_w, energy_j)`` once per step; the panel updates a progress
+    bar and a live power/energy plot. Headless, nothing is shown and nothing runs: the notebook's
+    own cells do the work with the parameter values. Returns the panel widget or None.
+    """
+    controls = controls or {}
+    if is_headless(headless):
+        return None
+    import ipywidgets as w
+    from IPython.display import clear_output, display
+
+    button = w.Button(description=label, button_style="primary", icon="play")
+    bar = w.IntProgress(value=0, min=0, max=total_steps, description="steps")
+    status = w.HTML()
+    out = w.Output()
+
+    def on_click(_):
+        import matplotlib.pyplot as plt
+
+        button.disabled = True
+        series = LiveSeries(total_steps)
+        bar.value = 0
+        last = [0.0]
+
+        def report(t: float, p: float, e: float) -> None:
+            redraw = series.add(t, p, e)
+            bar.value = series.steps
+            status.value = series.summary()
+            if (redraw and time.monotonic() - last[0] > 0.2) or series.steps >= total_steps:
+                last[0] = time.monotonic()
+                with out:
+                    clear_output(wait=True)
+                    fig = plot_live(series)
+                    display(fig)
+                    plt.close(fig)
+
+        try:
+            run({k: c.value for k, c in controls.items()}, report)
+        except Exception as e:  # show it in the panel, keep the button usable
+            status.value = f"<span style='color:#b00'>{type(e).__name__}: {e}</span>"
+        finally:
+            button.disabled = False
+
+    button.on_click(on_click)
+    shown = [c.widget for c in controls.values() if c.widget is not None]
+    return w.VBox([*shown, w.HBox([button, bar, status]), out])
