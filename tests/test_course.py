@@ -13,6 +13,7 @@ import pytest
 from zeus_nb import course
 from zeus_nb.cli import main
 from zeus_nb.course import BEGIN, END, STUB, CourseError
+from zeus_nb.errors import ZeusNbError
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "course_fixture" / "exercises.ipynb"
@@ -168,19 +169,17 @@ def test_build_takes_folders_and_rejects_missing_paths(tmp_path):
         course.build([tmp_path / "empty"], tmp_path / "c")
 
 
-def test_default_notebooks_folder_follows_the_environment(tmp_path, monkeypatch):
-    monkeypatch.setenv("ZEUS_NB_NOTEBOOKS", str(tmp_path))
-    assert course.notebooks_dir() == tmp_path
-    monkeypatch.setenv("ZEUS_NB_NOTEBOOKS", str(tmp_path / "nope"))
-    with pytest.raises(CourseError, match="ZEUS_NB_NOTEBOOKS"):
-        course.notebooks_dir()
-    monkeypatch.delenv("ZEUS_NB_NOTEBOOKS")
+def test_build_defaults_to_the_shipped_notebooks(tmp_path, monkeypatch):
+    shipped = tmp_path / "shipped"
+    _write_nb(shipped / "01_first.ipynb", f"{BEGIN}\nx = 1\n{END}")
+    _write_nb(shipped / "scratch.ipynb", "y = 2")  # not a numbered course notebook
+    monkeypatch.setenv("ZEUS_NB_NOTEBOOKS", str(shipped))
     monkeypatch.chdir(tmp_path)  # independent of the working directory
-    if (REPO / "notebooks").is_dir():
-        assert course.notebooks_dir() == REPO / "notebooks"
-    else:
-        with pytest.raises(CourseError, match="pass notebook paths"):
-            course.notebooks_dir()
+    assert main(["course", "build", "-o", "out"]) == 0
+    assert sorted(p.name for p in (tmp_path / "out" / "student").iterdir()) == ["01_first.ipynb"]
+    monkeypatch.setenv("ZEUS_NB_NOTEBOOKS", str(tmp_path / "nope"))
+    with pytest.raises(ZeusNbError, match="ZEUS_NB_NOTEBOOKS"):
+        course.build(None, tmp_path / "out2")
 
 
 def test_cli_build_and_its_errors(tmp_path, capsys):
@@ -386,12 +385,13 @@ def test_shipped_notebook_course_versions(notebook, real_course, tmp_path):
     for name in EXPECTED_CHECKS.get(notebook.name[:2], []):
         assert f"check.{name}(" in student_text, f"{notebook.name} should call check.{name}"
 
-    solution = course.execute_version(
-        b.solution, "solution", tmp_path / "solution.ipynb", SMOKE, env=SIM_ENV
-    )
-    student_run = course.execute_version(
-        b.student, "student", tmp_path / "student.ipynb", SMOKE, env=SIM_ENV
-    )
+    one = tmp_path / "course"
+    for version in ("student", "solution"):
+        (one / version).mkdir(parents=True)
+        (one / version / b.name).write_bytes(getattr(b, version).read_bytes())
+    results = course.verify(one, parameters=SMOKE, env=SIM_ENV, jobs=2)
+    by_version = {r.version: r for r in results}
+    solution, student_run = by_version["solution"], by_version["student"]
     assert solution.ok, f"{notebook.name} solution: {solution.detail}"
     assert student_run.ok, f"{notebook.name} student: {student_run.detail}"
 

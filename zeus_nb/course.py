@@ -47,26 +47,6 @@ class CourseError(ZeusNbError, ValueError):
     """A notebook's exercise markers or a course folder cannot be processed."""
 
 
-def notebooks_dir() -> Path:
-    """The folder of the shipped notebooks, whatever the current directory.
-
-    ``ZEUS_NB_NOTEBOOKS`` wins (the Docker image sets it); otherwise the ``notebooks/`` folder next
-    to the package in a source checkout.
-    """
-    env = os.environ.get("ZEUS_NB_NOTEBOOKS")
-    if env:
-        path = Path(env).expanduser()
-        if not path.is_dir():
-            raise CourseError(f"ZEUS_NB_NOTEBOOKS={env} is not a folder")
-        return path
-    path = Path(__file__).resolve().parents[1] / "notebooks"
-    if not path.is_dir():
-        raise CourseError(
-            f"no notebooks folder at {path}; pass notebook paths or set ZEUS_NB_NOTEBOOKS"
-        )
-    return path
-
-
 def _source(cell: Any) -> str:
     src = cell.get("source", "")
     return "".join(src) if isinstance(src, list) else src
@@ -186,7 +166,14 @@ class BuiltNotebook:
 
 
 def _collect(given: Iterable[str | os.PathLike] | None) -> list[Path]:
-    paths = [Path(p) for p in given or []] or [notebooks_dir()]
+    paths = [Path(p) for p in given or []]
+    if not paths:
+        from zeus_nb.notebooks import list_notebooks
+
+        shipped = list_notebooks()
+        if not shipped:
+            raise CourseError("no shipped notebooks found; pass notebook paths")
+        return shipped
     found: list[Path] = []
     for p in paths:
         if p.is_dir():
@@ -209,7 +196,8 @@ def build(
 ) -> list[BuiltNotebook]:
     """Write ``out_dir/student/*.ipynb`` and ``out_dir/solution/*.ipynb``.
 
-    ``notebooks`` are notebook files or folders of them (default: the shipped notebooks). All
+    ``notebooks`` are notebook files or folders of them (default: the shipped, numbered notebooks,
+    found as :func:`zeus_nb.notebooks.notebooks_dir` says, whatever the current directory). All
     notebooks are checked before anything is written, so a marker error leaves no half-built course.
     """
     import nbformat
@@ -298,6 +286,18 @@ def execute_version(
     ``NotImplementedError`` in its first exercise cell, or runs to the end if it has no exercises.
     ``env`` is set while the kernel runs (for example ``ZEUS_NB_BACKEND=sim``).
     """
+    with _environ(env):
+        return _run_version(notebook, version, output, parameters, kernel_name)
+
+
+def _run_version(
+    notebook: Path,
+    version: str,
+    output: Path,
+    parameters: Mapping[str, Any] | None,
+    kernel_name: str,
+) -> Verification:
+    """:func:`execute_version` in the current environment (safe to call from several threads)."""
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
@@ -308,15 +308,14 @@ def execute_version(
     error: PapermillExecutionError | None = None
     name = notebook.name
     try:
-        with _environ(env):
-            pm.execute_notebook(
-                str(notebook),
-                str(output),
-                parameters=dict(parameters or {}),
-                kernel_name=kernel_name,
-                cwd=str(notebook.parent),
-                progress_bar=False,
-            )
+        pm.execute_notebook(
+            str(notebook),
+            str(output),
+            parameters=dict(parameters or {}),
+            kernel_name=kernel_name,
+            cwd=str(notebook.parent),
+            progress_bar=False,
+        )
     except PapermillExecutionError as e:
         error = e
     except Exception as e:  # the kernel died or would not start: report it, go on with the rest
@@ -357,26 +356,37 @@ def verify(
     parameters: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     kernel_name: str = "python3",
+    jobs: int = 1,
 ) -> list[Verification]:
     """Execute every notebook of a built course, solutions and student copies.
 
     Executed notebooks go to ``out_dir/<version>/`` (default ``course_dir/executed``); ``env`` is
-    set while the kernels run (for example ``ZEUS_NB_BACKEND=sim``).
+    set while the kernels run (for example ``ZEUS_NB_BACKEND=sim``). ``jobs`` kernels run at once:
+    most of a short run is kernel start-up and imports, which overlap well.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
     course = Path(course_dir)
     out = Path(out_dir) if out_dir is not None else course / "executed"
-    jobs = []
+    todo: list[tuple[Path, str]] = []
     for version in ("solution", "student"):
         notebooks = sorted((course / version).glob("*.ipynb"))
         if not notebooks:
             raise CourseError(
                 f"{course / version} has no notebooks; run `zeus-nb course build` first"
             )
-        jobs += [(nb, version) for nb in notebooks]
-    return [
-        execute_version(nb, version, out / version / nb.name, parameters, kernel_name, env)
-        for nb, version in jobs
-    ]
+        todo += [(nb, version) for nb in notebooks]
+    with _environ(env), ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(
+            pool.map(
+                lambda job: _run_version(
+                    job[0], job[1], out / job[1] / job[0].name, parameters, kernel_name
+                ),
+                todo,
+            )
+        )
 
 
 @dataclass
@@ -424,6 +434,56 @@ def _unique_output(out: Path, path: Path, taken: set[Path]) -> Path:
     return target
 
 
+def _grade_one(
+    path: Path,
+    target: Path,
+    parameters: Mapping[str, Any] | None,
+    kernel_name: str,
+    timeout: float | None,
+) -> list[ExerciseResult]:
+    """Execute one submission into ``target`` and judge its exercise cells."""
+    import nbformat
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    name = str(path)
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as e:
+        return [ExerciseResult(name, 0, "failed", f"not a readable notebook: {e}")]
+    strip_outputs(nb)
+    exercise_cells = [c for c in nb.cells if EXERCISE_TAG in c.metadata.get("tags", [])]
+    if not exercise_cells:
+        return [ExerciseResult(name, 0, "failed", "no cells tagged 'exercise' to grade")]
+    for cell in exercise_cells:
+        cell.metadata["tags"].append("raises-exception")  # go on to the next exercise
+    problem = ""
+    try:
+        pm.execute_notebook(
+            nb,
+            str(target),
+            parameters=dict(parameters or {}),
+            kernel_name=kernel_name,
+            cwd=str(path.parent),
+            progress_bar=False,
+            execution_timeout=timeout,
+        )
+    except PapermillExecutionError:
+        pass  # some cell failed: judged cell by cell below
+    except Exception as e:  # a cell timed out or the kernel died
+        first_line = (str(e).strip().splitlines() or [""])[0]
+        problem = f"{type(e).__name__}: {first_line}"
+    graded = _grade_cells(nbformat.read(target, as_version=4)) if target.exists() else []
+    if len(graded) != len(exercise_cells):
+        graded = [("not run", "")] * len(exercise_cells)
+    results = []
+    for number, (status, detail) in enumerate(graded, start=1):
+        if problem and (status == "not run" or detail.startswith("KeyboardInterrupt")):
+            detail = f"execution stopped: {problem}"
+        results.append(ExerciseResult(name, number, status, detail))
+    return results
+
+
 def grade(
     submissions: Iterable[str | os.PathLike],
     out_dir: str | os.PathLike = "graded",
@@ -431,6 +491,7 @@ def grade(
     env: Mapping[str, str] | None = None,
     kernel_name: str = "python3",
     timeout: float | None = 600.0,
+    jobs: int = 1,
 ) -> list[ExerciseResult]:
     """Execute students' notebooks and judge every exercise cell.
 
@@ -438,12 +499,12 @@ def grade(
     their exercise cells carry the ``exercise`` tag. A failing exercise does not stop the run, so
     later exercises are graded too; a failing cell outside the exercises does, and the exercises
     after it count as not run, as do those after a cell that runs longer than ``timeout`` seconds
-    (None: no limit). Executed copies go to ``out_dir``.
+    (None: no limit). Executed copies go to ``out_dir``; ``jobs`` submissions run at once.
     """
-    import nbformat
-    import papermill as pm
-    from papermill.exceptions import PapermillExecutionError
+    from concurrent.futures import ThreadPoolExecutor
 
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
     files: list[Path] = []
     for p in map(Path, submissions):
         if p.is_dir():
@@ -456,50 +517,14 @@ def grade(
         raise CourseError("no submissions (*.ipynb) found")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    results: list[ExerciseResult] = []
     taken: set[Path] = set()
-    with _environ(env):
-        for path in files:
-            name = str(path)
-            try:
-                nb = nbformat.read(path, as_version=4)
-            except Exception as e:
-                results.append(ExerciseResult(name, 0, "failed", f"not a readable notebook: {e}"))
-                continue
-            strip_outputs(nb)
-            exercise_cells = [c for c in nb.cells if EXERCISE_TAG in c.metadata.get("tags", [])]
-            if not exercise_cells:
-                results.append(
-                    ExerciseResult(name, 0, "failed", "no cells tagged 'exercise' to grade")
-                )
-                continue
-            for cell in exercise_cells:
-                cell.metadata["tags"].append("raises-exception")  # go on to the next exercise
-            target = _unique_output(out, path, taken)
-            problem = ""
-            try:
-                pm.execute_notebook(
-                    nb,
-                    str(target),
-                    parameters=dict(parameters or {}),
-                    kernel_name=kernel_name,
-                    cwd=str(path.parent),
-                    progress_bar=False,
-                    execution_timeout=timeout,
-                )
-            except PapermillExecutionError:
-                pass  # some cell failed: judged cell by cell below
-            except Exception as e:  # a cell timed out or the kernel died
-                first_line = (str(e).strip().splitlines() or [""])[0]
-                problem = f"{type(e).__name__}: {first_line}"
-            graded = _grade_cells(nbformat.read(target, as_version=4)) if target.exists() else []
-            if len(graded) != len(exercise_cells):
-                graded = [("not run", "")] * len(exercise_cells)
-            for number, (status, detail) in enumerate(graded, start=1):
-                if problem and (status == "not run" or detail.startswith("KeyboardInterrupt")):
-                    detail = f"execution stopped: {problem}"
-                results.append(ExerciseResult(name, number, status, detail))
-    return results
+    targets = [_unique_output(out, path, taken) for path in files]
+    with _environ(env), ThreadPoolExecutor(max_workers=jobs) as pool:
+        per_file = pool.map(
+            lambda pair: _grade_one(pair[0], pair[1], parameters, kernel_name, timeout),
+            zip(files, targets, strict=True),
+        )
+        return [r for results in per_file for r in results]
 
 
 @dataclass

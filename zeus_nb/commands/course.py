@@ -28,6 +28,9 @@ def register(sub) -> None:
         "-o", "--output", default=None, help="executed notebooks (default: DIR/executed)"
     )
     _execution_options(v)
+    v.add_argument(
+        "-j", "--jobs", type=int, default=2, help="notebooks executed at once (default: 2)"
+    )
     v.set_defaults(func=run_verify)
 
     g = course_sub.add_parser("grade", help="execute students' notebooks and report every exercise")
@@ -42,6 +45,9 @@ def register(sub) -> None:
         default=600.0,
         help="seconds a cell may run before the rest of a submission counts as not run "
         "(default: 600)",
+    )
+    g.add_argument(
+        "-j", "--jobs", type=int, default=2, help="submissions executed at once (default: 2)"
     )
     g.set_defaults(func=run_grade)
 
@@ -110,7 +116,7 @@ def run_verify(args) -> int:
     from zeus_nb.course import timings, timings_table, verify
 
     params, env = _parameters_and_env(args)
-    results = verify(args.dir, args.output, params, env, args.kernel)
+    results = verify(args.dir, args.output, params, env, args.kernel, args.jobs)
     for r in results:
         print(f"{'PASS' if r.ok else 'FAIL'} {r.version:8} {r.notebook}: {r.detail}")
     out = Path(args.output) if args.output else Path(args.dir) / "executed"
@@ -131,7 +137,9 @@ def run_grade(args) -> int:
     from zeus_nb.course import grade
 
     params, env = _parameters_and_env(args)
-    results = grade(args.submissions, args.output, params, env, args.kernel, args.timeout)
+    results = grade(
+        args.submissions, args.output, params, env, args.kernel, args.timeout, args.jobs
+    )
     out = Path(args.output) / "grades.csv"
     with out.open("w", newline="") as f:
         writer = csv.writer(f)
