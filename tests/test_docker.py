@@ -84,8 +84,11 @@ def test_dockerfile_runs_the_install_script_into_a_venv_outside_the_workdir():
     assert "ZEUS_NB_STATE_DIR=/var/lib/zeus-nb/" in env
     assert "ZEUS_NB_NOTEBOOKS=/workspace/notebooks" in env
 
+    build_args = dict(args.split("=", 1) for word, args in instr if word == "ARG" and "=" in args)
     users = [args for word, args in instr if word == "USER"]
-    assert users and users[-1] not in ("root", "0")
+    assert users, "the image must not run as root by default"
+    user = re.sub(r"\$\{(\w+)\}", lambda m: build_args[m.group(1)], users[-1])
+    assert user not in ("root", "0")
     cmd = [args for word, args in instr if word == "CMD"][-1]
     assert "jupyter" in cmd and "lab" in cmd and "8888" in cmd
     assert "8888" in [args for word, args in instr if word == "EXPOSE"]
