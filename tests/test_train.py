@@ -1,0 +1,182 @@
+"""Training entry points on synthetic data with simulated GPUs: one process, DDP and FSDP."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from zeus_nb.errors import ZeusNbError
+
+# profile 3 limits (300, 200, 100 W) in 1 + 3 * (1 + 2) = 10 steps; 2 ranks run 2 x 8 steps
+QUICK = dict(
+    data="synthetic",
+    backend="sim",
+    epochs=2,
+    batch_size=16,
+    train_size=256,
+    val_size=96,
+    image_size=16,
+    warmup_steps=1,
+    profile_steps=2,
+    pl_step=100,
+    progress=False,
+)
+
+
+@pytest.fixture(autouse=True)
+def _state_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZEUS_NB_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("ZEUS_NB_MAX_SLOWDOWN", raising=False)
+    monkeypatch.delenv("ZEUS_NB_SIM_NOISE", raising=False)
+
+
+def test_single_process_trains_and_applies_the_optimum(tmp_path):
+    from zeus_nb import device
+    from zeus_nb.train import single
+
+    out = tmp_path / "single.json"
+    r = single.train(results=str(out), adaptive=False, **QUICK)
+    assert json.loads(out.read_text()) == json.loads(json.dumps(r))
+    assert r["mode"] == "single" and r["world_size"] == 1 and r["gpu_backend"] == "sim"
+    assert [e["epoch"] for e in r["epochs"]] == [1, 2]
+    # the colour-coded synthetic classes are learnable: far above chance (10%)
+    assert r["accuracy"] > 0.5
+    assert r["profiling_done"] and r["optimal_power_limit_w"] in (300.0, 200.0, 100.0)
+    assert r["power_limit_w"] == r["optimal_power_limit_w"]
+    # energy and time come from the simulated GPU, summed over the epochs
+    assert r["energy_j"] == pytest.approx(sum(e["energy_j"] for e in r["epochs"]))
+    assert r["time_s"] == pytest.approx(sum(e["time_s"] for e in r["epochs"]))
+    # the choice is the one MaxSlowdownConstraint(1.1) makes over the simulated step costs
+    sim = device.current()
+    t = {w: sim.step_cost(sim.batch_size, w)[0] for w in (300.0, 200.0, 100.0)}
+    expected = min(w for w in t if t[w] <= 1.1 * t[300.0])
+    assert r["optimal_power_limit_w"] == expected
+    # exhaustive profiling measured every limit for profile_steps=2 steps
+    assert [p["power_limit_w"] for p in r["profile"]] == [300.0, 200.0, 100.0]
+    for p in r["profile"]:
+        assert p["time_s"] == pytest.approx(2 * t[p["power_limit_w"]])
+    # and the GPU is back at its original limit afterwards
+    assert sim.gpu(0).get_power_limit() == sim.max_limit
+
+
+def test_max_slowdown_comes_from_the_environment(monkeypatch):
+    from zeus_nb.train.common import max_slowdown_factor
+
+    assert max_slowdown_factor() == 1.1
+    monkeypatch.setenv("ZEUS_NB_MAX_SLOWDOWN", "1.5")
+    assert max_slowdown_factor() == 1.5
+    assert max_slowdown_factor(2.0) == 2.0
+    monkeypatch.setenv("ZEUS_NB_MAX_SLOWDOWN", "fast")
+    with pytest.raises(ValueError, match="ZEUS_NB_MAX_SLOWDOWN"):
+        max_slowdown_factor()
+    with pytest.raises(ValueError, match=">= 1.0"):
+        max_slowdown_factor(0.9)
+
+
+def test_without_the_optimizer_the_limit_stays(tmp_path):
+    from zeus_nb.train import single
+
+    r = single.train(
+        results=str(tmp_path / "r.json"),
+        power_limit_optimizer=False,
+        **{**QUICK, "epochs": 1, "train_size": 32},
+    )
+    assert r["optimal_power_limit_w"] is None and r["power_limit_w"] == 300.0
+
+
+def test_dp_and_fsdp_need_torchrun():
+    from zeus_nb.train import dp
+
+    with pytest.raises(ZeusNbError, match="torchrun --nproc_per_node"):
+        dp.train(**QUICK)
+
+
+def test_cli_errors_have_no_traceback(tmp_path):
+    r = subprocess.run(
+        [sys.executable, "-m", "zeus_nb.train.single", "--data", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 2
+    assert "extract_imagenet.py" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_launch_command_line():
+    from zeus_nb.train.launch import command
+
+    cmd = command("fsdp", 2, data="synthetic", epochs=3, progress=False, adaptive=False)
+    assert cmd[1:6] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    assert cmd[6:8] == ["-m", "zeus_nb.train.fsdp"]
+    assert cmd[8:] == ["--data", "synthetic", "--epochs", "3", "--no-progress", "--exhaustive"]
+    # the flags parse back into the same configuration
+    from zeus_nb.train.common import config_from_args
+
+    config = config_from_args("fsdp", cmd[8:])
+    assert (config.epochs, config.progress, config.adaptive) == (3, False, False)
+    assert command("single", 1, gpu=1)[1:] == ["-m", "zeus_nb.train.single", "--gpu", "1"]
+    with pytest.raises(ValueError, match="unknown training options"):
+        command("dp", 2, epoch=3)
+    with pytest.raises(ValueError, match="epochs must be >= 1"):
+        command("dp", 2, epochs=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["dp", "fsdp"])
+def test_torchrun_two_ranks_agree_on_the_power_limit(tmp_path, mode):
+    from zeus_nb.train.launch import launch
+
+    r = launch(
+        mode,
+        nproc=2,
+        echo=False,
+        timeout=300,
+        env={"ZEUS_NB_SIM_NOISE": "0.2", "ZEUS_NB_STATE_DIR": str(tmp_path / "state")},
+        results=str(tmp_path / f"{mode}.json"),
+        **QUICK,
+    )
+    assert r["mode"] == mode and r["world_size"] == 2 and r["device"] == "cpu"
+    ranks = r["ranks"]
+    assert [x["rank"] for x in ranks] == [0, 1]
+    assert [x["gpu_index"] for x in ranks] == [0, 1]  # one monitor per local rank
+    # independent noise: the ranks measured different energies...
+    assert ranks[0]["energy_j"] != ranks[1]["energy_j"]
+    # ...yet aggregated before choosing, so both apply the same limit
+    assert r["profiling_done"]
+    assert ranks[0]["optimal_power_limit_w"] == ranks[1]["optimal_power_limit_w"] is not None
+    assert ranks[0]["power_limit_w"] == ranks[1]["power_limit_w"] == r["power_limit_w"]
+    assert r["energy_j"] == pytest.approx(ranks[0]["energy_j"] + ranks[1]["energy_j"])
+    assert r["accuracy"] > 0.5
+    # the profile holds both ranks' measurements combined
+    assert r["profile"] and all(p["num_gpus"] == 2 for p in r["profile"])
+
+
+def test_single_process_on_an_image_folder(tmp_path):
+    """The ImageFolder path end to end: synthetic JPEGs in the extracted ImageNet layout."""
+    import importlib.util
+    from pathlib import Path
+
+    from zeus_nb.train import single
+
+    scripts = Path(__file__).resolve().parents[1] / "data_scripts"
+    spec = importlib.util.spec_from_file_location("syn", scripts / "make_synthetic_imagenet.py")
+    syn = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(syn)
+    syn.make(tmp_path, classes=3, train_per_class=8, val_per_class=2, archives=False)
+    r = single.train(
+        data=str(tmp_path / "imagenet"),
+        image_size=16,
+        batch_size=8,
+        workers=0,
+        epochs=1,
+        backend="sim",
+        power_limit_optimizer=False,
+        progress=False,
+        results=str(tmp_path / "r.json"),
+    )
+    assert r["num_classes"] == 3 and r["steps_per_epoch"] == 3
+    assert 0.0 <= r["accuracy"] <= 1.0 and r["energy_j"] > 0

@@ -1,0 +1,26 @@
+"""Single-GPU training with the power-limit optimizer.
+
+python -m zeus_nb.train.single --data DATA_DIR [--gpu 0]
+python -m zeus_nb.train.single --data synthetic --backend sim   # CPU, simulated GPU
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from zeus_nb.train.common import TrainConfig, main, run
+
+MODE = "single"
+
+
+def train(config: TrainConfig | None = None, **overrides: Any) -> dict[str, Any]:
+    """Run training in this process; keyword overrides replace fields of ``config``."""
+    if overrides:
+        base = vars(config).copy() if config is not None else {}
+        config = TrainConfig(**{**base, **overrides})
+    return run(MODE, config)
+
+
+if __name__ == "__main__":
+    sys.exit(main(MODE))
