@@ -38,5 +38,5 @@ class WindowError(ZeusNbError, ValueError):
 NO_DRIVER_HINT = "no NVIDIA driver found; use the simulated backend: ZEUS_NB_BACKEND=sim"
 NO_PERMISSION_HINT = (
     "changing GPU power limits needs root or the SYS_ADMIN capability; in Docker, start the "
-    "container with `docker run --gpus all --cap-add SYS_ADMIN ...`"
+    "container with `docker run --gpus all --cap-add SYS_ADMIN --user root ...`"
 )

@@ -1,0 +1,403 @@
+"""Course kit: marker splitting, building student/solution notebooks, executing them, run times."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from zeus_nb import course
+from zeus_nb.cli import main
+from zeus_nb.course import BEGIN, END, STUB, CourseError
+from zeus_nb.errors import ZeusNbError
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = Path(__file__).parent / "course_fixture" / "exercises.ipynb"
+REAL_NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+SMOKE = {"smoke": True, "backend": "sim"}
+SIM_ENV = {"ZEUS_NB_BACKEND": "sim"}
+# The checks each shipped notebook's exercises call, by notebook number.
+EXPECTED_CHECKS = {
+    "01": ["average_power", "energy_per_step"],
+    "02": ["zeus_cost"],
+    "03": ["pareto_front"],
+    "04": ["should_stop_early"],
+    "05": ["aggregate_data_parallel"],
+}
+
+
+def _source(cell) -> str:
+    return "".join(cell.source) if isinstance(cell.source, list) else cell.source
+
+
+def _write_nb(path: Path, *sources: str) -> Path:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Py"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+# --- splitting one cell ---------------------------------------------------------------------
+
+
+def test_split_keeps_indentation_and_drops_markers():
+    src = (
+        "def f(x):\n"
+        "    y = 1\n"
+        f"    {BEGIN}\n"
+        "    z = x + y\n"
+        "    return z\n"
+        f"    {END}\n"
+        "\n"
+        "check.thing(f)"
+    )
+    student, solution, blocks = course.split_source(src)
+    assert blocks == 1
+    assert student == f"def f(x):\n    y = 1\n    {STUB}\n\ncheck.thing(f)"
+    assert solution == "def f(x):\n    y = 1\n    z = x + y\n    return z\n\ncheck.thing(f)"
+    assert "NotImplementedError" in STUB
+
+
+def test_split_handles_several_blocks_at_different_depths():
+    src = (
+        f"{BEGIN}\na = 1\n{END}\nif True:\n        {BEGIN}\n        b = 2\n        {END}\nprint(a)"
+    )
+    student, solution, blocks = course.split_source(src)
+    assert blocks == 2
+    assert student.splitlines() == [STUB, "if True:", f"        {STUB}", "print(a)"]
+    assert solution.splitlines() == ["a = 1", "if True:", "        b = 2", "print(a)"]
+
+
+def test_a_cell_without_markers_is_unchanged():
+    src = "x = 1\n# a comment about the solution\nprint(x)"
+    assert course.split_source(src) == (src, src, 0)
+
+
+@pytest.mark.parametrize(
+    "src, message",
+    [
+        (f"{BEGIN}\nx = 1\n", "never closed"),
+        (f"x = 1\n{END}\n", "without a"),
+        (f"{BEGIN}\n{BEGIN}\nx = 1\n{END}\n{END}\n", "inside the block opened on line 1"),
+        (f"def f():\n    {BEGIN}\n    return 1\n{END}\n", "same indentation"),
+        ("# begin solution\nx = 1\n# END SOLUTION\n", "exactly"),
+    ],
+)
+def test_bad_markers_are_reported_with_their_place(src, message):
+    with pytest.raises(CourseError, match=message) as info:
+        course.split_source(src, "nb.ipynb, cell 4")
+    assert "nb.ipynb, cell 4, line" in str(info.value)
+
+
+# --- building a course ----------------------------------------------------------------------
+
+
+def test_build_writes_stripped_student_and_solution_versions(tmp_path):
+    nb = nbformat.read(FIXTURE, as_version=4)
+    # Pretend an instructor ran it: outputs and papermill records must not reach the students.
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.execution_count = 7
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="secret\n")]
+            cell.metadata["papermill"] = {"duration": 1.0}
+    nb.metadata["papermill"] = {"duration": 3.0}
+    src = tmp_path / "in" / FIXTURE.name
+    src.parent.mkdir()
+    nbformat.write(nb, src)
+
+    built = course.build([src], tmp_path / "course")
+    assert [(b.name, b.exercises) for b in built] == [(FIXTURE.name, 2)]
+    student = nbformat.read(tmp_path / "course" / "student" / FIXTURE.name, as_version=4)
+    solution = nbformat.read(tmp_path / "course" / "solution" / FIXTURE.name, as_version=4)
+    for version in (student, solution):
+        assert "papermill" not in version.metadata
+        assert len(version.cells) == len(nb.cells)
+        for cell in version.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None
+                assert "papermill" not in cell.metadata
+
+    student_text = "\n".join(_source(c) for c in student.cells)
+    solution_text = "\n".join(_source(c) for c in solution.cells)
+    assert student_text.count(STUB) == 2
+    assert "measurement.total_energy / measurement.time" not in student_text
+    assert "measurement.total_energy / measurement.time" in solution_text
+    for text in (student_text, solution_text):
+        assert BEGIN not in text and END not in text
+        assert "check.average_power(average_power)" in text and "check.zeus_cost(zeus_cost)" in text
+    # Cells without exercises are the same in both versions; the parameters tag is kept.
+    assert [_source(c) for c in student.cells[:4]] == [_source(c) for c in solution.cells[:4]]
+    assert "parameters" in student.cells[1].metadata["tags"]
+    for version in (student, solution):
+        tagged = [
+            i for i, c in enumerate(version.cells) if "exercise" in c.metadata.get("tags", [])
+        ]
+        assert tagged == [i for i, c in enumerate(student.cells) if STUB in _source(c)]
+        assert len(tagged) == 2
+    # The source notebook is untouched.
+    assert nbformat.read(src, as_version=4).cells[2].outputs
+
+
+def test_build_error_names_notebook_and_cell_and_writes_nothing(tmp_path):
+    good = _write_nb(tmp_path / "in" / "a_good.ipynb", f"{BEGIN}\nx = 1\n{END}")
+    bad = _write_nb(tmp_path / "in" / "b_bad.ipynb", "x = 0", f"y = 1\n{BEGIN}\ny = 2\n")
+    with pytest.raises(CourseError, match=r"b_bad\.ipynb, cell 1, line 2.*never closed"):
+        course.build([good, bad], tmp_path / "course")
+    assert not (tmp_path / "course").exists()
+
+
+def test_build_rejects_markers_that_break_the_python(tmp_path):
+    nb = _write_nb(tmp_path / "x.ipynb", f"if True:\n{BEGIN}\n    x = 1\n{END}\n")
+    with pytest.raises(CourseError, match=r"x\.ipynb, cell 0: the student version is not valid"):
+        course.build([nb], tmp_path / "course")
+
+
+def test_build_takes_folders_and_rejects_missing_paths(tmp_path):
+    _write_nb(tmp_path / "in" / "one.ipynb", "x = 1")
+    _write_nb(tmp_path / "in" / "two.ipynb", f"{BEGIN}\nx = 1\n{END}")
+    built = course.build([tmp_path / "in"], tmp_path / "c")
+    assert [(b.name, b.exercises) for b in built] == [("one.ipynb", 0), ("two.ipynb", 1)]
+    with pytest.raises(CourseError, match="no such notebook"):
+        course.build([tmp_path / "missing.ipynb"], tmp_path / "c")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CourseError, match="no notebooks"):
+        course.build([tmp_path / "empty"], tmp_path / "c")
+
+
+def test_build_defaults_to_the_shipped_notebooks(tmp_path, monkeypatch):
+    shipped = tmp_path / "shipped"
+    _write_nb(shipped / "01_first.ipynb", f"{BEGIN}\nx = 1\n{END}")
+    _write_nb(shipped / "scratch.ipynb", "y = 2")  # not a numbered course notebook
+    monkeypatch.setenv("ZEUS_NB_NOTEBOOKS", str(shipped))
+    monkeypatch.chdir(tmp_path)  # independent of the working directory
+    assert main(["course", "build", "-o", "out"]) == 0
+    assert sorted(p.name for p in (tmp_path / "out" / "student").iterdir()) == ["01_first.ipynb"]
+    monkeypatch.setenv("ZEUS_NB_NOTEBOOKS", str(tmp_path / "nope"))
+    with pytest.raises(ZeusNbError, match="ZEUS_NB_NOTEBOOKS"):
+        course.build(None, tmp_path / "out2")
+
+
+def test_cli_build_and_its_errors(tmp_path, capsys):
+    assert main(["course", "build", str(FIXTURE), "-o", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "exercises.ipynb: 2 exercise(s)" in out
+    assert (tmp_path / "c" / "student" / FIXTURE.name).is_file()
+    assert (tmp_path / "c" / "solution" / FIXTURE.name).is_file()
+
+    bad = _write_nb(tmp_path / "bad.ipynb", f"{END}")
+    assert main(["course", "build", str(bad), "-o", str(tmp_path / "c2")]) == 2
+    err = capsys.readouterr().err
+    assert "bad.ipynb, cell 0, line 1" in err and "Traceback" not in err
+
+
+# --- run-time tables ------------------------------------------------------------------------
+
+
+def _executed(path: Path, duration: float | None, exception: bool = False, **params) -> Path:
+    nb = nbformat.v4.new_notebook()
+    if duration is not None:
+        nb.metadata["papermill"] = {
+            "duration": duration,
+            "exception": exception,
+            "parameters": params,
+        }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+def test_timings_table_from_papermill_records(tmp_path, capsys):
+    _executed(tmp_path / "runs" / "01.ipynb", 12.34, smoke=True)
+    _executed(tmp_path / "runs" / "deep" / "02.ipynb", 125.0, exception=True, batch_size=64)
+    rows = course.timings([tmp_path / "runs"])
+    assert [(r.notebook, r.seconds, r.status) for r in rows] == [
+        ("01.ipynb", 12.34, "ok"),
+        ("deep/02.ipynb", 125.0, "failed"),
+    ]
+    table = course.timings_table(rows)
+    lines = table.splitlines()
+    assert lines[0].startswith("| notebook |")
+    assert lines[2] == "| 01.ipynb | smoke=True | ok | 12.3 s |"
+    assert lines[3] == "| deep/02.ipynb | batch_size=64 | failed | 2 min 05 s |"
+    assert lines[4] == "| **total** | | | **2 min 17 s** |"
+
+    out_file = tmp_path / "t.md"
+    assert main(["course", "timings", str(tmp_path / "runs"), "-o", str(out_file)]) == 0
+    assert capsys.readouterr().out == table == out_file.read_text()
+
+
+def test_timings_reject_notebooks_papermill_did_not_run(tmp_path, capsys):
+    _executed(tmp_path / "a.ipynb", 1.0)
+    _executed(tmp_path / "b.ipynb", None)
+    with pytest.raises(CourseError, match=r"b\.ipynb.*execute these notebooks with papermill"):
+        course.timings([tmp_path])
+    assert main(["course", "timings", str(tmp_path / "missing")]) == 2
+    assert "no such notebook" in capsys.readouterr().err
+
+
+# --- executing built notebooks --------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_fixture_course_executes_as_intended(tmp_path, capsys):
+    """`course verify`: solutions run to the end, student copies stop at their first exercise."""
+    assert main(["course", "build", str(FIXTURE), "-o", str(tmp_path / "c")]) == 0
+    code = main(["course", "verify", str(tmp_path / "c"), "--smoke", "--backend", "sim"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "PASS solution exercises.ipynb: ran to the end" in out
+    assert "PASS student  exercises.ipynb: stopped at its first exercise" in out
+
+    executed = tmp_path / "c" / "executed"
+    solution = nbformat.read(executed / "solution" / FIXTURE.name, as_version=4)
+    printed = [o.get("text", "") for c in solution.cells for o in c.get("outputs", [])]
+    assert any("✓ average_power" in t for t in printed) and any("✓ zeus_cost" in t for t in printed)
+    assert any(re.search(r"\d+\.\d W over 3 steps", t) for t in printed)  # smoke parameter used
+    student = nbformat.read(executed / "student" / FIXTURE.name, as_version=4)
+    assert student.metadata.papermill.exception is True
+    errors = [o for c in student.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert [e.ename for e in errors] == ["NotImplementedError"]
+
+    duration = solution.metadata.papermill.duration
+    assert duration > 0
+    table = (executed / "timings.md").read_text()
+    assert f"| exercises.ipynb | backend='sim', smoke=True | ok | {duration:.1f} s |" in table
+
+
+@pytest.mark.slow
+def test_verify_catches_broken_courses(tmp_path):
+    """A wrong solution fails its check; a student copy must stop at its first stub only."""
+    wrong = _write_nb(
+        tmp_path / "in" / "wrong.ipynb",
+        "from zeus_nb import check",
+        f"def zeus_cost(e, t, eta, p):\n    {BEGIN}\n    return e\n    {END}\n\n"
+        "check.zeus_cost(zeus_cost)",
+    )
+    uncalled = _write_nb(
+        tmp_path / "in" / "uncalled.ipynb", f"def f():\n    {BEGIN}\n    return 1\n    {END}"
+    )
+    early = _write_nb(
+        tmp_path / "in" / "early.ipynb",
+        "raise NotImplementedError('not an exercise')",
+        f"{BEGIN}\nx = 1\n{END}",
+    )
+    c = tmp_path / "c"
+    course.build([wrong, uncalled, early], c)
+    run = tmp_path / "run"
+    wrong_solution = course.execute_version(
+        c / "solution/wrong.ipynb", "solution", run / "1.ipynb", env=SIM_ENV
+    )
+    uncalled_student = course.execute_version(
+        c / "student/uncalled.ipynb", "student", run / "2.ipynb", env=SIM_ENV
+    )
+    early_student = course.execute_version(
+        c / "student/early.ipynb", "student", run / "3.ipynb", env=SIM_ENV
+    )
+    assert not wrong_solution.ok and "CheckError" in wrong_solution.detail
+    assert not uncalled_student.ok and "ran to the end" in uncalled_student.detail
+    assert not early_student.ok and "before the first exercise" in early_student.detail
+
+
+@pytest.mark.slow
+def test_grade_reports_every_exercise(tmp_path, capsys):
+    course.build([FIXTURE], tmp_path / "c")
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    (subs / "bob").mkdir()
+    (subs / "carol").mkdir()
+    # alice hands in the untouched student copy, bob the solution
+    (subs / "alice" / FIXTURE.name).write_bytes(
+        (tmp_path / "c/student" / FIXTURE.name).read_bytes()
+    )
+    (subs / "bob" / FIXTURE.name).write_bytes((tmp_path / "c/solution" / FIXTURE.name).read_bytes())
+    # carol gets exercise 1 wrong and deletes the check call of exercise 2
+    nb = nbformat.read(tmp_path / "c/solution" / FIXTURE.name, as_version=4)
+    ex = [c for c in nb.cells if "exercise" in c.metadata.get("tags", [])]
+    ex[0].source = _source(ex[0]).replace("measurement.total_energy / measurement.time", "1.0")
+    ex[1].source = _source(ex[1]).replace("check.zeus_cost(zeus_cost)", "")
+    nbformat.write(nb, subs / "carol" / FIXTURE.name)
+    _write_nb(subs / "dave" / "untagged.ipynb", "x = 1")
+    # erin's first exercise never finishes
+    nb = nbformat.read(tmp_path / "c/solution" / FIXTURE.name, as_version=4)
+    ex = [c for c in nb.cells if "exercise" in c.metadata.get("tags", [])]
+    ex[0].source = "while True:\n    pass"
+    (subs / "erin").mkdir()
+    nbformat.write(nb, subs / "erin" / FIXTURE.name)
+
+    graded = tmp_path / "graded"
+    code = main(
+        ["course", "grade", str(subs), "-o", str(graded), "--backend", "sim", "--timeout", "4"]
+    )
+    assert code == 0
+    rows = list(csv.DictReader((tmp_path / "graded" / "grades.csv").open()))
+    got = {(Path(r["submission"]).parent.name, r["exercise"]): r for r in rows}
+    assert len(rows) == 9
+    assert (
+        got["alice", "1"]["status"] == "failed" and "not attempted" in got["alice", "1"]["detail"]
+    )
+    assert got["alice", "2"]["status"] == "not run"
+    assert got["bob", "1"]["status"] == got["bob", "2"]["status"] == "passed"
+    assert got["carol", "1"]["status"] == "failed"
+    assert (
+        "CheckError" in got["carol", "1"]["detail"]
+        and "expected 200.0" in got["carol", "1"]["detail"]
+    )
+    assert (
+        got["carol", "2"]["status"] == "failed" and "no check result" in got["carol", "2"]["detail"]
+    )
+    assert got["dave", "0"]["status"] == "failed" and "tagged" in got["dave", "0"]["detail"]
+    assert got["erin", "1"]["status"] == "failed" and "timed out" in got["erin", "1"]["detail"]
+    assert got["erin", "2"]["status"] == "not run" and "timed out" in got["erin", "2"]["detail"]
+    out = capsys.readouterr().out
+    assert f"{subs / 'bob' / FIXTURE.name}: 2/2 passed" in out
+    assert f"{subs / 'carol' / FIXTURE.name}: 0/2 passed" in out
+    assert len(list(graded.glob("*.ipynb"))) == 4
+
+
+# --- the shipped notebooks ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_course(tmp_path_factory):
+    out = tmp_path_factory.mktemp("course")
+    return {b.name: b for b in course.build(REAL_NOTEBOOKS, out)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "notebook",
+    REAL_NOTEBOOKS
+    or [pytest.param(None, marks=pytest.mark.skip(reason="notebooks/ has no notebooks yet"))],
+    ids=lambda p: p.stem if p else "none",
+)
+def test_shipped_notebook_course_versions(notebook, real_course, tmp_path):
+    """Solutions run to the end in smoke mode; student copies stop at their first exercise."""
+    built = real_course
+    b = built[notebook.name]
+    assert b.exercises >= 1, f"{notebook.name} has no exercise markers"
+    student = nbformat.read(b.student, as_version=4)
+    student_text = json.dumps([_source(c) for c in student.cells])
+    for name in EXPECTED_CHECKS.get(notebook.name[:2], []):
+        assert f"check.{name}(" in student_text, f"{notebook.name} should call check.{name}"
+
+    one = tmp_path / "course"
+    for version in ("student", "solution"):
+        (one / version).mkdir(parents=True)
+        (one / version / b.name).write_bytes(getattr(b, version).read_bytes())
+    results = course.verify(one, parameters=SMOKE, env=SIM_ENV, jobs=2)
+    by_version = {r.version: r for r in results}
+    solution, student_run = by_version["solution"], by_version["student"]
+    assert solution.ok, f"{notebook.name} solution: {solution.detail}"
+    assert student_run.ok, f"{notebook.name} student: {student_run.detail}"
+
+
+def test_fixture_is_committed_clean():
+    """The fixture has markers in the expected places and no outputs (it is built, not run)."""
+    nb = nbformat.read(FIXTURE, as_version=4)
+    assert sum(_source(c).count(BEGIN) for c in nb.cells) == 2
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")

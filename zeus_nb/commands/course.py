@@ -1,0 +1,170 @@
+"""zeus-nb course build | verify | grade | timings"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("course", help="student and solution notebooks for teaching, run times")
+    course_sub = p.add_subparsers(dest="course_command", required=True, metavar="ACTION")
+
+    b = course_sub.add_parser(
+        "build", help="write DIR/student and DIR/solution versions of the notebooks"
+    )
+    b.add_argument(
+        "notebooks", nargs="*", help="notebooks or folders (default: the shipped notebooks)"
+    )
+    b.add_argument("-o", "--output", default="course", help="course folder (default: course)")
+    b.set_defaults(func=run_build)
+
+    v = course_sub.add_parser(
+        "verify",
+        help="execute a built course: solutions must run, student copies must stop at an exercise",
+    )
+    v.add_argument("dir", nargs="?", default="course", help="course folder (default: course)")
+    v.add_argument(
+        "-o", "--output", default=None, help="executed notebooks (default: DIR/executed)"
+    )
+    _execution_options(v)
+    v.add_argument(
+        "-j", "--jobs", type=int, default=2, help="notebooks executed at once (default: 2)"
+    )
+    v.set_defaults(func=run_verify)
+
+    g = course_sub.add_parser("grade", help="execute students' notebooks and report every exercise")
+    g.add_argument("submissions", nargs="+", help="submitted notebooks or folders of them")
+    g.add_argument(
+        "-o", "--output", default="graded", help="executed copies and grades.csv (default: graded)"
+    )
+    _execution_options(g)
+    g.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        help="seconds a cell may run before the rest of a submission counts as not run "
+        "(default: 600)",
+    )
+    g.add_argument(
+        "-j", "--jobs", type=int, default=2, help="submissions executed at once (default: 2)"
+    )
+    g.set_defaults(func=run_grade)
+
+    t = course_sub.add_parser("timings", help="markdown table of papermill run times")
+    t.add_argument(
+        "paths", nargs="*", default=["."], help="executed notebooks or folders (default: .)"
+    )
+    t.add_argument("-o", "--output", default=None, help="also write the table to this file")
+    t.set_defaults(func=run_timings)
+
+
+def _execution_options(p) -> None:
+    p.add_argument("--smoke", action="store_true", help="pass smoke=True: a short run")
+    p.add_argument(
+        "--backend",
+        choices=["auto", "sim", "nvml"],
+        default=None,
+        help="pass backend=... and set ZEUS_NB_BACKEND for the kernels",
+    )
+    p.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="papermill parameter (a Python literal, else a string); repeatable",
+    )
+    p.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
+
+
+def _parameters_and_env(args) -> tuple[dict, dict[str, str]]:
+    params = {name: _literal(value) for name, value in args.parameter}
+    env = {}
+    if args.smoke:
+        params["smoke"] = True
+    if args.backend:
+        params["backend"] = args.backend
+        env["ZEUS_NB_BACKEND"] = args.backend
+    return params, env
+
+
+def _literal(text: str):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def run_build(args) -> int:
+    from zeus_nb.course import build
+
+    built = build(args.notebooks or None, args.output)
+    out = Path(args.output)
+    for nb in built:
+        print(f"{nb.name}: {nb.exercises} exercise(s)")
+    total = sum(nb.exercises for nb in built)
+    print(
+        f"wrote {len(built)} notebooks with {total} exercises to {out / 'student'} "
+        f"and {out / 'solution'}"
+    )
+    return 0
+
+
+def run_verify(args) -> int:
+    from zeus_nb.course import timings, timings_table, verify
+
+    params, env = _parameters_and_env(args)
+    results = verify(args.dir, args.output, params, env, args.kernel, args.jobs)
+    for r in results:
+        print(f"{'PASS' if r.ok else 'FAIL'} {r.version:8} {r.notebook}: {r.detail}")
+    out = Path(args.output) if args.output else Path(args.dir) / "executed"
+    solution_dir = out / "solution"
+    table = timings_table(timings([solution_dir]))
+    (out / "timings.md").write_text(table)
+    print(f"\nRun times of the solutions ({out / 'timings.md'}):\n\n{table}")
+    failed = [r for r in results if not r.ok]
+    if failed:
+        print(f"{len(failed)} of {len(results)} executions failed")
+        return 1
+    return 0
+
+
+def run_grade(args) -> int:
+    import csv
+
+    from zeus_nb.course import grade
+
+    params, env = _parameters_and_env(args)
+    results = grade(
+        args.submissions, args.output, params, env, args.kernel, args.timeout, args.jobs
+    )
+    out = Path(args.output) / "grades.csv"
+    with out.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["submission", "exercise", "status", "detail"])
+        writer.writerows((r.submission, r.exercise, r.status, r.detail) for r in results)
+    by_submission: dict[str, list] = {}
+    for r in results:
+        by_submission.setdefault(r.submission, []).append(r)
+    for name, rows in by_submission.items():
+        passed = sum(r.status == "passed" for r in rows)
+        total = sum(r.exercise > 0 for r in rows)
+        print(f"{name}: {passed}/{total} passed")
+        for r in rows:
+            if r.status != "passed":
+                label = f"exercise {r.exercise}" if r.exercise else "notebook"
+                print(f"  {label}: {r.status}: {r.detail}")
+    print(f"\ngrades written to {out}")
+    return 0
+
+
+def run_timings(args) -> int:
+    from zeus_nb.course import timings, timings_table
+
+    table = timings_table(timings(args.paths))
+    print(table, end="")
+    if args.output:
+        Path(args.output).write_text(table)
+    return 0
