@@ -180,3 +180,14 @@ def test_single_process_on_an_image_folder(tmp_path):
     )
     assert r["num_classes"] == 3 and r["steps_per_epoch"] == 3
     assert 0.0 <= r["accuracy"] <= 1.0 and r["energy_j"] > 0
+
+
+def test_data_folder_defaults_to_the_environment(monkeypatch):
+    """The Docker image sets ZEUS_NB_DATA_DIR=/data/imagenet; --data still wins."""
+    from zeus_nb.train.common import parser
+
+    monkeypatch.delenv("ZEUS_NB_DATA_DIR", raising=False)
+    assert parser("single").parse_args([]).data == "synthetic"
+    monkeypatch.setenv("ZEUS_NB_DATA_DIR", "/data/imagenet")
+    assert parser("single").parse_args([]).data == "/data/imagenet"
+    assert parser("dp").parse_args(["--data", "synthetic"]).data == "synthetic"

@@ -542,7 +542,11 @@ def parser(mode: str) -> argparse.ArgumentParser:
         ),
     )
     d = TrainConfig()
-    p.add_argument("--data", default=d.data, help="ImageNet-layout folder, or 'synthetic'")
+    p.add_argument(
+        "--data",
+        default=os.environ.get("ZEUS_NB_DATA_DIR", d.data),
+        help="ImageNet-layout folder, or 'synthetic' (default: $ZEUS_NB_DATA_DIR, else synthetic)",
+    )
     p.add_argument("--arch", default=d.arch, help="'tiny' or a torchvision model (resnet50)")
     p.add_argument("--epochs", type=int, default=d.epochs)
     p.add_argument("--batch-size", type=int, default=d.batch_size, help="per process")
