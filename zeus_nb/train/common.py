@@ -317,6 +317,14 @@ class _NoOptimizer:
     def on_step_end(self) -> None: ...
 
 
+def with_overrides(config: TrainConfig | None, overrides: dict[str, Any]) -> TrainConfig | None:
+    """``config`` with some fields replaced (keyword arguments of the modules' ``train``)."""
+    if not overrides:
+        return config
+    base = vars(config).copy() if config is not None else {}
+    return TrainConfig(**{**base, **overrides})
+
+
 def run(mode: str, config: TrainConfig | None = None) -> dict[str, Any]:
     """Train ``config.epochs`` epochs in this process; return (rank 0 also writes) the results."""
     from zeus_nb.data import SYNTHETIC, check_imagenet_folder, make_datasets

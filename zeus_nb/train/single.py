@@ -9,17 +9,14 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from zeus_nb.train.common import TrainConfig, main, run
+from zeus_nb.train.common import TrainConfig, main, run, with_overrides
 
 MODE = "single"
 
 
 def train(config: TrainConfig | None = None, **overrides: Any) -> dict[str, Any]:
     """Run training in this process; keyword overrides replace fields of ``config``."""
-    if overrides:
-        base = vars(config).copy() if config is not None else {}
-        config = TrainConfig(**{**base, **overrides})
-    return run(MODE, config)
+    return run(MODE, with_overrides(config, overrides))
 
 
 if __name__ == "__main__":
