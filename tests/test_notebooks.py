@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import papermill
 import pytest
 
 from zeus_nb import device
@@ -63,6 +64,9 @@ def test_notebook_structure(path):
             assert re.match(r"^\w+: \w+ = .+  # .+", line), f"{path.name}: {line!r}"
     for name in ('backend: str = "auto"', "smoke: bool = False", "seed: int", "headless: bool"):
         assert name in params, f"{path.name}: parameters lack {name!r}"
+    names = {line.split(":")[0] for line in params.splitlines() if line.strip()}
+    parsed = papermill.inspect_notebook(str(path))  # papermill skips lines it cannot parse
+    assert set(parsed) == names, f"{path.name}: papermill cannot parse {names - set(parsed)}"
     for cell in nb.cells:
         src = cell.source
         if "# BEGIN SOLUTION" in src:
@@ -135,3 +139,32 @@ def test_01_measuring_energy_records(tour):
         if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
     ]
     assert views == []
+
+
+def test_02_power_limit_optimizer_records(tour):
+    from zeus_nb.optimizer.replay import load_profile_log
+    from zeus_nb.traces import resource_path
+    from zeus_nb.tradeoff import zeus_cost
+
+    r = _records(tour, "02_power_limit_optimizer")
+    log = load_profile_log(resource_path("zeus_profiles", r["replay_log"]))
+    limits = log.power_limits  # highest first: ties go to the higher limit
+    energy = {w: sum(log.energy[w].values()) for w in limits}
+    assert r["replay_choices"]["Energy()"] == min(limits, key=energy.get)
+    assert r["replay_choices"]["Time()"] == min(limits, key=log.elapsed.get)
+    top = max(limits)
+    best = min(limits, key=lambda w: zeus_cost(energy[w], log.elapsed[w], 0.5, top))
+    assert r["replay_choices"]["ZeusCost(eta_knob=0.5)"] == best == r["zeus_cost_by_hand"]
+    slow = [r["slowdown_choices"][k] for k in sorted(r["slowdown_choices"], key=float)]
+    assert slow[0] == top and slow == sorted(slow, reverse=True)  # looser knob, lower limit
+    # live: ZeusCost(0.5) on the simulated A40 (2% noise) lands next to the noiseless optimum
+    sim = device.use_simulated(gpu="a40", workload="imagenet")
+    costs = {}
+    for w in range(300, 99, -25):
+        t, p = sim.step_cost(sim.batch_size, w)
+        costs[w] = zeus_cost(t * p, t, 0.5, 300.0)
+    assert r["live_selector"] == "ZeusCost(eta_knob=0.5)"
+    assert abs(r["live_choice"] - min(costs, key=costs.get)) <= 25
+    assert r["live_limits_per_epoch"][-1] == r["live_choice"]
+    assert r["profile_reused"] is True
+    assert r["hf_choice"] in (300.0, 250.0, 200.0, 150.0, 100.0)
