@@ -168,3 +168,33 @@ def test_02_power_limit_optimizer_records(tour):
     assert r["live_limits_per_epoch"][-1] == r["live_choice"]
     assert r["profile_reused"] is True
     assert r["hf_choice"] in (300.0, 250.0, 200.0, 150.0, 100.0)
+
+
+def test_03_energy_time_tradeoff_records(tour):
+    from zeus_nb.sweep import run_sweep  # noqa: F401  (the notebook's live sweep API)
+    from zeus_nb.traces import tta_eta
+    from zeus_nb.tradeoff import zeus_cost
+
+    r = _records(tour, "03_energy_time_tradeoff")
+    trace = tta_eta("imagenet", "v100")
+    ok = trace.dropna(subset=["tta", "eta"])
+    assert r["trace_configurations"] == len(trace)
+    # the front: sorted by time, energy strictly falling, and no reached point dominates it
+    pts = {
+        (int(b), float(p)): (t, e)
+        for b, p, t, e in ok[["batch_size", "power_limit", "tta", "eta"]].itertuples(index=False)
+    }
+    front = [pts[tuple(k)] for k in r["trace_front"]]
+    assert front == sorted(front) and all(a[1] > b[1] for a, b in zip(front, front[1:]))
+    for t, e in front:
+        assert not any(t2 <= t and e2 < e for t2, e2 in pts.values())
+    assert r["student_front_size"] == len(front)
+    top = float(ok.power_limit.max())
+    best = min(pts, key=lambda k: zeus_cost(pts[k][1], pts[k][0], 1.0, top))
+    assert tuple(r["optimum"]) == best == tuple(r["optimum_by_eta"]["1.0"])
+    fastest = min(pts, key=lambda k: pts[k][0])
+    assert tuple(r["optimum_by_eta"]["0.0"]) == fastest
+    assert r["live_configurations"] == 4  # smoke: 2 batch sizes x 2 limits
+    assert 1 <= len(r["live_front"]) <= r["live_reached"] <= 4
+    assert set(r["best_both_ratio"]) >= {"imagenet", "cifar100"}
+    assert all(0 < v <= 1 for v in r["best_both_ratio"].values())
