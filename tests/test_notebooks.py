@@ -171,7 +171,6 @@ def test_02_power_limit_optimizer_records(tour):
 
 
 def test_03_energy_time_tradeoff_records(tour):
-    from zeus_nb.sweep import run_sweep  # noqa: F401  (the notebook's live sweep API)
     from zeus_nb.traces import tta_eta
     from zeus_nb.tradeoff import zeus_cost
 
@@ -185,7 +184,9 @@ def test_03_energy_time_tradeoff_records(tour):
         for b, p, t, e in ok[["batch_size", "power_limit", "tta", "eta"]].itertuples(index=False)
     }
     front = [pts[tuple(k)] for k in r["trace_front"]]
-    assert front == sorted(front) and all(a[1] > b[1] for a, b in zip(front, front[1:]))
+    assert front == sorted(front) and all(
+        a[1] > b[1] for a, b in zip(front, front[1:], strict=False)
+    )
     for t, e in front:
         assert not any(t2 <= t and e2 < e for t2, e2 in pts.values())
     assert r["student_front_size"] == len(front)
