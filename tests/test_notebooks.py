@@ -199,3 +199,28 @@ def test_03_energy_time_tradeoff_records(tour):
     assert 1 <= len(r["live_front"]) <= r["live_reached"] <= 4
     assert set(r["best_both_ratio"]) >= {"imagenet", "cifar100"}
     assert all(0 < v <= 1 for v in r["best_both_ratio"].values())
+
+
+def test_04_batch_size_optimizer_records(tour):
+    from zeus_nb.optimizer.batch_size_sim import simulate
+
+    r = _records(tour, "04_batch_size_optimizer")
+    again = simulate("imagenet", gpu="v100", eta=0.5, beta=2.0, seed=1).summary()
+    assert r["simulation"]["converged_batch_size"] == again["converged_batch_size"]
+    assert r["simulation"]["cumulative_saving"] == pytest.approx(again["cumulative_saving"])
+    assert 0 < r["simulation"]["cumulative_saving"] < 1
+    knobs = {(k["knob"], str(k["value"])): k for k in r["knobs"]}
+    for eta in (0.0, 1.0):
+        s = simulate("imagenet", gpu="v100", eta=eta, beta=2.0, seed=1).summary()
+        row = knobs[("eta", str(eta))]
+        assert (row["batch_size"], row["power_limit"]) == (
+            s["converged_batch_size"],
+            s["converged_power_limit"],
+        )
+    never = simulate("imagenet", gpu="v100", eta=0.5, beta=math.inf, seed=1).summary()
+    assert knobs[("beta", "inf")]["saving"] == pytest.approx(never["cumulative_saving"])
+    # live: 6 smoke recurrences; pruning starts at the default (128), goes down, then up
+    assert len(r["live_batch_sizes"]) == 6
+    assert r["live_batch_sizes"][:4] == [128, 64, 32, 256]
+    assert set(r["live_survivors"]) <= {32, 64, 128, 256}
+    assert r["live_phase"] in ("pruning", "thompson")
