@@ -224,3 +224,18 @@ def test_04_batch_size_optimizer_records(tour):
     assert r["live_batch_sizes"][:4] == [128, 64, 32, 256]
     assert set(r["live_survivors"]) <= {32, 64, 128, 256}
     assert r["live_phase"] in ("pruning", "thompson")
+
+
+def test_05_data_parallel_records(tour):
+    r = _records(tour, "05_data_parallel")
+    assert r["dp"]["world_size"] == 2 == len(r["dp_rank_times"])
+    t, e = r["dp_aggregated"]
+    assert t == pytest.approx(max(r["dp_rank_times"])) == pytest.approx(r["dp"]["time_s"])
+    assert e == pytest.approx(sum(r["dp_rank_energies"])) == pytest.approx(r["dp"]["energy_j"])
+    assert all(x > 0 for x in r["dp_rank_energies"])
+    # every rank ends on the one limit the optimizer chose, within the A40's range
+    assert len(set(r["dp_power_limits"])) == 1
+    assert r["dp_power_limits"][0] == r["dp_optimal_power_limit"]
+    assert 100 <= r["dp_optimal_power_limit"] <= 300
+    assert len(set(r["fsdp_power_limits"])) == 1 and r["fsdp"]["world_size"] == 2
+    assert 0 <= r["fsdp"]["accuracy"] <= 1 and r["fsdp"]["energy_j"] > 0
