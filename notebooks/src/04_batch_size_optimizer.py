@@ -12,7 +12,8 @@
 #
 # **Prerequisites**: notebooks 02 and 03 (the Zeus cost, the tradeoff). No GPU needed.
 #
-# **Expected run time**: about 20 s on the simulated backend (10 s with `smoke = True`);
+# **Expected run time** (2 CPU cores): about 15 s on the simulated backend, also with
+# `smoke = True`;
 # on a GPU the live part trains a small model for real, a few minutes.
 
 # %% tags=["parameters"]
