@@ -226,7 +226,7 @@ def test_cli_bad_trace_exits_2_naming_the_row(tmp_path, capsys):
 
 def test_savings_of_a_trace_without_known_workloads(tmp_path):
     trace = load_power_trace("a40")
-    trace["dataset"] = "my-data"
+    trace["dataset"] = "my-" + trace["dataset"]
     path = tmp_path / "other.csv"
     trace.to_csv(path, index=False)
     with pytest.raises(ValueError, match="none of the traced workloads"):
