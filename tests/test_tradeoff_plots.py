@@ -59,14 +59,14 @@ def test_savings_bars_heights():
     matplotlib.pyplot.close(fig)
 
 
-def test_power_limit_profile_lines():
+def test_tta_eta_by_power_limit_lines():
     table = tta_eta("librispeech", "v100")
-    fig = plots.power_limit_profile(table, batch_sizes=[32, 48])
+    fig = plots.tta_eta_by_power_limit(table, batch_sizes=[32, 48])
     ax_t, ax_e = fig.axes[:2]
     assert len(ax_t.lines) == len(ax_e.lines) == 2
     assert "power limit (W)" in ax_t.get_xlabel()
     with pytest.raises(ValueError, match="reached"):
-        plots.power_limit_profile(table, batch_sizes=[3])
+        plots.tta_eta_by_power_limit(table, batch_sizes=[3])
     matplotlib.pyplot.close(fig)
 
 

@@ -19,6 +19,7 @@ _LAZY = {
     "use_simulated": "zeus_nb.device",
     "ZeusNbError": "zeus_nb.errors",
     "run_sweep": "zeus_nb.sweep",
+    "BatchSizeOptimizer": "zeus_nb.optimizer.batch_size",
 }
 
 if TYPE_CHECKING:

@@ -7,6 +7,24 @@ matplotlib is imported when this package is, never by ``import zeus_nb``.
 from __future__ import annotations
 
 from zeus_nb.plots._common import save_figure
+from zeus_nb.plots.batch_size import bso_costs, bso_posterior
+from zeus_nb.plots.power_limit import power_limit_profile
+from zeus_nb.plots.tradeoff import (
+    energy_time_scatter,
+    savings_bars,
+    sweep_tradeoff_figure,
+    trace_tradeoff_figure,
+    tta_eta_by_power_limit,
+)
 
-__all__ = ["save_figure"]
-from zeus_nb.plots.tradeoff import *  # noqa: E402,F403
+__all__ = [
+    "bso_costs",
+    "bso_posterior",
+    "energy_time_scatter",
+    "power_limit_profile",
+    "save_figure",
+    "savings_bars",
+    "sweep_tradeoff_figure",
+    "trace_tradeoff_figure",
+    "tta_eta_by_power_limit",
+]

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "energy_time_scatter",
-    "power_limit_profile",
+    "tta_eta_by_power_limit",
     "savings_bars",
     "sweep_tradeoff_figure",
     "trace_tradeoff_figure",
@@ -276,7 +276,7 @@ def savings_bars(
     return save_figure(fig, path)
 
 
-def power_limit_profile(
+def tta_eta_by_power_limit(
     data: pd.DataFrame,
     *,
     batch_sizes: list[int] | None = None,

@@ -1,0 +1,198 @@
+"""Adaptive versus exhaustive power-limit profiling, replayed on real A40 profiling logs.
+
+Run: python benchmarks/bench_plo.py [--margin M] [--warmup-steps N] [--profile-steps N] [--json]
+
+Every log in zeus_nb/resources/zeus_profiles is replayed (each window's steps spread evenly over its
+elapsed time) for Energy, Time, ZeusCost(eta 0, .25, .5, .75, 1) and MaxSlowdownConstraint(1.0, 1.1,
+1.2, 1.5, 2, 3). Per case it prints the limit chosen exhaustively and adaptively, the selector's
+criterion for each (evaluated on the full log), and the profiling time and energy each spent. Last:
+identical choices, cases where adaptive is worse by more than 3% on the criterion (for
+MaxSlowdownConstraint: its energy, and it must meet the constraint within 5%), and the total
+profiling-time saving. Targets: 0 cases worse, >= 30% saving.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from importlib import resources
+
+import zeus_nb
+from zeus_nb import device
+from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.optimizer.power_limit import (
+    Energy,
+    GlobalPowerLimitOptimizer,
+    MaxSlowdownConstraint,
+    PowerLimitMeasurement,
+    Time,
+    ZeusCost,
+)
+from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
+from zeus_nb.traces import WORKLOADS
+
+WORSE = 0.03
+CONSTRAINT_SLACK = 0.05
+
+
+def selectors():
+    yield Energy()
+    yield Time()
+    for eta in (0.0, 0.25, 0.5, 0.75, 1.0):
+        yield ZeusCost(eta)
+    for factor in (1.0, 1.1, 1.2, 1.5, 2.0, 3.0):
+        yield MaxSlowdownConstraint(factor)
+
+
+def criterion(selector, full, limit: float) -> tuple[float, bool]:
+    """(criterion value at ``limit`` on the full measurements, whether constraints hold)."""
+    m = next(x for x in full if x.power_limit == limit)
+    if isinstance(selector, MaxSlowdownConstraint):
+        t_max = max(full, key=lambda x: x.power_limit).time
+        return m.energy, m.time <= selector.factor * t_max * (1 + CONSTRAINT_SLACK)
+    return selector.score(m.energy, m.time, full), True
+
+
+def sim_run(workload, selector, adaptive, noise, seed, margin):
+    system = device.use_simulated(gpu="a40", workload=workload, noise=noise, seed=seed)
+    plo = GlobalPowerLimitOptimizer(
+        ZeusMonitor(), selector, wait_steps=0, adaptive=adaptive, noise_margin=margin, verbose=False
+    )
+    while not plo.done:
+        plo.on_step_begin()
+        zeus_nb.step()
+        plo.on_step_end()
+    plo.close()
+    return plo, system
+
+
+def noisy_section(noise: float, margin: float, seeds: int = 3) -> None:
+    print()
+    print(f"simulated A40, {noise:.0%} per-step noise, {seeds} seeds per case:")
+    results = {"adaptive": [0, 0, 0, 0.0, 0.0], "exhaustive (other noise)": [0, 0, 0, 0.0, 0.0]}
+    for workload in WORKLOADS:
+        for sel in selectors():
+            for seed in range(seeds):
+                ref, system = sim_run(workload, sel, False, noise, seed, margin)
+                exact = []
+                for w in ref.power_limits:
+                    t, p = system.step_cost(system.batch_size, w)
+                    exact.append(PowerLimitMeasurement(w, p * t, t))
+                c_ref, _ = criterion(sel, exact, ref.optimal_power_limit)
+                for name, adaptive in (("adaptive", True), ("exhaustive (other noise)", False)):
+                    other, _ = sim_run(workload, sel, adaptive, noise, seed + 1000, margin)
+                    c, ok = criterion(sel, exact, other.optimal_power_limit)
+                    r = results[name]
+                    r[0] += 1
+                    r[1] += other.optimal_power_limit == ref.optimal_power_limit
+                    r[2] += (not ok) or c > c_ref * (1 + WORSE) + 1e-12
+                    r[3] += ref.profiling_time
+                    r[4] += other.profiling_time
+    for name, (n, same, worse, t_ref, t) in results.items():
+        print(
+            f"  {name:<25} vs exhaustive: identical {same}/{n}, worse by > {WORSE:.0%}: {worse}, "
+            f"profiling-time saving {100 * (1 - t / t_ref):.1f}%"
+        )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--margin", type=float, default=0.05, help="adaptive noise margin")
+    ap.add_argument("--warmup-steps", type=int, default=10)
+    ap.add_argument("--profile-steps", type=int, default=40)
+    ap.add_argument("--json", action="store_true", help="also print a JSON summary line")
+    ap.add_argument("--sim-noise", type=float, default=0.05, help="0 skips the noisy section")
+    args = ap.parse_args()
+
+    folder = resources.files("zeus_nb") / "resources" / "zeus_profiles"
+    logs = sorted((p for p in folder.iterdir() if p.name.endswith(".csv")), key=lambda p: p.name)
+    kw = dict(warmup_steps=args.warmup_steps, profile_steps=args.profile_steps)
+    rows, same, worse = [], 0, []
+    total_ex_t = total_ad_t = total_ex_e = total_ad_e = 0.0
+    print(
+        f"{'log':<30} {'selector':<28} {'exh W':>6} {'ada W':>6} {'exh crit':>10} "
+        f"{'ada crit':>10} {'exh s':>7} {'ada s':>7} {'exh kJ':>7} {'ada kJ':>7}"
+    )
+    for path in logs:
+        log = load_profile_log(path)
+        for sel in selectors():
+            ex = replay_optimizer(log, sel, adaptive=False, **kw)
+            ad = replay_optimizer(log, sel, adaptive=True, noise_margin=args.margin, **kw)
+            full = ex.measurements
+            c_ex, ok_ex = criterion(sel, full, ex.optimal_power_limit)
+            c_ad, ok_ad = criterion(sel, full, ad.optimal_power_limit)
+            is_worse = (not ok_ad) or c_ad > c_ex * (1 + WORSE) + 1e-12
+            same += ex.optimal_power_limit == ad.optimal_power_limit
+            if is_worse:
+                worse.append(f"{path.name} {sel!r}")
+            total_ex_t += ex.profiling_time
+            total_ad_t += ad.profiling_time
+            total_ex_e += ex.profiling_energy
+            total_ad_e += ad.profiling_energy
+            row = {
+                "log": path.name,
+                "selector": repr(sel),
+                "exhaustive_limit": ex.optimal_power_limit,
+                "adaptive_limit": ad.optimal_power_limit,
+                "exhaustive_criterion": c_ex,
+                "adaptive_criterion": c_ad,
+                "exhaustive_time": ex.profiling_time,
+                "adaptive_time": ad.profiling_time,
+                "exhaustive_energy": ex.profiling_energy,
+                "adaptive_energy": ad.profiling_energy,
+                "worse": is_worse,
+            }
+            rows.append(row)
+            print(
+                f"{path.name:<30} {repr(sel):<28.28} {ex.optimal_power_limit:>6g} "
+                f"{ad.optimal_power_limit:>6g} {c_ex:>10.1f} {c_ad:>10.1f} "
+                f"{ex.profiling_time:>7.1f} {ad.profiling_time:>7.1f} "
+                f"{ex.profiling_energy / 1e3:>7.1f} {ad.profiling_energy / 1e3:>7.1f}"
+                + ("  WORSE" if is_worse else "")
+            )
+    print()
+    print("profiling-time saving per log:")
+    for path in logs:
+        ex_t = sum(r["exhaustive_time"] for r in rows if r["log"] == path.name)
+        ad_t = sum(r["adaptive_time"] for r in rows if r["log"] == path.name)
+        print(
+            f"  {path.name:<30} {ex_t:>8.1f} s -> {ad_t:>8.1f} s ({100 * (1 - ad_t / ex_t):.1f}%)"
+        )
+    saving_t = 100.0 * (1 - total_ad_t / total_ex_t)
+    saving_e = 100.0 * (1 - total_ad_e / total_ex_e)
+    print()
+    print(f"cases: {len(rows)}")
+    print(f"identical choices: {same}/{len(rows)}")
+    print(f"adaptive worse than exhaustive by > {WORSE:.0%}: {len(worse)}")
+    for w in worse:
+        print(f"  worse: {w}")
+    print(
+        f"profiling time: exhaustive {total_ex_t:.1f} s, adaptive {total_ad_t:.1f} s, "
+        f"saving {saving_t:.1f}%"
+    )
+    print(
+        f"profiling energy: exhaustive {total_ex_e / 1e3:.1f} kJ, adaptive "
+        f"{total_ad_e / 1e3:.1f} kJ, saving {saving_e:.1f}%"
+    )
+    met = not worse and saving_t >= 30.0
+    print(f"targets (0 worse, >= 30% time saving): {'met' if met else 'NOT met'}")
+    if args.sim_noise > 0:
+        noisy_section(args.sim_noise, args.margin)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "cases": len(rows),
+                    "identical": same,
+                    "worse": len(worse),
+                    "time_saving_pct": saving_t,
+                    "energy_saving_pct": saving_e,
+                    "targets_met": met,
+                }
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

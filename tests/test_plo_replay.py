@@ -1,0 +1,181 @@
+"""Replaying real profiling logs: exact measurements, the CLI, and adaptive profiling."""
+
+import csv
+import json
+from importlib import resources
+
+import pytest
+
+from zeus_nb.cli import main
+from zeus_nb.errors import TraceFormatError
+from zeus_nb.optimizer import (
+    Energy,
+    GlobalPowerLimitOptimizer,
+    MaxSlowdownConstraint,
+    PowerLimitMeasurement,
+    Time,
+    ZeusCost,
+)
+from zeus_nb.optimizer.replay import ReplayMonitor, load_profile_log, replay_optimizer
+
+PROFILES = resources.files("zeus_nb") / "resources" / "zeus_profiles"
+LOGS = sorted(p.name for p in PROFILES.iterdir() if p.name.endswith(".csv"))
+SELECTORS = [
+    Energy(),
+    Time(),
+    ZeusCost(0.0),
+    ZeusCost(0.5),
+    ZeusCost(1.0),
+    MaxSlowdownConstraint(1.1),
+    MaxSlowdownConstraint(2.0),
+]
+
+
+def read_rows(name):
+    """The log's own numbers, read independently of the replay code."""
+    with (PROFILES / name).open() as f:
+        rows = list(csv.DictReader(f))
+    out = []
+    for r in rows:
+        energies = [float(v) for k, v in r.items() if k.endswith("_energy")]
+        limit = float(r["window_name"].rsplit("_", 1)[1])
+        out.append(
+            PowerLimitMeasurement(limit, sum(energies), float(r["elapsed_time"]), len(energies))
+        )
+    return out
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_replay_reproduces_the_logged_windows(name):
+    plo = replay_optimizer(PROFILES / name, Energy(), warmup_steps=3, profile_steps=7)
+    rows = read_rows(name)
+    assert [m.power_limit for m in plo.measurements] == [m.power_limit for m in rows]
+    for got, want in zip(plo.measurements, rows, strict=True):
+        assert got.time == pytest.approx(want.time)
+        assert got.energy == pytest.approx(want.energy)
+        assert got.num_gpus == want.num_gpus
+    assert plo.optimal_power_limit == Energy().select(rows)
+    exhaustive_time = sum(m.time for m in rows) * (3 + 7) / 7
+    assert plo.profiling_time == pytest.approx(exhaustive_time)
+
+
+@pytest.mark.parametrize("name", LOGS)
+@pytest.mark.parametrize("selector", SELECTORS, ids=repr)
+def test_adaptive_is_never_worse_than_3_percent_and_never_slower(name, selector):
+    rows = read_rows(name)
+    ex = replay_optimizer(PROFILES / name, selector)
+    ad = replay_optimizer(PROFILES / name, selector, adaptive=True)
+    assert ad.profiling_time <= ex.profiling_time + 1e-9
+    chosen = {m.power_limit: m for m in rows}
+    a, e = chosen[ad.optimal_power_limit], chosen[ex.optimal_power_limit]
+    if isinstance(selector, MaxSlowdownConstraint):
+        assert a.energy <= e.energy * 1.03
+        assert a.time <= selector.factor * rows[0].time * 1.05
+    else:
+        assert (
+            selector.score(a.energy, a.time, rows) <= selector.score(e.energy, e.time, rows) * 1.03
+        )
+    # every limit it kept is a full, exact window
+    for m in ad.measurements:
+        assert m.time == pytest.approx(chosen[m.power_limit].time)
+    assert set(ad.abandoned) | {m.power_limit for m in ad.measurements} == set(ad.power_limits)
+
+
+def test_adaptive_saves_profiling_time_on_the_slow_low_limits():
+    name = "A40+bert-base-uncased+gpu0.csv"
+    ex = replay_optimizer(PROFILES / name, ZeusCost(0.5))
+    ad = replay_optimizer(PROFILES / name, ZeusCost(0.5), adaptive=True)
+    assert 100.0 in ad.abandoned and 125.0 in ad.abandoned
+    assert ad.profiling_time < 0.7 * ex.profiling_time
+
+
+def test_replay_refuses_limits_the_log_lacks():
+    mon = ReplayMonitor(PROFILES / LOGS[0])
+    with pytest.raises(ValueError, match="no measurement at 290 W"):
+        GlobalPowerLimitOptimizer(mon, pl_step=10, wait_steps=0, verbose=False)._enter(1)
+    assert mon.gpus[0].name == "NVIDIA A40 (replay)"
+    assert mon.gpus[0].power_limit_constraints() == (100.0, 300.0)
+
+
+def test_split_windows_are_summed_and_bad_logs_are_refused(tmp_path):
+    log = tmp_path / "log.csv"
+    log.write_text(
+        "start_time,window_name,elapsed_time,gpu0_energy\n"
+        "0,__GlobalPowerLimitOptimizer_300,1.0,100\n"
+        "1,other,5.0,999\n"
+        "2,__GlobalPowerLimitOptimizer_300,2.0,200\n"
+        "3,__GlobalPowerLimitOptimizer_200,4.0,250\n"
+    )
+    parsed = load_profile_log(log)
+    assert parsed.elapsed == {300.0: 3.0, 200.0: 4.0}
+    assert parsed.energy[300.0] == {0: 300.0}
+    bad = tmp_path / "bad.csv"
+    for text in (
+        "a,b,c\n",
+        "start_time,window_name,elapsed_time\n",
+        "start_time,window_name,elapsed_time,gpu0_energy\n0,__GlobalPowerLimitOptimizer_300,x,1\n",
+    ):
+        bad.write_text(text)
+        with pytest.raises(TraceFormatError):
+            load_profile_log(bad)
+
+
+def test_cli_replay_table_and_json(capsys):
+    name = str(PROFILES / "A40+resnet50+gpu0.csv")
+    rows = read_rows("A40+resnet50+gpu0.csv")
+    assert main(["plo", "replay", name, "--selector", "energy"]) == 0
+    out = capsys.readouterr().out
+    assert f"chosen power limit: {Energy().select(rows):g} W" in out
+    assert "<- chosen" in out
+    for selector, extra, sel in (
+        ("time", [], Time()),
+        ("zeus-cost", ["--eta", "0.25"], ZeusCost(0.25)),
+        ("max-slowdown", ["--factor", "1.2"], MaxSlowdownConstraint(1.2)),
+    ):
+        for adaptive in ([], ["--adaptive"]):
+            assert (
+                main(["plo", "replay", name, "--selector", selector, "--json", *extra, *adaptive])
+                == 0
+            )
+            data = json.loads(capsys.readouterr().out)
+            assert data["power_limit"] == sel.select(rows)
+            assert data["adaptive"] == bool(adaptive)
+
+
+def test_cli_errors_exit_2(capsys, tmp_path):
+    assert main(["plo", "replay", str(tmp_path / "missing.csv")]) == 2
+    name = str(PROFILES / LOGS[0])
+    assert main(["plo", "replay", name, "--selector", "zeus-cost", "--eta", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "no profiling log" in err and "eta_knob must be within [0, 1]" in err
+
+
+def test_our_own_monitor_log_replays_to_the_same_choice(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZEUS_NB_STATE_DIR", str(tmp_path / "state"))
+    import zeus_nb
+    from zeus_nb import device
+    from zeus_nb.monitor import ZeusMonitor
+
+    device.use_simulated(workload="cifar100")
+    log = tmp_path / "run.csv"
+    plo = GlobalPowerLimitOptimizer(
+        ZeusMonitor(log_file=log),
+        Energy(),
+        wait_steps=0,
+        warmup_steps=1,
+        profile_steps=5,
+        adaptive=False,
+        verbose=False,
+    )
+    while not plo.done:  # 4-step epochs split windows into several logged rows
+        plo.on_epoch_begin()
+        for _ in range(4):
+            plo.on_step_begin()
+            zeus_nb.step()
+            plo.on_step_end()
+        plo.on_epoch_end()
+    plo.close()
+    replayed = replay_optimizer(log, Energy(), warmup_steps=1, profile_steps=5)
+    assert replayed.optimal_power_limit == plo.optimal_power_limit
+    for a, b in zip(replayed.measurements, plo.measurements, strict=True):
+        assert a.time == pytest.approx(b.time) and a.energy == pytest.approx(b.energy)

@@ -1,0 +1,186 @@
+"""Original power limits come back after normal exit, exceptions, Ctrl-C, SIGTERM and SIGKILL.
+
+Each case runs a training loop in a subprocess against the fake NVML (state shared via a file),
+interrupts it mid-profiling and checks the fake GPUs' final limits.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from zeus_nb.optimizer.restore import restore_from_state_files
+
+pytestmark = pytest.mark.slow
+
+ORIGINAL_MW = [250_000, 225_000]
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    from zeus_nb.monitor import ZeusMonitor
+    from zeus_nb.optimizer import Energy, GlobalPowerLimitOptimizer
+
+    mode = sys.argv[1]
+    if mode == "handler":  # the program's own SIGTERM handler must still run
+        import signal
+
+        def handler(signum, frame):
+            print("own handler", flush=True)
+            sys.exit(3)
+
+        signal.signal(signal.SIGTERM, handler)
+    monitor = ZeusMonitor(gpu_indices=[0, 1])
+    plo = GlobalPowerLimitOptimizer(
+        monitor, Energy(), wait_steps=0, warmup_steps=1, profile_steps=2, verbose=False
+    )
+    step = 0
+    while True:
+        plo.on_step_begin()
+        time.sleep(0.01)
+        plo.on_step_end()
+        step += 1
+        if step == 4:  # second limit (275 W) set and warming up
+            print("profiling", flush=True)
+            if mode == "raise":
+                raise RuntimeError("training failed")
+        if mode == "normal" and plo.done:
+            print("optimum", plo.optimal_power_limit, flush=True)
+            break
+    """
+)
+
+
+@pytest.fixture
+def setup(fake_nvml, tmp_path):
+    for i, mw in enumerate(ORIGINAL_MW):
+        fake_nvml.set_device(i, limit_mw=mw)
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    env = fake_nvml.env()
+    env["ZEUS_NB_STATE_DIR"] = str(tmp_path / "state")
+    return fake_nvml, script, env, tmp_path / "state"
+
+
+def start(script, env, mode):
+    return subprocess.Popen(
+        [sys.executable, str(script), mode],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_profiling(proc, fake):
+    line = proc.stdout.readline()
+    assert line.strip() == "profiling", proc.stderr.read()
+    assert fake.limits_w() == [275.0, 275.0]  # mid-profiling: not the originals
+
+
+def originals_w():
+    return [mw / 1000 for mw in ORIGINAL_MW]
+
+
+def test_normal_exit_restores_after_applying_the_optimum(setup):
+    fake, script, env, state = setup
+    proc = start(script, env, "normal")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    optimum = float(out.split("optimum")[1])
+    calls = [tuple(c) for c in fake.state["set_calls"]]
+    opt_mw = int(optimum * 1000)
+    assert {(0, opt_mw), (1, opt_mw)} <= set(calls)  # the optimum was applied
+    assert calls[-2:] == [(0, ORIGINAL_MW[0]), (1, ORIGINAL_MW[1])]  # then the originals
+    assert fake.limits_w() == originals_w()
+    assert not list(state.glob("*.json"))
+
+
+def test_exception_restores(setup):
+    fake, script, env, state = setup
+    proc = start(script, env, "raise")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "training failed" in err
+    assert fake.limits_w() == originals_w()
+    assert not list(state.glob("*.json"))
+
+
+@pytest.mark.parametrize(
+    ("sig", "code"),
+    [(signal.SIGINT, -signal.SIGINT), (signal.SIGTERM, -signal.SIGTERM)],
+    ids=["int", "term"],
+)
+def test_signals_restore(setup, sig, code):
+    fake, script, env, state = setup
+    proc = start(script, env, "loop")
+    wait_profiling(proc, fake)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert fake.limits_w() == originals_w()
+    assert not list(state.glob("*.json"))
+
+
+def test_sigterm_chains_to_the_programs_own_handler(setup):
+    fake, script, env, state = setup
+    proc = start(script, env, "handler")
+    wait_profiling(proc, fake)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert "own handler" in out
+    assert fake.limits_w() == originals_w()
+
+
+def test_sigkill_leaves_a_state_file_that_zeus_nb_restore_uses(setup):
+    fake, script, env, state = setup
+    proc = start(script, env, "loop")
+    wait_profiling(proc, fake)
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert fake.limits_w() != originals_w()
+    files = list(state.glob("*.json"))
+    assert len(files) == 1
+    recorded = json.loads(files[0].read_text())
+    assert [g["power_limit"] for g in recorded["gpus"]] == originals_w()
+
+    done = subprocess.run(
+        [sys.executable, "-m", "zeus_nb", "restore"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "restored" in done.stdout
+    assert fake.limits_w() == originals_w()
+    assert not list(state.glob("*.json"))
+    again = subprocess.run(
+        [sys.executable, "-m", "zeus_nb", "restore"], env=env, capture_output=True, text=True
+    )
+    assert again.returncode == 0 and "nothing to restore" in again.stdout
+
+
+def test_restore_skips_live_processes_unless_forced(tmp_path):
+    path = tmp_path / "x.json"
+    import socket
+
+    path.write_text(
+        json.dumps(
+            {
+                "format": "zeus-nb power-limit state",
+                "host": socket.gethostname(),
+                "pid": os.getppid(),
+                "backend": "sim",
+                "cuda_visible_devices": None,
+                "gpus": [{"index": 0, "name": "x", "power_limit": 200.0}],
+            }
+        )
+    )
+    (tmp_path / "bad.json").write_text("{")
+    results = {r.path.name: r for r in restore_from_state_files(tmp_path)}
+    assert results["x.json"].action == "skipped" and "still running" in results["x.json"].detail
+    assert results["bad.json"].action == "failed"
+    forced = {r.path.name: r for r in restore_from_state_files(tmp_path, force=True)}
+    assert forced["x.json"].action == "restored"
+    assert not path.exists()

@@ -1,0 +1,44 @@
+"""The repository keeps the promises its README makes."""
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def quick_start_commands() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    return [b.strip() for b in re.findall(r"```bash\n(.*?)```", section, re.S)]
+
+
+def test_readme_has_exactly_two_commands_and_ci_runs_the_test_one():
+    commands = quick_start_commands()
+    assert len(commands) == 2 and all("\n" not in c for c in commands)
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    assert commands[1] in ci, "the .ci/run script must run the README's test command verbatim"
+
+
+def test_top_level_layout():
+    for name in (
+        "pyproject.toml",
+        "README.md",
+        "zeus_nb",
+        "notebooks",
+        "data_scripts",
+        "tests",
+        "benchmarks",
+        ".ci/run",
+    ):
+        assert (REPO / name).exists(), name
+
+
+def test_shipped_data_keeps_license_and_credit():
+    res = REPO / "zeus_nb" / "resources"
+    assert "Apache License" in (res / "LICENSE-zeus-apache-2.0").read_text()
+    assert "Zeus" in (res / "README.md").read_text()
+    assert sorted(p.name for p in (res / "zeus_traces").glob("*.csv")) == [
+        "summary_power_a40.csv",
+        "summary_power_v100.csv",
+        "summary_train.csv",
+    ]

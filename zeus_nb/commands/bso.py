@@ -1,0 +1,146 @@
+"""zeus-nb bso: simulate the batch-size optimizer on the traces, or inspect a job's saved state."""
+
+from __future__ import annotations
+
+import json
+import math
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bso", help="batch-size optimizer for recurring jobs")
+    bso_sub = p.add_subparsers(dest="bso_command", required=True, metavar="ACTION")
+
+    s = bso_sub.add_parser("simulate", help="replay recurrences of a traced workload")
+    s.add_argument("--workload", required=True, help="traced workload (dataset name)")
+    s.add_argument("--gpu", default="v100", help="power trace: v100, a40 or a CSV file")
+    s.add_argument("--eta", type=float, default=0.5, help="energy-time knob in [0, 1]")
+    s.add_argument("--beta", type=float, default=2.0, help="early-stopping knob (inf: off)")
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument(
+        "--recurrences", type=int, default=None, help="default: 2 x |batch sizes| x |limits|"
+    )
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.set_defaults(func=run_simulate)
+
+    show = bso_sub.add_parser("show", help="print a recurring job's saved bandit state")
+    show.add_argument("job", nargs="?", help="job name (omit to list the jobs)")
+    show.add_argument("--store", default=None, help="SQLite file (default: the user cache)")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=run_show)
+
+
+def _num(x):
+    return None if isinstance(x, float) and not math.isfinite(x) else x
+
+
+def run_simulate(args) -> int:
+    from zeus_nb.optimizer.batch_size_sim import simulate
+
+    result = simulate(
+        args.workload,
+        args.gpu,
+        eta=args.eta,
+        beta=args.beta,
+        seed=args.seed,
+        recurrences=args.recurrences,
+    )
+    summary = result.summary()
+    rec = result.per_recurrence()
+    if args.json:
+        summary["beta"] = _num(summary["beta"])
+        summary["default_batch_size"] = result.model.default_batch_size
+        summary["baseline_energy"] = result.baseline_energy
+        runs = result.history.to_dict(orient="records")
+        print(json.dumps({"summary": summary, "runs": runs}, default=_json_default))
+        return 0
+    m = result.model
+    print(
+        f"{m.workload} on {m.gpu}: batch sizes {m.batch_sizes} (b0 {m.default_batch_size}), "
+        f"power limits {[int(p) for p in m.power_limits]} W, eta {m.eta:g}, beta "
+        f"{result.beta:g}, seed {result.seed}, {result.recurrences} recurrences"
+    )
+    print(
+        f"{'rec':>4} {'bs':>6} {'limit':>6} {'runs':>4} {'time (s)':>11} {'energy (J)':>12} "
+        f"{'cost (J)':>12}"
+    )
+    for r in rec.itertuples():
+        print(
+            f"{r.recurrence:>4} {r.batch_size:>6} {r.power_limit:>6.0f} {r.attempts:>4} "
+            f"{r.time:>11.0f} {r.energy:>12.4g} {r.cost:>12.4g}"
+            + ("" if r.reached else "  (never reached)")
+        )
+    h = result.history
+    print(
+        f"runs: {len(h)} ({int((~h['reached']).sum())} failed, "
+        f"{int(h['stopped_early'].sum())} stopped early)"
+    )
+    print(
+        f"energy saving vs b0 at the highest limit: cumulative "
+        f"{summary['cumulative_saving']:.1%}, last 10 recurrences {summary['last10_saving']:.1%}"
+    )
+    print(
+        f"converged to batch size {summary['converged_batch_size']} at "
+        f"{summary['converged_power_limit']:g} W"
+    )
+    return 0
+
+
+def _json_default(o):
+    import numpy as np
+
+    if isinstance(o, np.generic):
+        return o.item()
+    raise TypeError(f"cannot serialize {type(o).__name__}")
+
+
+def run_show(args) -> int:
+    from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
+    from zeus_nb.optimizer.batch_size_store import SQLiteStore, StoreError
+
+    store = SQLiteStore(args.store)
+    if args.job is None:
+        names = store.jobs()
+        if args.json:
+            print(json.dumps({"store": str(store.path), "jobs": names}))
+        else:
+            print(f"{store.path}: {len(names)} job(s)")
+            for n in names:
+                print(f"  {n}")
+        return 0
+    if store.job(args.job) is None:
+        raise StoreError(f"no job {args.job!r} in {store.path}; `zeus-nb bso show` lists them")
+    bso = BatchSizeOptimizer(args.job, store)
+    post = bso.posterior()
+    limits = store.power_limits(args.job)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "job": args.job,
+                    "phase": bso.phase,
+                    "observations": bso.num_observations,
+                    "best_cost": _num(bso.best_cost),
+                    "next_batch_size": bso.next_batch_size(),
+                    "power_limits": {str(k): v for k, v in limits.items()},
+                    "arms": [
+                        {k: _num(v) for k, v in row.items()}
+                        for row in post.to_dict(orient="records")
+                    ],
+                },
+                default=_json_default,
+            )
+        )
+        return 0
+    print(
+        f"{args.job}: {bso.num_observations} runs, phase {bso.phase}, "
+        f"next batch size {bso.next_batch_size()}"
+    )
+    print(f"{'bs':>6} {'runs':>5} {'reached':>7} {'mean cost (J)':>14} {'std':>10} {'limit':>6}")
+    for r in post.itertuples():
+        limit = limits.get(r.batch_size)
+        print(
+            f"{r.batch_size:>6} {r.observations:>5} {r.reached:>7} {r.mean_cost:>14.4g} "
+            f"{r.std:>10.3g} {'-' if limit is None else f'{limit:g}':>6}"
+            + ("" if r.survivor else "  pruned")
+        )
+    return 0

@@ -1,0 +1,87 @@
+"""zeus-nb plo replay LOG.csv"""
+
+from __future__ import annotations
+
+SELECTORS = ("energy", "time", "zeus-cost", "max-slowdown")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("plo", help="power-limit optimizer tools")
+    psub = p.add_subparsers(dest="plo_command", required=True, metavar="ACTION")
+    r = psub.add_parser(
+        "replay",
+        help="run the power-limit optimizer on a ZeusMonitor profiling log",
+        description="Replay a ZeusMonitor CSV log (one __GlobalPowerLimitOptimizer_<W> window "
+        "per power limit) through the optimizer; print each limit and the chosen one.",
+    )
+    r.add_argument("log", help="ZeusMonitor CSV log of a profiling run")
+    r.add_argument("--selector", choices=SELECTORS, default="zeus-cost")
+    r.add_argument("--eta", type=float, default=0.5, help="zeus-cost energy-time knob in [0, 1]")
+    r.add_argument("--factor", type=float, default=1.1, help="max-slowdown factor (>= 1)")
+    r.add_argument("--adaptive", action="store_true", help="skip limits that cannot win")
+    r.add_argument("--pl-step", type=int, default=25, help="W between profiled limits")
+    r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.set_defaults(func=run_replay)
+
+
+def make_selector(name: str, eta: float, factor: float):
+    from zeus_nb.optimizer.power_limit import Energy, MaxSlowdownConstraint, Time, ZeusCost
+
+    if name == "energy":
+        return Energy()
+    if name == "time":
+        return Time()
+    if name == "zeus-cost":
+        return ZeusCost(eta)
+    return MaxSlowdownConstraint(factor)
+
+
+def run_replay(args) -> int:
+    import json
+
+    from zeus_nb.optimizer.replay import replay_optimizer
+
+    selector = make_selector(args.selector, args.eta, args.factor)
+    plo = replay_optimizer(args.log, selector, adaptive=args.adaptive, pl_step=args.pl_step)
+    measured = {m.power_limit: m for m in plo.measurements}
+    rows = []
+    for w in plo.power_limits:
+        m = measured.get(w)
+        rows.append(
+            {
+                "power_limit": w,
+                "time": m.time if m else None,
+                "energy": m.energy if m else None,
+                "status": "measured" if m else "skipped: " + plo.abandoned.get(w, ""),
+            }
+        )
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "log": str(args.log),
+                    "selector": repr(selector),
+                    "adaptive": args.adaptive,
+                    "power_limit": plo.optimal_power_limit,
+                    "profiling_time": plo.profiling_time,
+                    "profiling_energy": plo.profiling_energy,
+                    "limits": rows,
+                }
+            )
+        )
+        return 0
+    print(f"{'limit W':>8} {'time s':>9} {'energy J':>10} {'power W':>8}")
+    for r in rows:
+        mark = "  <- chosen" if r["power_limit"] == plo.optimal_power_limit else ""
+        if r["time"] is None:
+            print(f"{r['power_limit']:>8g} {'':>9} {'':>10} {'':>8}  {r['status']}")
+            continue
+        power = r["energy"] / r["time"] if r["time"] > 0 else 0.0
+        print(f"{r['power_limit']:>8g} {r['time']:>9.2f} {r['energy']:>10.1f} {power:>8.1f}{mark}")
+    print(f"selector: {selector!r}")
+    print(f"chosen power limit: {plo.optimal_power_limit:g} W")
+    print(
+        f"profiling spent {plo.profiling_time:.1f} s and {plo.profiling_energy:.0f} J "
+        "(warm-up steps included)"
+    )
+    return 0

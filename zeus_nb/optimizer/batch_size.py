@@ -1,0 +1,435 @@
+"""The batch-size optimizer for recurring training jobs (Zeus, NSDI '23, section 4).
+
+A job that re-runs (nightly retraining, a course assignment, a hyperparameter sweep) can learn its
+cost-optimal batch size across recurrences. Each recurrence is one pull of a multi-armed bandit:
+
+1. **Pruning.** Starting at the default batch size b0, try smaller batch sizes in descending
+   order, then larger ones in ascending order; a direction stops at the first batch size that
+   fails to reach the target metric (larger or smaller ones would likely fail too). A second round
+   repeats this over the survivors, re-centred on the cheapest batch size of the first round.
+2. **Gaussian Thompson sampling** over the survivors: each arm's mean cost gets a Gaussian
+   posterior whose variance is estimated from that arm's observed costs; each recurrence draws one
+   sample per arm and runs the cheapest draw.
+
+Cost = eta x energy + (1 - eta) x MaxPower x time (:func:`zeus_nb.tradeoff.zeus_cost`).
+**Early stopping**: a run whose cost would pass beta x the cheapest successful run so far is
+stopped and counts as not reaching the target (beta = inf disables this). The GPU power limit is
+chosen **just in time** per batch size: the first run of a batch size profiles the limits and
+:meth:`BatchSizeOptimizer.set_power_limit` records the least-cost one for later runs.
+
+Every decision is a pure function of the job's settings and its observation log, and the random
+draw of recurrence *n* is seeded by (seed, n): any process that reads the same log makes the same
+choice, which is what lets the state live in a shared SQLite file.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from zeus_nb.optimizer.batch_size_store import (
+    JobSpec,
+    MemoryStore,
+    Observation,
+    SQLiteStore,
+    StoreError,
+)
+from zeus_nb.tradeoff import check_eta, zeus_cost
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "BatchSizeOptimizer",
+    "JobSpec",
+    "MemoryStore",
+    "Observation",
+    "PruningExplorer",
+    "SQLiteStore",
+]
+
+
+@dataclass
+class PruningExplorer:
+    """The pruning phase as a small state machine: ``expected`` is the batch size to run next.
+
+    Observations of any other batch size (a concurrent recurrence that reports late) are ignored
+    here; the bandit still learns from them.
+    """
+
+    batch_sizes: list[int]
+    center: int
+    rounds: int = 2
+    round: int = 0
+    survivors: list[int] = field(default_factory=list)
+    _queue: list[list[int]] = field(default_factory=list)
+    _good: list[int] = field(default_factory=list)
+    _best: float = math.inf
+    tried: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.batch_sizes = sorted(set(self.batch_sizes))
+        if self.center not in self.batch_sizes:
+            raise ValueError(
+                f"default batch size {self.center} is not among the batch sizes {self.batch_sizes}"
+            )
+        self.survivors = list(self.batch_sizes)
+        self._start_round()
+
+    def _start_round(self) -> None:
+        i = self.survivors.index(self.center)
+        self._queue = [self.survivors[: i + 1][::-1], self.survivors[i + 1 :]]
+        self._good = []
+        self._best = math.inf
+        self._skip_empty()
+
+    def _skip_empty(self) -> None:
+        while self._queue and not self._queue[0]:
+            self._queue.pop(0)
+
+    @property
+    def done(self) -> bool:
+        return self.round >= self.rounds
+
+    @property
+    def expected(self) -> int | None:
+        """The batch size pruning wants to run next, or None once pruning is over."""
+        return None if self.done else self._queue[0][0]
+
+    def observe(self, batch_size: int, cost: float, reached: bool) -> bool:
+        """Feed one result; returns whether pruning used it."""
+        if self.done or batch_size != self.expected:
+            return False
+        self._queue[0].pop(0)
+        self.tried.append(batch_size)
+        if reached:
+            self._good.append(batch_size)
+            if cost < self._best:
+                self._best, self.center = cost, batch_size
+        else:
+            self._queue[0] = []  # stop this direction at its first failure
+        self._skip_empty()
+        if not self._queue:
+            self._end_round()
+        return True
+
+    def _end_round(self) -> None:
+        # With no survivor at all, keep the previous set: the user's default must be feasible,
+        # and a single unlucky (or early-stopped) run should not leave the bandit with no arms.
+        if self._good:
+            self.survivors = sorted(self._good)
+        if self.center not in self.survivors:
+            self.center = self.survivors[0]
+        self.round += 1
+        if not self.done:
+            self._start_round()
+
+
+class BatchSizeOptimizer:
+    """Learns the cost-optimal batch size of a recurring job, one recurrence at a time.
+
+    ``job`` is a :class:`JobSpec` or a job name; with a name, pass ``batch_sizes`` and
+    ``default_batch_size`` the first time (later processes may pass the name alone: the settings
+    come from the store). ``store`` is a :class:`SQLiteStore`, a path to its file, a
+    :class:`MemoryStore`, or None for the SQLite file at the default location.
+
+    A recurrence::
+
+        bso = BatchSizeOptimizer("nightly-resnet", store=..., batch_sizes=[64, 128, 256],
+                                 default_batch_size=128)
+        bs = bso.next_batch_size()
+        ... train with bs; stop when bso.should_stop(time=t, energy=e) ...
+        bso.report(bs, time=t, energy=e, reached=hit_target)
+    """
+
+    def __init__(
+        self,
+        job: JobSpec | str,
+        store: MemoryStore | SQLiteStore | str | Path | None = None,
+        *,
+        batch_sizes: list[int] | tuple[int, ...] | None = None,
+        default_batch_size: int | None = None,
+        eta: float = 0.5,
+        beta: float = 2.0,
+        max_power: float | None = None,
+        seed: int = 0,
+        pruning_rounds: int = 2,
+        window: int = 0,
+    ) -> None:
+        if store is None or isinstance(store, (str, Path)):
+            store = SQLiteStore(store)
+        self.store = store
+        if isinstance(job, JobSpec):
+            spec = job
+        else:
+            name = str(job)
+            if not name:
+                raise ValueError("the job name must not be empty")
+            if batch_sizes is None and default_batch_size is None:
+                known = store.job(name)
+                if known is None:
+                    raise StoreError(
+                        f"job {name!r} is not in the store yet; pass batch_sizes= and "
+                        "default_batch_size= to start its bandit"
+                    )
+                spec = known
+            else:
+                spec = JobSpec(
+                    name,
+                    tuple(batch_sizes or ()),
+                    int(default_batch_size if default_batch_size is not None else -1),
+                    float(eta),
+                    float(beta),
+                    None if max_power is None else float(max_power),
+                    int(seed),
+                    int(pruning_rounds),
+                    int(window),
+                )
+        spec = _validated(spec)
+        self.job = store.register(spec)
+        self._explorer = PruningExplorer(
+            list(self.job.batch_sizes), self.job.default_batch_size, self.job.pruning_rounds
+        )
+        self._last_id = 0
+        self._log: list[Observation] = []
+        self._costs: dict[int, list[float]] = {b: [] for b in self.job.batch_sizes}
+        self._best_cost = math.inf
+        self._sync()
+
+    # -- state ------------------------------------------------------------------------------
+
+    def _sync(self) -> None:
+        """Apply observations other processes (or this one) appended since the last look."""
+        for i, obs in self.store.observations(self.job.name, self._last_id):
+            self._apply(obs)
+            self._last_id = i
+
+    def _apply(self, obs: Observation) -> None:
+        self._log.append(obs)
+        # A run that did not reach the target has to be retried: its cost to the job is what
+        # it spent plus at least one successful run, so the bandit sees that sum.
+        cost = obs.cost
+        if not obs.reached:
+            cost += self._best_cost if math.isfinite(self._best_cost) else obs.cost
+        self._costs.setdefault(obs.batch_size, []).append(cost)
+        self._explorer.observe(obs.batch_size, obs.cost, obs.reached)
+        if obs.reached and obs.cost < self._best_cost:
+            self._best_cost = obs.cost
+
+    @property
+    def phase(self) -> str:
+        """``"pruning"`` or ``"thompson"``."""
+        self._sync()
+        return "thompson" if self._explorer.done else "pruning"
+
+    @property
+    def survivors(self) -> list[int]:
+        """Batch sizes still in the running (all of them until pruning ends a round)."""
+        self._sync()
+        return list(self._explorer.survivors)
+
+    @property
+    def best_cost(self) -> float:
+        """Cost (J) of the cheapest run that reached the target so far; inf before any."""
+        self._sync()
+        return self._best_cost
+
+    @property
+    def cost_threshold(self) -> float:
+        """Early-stopping threshold: beta x best cost (inf: no run has reached the target yet)."""
+        best = self.best_cost
+        return self.job.beta * best if math.isfinite(best) else math.inf
+
+    @property
+    def num_observations(self) -> int:
+        self._sync()
+        return len(self._log)
+
+    # -- decisions --------------------------------------------------------------------------
+
+    def next_batch_size(self) -> int:
+        """The batch size this recurrence should train with."""
+        self._sync()
+        expected = self._explorer.expected
+        if expected is not None:
+            return int(expected)
+        rng = np.random.default_rng([self.job.seed, len(self._log)])
+        draws = self._sample_means(rng)
+        return int(min(draws, key=draws.get))
+
+    def _arm_costs(self, bs: int) -> np.ndarray:
+        costs = self._costs.get(bs, [])
+        if self.job.window > 0:
+            costs = costs[-self.job.window :]
+        return np.asarray(costs, dtype=float)
+
+    def _arm_posterior(self, bs: int, pooled_cv: float) -> tuple[float, float]:
+        """(mean, std) of the Gaussian posterior of an arm's mean cost, flat prior.
+
+        The variance is the arm's own (maximum-likelihood) sample variance of its observed costs;
+        an arm with a single observation borrows the mean coefficient of variation of the other
+        arms (0 when there is none, which makes the draw that observation).
+        """
+        c = self._arm_costs(bs)
+        if c.size == 0:
+            return math.nan, math.inf
+        mean = float(c.mean())
+        if c.size >= 2:
+            return mean, float(c.std()) / math.sqrt(c.size)
+        return mean, pooled_cv * mean
+
+    def _pooled_cv(self, arms: list[int]) -> float:
+        cvs = []
+        for bs in arms:
+            c = self._arm_costs(bs)
+            if c.size >= 2 and c.mean() > 0:
+                cvs.append(float(c.std() / c.mean()))
+        return float(np.mean(cvs)) if cvs else 0.0
+
+    def _sample_means(self, rng: np.random.Generator) -> dict[int, float]:
+        arms = self._explorer.survivors
+        cv = self._pooled_cv(arms)
+        draws: dict[int, float] = {}
+        for bs in arms:
+            mean, std = self._arm_posterior(bs, cv)
+            if math.isnan(mean):  # never observed (only after a concurrent mix-up): try it
+                return {bs: -math.inf}
+            draws[bs] = mean + std * float(rng.standard_normal()) if std > 0 else mean
+        return draws
+
+    def posterior(self) -> pd.DataFrame:
+        """Per batch size: observations, mean cost, posterior std of the mean, survivor or not."""
+        import pandas as pd
+
+        self._sync()
+        cv = self._pooled_cv(self._explorer.survivors)
+        rows = []
+        for bs in self.job.batch_sizes:
+            c = self._arm_costs(bs)
+            mean, std = self._arm_posterior(bs, cv)
+            rows.append(
+                {
+                    "batch_size": bs,
+                    "observations": int(c.size),
+                    "mean_cost": mean,
+                    "std": std if c.size else math.nan,
+                    "survivor": bs in self._explorer.survivors,
+                    "reached": sum(o.reached for o in self._log if o.batch_size == bs),
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def history(self) -> pd.DataFrame:
+        """Every reported run, oldest first."""
+        import pandas as pd
+
+        self._sync()
+        cols = ["batch_size", "power_limit", "time", "energy", "cost", "reached"]
+        return pd.DataFrame(
+            [[o.batch_size, o.power_limit, o.time, o.energy, o.cost, o.reached] for o in self._log],
+            columns=cols,
+        )
+
+    # -- reporting --------------------------------------------------------------------------
+
+    def cost(self, time: float, energy: float) -> float:
+        """The job's cost (J) of a run that took ``time`` s and ``energy`` J."""
+        return zeus_cost(float(energy), float(time), self.job.eta, self._max_power())
+
+    def _max_power(self) -> float:
+        if self.job.max_power is not None:
+            return self.job.max_power
+        from zeus_nb import device
+
+        return float(device.current().gpu(0).power_limit_constraints()[1])
+
+    def should_stop(self, time: float, energy: float, epochs: int | None = None) -> bool:
+        """Whether to stop the running recurrence early (call it at the end of each epoch).
+
+        With ``epochs`` (epochs done so far), stops when one more epoch at the average cost per
+        epoch so far would pass the threshold; without, when the cost has passed it.
+        """
+        limit = self.cost_threshold
+        if not math.isfinite(limit):
+            return False
+        spent = self.cost(time, energy)
+        if epochs:
+            return spent * (epochs + 1) / epochs > limit
+        return spent > limit
+
+    def report(
+        self,
+        batch_size: int,
+        *,
+        time: float,
+        energy: float,
+        reached: bool,
+        power_limit: float | None = None,
+    ) -> float:
+        """Record a finished or stopped run; returns its cost (J).
+
+        Report every run, including failed and early-stopped ones: a run that did not reach
+        the target is what prunes a batch size.
+        """
+        bs = int(batch_size)
+        if bs not in self.job.batch_sizes:
+            raise ValueError(
+                f"batch size {bs} is not one of job {self.job.name!r}'s batch sizes "
+                f"{list(self.job.batch_sizes)}"
+            )
+        if not (math.isfinite(time) and math.isfinite(energy)) or time < 0 or energy < 0:
+            raise ValueError(f"time and energy must be finite and >= 0, got {time}, {energy}")
+        cost = self.cost(time, energy)
+        obs = Observation(bs, float(time), float(energy), cost, bool(reached), power_limit)
+        self.store.append(self.job.name, obs)
+        self._sync()
+        return cost
+
+    # -- just-in-time power limit -----------------------------------------------------------
+
+    def power_limit(self, batch_size: int) -> float | None:
+        """The least-cost power limit recorded for ``batch_size``; None: profile it this run."""
+        return self.store.power_limits(self.job.name).get(int(batch_size))
+
+    def set_power_limit(self, batch_size: int, watts: float) -> None:
+        """Record the power limit that profiling found cheapest for ``batch_size``."""
+        if int(batch_size) not in self.job.batch_sizes:
+            raise ValueError(f"batch size {batch_size} is not one of job {self.job.name!r}'s")
+        self.store.set_power_limit(self.job.name, int(batch_size), float(watts))
+
+
+def _validated(spec: JobSpec) -> JobSpec:
+    if not spec.batch_sizes:
+        raise ValueError("batch_sizes must list at least one batch size")
+    sizes = tuple(sorted({int(b) for b in spec.batch_sizes}))
+    if sizes[0] < 1:
+        raise ValueError(f"batch sizes must be positive integers, got {list(spec.batch_sizes)}")
+    if spec.default_batch_size not in sizes:
+        raise ValueError(
+            f"default_batch_size {spec.default_batch_size} must be one of the batch sizes "
+            f"{list(sizes)}"
+        )
+    check_eta(spec.eta)
+    if not spec.beta > 1.0:
+        raise ValueError(f"beta must be > 1 (inf disables early stopping), got {spec.beta}")
+    if spec.max_power is not None and not spec.max_power > 0:
+        raise ValueError(f"max_power must be > 0 W, got {spec.max_power}")
+    if spec.pruning_rounds < 1:
+        raise ValueError(f"pruning_rounds must be >= 1, got {spec.pruning_rounds}")
+    if spec.window < 0:
+        raise ValueError(f"window must be >= 0 (0: all observations), got {spec.window}")
+    return JobSpec(
+        spec.name,
+        sizes,
+        int(spec.default_batch_size),
+        float(spec.eta),
+        float(spec.beta),
+        spec.max_power,
+        int(spec.seed),
+        int(spec.pruning_rounds),
+        int(spec.window),
+    )
