@@ -156,10 +156,11 @@ def energy_time_scatter(
             base_t, base_e = "time", "energy"
         if not base.empty:
             x, y = base[base_t].iloc[0] / ts, base[base_e].iloc[0] / es
+            high = y > (max(all_e) / es + min(all_e) / es) / 2  # keep the label inside
             ax.annotate(
                 f"default\n(b={default_batch_size}, {top:g} W)",
                 (x, y),
-                xytext=(18, 18),
+                xytext=(18, -38 if high else 18),
                 textcoords="offset points",
                 arrowprops={"arrowstyle": "->", "color": "black"},
                 fontsize=9,
