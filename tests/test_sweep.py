@@ -109,6 +109,25 @@ def test_fake_nvml_limits_restored(tmp_path, fake_nvml):
     assert df["reached"].all() and (df["epochs"] == 1).all()
 
 
+def test_no_permission_changes_nothing(tmp_path, fake_nvml):
+    from zeus_nb.errors import PowerLimitPermissionError
+
+    before = fake_nvml.limits_w()
+    fake_nvml.set_device(1, set_error="NoPermission")
+    with pytest.raises(PowerLimitPermissionError):
+        run_sweep(
+            lambda b, e: 1.0,
+            [8],
+            [150],
+            target_metric=0.5,
+            max_epochs=2,
+            results_path=tmp_path / "r.jsonl",
+            progress=False,
+        )
+    assert fake_nvml.limits_w() == before
+    assert read_results(tmp_path / "r.jsonl") == []
+
+
 def test_bad_inputs_are_refused_before_anything_runs(tmp_path):
     zeus_nb.use_simulated("v100", workload="imagenet")
     fn = trace_train_fn("imagenet")
@@ -205,7 +224,7 @@ def test_live_torch_sweep_charges_each_step_on_the_simulated_gpu(tmp_path):
     torch = pytest.importorskip("torch")
     from zeus_nb.torch_train import synthetic_images, torch_train_fn
 
-    train, val = synthetic_images(200, num_classes=4, image_size=8, seed=1)
+    train, val = synthetic_images(200, num_classes=4, image_size=8, noise=0.6, seed=1)
     fn = torch_train_fn(
         lambda: torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 4)),
         train,

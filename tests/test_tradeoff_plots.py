@@ -73,15 +73,20 @@ def test_tta_eta_by_power_limit_lines():
 def test_sweep_figure_from_results_file(tmp_path):
     zeus_nb.use_simulated("v100", workload="cifar100")
     path = tmp_path / "r.jsonl"
+    # Batch size 2048 reaches 0.6 only after the 100-epoch cap: drawn hollow where it stopped.
     run_sweep(
         trace_train_fn("cifar100"),
-        [128, 1024],
+        [128, 1024, 2048],
         [100, 250],
         workload="cifar100",
         results_path=path,
         progress=False,
     )
     fig = plots.sweep_tradeoff_figure(path, default_batch_size=1024)
-    assert "b=1024, 250 W" in _texts(fig.axes[0])
-    assert sum(len(c.get_offsets()) for c in fig.axes[0].collections) == 4
+    ax = fig.axes[0]
+    assert "b=1024, 250 W" in _texts(ax)
+    assert sum(len(c.get_offsets()) for c in ax.collections) == 6
+    hollow = [c for c in ax.collections if len(c.get_facecolors()) == 0]
+    assert len(hollow) == 2
+    assert "never reached" not in ax.get_title()
     matplotlib.pyplot.close(fig)

@@ -222,3 +222,12 @@ def test_cli_bad_trace_exits_2_naming_the_row(tmp_path, capsys):
     assert "row 4" in err and "time_per_epoch" in err and "Traceback" not in err
     with pytest.raises(TraceFormatError):
         potential_savings(str(bad))
+
+
+def test_savings_of_a_trace_without_known_workloads(tmp_path):
+    trace = load_power_trace("a40")
+    trace["dataset"] = "my-" + trace["dataset"]
+    path = tmp_path / "other.csv"
+    trace.to_csv(path, index=False)
+    with pytest.raises(ValueError, match="none of the traced workloads"):
+        potential_savings(str(path))

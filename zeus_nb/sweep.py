@@ -228,8 +228,11 @@ def run_sweep(
     finally:
         if bar is not None:
             bar.close()
+        # Restore only what changed: if setting a limit failed for lack of permission, nothing
+        # was changed and the original error is the one to show.
         for g, watts in zip(monitor.gpus, before, strict=True):
-            g.set_power_limit(watts)
+            if g.get_power_limit() != watts:
+                g.set_power_limit(watts)
     return load_results(path, grid)
 
 

@@ -79,16 +79,25 @@ def energy_time_scatter(
     Colour: batch size; marker: power limit. The Pareto front is drawn as a line; the default
     configuration (``default_batch_size`` at the highest power limit) and the optimum (least Zeus
     cost for ``eta_knob``; 1 = least energy) are annotated. Configurations that never reached the
-    target (NaN ``eta``) are left out and counted in the title.
+    target (NaN ``eta``) are drawn hollow at the time and energy they spent (sweep results have
+    ``time`` and ``energy`` columns for that); where those are unknown (traces) they are left out
+    and counted in the title.
     """
     from zeus_nb.tradeoff import min_cost, pareto_front
 
     _check(data, ("batch_size", "power_limit", "tta", "eta"))
     ok = data.dropna(subset=["tta", "eta"])
-    if ok.empty:
+    failed = data[data["tta"].isna() | data["eta"].isna()]
+    if {"time", "energy"} <= set(data.columns):
+        failed = failed.dropna(subset=["time", "energy"])
+    else:
+        failed = failed.iloc[0:0]
+    if ok.empty and failed.empty:
         raise ValueError("no configuration reached the target: nothing to plot")
-    ts, tu = _time_unit(float(ok["tta"].median()))
-    es, eu = _energy_unit(float(ok["eta"].median()))
+    all_t = list(ok["tta"]) + (list(failed["time"]) if len(failed) else [])
+    all_e = list(ok["eta"]) + (list(failed["energy"]) if len(failed) else [])
+    ts, tu = _time_unit(sorted(all_t)[len(all_t) // 2])
+    es, eu = _energy_unit(sorted(all_e)[len(all_e) // 2])
     sizes = sorted(int(b) for b in data["batch_size"].unique())
     limits = sorted(float(p) for p in data["power_limit"].unique())
     color = _batch_colors(sizes)
@@ -106,8 +115,31 @@ def energy_time_scatter(
             linewidths=0.4,
             zorder=3,
         )
+    for (b, p), g in failed.groupby(["batch_size", "power_limit"]):
+        ax.scatter(
+            g["time"] / ts,
+            g["energy"] / es,
+            facecolors="none",
+            edgecolors=color[int(b)],
+            marker=marker[float(p)],
+            s=46,
+            linewidths=1.2,
+            zorder=3,
+        )
     handles = []
-    if front:
+    if len(failed):
+        handles.append(
+            Line2D(
+                [],
+                [],
+                ls="",
+                marker="o",
+                markerfacecolor="none",
+                color="0.3",
+                label="target not reached\n(time, energy spent)",
+            )
+        )
+    if front and len(ok):
         pf = pareto_front(ok)
         (line,) = ax.plot(
             pf["tta"] / ts, pf["eta"] / es, color="crimson", lw=1.6, zorder=2, label="Pareto front"
@@ -116,31 +148,39 @@ def energy_time_scatter(
     top = max(limits)
     if default_batch_size is not None:
         base = ok[(ok["batch_size"] == default_batch_size) & (ok["power_limit"] == top)]
+        base_t, base_e = "tta", "eta"
+        if base.empty:
+            base = failed[
+                (failed["batch_size"] == default_batch_size) & (failed["power_limit"] == top)
+            ]
+            base_t, base_e = "time", "energy"
         if not base.empty:
-            x, y = base["tta"].iloc[0] / ts, base["eta"].iloc[0] / es
+            x, y = base[base_t].iloc[0] / ts, base[base_e].iloc[0] / es
+            high = y > (max(all_e) / es + min(all_e) / es) / 2  # keep the label inside
             ax.annotate(
                 f"default\n(b={default_batch_size}, {top:g} W)",
                 (x, y),
-                xytext=(18, 18),
+                xytext=(18, -38 if high else 18),
                 textcoords="offset points",
                 arrowprops={"arrowstyle": "->", "color": "black"},
                 fontsize=9,
                 bbox={"boxstyle": "round", "fc": "white", "alpha": 0.85},
             )
-    best = min_cost(ok, eta_knob)
     what = "least energy" if eta_knob == 1.0 else f"least cost (eta={eta_knob:g})"
-    ax.annotate(
-        f"{what}\n(b={int(best['batch_size'])}, {best['power_limit']:g} W)",
-        (best["tta"] / ts, best["eta"] / es),
-        xytext=(40, 12),
-        textcoords="offset points",
-        arrowprops={"arrowstyle": "->", "color": "crimson"},
-        fontsize=9,
-        color="crimson",
-        bbox={"boxstyle": "round", "fc": "white", "alpha": 0.85},
-    )
+    best = min_cost(ok, eta_knob) if len(ok) else None
+    if best is not None:
+        ax.annotate(
+            f"{what}\n(b={int(best['batch_size'])}, {best['power_limit']:g} W)",
+            (best["tta"] / ts, best["eta"] / es),
+            xytext=(40, 12),
+            textcoords="offset points",
+            arrowprops={"arrowstyle": "->", "color": "crimson"},
+            fontsize=9,
+            color="crimson",
+            bbox={"boxstyle": "round", "fc": "white", "alpha": 0.85},
+        )
     if log is None:
-        log = bool(ok["tta"].max() > 8 * ok["tta"].min() or ok["eta"].max() > 8 * ok["eta"].min())
+        log = bool(max(all_t) > 8 * min(all_t) or max(all_e) > 8 * min(all_e))
     if log:
         from matplotlib.ticker import ScalarFormatter
 
@@ -154,13 +194,16 @@ def energy_time_scatter(
     ax.set_xlabel(f"Time to target ({tu}){scale}")
     ax.set_ylabel(f"Energy to target ({eu}){scale}")
     ax.grid(alpha=0.3)
-    missing = (
-        data[["batch_size", "power_limit"]].drop_duplicates().shape[0]
-        - ok[["batch_size", "power_limit"]].drop_duplicates().shape[0]
-    )
+
+    def count(df):
+        return df[["batch_size", "power_limit"]].drop_duplicates().shape[0]
+
+    missing = count(data) - count(ok) - count(failed)
     full_title = title or "Energy-time tradeoff"
     if missing:
         full_title += f"\n({missing} configuration(s) never reached the target: not shown)"
+    elif ok.empty:
+        full_title += "\n(no configuration reached the target)"
     ax.set_title(full_title)
     bs_handles = [
         Line2D([], [], ls="", marker="o", color=color[b], markeredgecolor="black", label=str(b))
