@@ -128,7 +128,7 @@ print(pd.DataFrame(along, index=["batch_size", "power_limit"]))
 # each step costs what the traced CIFAR-100 steps cost at that batch size and limit.
 
 # %%
-train_data, val_data = synthetic_images(512, num_classes=10, image_size=8, seed=seed)
+train_data, val_data = synthetic_images(512, num_classes=10, image_size=8, noise=0.6, seed=seed)
 
 
 def small_model() -> torch.nn.Module:

@@ -124,7 +124,7 @@ check.should_stop_early(should_stop_early)
 # recurrence (a new process) continues where the last one stopped.
 
 # %%
-train_data, val_data = synthetic_images(512, num_classes=10, image_size=8, seed=seed)
+train_data, val_data = synthetic_images(512, num_classes=10, image_size=8, noise=0.6, seed=seed)
 
 
 def small_model() -> torch.nn.Module:
