@@ -44,7 +44,8 @@ def plot_power_timeline(
             fontsize=8,
         )
     ax.set(xlabel="time (s)", ylabel="power (W)", title=title)
-    ax.set_ylim(bottom=0)
+    top = float(frame["power"].max()) if len(frame) else 0.0
+    ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
     if frame["gpu"].nunique() > 1:
         ax.legend(loc="upper right")
     fig.tight_layout()
