@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import papermill
 import pytest
 
 from zeus_nb import device
@@ -63,6 +64,9 @@ def test_notebook_structure(path):
             assert re.match(r"^\w+: \w+ = .+  # .+", line), f"{path.name}: {line!r}"
     for name in ('backend: str = "auto"', "smoke: bool = False", "seed: int", "headless: bool"):
         assert name in params, f"{path.name}: parameters lack {name!r}"
+    names = {line.split(":")[0] for line in params.splitlines() if line.strip()}
+    parsed = papermill.inspect_notebook(str(path))  # papermill skips lines it cannot parse
+    assert set(parsed) == names, f"{path.name}: papermill cannot parse {names - set(parsed)}"
     for cell in nb.cells:
         src = cell.source
         if "# BEGIN SOLUTION" in src:
@@ -135,3 +139,103 @@ def test_01_measuring_energy_records(tour):
         if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
     ]
     assert views == []
+
+
+def test_02_power_limit_optimizer_records(tour):
+    from zeus_nb.optimizer.replay import load_profile_log
+    from zeus_nb.traces import resource_path
+    from zeus_nb.tradeoff import zeus_cost
+
+    r = _records(tour, "02_power_limit_optimizer")
+    log = load_profile_log(resource_path("zeus_profiles", r["replay_log"]))
+    limits = log.power_limits  # highest first: ties go to the higher limit
+    energy = {w: sum(log.energy[w].values()) for w in limits}
+    assert r["replay_choices"]["Energy()"] == min(limits, key=energy.get)
+    assert r["replay_choices"]["Time()"] == min(limits, key=log.elapsed.get)
+    top = max(limits)
+    best = min(limits, key=lambda w: zeus_cost(energy[w], log.elapsed[w], 0.5, top))
+    assert r["replay_choices"]["ZeusCost(eta_knob=0.5)"] == best == r["zeus_cost_by_hand"]
+    slow = [r["slowdown_choices"][k] for k in sorted(r["slowdown_choices"], key=float)]
+    assert slow[0] == top and slow == sorted(slow, reverse=True)  # looser knob, lower limit
+    # live: ZeusCost(0.5) on the simulated A40 (2% noise) lands next to the noiseless optimum
+    sim = device.use_simulated(gpu="a40", workload="imagenet")
+    costs = {}
+    for w in range(300, 99, -25):
+        t, p = sim.step_cost(sim.batch_size, w)
+        costs[w] = zeus_cost(t * p, t, 0.5, 300.0)
+    assert r["live_selector"] == "ZeusCost(eta_knob=0.5)"
+    assert abs(r["live_choice"] - min(costs, key=costs.get)) <= 25
+    assert r["live_limits_per_epoch"][-1] == r["live_choice"]
+    assert r["profile_reused"] is True
+    assert r["hf_choice"] in (300.0, 250.0, 200.0, 150.0, 100.0)
+
+
+def test_03_energy_time_tradeoff_records(tour):
+    from zeus_nb.traces import tta_eta
+    from zeus_nb.tradeoff import zeus_cost
+
+    r = _records(tour, "03_energy_time_tradeoff")
+    trace = tta_eta("imagenet", "v100")
+    ok = trace.dropna(subset=["tta", "eta"])
+    assert r["trace_configurations"] == len(trace)
+    # the front: sorted by time, energy strictly falling, and no reached point dominates it
+    pts = {
+        (int(b), float(p)): (t, e)
+        for b, p, t, e in ok[["batch_size", "power_limit", "tta", "eta"]].itertuples(index=False)
+    }
+    front = [pts[tuple(k)] for k in r["trace_front"]]
+    assert front == sorted(front) and all(
+        a[1] > b[1] for a, b in zip(front, front[1:], strict=False)
+    )
+    for t, e in front:
+        assert not any(t2 <= t and e2 < e for t2, e2 in pts.values())
+    assert r["student_front_size"] == len(front)
+    top = float(ok.power_limit.max())
+    best = min(pts, key=lambda k: zeus_cost(pts[k][1], pts[k][0], 1.0, top))
+    assert tuple(r["optimum"]) == best == tuple(r["optimum_by_eta"]["1.0"])
+    fastest = min(pts, key=lambda k: pts[k][0])
+    assert tuple(r["optimum_by_eta"]["0.0"]) == fastest
+    assert r["live_configurations"] == 4  # smoke: 2 batch sizes x 2 limits
+    assert 1 <= len(r["live_front"]) <= r["live_reached"] <= 4
+    assert set(r["best_both_ratio"]) >= {"imagenet", "cifar100"}
+    assert all(0 < v <= 1 for v in r["best_both_ratio"].values())
+
+
+def test_04_batch_size_optimizer_records(tour):
+    from zeus_nb.optimizer.batch_size_sim import simulate
+
+    r = _records(tour, "04_batch_size_optimizer")
+    again = simulate("imagenet", gpu="v100", eta=0.5, beta=2.0, seed=1).summary()
+    assert r["simulation"]["converged_batch_size"] == again["converged_batch_size"]
+    assert r["simulation"]["cumulative_saving"] == pytest.approx(again["cumulative_saving"])
+    assert 0 < r["simulation"]["cumulative_saving"] < 1
+    knobs = {(k["knob"], str(k["value"])): k for k in r["knobs"]}
+    for eta in (0.0, 1.0):
+        s = simulate("imagenet", gpu="v100", eta=eta, beta=2.0, seed=1).summary()
+        row = knobs[("eta", str(eta))]
+        assert (row["batch_size"], row["power_limit"]) == (
+            s["converged_batch_size"],
+            s["converged_power_limit"],
+        )
+    never = simulate("imagenet", gpu="v100", eta=0.5, beta=math.inf, seed=1).summary()
+    assert knobs[("beta", "inf")]["saving"] == pytest.approx(never["cumulative_saving"])
+    # live: 6 smoke recurrences; pruning starts at the default (128), goes down, then up
+    assert len(r["live_batch_sizes"]) == 6
+    assert r["live_batch_sizes"][:4] == [128, 64, 32, 256]
+    assert set(r["live_survivors"]) <= {32, 64, 128, 256}
+    assert r["live_phase"] in ("pruning", "thompson")
+
+
+def test_05_data_parallel_records(tour):
+    r = _records(tour, "05_data_parallel")
+    assert r["dp"]["world_size"] == 2 == len(r["dp_rank_times"])
+    t, e = r["dp_aggregated"]
+    assert t == pytest.approx(max(r["dp_rank_times"])) == pytest.approx(r["dp"]["time_s"])
+    assert e == pytest.approx(sum(r["dp_rank_energies"])) == pytest.approx(r["dp"]["energy_j"])
+    assert all(x > 0 for x in r["dp_rank_energies"])
+    # every rank ends on the one limit the optimizer chose, within the A40's range
+    assert len(set(r["dp_power_limits"])) == 1
+    assert r["dp_power_limits"][0] == r["dp_optimal_power_limit"]
+    assert 100 <= r["dp_optimal_power_limit"] <= 300
+    assert len(set(r["fsdp_power_limits"])) == 1 and r["fsdp"]["world_size"] == 2
+    assert 0 <= r["fsdp"]["accuracy"] <= 1 and r["fsdp"]["energy_j"] > 0

@@ -382,10 +382,13 @@ def plot_live(series: LiveSeries, title: str = ""):
     import matplotlib.pyplot as plt
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3))
-    ax1.plot(series.times, series.powers, drawstyle="steps-post")
+    times = [0.0, *series.times]  # each step's power holds from the previous sample to its own
+    ax1.plot(times, series.powers[:1] + series.powers, drawstyle="steps-pre")
     ax1.set(xlabel="time (s)", ylabel="power (W)", title="power")
-    ax2.plot(series.times, series.energies)
+    ax1.set_ylim(bottom=0)
+    ax2.plot(times, [0.0, *series.energies], marker=".")
     ax2.set(xlabel="time (s)", ylabel="energy (J)", title="cumulative energy")
+    ax2.set_ylim(bottom=0)
     if title:
         fig.suptitle(title)
     fig.tight_layout()

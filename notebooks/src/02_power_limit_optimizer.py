@@ -1,0 +1,308 @@
+# %% [markdown]
+# # 02 · Choosing the GPU power limit while training
+#
+# **What you will learn**
+#
+# - how `GlobalPowerLimitOptimizer` profiles power limits during the first steps of training and
+#   then keeps the best one;
+# - what each optimum selector (`Energy`, `Time`, `ZeusCost`, `MaxSlowdownConstraint`) chooses
+#   and why, first on a real A40 profiling log replayed here, then live;
+# - how the slowdown knob trades time for energy;
+# - the Hugging Face `Trainer` callback, and saving and reusing a profile.
+#
+# **Prerequisites**: notebook 01 (measurement windows). No GPU needed: the simulated A40 replays
+# real measurements. On a real GPU, changing power limits needs root or `SYS_ADMIN`.
+#
+# **Expected run time** (2 CPU cores): about 30 s on the simulated backend (20 s with
+# `smoke = True`);
+# a few minutes on a GPU (profiling takes about 50 steps per power limit).
+
+# %% tags=["parameters"]
+backend: str = "auto"  # "auto" (real GPU if found, else simulated), "sim" or "nvml"
+smoke: bool = False  # True: few profiling steps, for CI and quick checks
+seed: int = 0  # seeds PyTorch and the simulated GPU's measurement noise
+selector: str = "ZeusCost"  # live run: "Energy", "Time", "ZeusCost" or "MaxSlowdownConstraint"
+eta_knob: float = 0.5  # ZeusCost weight of energy, from 0 (only time) to 1 (only energy)
+max_slowdown: float = 1.1  # MaxSlowdownConstraint: allowed slowdown over the fastest limit
+warmup_steps: int = 10  # unmeasured steps after each power-limit change
+profile_steps: int = 40  # measured steps per power limit
+epochs: int = 6  # epochs of the live training run
+steps_per_epoch: int = 100  # steps per epoch of the live run
+profile_log: str = "A40+resnet50+gpu0.csv"  # shipped real profiling log to replay
+run_hf: bool = True  # also train a tiny model with the Hugging Face Trainer callback
+out_dir: str = ""  # where the saved profile goes (empty: a temporary directory)
+headless: bool = False  # True: show no interactive controls (automatic under papermill)
+
+# %%
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import torch
+from IPython.display import display
+
+import zeus_nb
+from zeus_nb import check, device, widgets
+from zeus_nb.optimizer import (
+    Energy,
+    GlobalPowerLimitOptimizer,
+    MaxSlowdownConstraint,
+    Time,
+    ZeusCost,
+)
+from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
+from zeus_nb.plots import power_limit_profile
+from zeus_nb.traces import resource_path
+
+if smoke:
+    warmup_steps, profile_steps, epochs, steps_per_epoch = 1, 4, 3, 25
+torch.manual_seed(seed)
+out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="zeus-nb-02-"))
+out.mkdir(parents=True, exist_ok=True)
+log_path = resource_path("zeus_profiles", profile_log)
+# "auto" lets ZEUS_NB_BACKEND decide, else finds a real GPU, else simulates one.
+system = device.current(None if backend == "auto" else backend)
+if system.backend == "sim":
+    system = device.use_simulated(gpu="a40", workload="imagenet", noise=0.02, seed=seed)
+gpu = system.gpu(0)
+print(f"live runs on {gpu.name} ({system.backend}); replaying {log_path.name}")
+
+# %% [markdown]
+# ## A real profile, replayed
+#
+# The log below was written by a real A40 training ResNet-50: one measurement window per power
+# limit, each over the same number of training steps. Replaying it drives the optimizer exactly
+# as that run did, so we can ask every selector what it would have chosen.
+
+# %%
+log = load_profile_log(log_path)
+replay_profile_steps = 40  # the steps each window of the log covers
+selectors = {
+    "Energy()": Energy(),
+    "Time()": Time(),
+    "ZeusCost(eta_knob=0.5)": ZeusCost(eta_knob=0.5),
+    "ZeusCost(eta_knob=0.9)": ZeusCost(eta_knob=0.9),
+    "MaxSlowdownConstraint(1.1)": MaxSlowdownConstraint(factor=1.1),
+}
+replays = {
+    name: replay_optimizer(log, sel, profile_steps=replay_profile_steps)
+    for name, sel in selectors.items()
+}
+profile = pd.DataFrame(
+    [(m.power_limit, m.time, m.energy) for m in replays["Energy()"].measurements],
+    columns=["power_limit", "time_s", "energy_j"],
+).set_index("power_limit")
+print(profile.round(1))
+choices = {name: plo.optimal_power_limit for name, plo in replays.items()}
+print(pd.Series(choices, name="chosen limit (W)"))
+
+# %% [markdown]
+# `Time()` keeps the maximum; `Energy()` goes to the limit where energy bottoms out, below which
+# the slowdown costs more energy than the lower power saves. `ZeusCost` sits in between.
+
+# %%
+fig = power_limit_profile(replays["ZeusCost(eta_knob=0.5)"])
+
+# %% [markdown]
+# ## Exercise: the Zeus cost
+#
+# `ZeusCost` picks the limit with the least `eta * energy + (1 - eta) * max_power * time`:
+# `eta` weighs energy against time, and `max_power` turns time into joules. Write it.
+
+
+# %%
+def zeus_cost(energy: float, time: float, eta: float, max_power: float) -> float:
+    # BEGIN SOLUTION
+    return eta * energy + (1 - eta) * max_power * time
+    # END SOLUTION
+
+
+check.zeus_cost(zeus_cost)
+max_power = profile.index.max()
+costs = {pl: zeus_cost(r.energy_j, r.time_s, 0.5, max_power) for pl, r in profile.iterrows()}
+by_hand = min(costs, key=costs.get)
+print(f"least cost at {by_hand:g} W; the selector chose {choices['ZeusCost(eta_knob=0.5)']:g} W")
+
+# %% [markdown]
+# ## The slowdown knob
+#
+# `MaxSlowdownConstraint(factor)` takes the lowest limit whose time stays within `factor` times
+# the time at the maximum limit. Loosening the knob buys energy with time:
+
+# %%
+rows = []
+for factor in (1.0, 1.02, 1.05, 1.1, 1.2, 1.5, 2.0):
+    plo = replay_optimizer(log, MaxSlowdownConstraint(factor), profile_steps=replay_profile_steps)
+    chosen = plo.optimal_power_limit
+    rows.append((factor, chosen, profile.time_s[chosen], profile.energy_j[chosen]))
+slowdown = pd.DataFrame(rows, columns=["factor", "limit_w", "time_s", "energy_j"])
+print(slowdown.round(2).to_string(index=False))
+
+# %% [markdown]
+# ## Live: the optimizer in a training loop
+#
+# Four calls wire the optimizer into any loop. It waits, profiles each limit from the maximum
+# down (`warmup_steps` unmeasured, then `profile_steps` measured), and applies its choice.
+# `profile_path` saves the profile; the `with` block puts the original limit back at the end.
+
+# %%
+choice = widgets.selector_picker(
+    selector, {"ZeusCost": eta_knob, "MaxSlowdownConstraint": max_slowdown}.get(selector), headless
+)
+display(choice)
+
+# %%
+name, knob = choice.value
+live_selector = widgets.make_selector(name, knob)
+model = torch.nn.Linear(32, 10)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(64, 32), torch.randint(0, 10, (64,))
+
+
+def train_one_step() -> None:
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+    zeus_nb.step()  # one step on the (simulated) GPU
+
+
+profile_file = out / "profile.json"
+profile_file.unlink(missing_ok=True)
+monitor = zeus_nb.ZeusMonitor(gpu_indices=[0])
+limits_seen = []
+with GlobalPowerLimitOptimizer(
+    monitor,
+    live_selector,
+    warmup_steps=warmup_steps,
+    profile_steps=profile_steps,
+    profile_path=profile_file,
+) as plo:
+    for _ in range(epochs):
+        plo.on_epoch_begin()
+        for _ in range(steps_per_epoch):
+            plo.on_step_begin()
+            train_one_step()
+            plo.on_step_end()
+        plo.on_epoch_end()
+        limits_seen.append(gpu.get_power_limit())
+print(
+    f"{live_selector!r} chose {plo.optimal_power_limit:g} W after profiling "
+    f"{len(plo.measurements)} limits ({plo.profiling_time:.0f} s of training)"
+)
+print(f"limit at the end of each epoch: {limits_seen}")
+
+# %%
+fig = power_limit_profile(plo)
+
+# %% [markdown]
+# ## Reusing a saved profile
+#
+# A second run with the same `profile_path` skips profiling: it loads the measurements and
+# applies the optimum at its first step.
+
+# %%
+with GlobalPowerLimitOptimizer(monitor, live_selector, profile_path=profile_file) as again:
+    again.on_epoch_begin()
+    again.on_step_begin()
+    applied = gpu.get_power_limit()
+    train_one_step()
+    again.on_step_end()
+print(f"profile reused: done={again.done}, limit {applied:g} W from {profile_file.name}")
+
+# %% [markdown]
+# ## The Hugging Face Trainer callback
+#
+# `HFGlobalPowerLimitOptimizer` is the same optimizer as a `TrainerCallback`; it also calls
+# `zeus_nb.step()` after each Trainer step. A tiny BERT on random tokens keeps this quick.
+
+# %%
+hf_limit = None
+if run_hf:
+    import transformers
+
+    from zeus_nb.optimizer import HFGlobalPowerLimitOptimizer
+
+    transformers.logging.set_verbosity_error()
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, 32, (64, 8), generator=g)
+    labels = torch.randint(0, 2, (64,), generator=g)
+    dataset = [{"input_ids": t, "labels": lab} for t, lab in zip(tokens, labels, strict=True)]
+    config = transformers.BertConfig(
+        vocab_size=32,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        num_labels=2,
+    )
+    hf_plo = HFGlobalPowerLimitOptimizer(
+        monitor, Energy(), warmup_steps=1, profile_steps=2, pl_step=50, verbose=False
+    )
+    args = transformers.TrainingArguments(
+        output_dir=str(out / "hf"),
+        max_steps=40,
+        per_device_train_batch_size=8,
+        use_cpu=True,
+        report_to="none",
+        save_strategy="no",
+        logging_strategy="no",
+        disable_tqdm=True,
+        seed=seed,
+    )
+    trainer = transformers.Trainer(
+        model=transformers.BertForSequenceClassification(config),
+        args=args,
+        train_dataset=dataset,
+        callbacks=[hf_plo],
+    )
+    trainer.train()
+    hf_limit = hf_plo.optimizer.optimal_power_limit
+    print(f"Trainer callback chose {hf_limit:g} W; limit restored to {gpu.get_power_limit():g} W")
+
+# %% [markdown]
+# ## Try it: one epoch at a limit of your choice
+#
+# Move the slider and press **Run** to train one epoch at that limit, then compare its energy
+# and time with the optimizer's choice above. Headless runs skip this.
+
+# %%
+limit = widgets.power_limit_slider(gpu, value=plo.optimal_power_limit, headless=headless)
+
+
+def explore(values: dict, report) -> None:
+    before = gpu.get_power_limit()
+    allowed, why = gpu.can_set_power_limit()
+    if allowed:
+        gpu.set_power_limit(values["power_limit"])
+    else:
+        print(f"keeping {before:g} W: {why}")
+    try:
+        t0, e0 = system.clock(), gpu.energy()
+        for _ in range(steps_per_epoch):
+            train_one_step()
+            report(system.clock() - t0, gpu.power(), gpu.energy() - e0)
+    finally:
+        if allowed:
+            gpu.set_power_limit(before)
+
+
+widgets.run_panel(explore, steps_per_epoch, {"power_limit": limit}, headless=headless)
+
+# %% [markdown]
+# ## Results
+
+# %%
+zeus_nb.record("replay_log", log_path.name)
+zeus_nb.record("replay_choices", choices)
+zeus_nb.record("replay_profile", profile.reset_index())
+zeus_nb.record("zeus_cost_by_hand", by_hand)
+zeus_nb.record("slowdown_choices", dict(zip(slowdown.factor, slowdown.limit_w, strict=True)))
+zeus_nb.record("live_selector", repr(live_selector))
+zeus_nb.record("live_choice", plo.optimal_power_limit)
+zeus_nb.record("live_limits_per_epoch", limits_seen)
+zeus_nb.record("profile_reused", again.done and applied == plo.optimal_power_limit)
+zeus_nb.record("hf_choice", hf_limit)
+
+# %% [markdown]
+# **Next**: notebook 03 widens the view from the power limit alone to batch size x power limit.

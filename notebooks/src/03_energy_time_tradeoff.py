@@ -1,0 +1,197 @@
+# %% [markdown]
+# # 03 · The energy-time tradeoff of batch size and power limit
+#
+# **What you will learn**
+#
+# - how batch size and GPU power limit together decide the time (TTA) and energy (ETA) to reach
+#   a target accuracy, from the real ResNet-50/ImageNet measurements of the Zeus paper;
+# - what the Pareto front is, and how to compute it (exercise);
+# - how to run a live sweep over batch size x power limit on the current backend;
+# - how much energy the right choices could save on six workloads.
+#
+# **Prerequisites**: notebooks 01 and 02. No GPU needed: the figures come from shipped traces,
+# and the live sweep runs on the simulated GPU when there is no real one.
+#
+# **Expected run time** (2 CPU cores): about 15 s on the simulated backend, also with
+# `smoke = True`;
+# on a GPU the live sweep trains every configuration for real, a few minutes.
+
+# %% tags=["parameters"]
+backend: str = "auto"  # "auto" (real GPU if found, else simulated), "sim" or "nvml"
+smoke: bool = False  # True: a smaller live sweep, for CI and quick checks
+seed: int = 0  # seeds the synthetic data and the model weights
+workload: str = "imagenet"  # traced workload of the figure (imagenet: ResNet-50)
+trace_gpu: str = "v100"  # GPU of the traces: "v100" or "a40"
+eta_knob: float = 1.0  # Zeus cost weight of energy, from 0 (only time) to 1 (only energy)
+live_batch_sizes: str = "32,64,128"  # live sweep batch sizes (comma-separated)
+live_power_limits: str = "300,200,100"  # live sweep power limits in W (comma-separated)
+target_accuracy: float = 0.8  # live sweep: validation accuracy that counts as trained
+max_epochs: int = 8  # live sweep: give up on a configuration after this many epochs
+out_dir: str = ""  # where the live results file goes (empty: a temporary directory)
+headless: bool = False  # True: show no interactive controls (automatic under papermill)
+
+# %%
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import torch
+from IPython.display import display
+
+import zeus_nb
+from zeus_nb import check, device, widgets
+from zeus_nb.plots import energy_time_scatter, savings_bars, trace_tradeoff_figure
+from zeus_nb.sweep import run_sweep
+from zeus_nb.torch_train import synthetic_images, torch_train_fn
+from zeus_nb.traces import tta_eta
+from zeus_nb.tradeoff import min_cost, pareto_front, potential_savings
+
+batch_sizes = [int(b) for b in live_batch_sizes.split(",")]
+power_limits = [float(p) for p in live_power_limits.split(",")]
+if smoke:
+    batch_sizes, power_limits, max_epochs = batch_sizes[-2:], power_limits[::2], 4
+out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="zeus-nb-03-"))
+out.mkdir(parents=True, exist_ok=True)
+# "auto" lets ZEUS_NB_BACKEND decide, else finds a real GPU, else simulates one.
+system = device.current(None if backend == "auto" else backend)
+if system.backend == "sim":
+    system = device.use_simulated(gpu="a40", workload="cifar100", seed=seed)
+print(f"traces: {workload} on {trace_gpu}; live sweep on {system.gpus[0].name}")
+
+# %% [markdown]
+# ## The measured tradeoff
+#
+# Each point is one (batch size, power limit): the mean time and energy to reach the target
+# accuracy over the recorded training runs. Configurations that did not always reach it are left
+# out.
+
+# %%
+trace = tta_eta(workload, trace_gpu)
+print(f"{len(trace)} configurations, {int(trace.reached.sum())} always reached the target")
+fig = trace_tradeoff_figure(workload, trace_gpu, eta_knob=eta_knob)
+
+# %% [markdown]
+# ## Exercise: the Pareto front
+#
+# A configuration is worth considering only if no other one is at least as fast *and* uses less
+# energy. Write `pareto_front(points)` for a list of `(time, energy)`: the non-dominated points,
+# sorted by time.
+
+
+# %%
+def pareto_front_of(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    # BEGIN SOLUTION
+    front: list[tuple[float, float]] = []
+    for t, e in sorted(points):
+        if not front or e < front[-1][1]:
+            front.append((t, e))
+    return front
+    # END SOLUTION
+
+
+check.pareto_front(pareto_front_of)
+reached = trace.dropna(subset=["tta", "eta"])
+mine = pareto_front_of(list(zip(reached.tta, reached.eta, strict=True)))
+front = pareto_front(trace)
+print(f"your front has {len(mine)} points; zeus_nb.tradeoff.pareto_front has {len(front)}")
+print(front[["batch_size", "power_limit", "tta", "eta"]].round(0).to_string(index=False))
+
+# %% [markdown]
+# The least-cost configuration depends on `eta_knob`: 1 picks the least energy, 0 the least
+# time, and values between walk along the front.
+
+# %%
+knob = widgets.Control(eta_knob)
+if not widgets.is_headless(headless):
+    import ipywidgets
+
+    knob = widgets.Control(
+        eta_knob,
+        ipywidgets.FloatSlider(value=eta_knob, min=0, max=1, step=0.1, description="eta_knob"),
+    )
+    display(knob)
+optimum = min_cost(trace, knob.value)
+along = {
+    f"{eta:.1f}": [int(r.batch_size), float(r.power_limit)]
+    for eta in (0.0, 0.5, 1.0)
+    for r in [min_cost(trace, eta)]
+}
+print(f"eta_knob={knob.value}: batch size {optimum.batch_size}, {optimum.power_limit:g} W")
+print(pd.DataFrame(along, index=["batch_size", "power_limit"]))
+
+# %% [markdown]
+# ## Live: sweep batch size x power limit here
+#
+# `run_sweep` trains every configuration until the target accuracy (or `max_epochs`), measuring
+# time and energy with a `ZeusMonitor`, and appends each finished one to a results file, so an
+# interrupted sweep resumes. The model is small and the images synthetic; on the simulated GPU
+# each step costs what the traced CIFAR-100 steps cost at that batch size and limit.
+
+# %%
+train_data, val_data = synthetic_images(512, num_classes=10, image_size=8, seed=seed)
+
+
+def small_model() -> torch.nn.Module:
+    return torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10)
+    )
+
+
+results_file = out / "live_sweep.jsonl"
+results_file.unlink(missing_ok=True)
+live = run_sweep(
+    torch_train_fn(small_model, train_data, val_data, seed=seed),
+    batch_sizes,
+    power_limits,
+    results_path=results_file,
+    target_metric=target_accuracy,
+    max_epochs=max_epochs,
+    progress=False,
+)
+print(live[["batch_size", "power_limit", "epochs", "reached", "time", "energy"]].round(2))
+
+# %%
+live_front = pareto_front(live)
+fig = energy_time_scatter(live, title=f"Live sweep on {system.gpus[0].name}")
+print(live_front[["batch_size", "power_limit", "tta", "eta"]].round(2).to_string(index=False))
+
+# %% [markdown]
+# ## How much could be saved?
+#
+# For six workloads: the energy to reach the target with the best batch size, the best power
+# limit, or both, relative to the default batch size at the maximum power limit.
+
+# %%
+savings = potential_savings(trace_gpu)
+print(
+    savings[["workload", "best_batch_size_ratio", "best_power_limit_ratio", "best_both_ratio"]]
+    .round(2)
+    .to_string(index=False)
+)
+fig = savings_bars(savings)
+
+# %% [markdown]
+# ## Results
+
+# %%
+zeus_nb.record("trace_configurations", len(trace))
+zeus_nb.record(
+    "trace_front",
+    [[int(b), float(p)] for b, p in zip(front.batch_size, front.power_limit, strict=True)],
+)
+zeus_nb.record("student_front_size", len(mine))
+zeus_nb.record("optimum", [int(optimum.batch_size), float(optimum.power_limit)])
+zeus_nb.record("optimum_by_eta", along)
+zeus_nb.record("live_configurations", len(live))
+zeus_nb.record("live_reached", int(live.reached.sum()))
+zeus_nb.record(
+    "live_front",
+    [
+        [int(b), float(p)]
+        for b, p in zip(live_front.batch_size, live_front.power_limit, strict=True)
+    ],
+)
+zeus_nb.record("best_both_ratio", dict(zip(savings.workload, savings.best_both_ratio, strict=True)))
+
+# %% [markdown]
+# **Next**: notebook 04 finds the batch size automatically for jobs that train again and again.

@@ -1,0 +1,184 @@
+# %% [markdown]
+# # 04 · Learning the batch size of a recurring job
+#
+# **What you will learn**
+#
+# - why jobs that train again and again can learn their batch size across recurrences;
+# - how the batch-size optimizer (pruning, then Thompson sampling, with early stopping) converges,
+#   replayed on the real Zeus traces;
+# - what the `eta` and `beta` knobs change;
+# - how to decide when to stop a run early (exercise), and how to drive the optimizer from your
+#   own training loop.
+#
+# **Prerequisites**: notebooks 02 and 03 (the Zeus cost, the tradeoff). No GPU needed.
+#
+# **Expected run time** (2 CPU cores): about 15 s on the simulated backend, also with
+# `smoke = True`;
+# on a GPU the live part trains a small model for real, a few minutes.
+
+# %% tags=["parameters"]
+backend: str = "auto"  # "auto" (real GPU if found, else simulated), "sim" or "nvml"
+smoke: bool = False  # True: fewer live recurrences, for CI and quick checks
+seed: int = 1  # seeds the bandit's draws, the sampled runs and the live model
+workload: str = "imagenet"  # traced workload the simulation replays
+trace_gpu: str = "v100"  # GPU of the traces: "v100" or "a40"
+eta: float = 0.5  # Zeus cost weight of energy, from 0 (only time) to 1 (only energy)
+beta: float = 2.0  # stop a run once its cost passes beta times the best so far
+live_recurrences: int = 12  # recurrences of the live job
+live_batch_sizes: str = "32,64,128,256"  # candidate batch sizes of the live job
+target_accuracy: float = 0.8  # live job: validation accuracy that counts as trained
+max_epochs: int = 8  # live job: epochs before a run counts as failed
+headless: bool = False  # True: show no interactive controls (automatic under papermill)
+
+# %%
+import math
+
+import pandas as pd
+import torch
+
+import zeus_nb
+from zeus_nb import check, device
+from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
+from zeus_nb.optimizer.batch_size_sim import simulate
+from zeus_nb.optimizer.batch_size_store import MemoryStore
+from zeus_nb.plots import bso_costs, bso_posterior
+from zeus_nb.torch_train import synthetic_images, torch_train_fn
+
+if smoke:
+    live_recurrences = 6
+candidates = [int(b) for b in live_batch_sizes.split(",")]
+# "auto" lets ZEUS_NB_BACKEND decide, else finds a real GPU, else simulates one.
+system = device.current(None if backend == "auto" else backend)
+if system.backend == "sim":
+    system = device.use_simulated(gpu="a40", workload="cifar100", seed=seed)
+print(f"simulating {workload} on {trace_gpu}; live job on {system.gpus[0].name}")
+
+# %% [markdown]
+# ## The bandit on the traces
+#
+# Each recurrence samples one recorded training run of the chosen batch size (when it reached
+# the target, if ever) and charges its epochs with the measured time and power. The baseline
+# runs the default batch size at the maximum power limit every time.
+
+# %%
+result = simulate(workload, gpu=trace_gpu, eta=eta, beta=beta, seed=seed)
+summary = result.summary()
+print(
+    f"{summary['recurrences']} recurrences: {summary['cumulative_saving']:.1%} energy saved "
+    f"overall, {summary['last10_saving']:.1%} over the last 10; converged to batch size "
+    f"{summary['converged_batch_size']} at {summary['converged_power_limit']:g} W"
+)
+fig = bso_costs(result)
+
+# %%
+fig = bso_posterior(result)
+
+# %% [markdown]
+# ## The knobs
+#
+# `eta` weighs energy against time in the cost the bandit minimizes; `beta` bounds how much a
+# bad run may cost before it is stopped (`inf`: never stop).
+
+# %%
+rows = []
+for e in (0.0, 0.5, 1.0):
+    s = simulate(workload, gpu=trace_gpu, eta=e, beta=beta, seed=seed).summary()
+    rows.append(("eta", e, s["converged_batch_size"], s["converged_power_limit"], s))
+for b in (1.5, 2.0, math.inf):
+    s = simulate(workload, gpu=trace_gpu, eta=eta, beta=b, seed=seed).summary()
+    rows.append(("beta", b, s["converged_batch_size"], s["converged_power_limit"], s))
+knobs = pd.DataFrame(
+    [
+        (k, v, bs, pl, s["cumulative_saving"], s["time"] / 3600, s["runs"])
+        for k, v, bs, pl, s in rows
+    ],
+    columns=["knob", "value", "batch_size", "power_limit", "saving", "hours", "runs"],
+)
+print(knobs.round(3).to_string(index=False))
+
+# %% [markdown]
+# ## Exercise: stop early
+#
+# Write `should_stop_early(cost, best_cost, beta)`: stop a run once its cost so far exceeds
+# `beta` times the cheapest successful run (`best_cost`). With no successful run yet
+# (`best_cost` is None) or `beta = inf`, never stop.
+
+
+# %%
+def should_stop_early(cost: float, best_cost: float | None, beta: float) -> bool:
+    # BEGIN SOLUTION
+    if best_cost is None or math.isinf(beta):
+        return False
+    return cost > beta * best_cost
+    # END SOLUTION
+
+
+check.should_stop_early(should_stop_early)
+
+# %% [markdown]
+# ## Live: a recurring job on this backend
+#
+# Each recurrence asks the optimizer for a batch size, trains a small model until the target
+# accuracy, stopping early when `should_stop` says so, and reports time, energy and success.
+# `MemoryStore` keeps the state in this notebook; a real job uses the default SQLite store so each
+# recurrence (a new process) continues where the last one stopped.
+
+# %%
+train_data, val_data = synthetic_images(512, num_classes=10, image_size=8, seed=seed)
+
+
+def small_model() -> torch.nn.Module:
+    return torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10)
+    )
+
+
+train_epoch = torch_train_fn(small_model, train_data, val_data, seed=seed)
+bso = BatchSizeOptimizer(
+    "live-demo",
+    MemoryStore(),
+    batch_sizes=candidates,
+    default_batch_size=candidates[len(candidates) // 2],
+    eta=eta,
+    beta=beta,
+    seed=seed,
+)
+monitor = zeus_nb.ZeusMonitor()
+live_rows = []
+for recurrence in range(live_recurrences):
+    bs = bso.next_batch_size()
+    total_time = total_energy = 0.0
+    reached = stopped = False
+    for epoch in range(max_epochs):
+        with monitor.window("epoch") as m:
+            accuracy = train_epoch(bs, epoch)
+        total_time += m.time
+        total_energy += m.total_energy
+        reached = accuracy >= target_accuracy
+        if reached:
+            break
+        if bso.should_stop(time=total_time, energy=total_energy, epochs=epoch + 1):
+            stopped = True
+            break
+    bso.report(bs, time=total_time, energy=total_energy, reached=reached)
+    live_rows.append((recurrence, bs, epoch + 1, reached, stopped, total_time, total_energy))
+live = pd.DataFrame(
+    live_rows,
+    columns=["recurrence", "batch_size", "epochs", "reached", "stopped", "time", "energy"],
+)
+print(live.round(2).to_string(index=False))
+print(f"phase: {bso.phase}, surviving batch sizes: {bso.survivors}")
+
+# %% [markdown]
+# ## Results
+
+# %%
+zeus_nb.record("simulation", summary)
+zeus_nb.record("knobs", knobs)
+zeus_nb.record("live_batch_sizes", live.batch_size.tolist())
+zeus_nb.record("live_reached", live.reached.tolist())
+zeus_nb.record("live_phase", bso.phase)
+zeus_nb.record("live_survivors", bso.survivors)
+
+# %% [markdown]
+# **Next**: notebook 05 measures data-parallel training across several GPUs.

@@ -1,0 +1,148 @@
+# %% [markdown]
+# # 05 · Energy of data-parallel training
+#
+# **What you will learn**
+#
+# - how to launch the DDP and FSDP training entry points with `torchrun` from a notebook, and read
+#   the results they write;
+# - how each rank measures its own GPU with `ZeusMonitor`, and how the measurements of all ranks
+#   combine into the job's time and energy (exercise);
+# - how the power-limit optimizer agrees on one limit across ranks.
+#
+# **Prerequisites**: notebooks 01 and 02. No GPU needed: without GPUs the ranks run on the CPU
+# (gloo) with one simulated A40 each. With GPUs, set `nproc` to their number.
+#
+# **Expected run time** (2 CPU cores): about 40 s on the simulated backend (30 s with
+# `smoke = True`);
+# on GPUs it depends on the model and data you choose (`arch`, `data`).
+
+# %% tags=["parameters"]
+backend: str = "auto"  # "auto" (real GPU if found, else simulated), "sim" or "nvml"
+smoke: bool = False  # True: shorter runs, for CI and quick checks
+seed: int = 0  # seeds the model weights and the synthetic data order
+nproc: int = 2  # processes, one GPU each
+data: str = "synthetic"  # ImageNet-layout folder, or "synthetic"
+arch: str = "tiny"  # "tiny" (small CNN) or a torchvision model name such as "resnet50"
+epochs: int = 3  # training epochs
+train_size: int = 1024  # synthetic training images
+max_slowdown: float = 1.1  # the optimizer picks the lowest limit within this slowdown
+warmup_steps: int = 1  # unmeasured steps after each power-limit change
+profile_steps: int = 2  # measured steps per power limit
+pl_step: int = 50  # W between profiled power limits
+run_fsdp: bool = True  # also train with fully sharded data parallel
+headless: bool = False  # True: show no interactive controls (automatic under papermill)
+
+# %%
+import pandas as pd
+
+import zeus_nb
+from zeus_nb import check, device
+from zeus_nb.optimizer import PowerLimitMeasurement
+from zeus_nb.plots import power_limit_profile
+from zeus_nb.train.launch import launch
+
+if smoke:
+    epochs, train_size = 2, 512
+# "auto" lets ZEUS_NB_BACKEND decide, else finds a real GPU, else simulates one.
+gpu_backend = device.current(None if backend == "auto" else backend).backend
+options = dict(
+    data=data,
+    arch=arch,
+    epochs=epochs,
+    train_size=train_size,
+    backend=gpu_backend,
+    max_slowdown=max_slowdown,
+    warmup_steps=warmup_steps,
+    profile_steps=profile_steps,
+    pl_step=pl_step,
+    seed=seed,
+)
+print(f"{nproc} processes on the {gpu_backend} backend: {options}")
+
+# %% [markdown]
+# ## DistributedDataParallel
+#
+# `launch("dp", nproc=N, ...)` runs `torchrun --nproc_per_node N -m zeus_nb.train.dp` in a
+# subprocess, shows its output here and returns the results JSON that rank 0 wrote. Each rank
+# measures its own GPU (`ZeusMonitor(gpu_indices=[local_rank])`) and runs the power-limit
+# optimizer; the optimizer reduces every measurement across ranks before it chooses.
+
+# %%
+dp = launch("dp", nproc=nproc, **options)
+
+# %%
+ranks = pd.DataFrame(dp["ranks"])
+print(ranks[["rank", "gpu_index", "time_s", "energy_j", "power_limit_w"]].round(2))
+print(f"job: {dp['time_s']:.2f} s, {dp['energy_j']:.1f} J, accuracy {dp['accuracy']:.1%}")
+
+# %% [markdown]
+# ## Exercise: combine the ranks
+#
+# The ranks run side by side. Write `aggregate_data_parallel(times, energies)`: the job's time and
+# energy from the per-rank lists.
+
+
+# %%
+def aggregate_data_parallel(times: list[float], energies: list[float]) -> tuple[float, float]:
+    # BEGIN SOLUTION
+    return max(times), sum(energies)
+    # END SOLUTION
+
+
+check.aggregate_data_parallel(aggregate_data_parallel)
+job_time, job_energy = aggregate_data_parallel(list(ranks.time_s), list(ranks.energy_j))
+print(f"from the ranks: {job_time:.2f} s, {job_energy:.1f} J (results: {dp['energy_j']:.1f} J)")
+
+# %% [markdown]
+# ## What the optimizer measured
+#
+# Each profiled limit's window holds all ranks (time: the slowest, energy: the sum). Limits that
+# adaptive profiling ruled out early are shaded.
+
+# %%
+profile = [
+    PowerLimitMeasurement(p["power_limit_w"], p["energy_j"], p["time_s"], p["num_gpus"])
+    for p in dp["profile"]
+]
+print(
+    f"chosen limit: {dp['optimal_power_limit_w']} W; every rank ended at {set(ranks.power_limit_w)}"
+)
+if profile:
+    fig = power_limit_profile(
+        profile, chosen=dp["optimal_power_limit_w"], skipped=dp.get("profile_skipped_w", [])
+    )
+
+# %% [markdown]
+# ## Fully sharded data parallel
+#
+# FSDP shards parameters, gradients and optimizer state across ranks; the measurement and the
+# optimizer work the same way.
+
+# %%
+fsdp = launch("fsdp", nproc=nproc, **options) if run_fsdp else None
+if fsdp is not None:
+    summary = pd.DataFrame(
+        {
+            mode: {k: r[k] for k in ("time_s", "energy_j", "accuracy", "power_limit_w")}
+            for mode, r in (("dp", dp), ("fsdp", fsdp))
+        }
+    )
+    print(summary.round(3))
+
+# %% [markdown]
+# ## Results
+
+# %%
+zeus_nb.record("dp", {k: dp[k] for k in ("world_size", "time_s", "energy_j", "accuracy")})
+zeus_nb.record("dp_rank_times", list(ranks.time_s))
+zeus_nb.record("dp_rank_energies", list(ranks.energy_j))
+zeus_nb.record("dp_aggregated", [job_time, job_energy])
+zeus_nb.record("dp_power_limits", list(ranks.power_limit_w))
+zeus_nb.record("dp_optimal_power_limit", dp["optimal_power_limit_w"])
+if fsdp is not None:
+    zeus_nb.record("fsdp", {k: fsdp[k] for k in ("world_size", "time_s", "energy_j", "accuracy")})
+    zeus_nb.record("fsdp_power_limits", [r["power_limit_w"] for r in fsdp["ranks"]])
+
+# %% [markdown]
+# **Where next**: run the same entry points on real GPUs (see the training guide), or sweep this
+# notebook's parameters with `zeus-nb sweep`.

@@ -1,0 +1,188 @@
+"""A real browser: JupyterLab headless, Debian's Chromium via Playwright, all cells run.
+
+Needs ``/usr/bin/chromium`` (``apt-get install -y chromium``); never downloads a browser.
+Keeps a screenshot in ``artifacts/``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = REPO / "artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="needs Debian's Chromium: apt-get install -y chromium"
+    ),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _notebook() -> Path:
+    nbs = REPO / "notebooks"
+    found = sorted(nbs.glob("02_*.ipynb")) or sorted(nbs.glob("01_*.ipynb"))
+    return found[0]
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """JupyterLab on 127.0.0.1 with a token, serving a root with one (smoke-mode) notebook."""
+    root = tmp_path / "root"
+    root.mkdir()
+    src = _notebook()
+    text = src.read_text().replace("smoke: bool = False", "smoke: bool = True")
+    assert "smoke: bool = True" in text
+    (root / src.name).write_text(text)
+    token, port = secrets.token_hex(16), _free_port()
+    env = dict(os.environ)
+    env.update(
+        PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
+        ZEUS_NB_BACKEND="sim",
+        JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
+        JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
+    )
+    env.pop("ZEUS_NB_HEADLESS", None)
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.open_browser=False",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--LabApp.expose_app_in_browser=True",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = (tmp_path / "lab.log").open("w")
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail("JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text())
+            time.sleep(0.3)
+    try:
+        yield f"{base}/lab/tree/{src.name}?token={token}", src.stem
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+# fire and forget: the command's promise settles only when every cell has run
+RUN_ALL = "() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); return true; }"
+
+
+def _accept_dialogs(page) -> None:
+    """Accept JupyterLab's dialogs (e.g. a late "Select Kernel") that would block clicks."""
+    accept = page.locator(".jp-Dialog .jp-mod-accept")
+    for _ in range(3):
+        if not accept.count() or not accept.first.is_visible():
+            return
+        accept.first.click()
+        page.wait_for_timeout(300)
+
+
+def _counted_cells(page) -> int:
+    """Code cells whose prompt shows an execution count like ``[3]:``."""
+    return page.evaluate(
+        """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+              .filter(p => /\\[\\d+\\]/.test(p.textContent)).length"""
+    )
+
+
+def test_notebook_runs_in_jupyterlab_with_widget(lab):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    url, stem = lab
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / f"browser-{stem}.png"
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url)
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+            idle = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
+            # the first run command can be lost while the kernel starts: retry once idle
+            deadline = time.monotonic() + 90
+            while _counted_cells(page) == 0:
+                assert time.monotonic() < deadline, "no cell ever ran"
+                _accept_dialogs(page)
+                page.wait_for_selector(idle, timeout=60_000)
+                page.evaluate(RUN_ALL)
+                page.wait_for_timeout(2000)
+            total = page.locator(".jp-CodeCell").count()
+            deadline = time.monotonic() + 240
+            while _counted_cells(page) < total:
+                errors = page.locator(
+                    ".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']"
+                )
+                tracebacks = [
+                    t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t
+                ]
+                assert not tracebacks, tracebacks[0][:2000]
+                assert time.monotonic() < deadline, f"{_counted_cells(page)}/{total} cells ran"
+                _accept_dialogs(page)
+                page.wait_for_timeout(1000)
+            slider = page.locator(".zeus-nb-power-limit")
+            slider.wait_for(state="visible", timeout=30_000)
+            assert "Power limit" in slider.inner_text()
+            # the Run button trains one epoch at the slider's limit with a live plot
+            panel = page.locator(".widget-vbox", has=slider).last
+            _accept_dialogs(page)
+            panel.get_by_role("button", name="Run").click()
+            panel.get_by_text(re.compile(r"(\d+)/\1 steps,")).wait_for(timeout=60_000)
+            panel.locator("img").first.wait_for(timeout=60_000)
+            slider.scroll_into_view_if_needed()
+            page.screenshot(path=str(shot))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / f"browser-{stem}-failed.png"))
+            raise
+        finally:
+            browser.close()
+    assert shot.stat().st_size > 10_000
