@@ -622,6 +622,14 @@ def main(mode: str, argv: list[str] | None = None) -> int:
     except (ZeusNbError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if mode != "single" and os.environ.get("LOCAL_RANK") is not None:
+        # Results are written, limits restored and the process group is gone. torch's C++
+        # threads can still abort a finished gloo worker during interpreter teardown
+        # ("terminate called without an active exception"), turning a good run into a
+        # failure under torchrun, so a worker that finished leaves without that teardown.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 
