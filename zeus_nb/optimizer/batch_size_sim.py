@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
-from zeus_nb.optimizer.batch_size_store import JobSpec, MemoryStore
+from zeus_nb.optimizer.batch_size_store import DEFAULT_EXPLORATION, JobSpec, MemoryStore
 from zeus_nb.traces import (
     get_workload,
     load_power_trace,
@@ -277,7 +277,7 @@ def simulate(
     profile_steps: int = DEFAULT_PROFILE_STEPS,
     max_attempts: int = 20,
     train_trace: str | Path | None = None,
-    exploration: float = 0.5,
+    exploration: float = DEFAULT_EXPLORATION,
 ) -> SimulationResult:
     """Simulate ``recurrences`` recurrences (default 2 x |batch sizes| x |power limits|)."""
     import pandas as pd
