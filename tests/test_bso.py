@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, PruningExplorer
@@ -238,3 +239,32 @@ def test_a_recurring_job_measured_by_zeus_monitor(tmp_path):
     top = system.gpu(0).power_limit_constraints()[1]
     row = hist.iloc[0]
     assert row["cost"] == pytest.approx(0.5 * row["energy"] + 0.5 * top * row["time"])
+
+
+def test_an_arm_whose_runs_happened_to_agree_still_gets_explored():
+    # 64's two runs cost the same, so its own variance is 0; 128's two happen to be close too.
+    # Without the pooled variance prior (32 shows how much runs can vary) 64's draw would be
+    # frozen at its mean and, being 3% dearer than 128's, would practically never win again.
+    bso = make(b0=64, sizes=[32, 64, 128], exploration=1.0)
+    costs = {32: [1400.0, 1800.0], 64: [1030.0, 1030.0], 128: [990.0, 1010.0]}
+    drive(bso, lambda b: (0.0, costs[b].pop(0), True))
+    assert bso.phase == "thompson"
+    post = bso.posterior().set_index("batch_size")
+    assert post.loc[64, "std"] > 0
+    assert post.loc[64, "std"] < post.loc[32, "std"]  # its own evidence still counts
+    draws = [bso._sample_means(np.random.default_rng(i)) for i in range(200)]
+    wins = sum(d[64] < d[128] for d in draws)
+    assert 10 < wins < 100  # about a fifth
+
+
+def test_variance_prior_weight_zero_recovers_the_sample_variance(monkeypatch):
+    from zeus_nb.optimizer import batch_size
+
+    monkeypatch.setattr(batch_size, "VARIANCE_PRIOR_WEIGHT", 0.0)
+    bso = make(b0=64, sizes=[64, 128])
+    costs = {64: [1030.0, 1030.0], 128: [900.0, 1100.0]}
+    drive(bso, lambda b: (0.0, costs[b].pop(0), True))
+    post = bso.posterior().set_index("batch_size")
+    assert post.loc[64, "std"] == 0
+    # cost = eta x energy with time 0: the runs cost 450 and 550
+    assert post.loc[128, "std"] == pytest.approx(50.0 / math.sqrt(2))

@@ -173,3 +173,21 @@ def test_plots(tmp_path, imagenet):
     assert bso_costs(r.optimizer) is not None
     with pytest.raises(ValueError, match="png or .svg|.png or .svg"):
         bso_costs(r, path=tmp_path / "x.jpg")
+
+
+@pytest.mark.parametrize("profile", [True, False])
+def test_a_run_that_cannot_afford_one_epoch_is_charged_up_to_the_threshold(imagenet, profile):
+    from zeus_nb.optimizer.batch_size_sim import _run
+
+    arm = imagenet.arms[128]
+    per_epoch = float(imagenet.epoch_cost(128)[arm.best])
+    threshold = 0.3037 * per_epoch  # not a whole number of steps
+    epochs, t, e, reached, stopped = _run(imagenet, arm, 30.0, threshold, profile, 50)
+    assert (epochs, reached, stopped) == (0, False, True)
+    cost = imagenet.eta * e + (1 - imagenet.eta) * imagenet.max_power * t
+    # stopped at the first step past the threshold: over it by less than one step's cost
+    step = float(imagenet.epoch_cost(128).max()) / arm.steps_per_epoch
+    assert threshold < cost <= threshold + step
+    # an affordable run still stops at an epoch boundary below the threshold
+    epochs, t, e, reached, stopped = _run(imagenet, arm, 30.0, 3.5 * per_epoch, profile, 50)
+    assert (epochs, reached, stopped) == (3, False, True)

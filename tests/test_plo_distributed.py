@@ -55,6 +55,7 @@ SCRIPT = textwrap.dedent(
         plo.close()
     with open(os.path.join(sys.argv[1], f"rank{rank}.json"), "w") as f:
         json.dump(out, f)
+    dist.barrier()  # a gloo group destroyed while a peer still uses it aborts at exit
     dist.destroy_process_group()
     """
 )

@@ -15,9 +15,10 @@ How a simulated run is costed:
   limit, which the optimizer then remembers for that batch size. Later runs skip profiling.
 * **Early stopping.** The optimizer's threshold is beta x the cheapest successful run so far.
   Because the cost of every epoch after profiling is the same, a run is stopped before the first
-  epoch that would take it over the threshold; a run that cannot afford even one epoch costs
-  nothing and counts as a failure. Stopped and failed runs are retried within the recurrence
-  (at most ``max_attempts`` runs) and all their time and energy is charged to it.
+  epoch that would take it over the threshold; a run that cannot afford even one epoch is
+  stopped at the first step whose cost passes the threshold, and every step up to it is charged.
+  Stopped and failed runs are retried within the recurrence (at most ``max_attempts`` runs) and
+  all their time and energy is charged to it.
 * MaxPower in the cost is the highest power limit in the power trace.
 """
 
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
-from zeus_nb.optimizer.batch_size_store import JobSpec, MemoryStore
+from zeus_nb.optimizer.batch_size_store import DEFAULT_EXPLORATION, JobSpec, MemoryStore
 from zeus_nb.traces import (
     get_workload,
     load_power_trace,
@@ -232,6 +233,28 @@ class SimulationResult:
         }
 
 
+def _first_epoch(arm: _Arm, profile: bool, profile_steps: int) -> list[tuple[int, float, float]]:
+    """The first epoch as (steps, seconds per step, joules per step) segments, in order.
+
+    Profiling measures the limits from the highest down, ``k`` steps each, before the rest of
+    the epoch runs at the least-cost limit.
+    """
+    spe = arm.steps_per_epoch
+    best = arm.best
+    if not profile:
+        return [(spe, arm.epoch_time[best] / spe, arm.epoch_energy[best] / spe)]
+    n = arm.power_limits.size
+    k = max(1, min(profile_steps, spe // n))
+    segments = [
+        (k, arm.epoch_time[i] / spe, arm.epoch_energy[i] / spe)
+        for i in np.argsort(arm.power_limits)[::-1]
+    ]
+    rest = spe - n * k
+    if rest > 0:
+        segments.append((rest, arm.epoch_time[best] / spe, arm.epoch_energy[best] / spe))
+    return [(int(m), float(t), float(e)) for m, t, e in segments]
+
+
 def _run(
     model: WorkloadModel,
     arm: _Arm,
@@ -240,29 +263,38 @@ def _run(
     profile: bool,
     profile_steps: int,
 ) -> tuple[int, float, float, bool, bool]:
-    """Replay one run; returns (epochs, time, energy, reached, stopped early)."""
+    """Replay one run; returns (epochs, time, energy, reached, stopped early).
+
+    ``epochs`` counts whole epochs; 0 means the run was stopped inside its first epoch.
+    """
     best = arm.best
     t_ep, e_ep = float(arm.epoch_time[best]), float(arm.epoch_energy[best])
-    if profile:
-        n = arm.power_limits.size
-        k = max(1, min(profile_steps, arm.steps_per_epoch // n))
-        frac = min(1.0, k / arm.steps_per_epoch)
-        rest = max(0.0, 1.0 - n * frac)
-        t1 = frac * float(arm.epoch_time.sum()) + rest * t_ep
-        e1 = frac * float(arm.epoch_energy.sum()) + rest * e_ep
-    else:
-        t1, e1 = t_ep, e_ep
+    first = _first_epoch(arm, profile, profile_steps)
+    t1 = math.fsum(m * t for m, t, _ in first)
+    e1 = math.fsum(m * e for m, _, e in first)
     eta, mp = model.eta, model.max_power
     c1 = eta * e1 + (1 - eta) * mp * t1
     c = eta * e_ep + (1 - eta) * mp * t_ep
+    if c1 > threshold:
+        # Not even one epoch fits: the run stops at the first step whose cost passes the
+        # threshold, and every step up to it is charged.
+        t = e = spent = 0.0
+        for m, ts, es in first:
+            cs = eta * es + (1 - eta) * mp * ts
+            steps = int((threshold - spent) // cs) + 1
+            if spent + steps * cs <= threshold:  # the division rounded down a whole step
+                steps += 1
+            steps = min(m, steps)
+            t, e, spent = t + steps * ts, e + steps * es, spent + steps * cs
+            if spent > threshold:
+                break
+        return 0, t, e, False, True
     allowed = model.max_epochs
     if math.isfinite(threshold):  # the epochs it can afford without passing the threshold
-        allowed = 0 if c1 > threshold else min(allowed, 1 + int((threshold - c1) // c))
+        allowed = min(allowed, 1 + int((threshold - c1) // c))
     reached = not math.isnan(target) and target <= allowed
     epochs = int(target) if reached else allowed
     stopped = not reached and allowed < model.max_epochs
-    if epochs == 0:
-        return 0, 0.0, 0.0, False, True
     return epochs, t1 + (epochs - 1) * t_ep, e1 + (epochs - 1) * e_ep, reached, stopped
 
 
@@ -277,7 +309,7 @@ def simulate(
     profile_steps: int = DEFAULT_PROFILE_STEPS,
     max_attempts: int = 20,
     train_trace: str | Path | None = None,
-    exploration: float = 0.5,
+    exploration: float = DEFAULT_EXPLORATION,
 ) -> SimulationResult:
     """Simulate ``recurrences`` recurrences (default 2 x |batch sizes| x |power limits|)."""
     import pandas as pd
@@ -317,9 +349,7 @@ def simulate(
             if profile and epochs > 0:
                 bso.set_power_limit(bs, pl)
             cost = bso.report(bs, time=t, energy=e, reached=reached, power_limit=pl)
-            rows.append(
-                (rec, attempt, bs, pl, epochs, t, e, cost, reached, stopped, profile and epochs > 0)
-            )
+            rows.append((rec, attempt, bs, pl, epochs, t, e, cost, reached, stopped, profile))
             if reached:
                 break
     history = pd.DataFrame(

@@ -25,6 +25,8 @@ from zeus_nb.errors import ZeusNbError
 
 STATE_DIR_ENV = "ZEUS_NB_STATE_DIR"
 DEFAULT_FILENAME = "bso.sqlite3"
+# Width of the Thompson-sampling draws relative to the posterior (see zeus_nb.optimizer.batch_size).
+DEFAULT_EXPLORATION = 0.35
 
 
 class StoreError(ZeusNbError):
@@ -50,7 +52,7 @@ class JobSpec:
     seed: int = 0
     pruning_rounds: int = 2
     window: int = 0
-    exploration: float = 0.5
+    exploration: float = DEFAULT_EXPLORATION
 
     def to_json(self) -> str:
         d = asdict(self)

@@ -151,11 +151,18 @@ def setup(mode: str, config: TrainConfig) -> Context:
     )
 
 
-def teardown(ctx: Context) -> None:
+def teardown(ctx: Context, ok: bool = True) -> None:
+    """Leave the process group; after success, wait for every rank first.
+
+    Destroying a gloo group while a peer is still using it aborts the process at exit
+    ("terminate called without an active exception"), so a clean run meets at a barrier.
+    """
     if ctx.distributed:
         import torch.distributed as dist
 
         if dist.is_initialized():
+            if ok:
+                dist.barrier()
             dist.destroy_process_group()
 
 
@@ -346,6 +353,7 @@ def run(mode: str, config: TrainConfig | None = None) -> dict[str, Any]:
         os.environ["ZEUS_NB_BACKEND"] = zdevice.resolve_backend(config.backend)
     ctx: Context | None = None
     plo = None
+    ok = False
     try:
         ctx = setup(mode, config)
         if ctx.distributed:
@@ -508,12 +516,13 @@ def run(mode: str, config: TrainConfig | None = None) -> dict[str, Any]:
                 f"results in {path}",
                 flush=True,
             )
+        ok = True
         return results
     finally:
         if plo is not None and hasattr(plo, "close"):
             plo.close()  # put the GPU back at the limit it had before
         if ctx is not None:
-            teardown(ctx)
+            teardown(ctx, ok)
         for key, value in saved_env.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -613,6 +622,14 @@ def main(mode: str, argv: list[str] | None = None) -> int:
     except (ZeusNbError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if mode != "single" and os.environ.get("LOCAL_RANK") is not None:
+        # Results are written, limits restored and the process group is gone. torch's C++
+        # threads can still abort a finished gloo worker during interpreter teardown
+        # ("terminate called without an active exception"), turning a good run into a
+        # failure under torchrun, so a worker that finished leaves without that teardown.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 
