@@ -143,8 +143,8 @@ def test_notebook_runs_in_jupyterlab_with_widget(lab):
     shot = ARTIFACTS / f"browser-{stem}.png"
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(url)
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
             idle = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
