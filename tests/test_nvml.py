@@ -54,6 +54,8 @@ def test_environment_variable_selects_backend(fake_nvml, monkeypatch):
     monkeypatch.setenv("ZEUS_NB_BACKEND", "nvml")
     assert device.current().backend == "nvml"
     assert device.current("sim").backend == "sim"  # the argument wins over the environment
+    device.reset()
+    assert device.current("auto").backend == "nvml"  # "auto" leaves the choice to the environment
     monkeypatch.setenv("ZEUS_NB_BACKEND", "cuda")
     device.reset()
     with pytest.raises(ValueError, match="unknown backend 'cuda'; use one of: auto, sim, nvml"):

@@ -37,7 +37,13 @@ _current: GPUSystem | None = None
 
 
 def resolve_backend(backend: str | None = None) -> str:
-    """The backend name asked for by argument or environment (may be ``auto``)."""
+    """The backend name asked for by argument or environment (may be ``auto``).
+
+    An argument of ``auto`` (a notebook's default parameter) states no preference, so the
+    environment still decides.
+    """
+    if backend is not None and backend.strip().lower() == "auto":
+        backend = None
     name = (backend or os.environ.get("ZEUS_NB_BACKEND") or "auto").strip().lower()
     if name in ("simulated", "simulation"):
         name = "sim"
