@@ -27,8 +27,7 @@ from __future__ import annotations
 import copy
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -235,31 +234,11 @@ class Verification:
     duration: float | None = None
 
 
-@contextmanager
-def _environ(extra: Mapping[str, str] | None = None) -> Iterator[None]:
-    """Environment for the papermill kernels (they inherit ours), restored afterwards.
+def _environ(extra: Mapping[str, str] | None = None):
+    """Environment for the papermill kernels: headless, importing this zeus_nb, plus ``extra``."""
+    from zeus_nb.notebooks import kernel_environment
 
-    Kernels run headless (widgets show no controls) and import this process's ``zeus_nb``;
-    ``extra`` adds variables such as ``ZEUS_NB_BACKEND``.
-    """
-    package_parent = str(Path(__file__).resolve().parents[1])
-    values = {
-        "ZEUS_NB_HEADLESS": "1",
-        "PYTHONPATH": os.pathsep.join(
-            p for p in (package_parent, os.environ.get("PYTHONPATH", "")) if p
-        ),
-        **dict(extra or {}),
-    }
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    return kernel_environment(dict(extra or {}))
 
 
 def _first_exercise_source(nb_path: Path) -> str | None:

@@ -163,14 +163,18 @@ def is_complete(output: str | Path) -> bool:
 
 
 @contextlib.contextmanager
-def _kernel_env(record_file: Path) -> Iterator[None]:
-    """Environment the kernel inherits: headless, sidecar, and this process's zeus_nb first."""
+def kernel_environment(extra: dict[str, str] | None = None) -> Iterator[None]:
+    """Environment papermill kernels inherit, restored afterwards.
+
+    Kernels run headless (controls step aside) and import this process's ``zeus_nb`` first;
+    ``extra`` adds variables such as ``ZEUS_NB_RECORD_FILE`` or ``ZEUS_NB_BACKEND``.
+    """
     changes = {
         "ZEUS_NB_HEADLESS": "1",
-        "ZEUS_NB_RECORD_FILE": str(record_file),
         "PYTHONPATH": os.pathsep.join(
             p for p in (str(PACKAGE_ROOT.parent), os.environ.get("PYTHONPATH", "")) if p
         ),
+        **(extra or {}),
     }
     saved = {k: os.environ.get(k) for k in changes}
     os.environ.update(changes)
@@ -210,7 +214,7 @@ def run_notebook(
     params = dict(parameters or {})
     start = time.monotonic()
     error = ""
-    with _kernel_env(side):
+    with kernel_environment({"ZEUS_NB_RECORD_FILE": str(side)}):
         try:
             papermill.execute_notebook(
                 str(nb),
