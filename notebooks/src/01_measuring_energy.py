@@ -14,7 +14,7 @@
 # (the Zeus traces). The small model below trains on your CPU (or GPU), while the monitor reads the
 # (simulated or real) GPU.
 #
-# **Expected run time** (2 CPU cores): about 1 minute on the simulated backend (20 s with
+# **Expected run time** (2 CPU cores): about 10 s on the simulated backend (6 s with
 # `smoke = True`); about 1 minute on a GPU.
 #
 # The next cell holds the parameters. Papermill and `zeus-nb sweep` override them; in JupyterLab,

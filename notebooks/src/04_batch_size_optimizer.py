@@ -12,7 +12,7 @@
 #
 # **Prerequisites**: notebooks 02 and 03 (the Zeus cost, the tradeoff). No GPU needed.
 #
-# **Expected run time** (2 CPU cores): about 15 s on the simulated backend, also with
+# **Expected run time** (2 CPU cores): about 7 s on the simulated backend, also with
 # `smoke = True`;
 # on a GPU the live part trains a small model for real, a few minutes.
 
