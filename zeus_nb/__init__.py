@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from zeus_nb.errors import ZeusNbError as ZeusNbError
     from zeus_nb.monitor import Measurement as Measurement
     from zeus_nb.monitor import ZeusMonitor as ZeusMonitor
+    from zeus_nb.optimizer.batch_size import BatchSizeOptimizer as BatchSizeOptimizer
     from zeus_nb.records import collect as collect
     from zeus_nb.records import record as record
     from zeus_nb.sweep import run_sweep as run_sweep
