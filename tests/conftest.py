@@ -15,10 +15,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
-def _fresh_device(monkeypatch):
-    """Every test starts with no current GPU system and no backend from the environment."""
+def _fresh_device(monkeypatch, tmp_path):
+    """Every test starts with no current GPU system and no backend from the environment.
+
+    Power-limit state files go to the test's own folder, never the user's cache.
+    """
     for var in ("ZEUS_NB_BACKEND", "ZEUS_NB_SIM_GPU", "ZEUS_NB_SIM_WORKLOAD", "ZEUS_NB_SIM_GPUS"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("ZEUS_NB_STATE_DIR", str(tmp_path / "zeus-nb-state"))
     device.reset()
     yield
     device.reset()

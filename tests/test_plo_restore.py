@@ -184,3 +184,21 @@ def test_restore_skips_live_processes_unless_forced(tmp_path):
     forced = {r.path.name: r for r in restore_from_state_files(tmp_path, force=True)}
     assert forced["x.json"].action == "restored"
     assert not path.exists()
+
+
+def test_power_limits_restored_block_puts_limits_back_and_cleans_its_state(fake_nvml, tmp_path):
+    """The context manager the sweep and the notebooks' explorers share."""
+    from zeus_nb import device
+    from zeus_nb.optimizer.restore import power_limits_restored, state_dir
+
+    gpus = device.current("nvml").gpus
+    gpus[1].set_power_limit(250)  # an original that is not the maximum
+    with pytest.raises(RuntimeError), power_limits_restored(gpus, backend="nvml") as guard:
+        for g in gpus:
+            g.set_power_limit(150)
+        assert guard.path is not None and guard.path.exists()  # crash insurance while inside
+        saved = json.loads(guard.path.read_text())
+        assert [g["power_limit"] for g in saved["gpus"]] == [300.0, 250.0]
+        raise RuntimeError("training failed")
+    assert fake_nvml.limits_w() == [300.0, 250.0]
+    assert list(state_dir().glob("*.json")) == []

@@ -182,57 +182,56 @@ def run_sweep(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(grid), initial=len(grid) - len(todo), desc="sweep", unit="config")
-    before = [g.get_power_limit() for g in monitor.gpus]
+    from zeus_nb.optimizer.restore import power_limits_restored
+
     window = "__zeus_nb_sweep"
+    # Limits come back afterwards (errors, Ctrl-C and SIGTERM included). Only changed limits are
+    # set back, so a permission error on the first change surfaces as it is.
     try:
-        for bs, pl in todo:
-            if bar is not None:
-                bar.set_postfix_str(f"batch {bs}, {pl:g} W")
-            for g in monitor.gpus:
-                g.set_power_limit(pl)
-            monitor.begin_window(window, restart=True)
-            metric, epochs = math.nan, 0
-            try:
-                for epoch in range(cap):
-                    metric = float(train_fn(bs, epoch))
-                    epochs = epoch + 1
-                    if math.isnan(metric):
-                        raise ValueError(
-                            f"train_fn returned NaN at batch size {bs}, epoch {epoch}; it must "
-                            "return the validation metric"
-                        )
-                    if _reached(metric, target, higher):
-                        break
-            except BaseException:
-                monitor.end_window(window, cancel=True)
-                raise
-            m = monitor.end_window(window)
-            _append(
-                path,
-                {
-                    "batch_size": bs,
-                    "power_limit": pl,
-                    "epochs": epochs,
-                    "metric": metric,
-                    "reached": _reached(metric, target, higher),
-                    "time": m.time,
-                    "energy": m.total_energy,
-                    "target_metric": target,
-                    "max_epochs": cap,
-                    "higher_is_better": higher,
-                    "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                },
-            )
-            if bar is not None:
-                bar.update(1)
+        with power_limits_restored(monitor.gpus, backend=monitor.system.backend):
+            for bs, pl in todo:
+                if bar is not None:
+                    bar.set_postfix_str(f"batch {bs}, {pl:g} W")
+                for g in monitor.gpus:
+                    g.set_power_limit(pl)
+                monitor.begin_window(window, restart=True)
+                metric, epochs = math.nan, 0
+                try:
+                    for epoch in range(cap):
+                        metric = float(train_fn(bs, epoch))
+                        epochs = epoch + 1
+                        if math.isnan(metric):
+                            raise ValueError(
+                                f"train_fn returned NaN at batch size {bs}, epoch {epoch}; it must "
+                                "return the validation metric"
+                            )
+                        if _reached(metric, target, higher):
+                            break
+                except BaseException:
+                    monitor.end_window(window, cancel=True)
+                    raise
+                m = monitor.end_window(window)
+                _append(
+                    path,
+                    {
+                        "batch_size": bs,
+                        "power_limit": pl,
+                        "epochs": epochs,
+                        "metric": metric,
+                        "reached": _reached(metric, target, higher),
+                        "time": m.time,
+                        "energy": m.total_energy,
+                        "target_metric": target,
+                        "max_epochs": cap,
+                        "higher_is_better": higher,
+                        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    },
+                )
+                if bar is not None:
+                    bar.update(1)
     finally:
         if bar is not None:
             bar.close()
-        # Restore only what changed: if setting a limit failed for lack of permission, nothing
-        # was changed and the original error is the one to show.
-        for g, watts in zip(monitor.gpus, before, strict=True):
-            if g.get_power_limit() != watts:
-                g.set_power_limit(watts)
     return load_results(path, grid)
 
 

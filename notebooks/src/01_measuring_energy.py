@@ -40,6 +40,7 @@ from torchvision import transforms
 
 import zeus_nb
 from zeus_nb import check, device, widgets
+from zeus_nb.optimizer.restore import power_limits_restored
 
 if smoke:
     epochs, steps_per_epoch = 2, 4
@@ -197,20 +198,17 @@ limit = widgets.power_limit_slider(gpu, headless=headless)
 
 
 def explore(values: dict, report) -> None:
-    before = gpu.get_power_limit()
     allowed, why = gpu.can_set_power_limit()
-    if allowed:
-        gpu.set_power_limit(values["power_limit"])
-    else:
-        print(f"keeping {before:g} W: {why}")
-    try:
+    if not allowed:
+        print(f"keeping {gpu.get_power_limit():g} W: {why}")
+    # the GPU gets its previous limit back afterwards, even if training fails
+    with power_limits_restored([gpu], backend=system.backend):
+        if allowed:
+            gpu.set_power_limit(values["power_limit"])
         t0, e0 = system.clock(), gpu.energy()
         for x, y in loader:
             train_one_step(x, y)
             report(system.clock() - t0, gpu.power(), gpu.energy() - e0)
-    finally:
-        if allowed:
-            gpu.set_power_limit(before)
 
 
 widgets.run_panel(explore, steps_per_epoch, {"power_limit": limit}, headless=headless)

@@ -51,6 +51,7 @@ from zeus_nb.optimizer import (
     ZeusCost,
 )
 from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
+from zeus_nb.optimizer.restore import power_limits_restored
 from zeus_nb.plots import power_limit_profile
 from zeus_nb.traces import resource_path
 
@@ -271,20 +272,17 @@ limit = widgets.power_limit_slider(gpu, value=plo.optimal_power_limit, headless=
 
 
 def explore(values: dict, report) -> None:
-    before = gpu.get_power_limit()
     allowed, why = gpu.can_set_power_limit()
-    if allowed:
-        gpu.set_power_limit(values["power_limit"])
-    else:
-        print(f"keeping {before:g} W: {why}")
-    try:
+    if not allowed:
+        print(f"keeping {gpu.get_power_limit():g} W: {why}")
+    # the GPU gets its previous limit back afterwards, even if training fails
+    with power_limits_restored([gpu], backend=system.backend):
+        if allowed:
+            gpu.set_power_limit(values["power_limit"])
         t0, e0 = system.clock(), gpu.energy()
         for _ in range(steps_per_epoch):
             train_one_step()
             report(system.clock() - t0, gpu.power(), gpu.energy() - e0)
-    finally:
-        if allowed:
-            gpu.set_power_limit(before)
 
 
 widgets.run_panel(explore, steps_per_epoch, {"power_limit": limit}, headless=headless)

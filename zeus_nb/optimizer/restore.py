@@ -147,6 +147,21 @@ class PowerLimitGuard:
             )
 
 
+@contextlib.contextmanager
+def power_limits_restored(gpus, backend: str = "auto", persist: bool = True):
+    """Change power limits freely inside the block; each GPU gets its original limit back after it.
+
+    The restore also happens on errors, Ctrl-C and SIGTERM, and the state file lets
+    ``zeus-nb restore`` finish the job after a crash. Yields the :class:`PowerLimitGuard`.
+    """
+    guard = PowerLimitGuard(gpus, backend=backend, persist=persist)
+    guard.record()
+    try:
+        yield guard
+    finally:
+        guard.restore()
+
+
 def restore_all() -> None:
     """Restore every armed guard of this process (atexit and signal hook)."""
     with _lock:
