@@ -15,7 +15,7 @@
 # (simulated or real) GPU.
 #
 # **Expected run time** (2 CPU cores): about 10 s on the simulated backend (6 s with
-# `smoke = True`); about 1 minute on a GPU.
+# `smoke = True`); on a GPU the same small model trains for real (not yet timed on a GPU).
 #
 # The next cell holds the parameters. Papermill and `zeus-nb sweep` override them; in JupyterLab,
 # edit them and run all cells.

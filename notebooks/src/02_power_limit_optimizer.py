@@ -15,7 +15,7 @@
 #
 # **Expected run time** (2 CPU cores): about 10 s on the simulated backend (8 s with
 # `smoke = True`);
-# a few minutes on a GPU (profiling takes about 50 steps per power limit).
+# on a GPU, profiling takes about 50 real training steps per power limit (not yet timed).
 
 # %% tags=["parameters"]
 backend: str = "auto"  # "auto" (real GPU if found, else simulated), "sim" or "nvml"

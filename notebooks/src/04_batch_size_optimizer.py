@@ -14,7 +14,7 @@
 #
 # **Expected run time** (2 CPU cores): about 7 s on the simulated backend, also with
 # `smoke = True`;
-# on a GPU the live part trains a small model for real, a few minutes.
+# on a GPU the live part trains a small model for real (not yet timed on a GPU).
 
 # %% tags=["parameters"]
 backend: str = "auto"  # "auto" (real GPU if found, else simulated), "sim" or "nvml"
