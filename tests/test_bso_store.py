@@ -183,3 +183,33 @@ def test_unwritable_location_says_what_to_do(tmp_path):
     blocker.write_text("")
     with pytest.raises(StoreError, match="ZEUS_NB_STATE_DIR"):
         SQLiteStore(blocker / "sub" / "bso.sqlite3")
+
+
+def test_opening_waits_while_another_process_sets_up_the_file(tmp_path, monkeypatch):
+    """SQLite refuses a concurrent journal-mode switch at once ("database is locked"), with no
+    busy timeout; the store must wait and retry instead of failing the recurrence."""
+    real_connect = sqlite3.connect
+    refusals = []
+
+    class Busy:
+        def __init__(self, conn):
+            self._conn = conn
+
+        def execute(self, sql, *args):
+            if sql.startswith("PRAGMA journal_mode") and len(refusals) < 3:
+                refusals.append(sql)
+                raise sqlite3.OperationalError("database is locked")
+            return self._conn.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self._conn, name)
+
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: Busy(real_connect(*a, **k)))
+    store = SQLiteStore(tmp_path / "s.sqlite3")
+    assert len(refusals) == 3
+    assert store.jobs() == []
+    store.close()
+
+    refusals.clear()
+    with pytest.raises(StoreError, match="database is locked"):
+        SQLiteStore(tmp_path / "t.sqlite3", timeout=0.0)

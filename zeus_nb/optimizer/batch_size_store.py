@@ -18,6 +18,7 @@ import os
 import sqlite3
 import sys
 import threading
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -185,15 +186,35 @@ class SQLiteStore:
             self._conn = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
+            self._init_schema(timeout)
             self._lock = threading.RLock()  # one connection, possibly shared by threads
         except (OSError, sqlite3.Error) as e:
             raise StoreError(
                 f"cannot open the batch-size optimizer state {self.path}: {e}; pass another "
                 f"path or set {STATE_DIR_ENV} to a writable directory"
             ) from e
+
+    def _init_schema(self, timeout: float) -> None:
+        """Switch to WAL and create the tables, waiting while another process does the same.
+
+        SQLite answers "database is locked" at once, without its busy timeout, when two
+        processes change the journal mode of a new file together (two recurrences starting at
+        the same moment), so this retries until ``timeout``.
+        """
+        deadline = time.monotonic() + timeout
+        delay = 0.01
+        while True:
+            try:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+                self._conn.executescript(_SCHEMA)
+                return
+            except sqlite3.OperationalError as e:
+                locked = "locked" in str(e) or "busy" in str(e)
+                if not locked or time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
 
     def _write(self):
         return _Immediate(self._conn, self._lock)
