@@ -42,7 +42,7 @@ def test_single_process_trains_and_applies_the_optimum(tmp_path):
     assert json.loads(out.read_text()) == json.loads(json.dumps(r))
     assert r["mode"] == "single" and r["world_size"] == 1 and r["gpu_backend"] == "sim"
     assert [e["epoch"] for e in r["epochs"]] == [1, 2]
-    # the colour-coded synthetic classes are learnable: far above chance (10%)
+    # the synthetic classes (colour patterns under noise) are learnable: far above chance (10%)
     assert r["accuracy"] > 0.5
     assert r["profiling_done"] and r["optimal_power_limit_w"] in (300.0, 200.0, 100.0)
     assert r["power_limit_w"] == r["optimal_power_limit_w"]

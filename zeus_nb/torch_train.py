@@ -5,8 +5,8 @@
 CUDA when torch sees a GPU and on the CPU otherwise; the GPU's time and energy come from whatever
 backend is current (a simulated GPU charges the traced cost of each step).
 
-:func:`synthetic_images` makes a small, learnable image-classification dataset in memory, so a
-sweep can run where no dataset can be downloaded.
+:func:`synthetic_images` is :func:`zeus_nb.data.synthetic_datasets` as a (train, validation) pair
+split 4:1, so a sweep can run where no dataset can be downloaded.
 """
 
 from __future__ import annotations
@@ -25,31 +25,19 @@ def synthetic_images(
     noise: float = 2.0,
     seed: int = 0,
 ):
-    """(train, validation) TensorDatasets of noisy images whose class sets a colour pattern.
+    """(train, validation) TensorDatasets from :func:`zeus_nb.data.synthetic_datasets`.
 
-    Each class has a fixed random 3 x 4 x 4 colour pattern, upsampled to ``image_size``; samples
-    add Gaussian noise of standard deviation ``noise``. With the defaults, ResNet-18 reaches 90 %
-    validation accuracy in about 2 epochs at batch size 32, 3 at 128, and not within 5 at 512: like
-    real data, large batches need more epochs. 1/5 of the samples validate.
+    1/5 of the ``num_samples`` validate. With the defaults, ResNet-18 reaches 90 % validation
+    accuracy in about 2 epochs at batch size 32, 3 at 128, and not within 5 at 512: like real
+    data, large batches need more epochs.
     """
-    import torch
-    from torch.nn.functional import interpolate
-    from torch.utils.data import TensorDataset
+    from zeus_nb.data import synthetic_datasets
 
     if num_samples < 10 or num_classes < 2:
         raise ValueError("need at least 10 samples and 2 classes")
-    g = torch.Generator().manual_seed(seed)
-    patterns = torch.rand(num_classes, 3, 4, 4, generator=g) * 2 - 1
-    patterns = interpolate(patterns, size=(image_size, image_size), mode="nearest")
-    labels = torch.randint(0, num_classes, (num_samples,), generator=g)
-    images = patterns[labels] + noise * torch.randn(
-        num_samples, 3, image_size, image_size, generator=g
-    )
     n_val = num_samples // 5
-    return (
-        TensorDataset(images[n_val:], labels[n_val:]),
-        TensorDataset(images[:n_val], labels[:n_val]),
-    )
+    d = synthetic_datasets(num_classes, num_samples - n_val, n_val, image_size, noise, seed)
+    return d.train, d.val
 
 
 def _accuracy(model, loader, device) -> float:
