@@ -191,3 +191,26 @@ def test_a_run_that_cannot_afford_one_epoch_is_charged_up_to_the_threshold(image
     # an affordable run still stops at an epoch boundary below the threshold
     epochs, t, e, reached, stopped = _run(imagenet, arm, 30.0, 3.5 * per_epoch, profile, 50)
     assert (epochs, reached, stopped) == (3, False, True)
+
+
+def test_benchmark_json_lines_are_the_simulated_means(capsys):
+    """bench_bso.py --json: one line per workload; its figures are the simulator's own means."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_bso.py"
+    spec = importlib.util.spec_from_file_location("bench_bso", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--json", "--seeds", "2", "--first-seed", "7"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["workload"] for r in rows] == list(bench.WORKLOADS)
+    for key in ("cumulative_saving", "last10_saving", "converged_batch_size", "seconds"):
+        assert all(key in r for r in rows)
+    squad = rows[bench.WORKLOADS.index("squad")]
+    runs = [simulate("squad", "v100", seed=s) for s in (7, 8)]
+    assert squad["seeds"] == 2
+    assert squad["cumulative_saving"] == pytest.approx(np.mean([r.cumulative_saving for r in runs]))
+    assert squad["last10_saving"] == pytest.approx(np.mean([r.last_saving(10) for r in runs]))
+    with pytest.raises(SystemExit):
+        bench.main(["--seeds", "0"])
