@@ -193,6 +193,44 @@ def test_a_run_that_cannot_afford_one_epoch_is_charged_up_to_the_threshold(image
     assert (epochs, reached, stopped) == (3, False, True)
 
 
+def test_epoch_accounting_charges_whole_epochs(imagenet):
+    """The original Zeus simulator's rules: profile over a whole first epoch, skip unaffordable
+    runs at no cost, stop before an epoch would pass beta x the cheapest recurrence."""
+    from zeus_nb.optimizer.batch_size_sim import _run_by_epochs
+
+    arm = imagenet.arms[128]
+    b = arm.best
+    per_epoch = float(imagenet.epoch_cost(128)[b])
+    # a profiled run spends its first epoch evenly at every limit, then runs at the best one
+    epochs, t, e, reached, stopped = _run_by_epochs(imagenet, arm, 5.0, math.inf, True)
+    assert (epochs, reached, stopped) == (5, True, False)
+    assert e == pytest.approx(arm.epoch_energy.mean() + 4 * arm.epoch_energy[b])
+    assert t == pytest.approx(arm.epoch_time.mean() + 4 * arm.epoch_time[b])
+    # whole epochs up to the threshold, then stopped
+    assert _run_by_epochs(imagenet, arm, 30.0, 3.5 * per_epoch, False)[:1] == (3,)
+    assert _run_by_epochs(imagenet, arm, 30.0, 3.5 * per_epoch, False)[3:] == (False, True)
+    # cannot afford one epoch: not started, costs nothing
+    assert _run_by_epochs(imagenet, arm, 30.0, 0.9 * per_epoch, False) == (0, 0.0, 0.0, False, True)
+
+    r = simulate(imagenet, seed=1, accounting="epoch")
+    h = r.history
+    best = math.inf  # the cheapest recurrence so far, all its runs summed
+    stopped_runs = 0
+    for _, rec in h.groupby("recurrence"):
+        for row in rec.itertuples():
+            if row.stopped_early:
+                stopped_runs += 1
+                # whole epochs at the best limit that fit under the threshold, not one more
+                c = float(imagenet.epoch_cost(row.batch_size)[imagenet.arms[row.batch_size].best])
+                assert row.epochs * c <= 2.0 * best < (row.epochs + 1) * c
+        best = min(best, rec["cost"].sum())
+    assert stopped_runs > 0
+    assert r.cumulative_saving != simulate(imagenet, seed=1).cumulative_saving
+    with pytest.raises(ValueError, match="accounting must be one of"):
+        simulate(imagenet, accounting="hours")
+    assert main(["bso", "simulate", "--workload", "imagenet", "--accounting", "epoch"]) == 0
+
+
 def test_benchmark_json_lines_are_the_simulated_means(capsys):
     """bench_bso.py --json: one line per workload; its figures are the simulator's own means."""
     import importlib.util

@@ -20,6 +20,13 @@ def register(sub) -> None:
     s.add_argument(
         "--recurrences", type=int, default=None, help="default: 2 x |batch sizes| x |limits|"
     )
+    s.add_argument(
+        "--accounting",
+        choices=("step", "epoch"),
+        default="step",
+        help="charge profiling and stopping by step (default) or by whole epochs, as the "
+        "original Zeus simulator does",
+    )
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=run_simulate)
 
@@ -44,6 +51,7 @@ def run_simulate(args) -> int:
         beta=args.beta,
         seed=args.seed,
         recurrences=args.recurrences,
+        accounting=args.accounting,
     )
     summary = result.summary()
     rec = result.per_recurrence()

@@ -20,6 +20,13 @@ How a simulated run is costed:
   Stopped and failed runs are retried within the recurrence (at most ``max_attempts`` runs) and
   all their time and energy is charged to it.
 * MaxPower in the cost is the highest power limit in the power trace.
+
+``accounting="epoch"`` charges runs by whole epochs instead, as the original Zeus trace-driven
+simulator does, for comparing with figures it produced: the first run of a batch size spends its
+first epoch evenly at every power limit; the threshold is beta x the cheapest *recurrence* so far
+(all its runs' costs summed); a run is stopped before the first epoch that would take it over,
+and a run that cannot afford one epoch is not started at all, costs nothing, and is reported to
+the optimizer as a failure.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["WorkloadModel", "SimulationResult", "simulate", "workload_model"]
 
 DEFAULT_PROFILE_STEPS = 50  # warm-up + measured steps per limit, as the power-limit optimizer
+ACCOUNTING = ("step", "epoch")
 
 
 @dataclass(frozen=True)
@@ -298,6 +306,30 @@ def _run(
     return epochs, t1 + (epochs - 1) * t_ep, e1 + (epochs - 1) * e_ep, reached, stopped
 
 
+def _run_by_epochs(
+    model: WorkloadModel, arm: _Arm, target: float, threshold: float, profile: bool
+) -> tuple[int, float, float, bool, bool]:
+    """Replay one run under whole-epoch accounting (see the module docstring).
+
+    Returns (epochs, time, energy, reached, stopped early); 0 epochs: the run was not started.
+    """
+    best = arm.best
+    t_ep, e_ep = float(arm.epoch_time[best]), float(arm.epoch_energy[best])
+    c = model.eta * e_ep + (1 - model.eta) * model.max_power * t_ep
+    allowed = model.max_epochs
+    if math.isfinite(threshold):
+        allowed = min(allowed, int(threshold // c))
+    if allowed == 0:
+        return 0, 0.0, 0.0, False, True
+    reached = not math.isnan(target) and target <= allowed
+    epochs = int(target) if reached else allowed
+    t1, e1 = (
+        (float(arm.epoch_time.mean()), float(arm.epoch_energy.mean())) if profile else (t_ep, e_ep)
+    )
+    stopped = not reached and allowed < model.max_epochs
+    return epochs, t1 + (epochs - 1) * t_ep, e1 + (epochs - 1) * e_ep, reached, stopped
+
+
 def simulate(
     workload: str | WorkloadModel,
     gpu: str | Path = "v100",
@@ -310,8 +342,13 @@ def simulate(
     max_attempts: int = 20,
     train_trace: str | Path | None = None,
     exploration: float = DEFAULT_EXPLORATION,
+    accounting: str = "step",
 ) -> SimulationResult:
-    """Simulate ``recurrences`` recurrences (default 2 x |batch sizes| x |power limits|)."""
+    """Simulate ``recurrences`` recurrences (default 2 x |batch sizes| x |power limits|).
+
+    ``accounting`` is ``"step"`` (profiling and stopping charged step by step, as this package's
+    optimizers run) or ``"epoch"`` (whole epochs, as the original Zeus simulator charges them).
+    """
     import pandas as pd
 
     model = workload if isinstance(workload, WorkloadModel) else None
@@ -322,6 +359,8 @@ def simulate(
         raise ValueError(f"recurrences must be at least 1, got {n}")
     if profile_steps < 1:
         raise ValueError(f"profile_steps must be at least 1, got {profile_steps}")
+    if accounting not in ACCOUNTING:
+        raise ValueError(f"accounting must be one of {ACCOUNTING}, got {accounting!r}")
     spec = JobSpec(
         f"sim/{model.workload}/{model.gpu}",
         tuple(model.batch_sizes),
@@ -335,22 +374,28 @@ def simulate(
     bso = BatchSizeOptimizer(spec, MemoryStore())
     rng = np.random.default_rng([int(seed), 1])
     rows = []
+    best_recurrence = math.inf  # cheapest recurrence so far, all its runs (epoch accounting)
     for rec in range(n):
+        spent = 0.0
         for attempt in range(max_attempts):
             bs = bso.next_batch_size()
             arm = model.arms[bs]
             profile = bso.power_limit(bs) is None
             target = float(arm.target_epochs[rng.integers(arm.target_epochs.size)])
-            threshold = bso.cost_threshold
-            epochs, t, e, reached, stopped = _run(
-                model, arm, target, threshold, profile, profile_steps
-            )
+            if accounting == "step":
+                threshold = bso.cost_threshold
+                run = _run(model, arm, target, threshold, profile, profile_steps)
+            else:
+                run = _run_by_epochs(model, arm, target, beta * best_recurrence, profile)
+            epochs, t, e, reached, stopped = run
             pl = model.jit_power_limit(bs)
             if profile and epochs > 0:
                 bso.set_power_limit(bs, pl)
             cost = bso.report(bs, time=t, energy=e, reached=reached, power_limit=pl)
+            spent += cost
             rows.append((rec, attempt, bs, pl, epochs, t, e, cost, reached, stopped, profile))
             if reached:
+                best_recurrence = min(best_recurrence, spent)
                 break
     history = pd.DataFrame(
         rows,
