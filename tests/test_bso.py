@@ -268,3 +268,41 @@ def test_variance_prior_weight_zero_recovers_the_sample_variance(monkeypatch):
     assert post.loc[64, "std"] == 0
     # cost = eta x energy with time 0: the runs cost 450 and 550
     assert post.loc[128, "std"] == pytest.approx(50.0 / math.sqrt(2))
+
+
+def test_the_paper_policy_samples_full_width_from_each_arms_own_variance():
+    from zeus_nb.optimizer.batch_size import PaperBatchSizeOptimizer
+
+    bso = PaperBatchSizeOptimizer(
+        "job", MemoryStore(), batch_sizes=[32, 64, 128], default_batch_size=64, max_power=250.0
+    )
+    assert bso.job.exploration == 1.0  # full-width draws, whatever was asked
+    # cost = eta x energy with time 0: 64's runs cost 515 twice, 128's 450 and 550
+    costs = {32: [1400.0, 1800.0], 64: [1030.0, 1030.0], 128: [900.0, 1100.0]}
+    drive(bso, lambda b: (0.0, costs[b].pop(0), True))
+    post = bso.posterior().set_index("batch_size")
+    assert post.loc[64, "std"] == 0  # runs that agreed freeze the arm (no variance prior)
+    assert post.loc[128, "std"] == pytest.approx(50.0 / math.sqrt(2))
+    # the same runs under this package's optimizer: 64 keeps some width
+    ours = make(b0=64, sizes=[32, 64, 128], exploration=1.0)
+    costs = {32: [1400.0, 1800.0], 64: [1030.0, 1030.0], 128: [900.0, 1100.0]}
+    drive(ours, lambda b: (0.0, costs[b].pop(0), True))
+    assert ours.posterior().set_index("batch_size").loc[64, "std"] > 0
+
+
+def test_the_paper_policy_learns_failures_at_their_own_cost():
+    from zeus_nb.optimizer.batch_size import PaperBatchSizeOptimizer
+
+    spec = JobSpec("job", (32, 64), 64, eta=0.5, beta=2.0, max_power=250.0, exploration=0.3)
+    paper = PaperBatchSizeOptimizer(spec, MemoryStore())
+    ours = BatchSizeOptimizer(spec, MemoryStore())
+    for bso in (paper, ours):
+        bso.report(64, time=0.0, energy=200.0, reached=True)  # cost 100: the best so far
+        bso.report(32, time=0.0, energy=60.0, reached=False)  # cost 30, failed
+    assert paper.posterior().set_index("batch_size").loc[32, "mean_cost"] == pytest.approx(30.0)
+    # this package adds the successful run the failure forces
+    assert ours.posterior().set_index("batch_size").loc[32, "mean_cost"] == pytest.approx(130.0)
+    # a run that never started (no time, no energy) counts 100 x beta x the best cost
+    paper.report(32, time=0.0, energy=0.0, reached=False)
+    post = paper.posterior().set_index("batch_size")
+    assert post.loc[32, "mean_cost"] == pytest.approx((30.0 + 100 * 2.0 * 100.0) / 2)

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from zeus_nb.cli import main
+from zeus_nb.optimizer.batch_size import PaperBatchSizeOptimizer
 from zeus_nb.optimizer.batch_size_sim import simulate, workload_model
 from zeus_nb.traces import load_power_trace, load_train_trace
 
@@ -246,9 +247,18 @@ def test_benchmark_json_lines_are_the_simulated_means(capsys):
     for key in ("cumulative_saving", "last10_saving", "converged_batch_size", "seconds"):
         assert all(key in r for r in rows)
     squad = rows[bench.WORKLOADS.index("squad")]
-    runs = [simulate("squad", "v100", seed=s) for s in (7, 8)]
-    assert squad["seeds"] == 2
-    assert squad["cumulative_saving"] == pytest.approx(np.mean([r.cumulative_saving for r in runs]))
+    assert squad["seeds"] == 2 and squad["accounting"] == "epoch"
+    runs = [simulate("squad", "v100", seed=s, accounting="epoch") for s in (7, 8)]
+    paper = [
+        simulate("squad", "v100", seed=s, accounting="epoch", optimizer=PaperBatchSizeOptimizer)
+        for s in (7, 8)
+    ]
+    ours = [r.cumulative_saving for r in runs]
+    theirs = [r.cumulative_saving for r in paper]
+    assert squad["cumulative_saving"] == pytest.approx(np.mean(ours))
     assert squad["last10_saving"] == pytest.approx(np.mean([r.last_saving(10) for r in runs]))
+    assert squad["paper_policy_saving"] == pytest.approx(np.mean(theirs))
+    assert squad["vs_paper_policy"] == pytest.approx(np.mean(ours) - np.mean(theirs))
+    assert ours != theirs  # two policies, not one run twice
     with pytest.raises(SystemExit):
         bench.main(["--seeds", "0"])

@@ -219,6 +219,16 @@ def test_04_batch_size_optimizer_records(tour):
         )
     never = simulate("imagenet", gpu="v100", eta=0.5, beta=math.inf, seed=1).summary()
     assert knobs[("beta", "inf")]["saving"] == pytest.approx(never["cumulative_saving"])
+    # smoke mode compares three seeds with the published policy
+    from zeus_nb.optimizer.batch_size import PaperBatchSizeOptimizer
+
+    assert [row["seed"] for row in r["paired"]] == [1, 2, 3]
+    for row in r["paired"]:
+        paper = simulate(
+            "imagenet", gpu="v100", seed=row["seed"], optimizer=PaperBatchSizeOptimizer
+        )
+        assert row["paper"] == pytest.approx(paper.cumulative_saving)
+        assert row["difference"] == pytest.approx(row["zeus_nb"] - row["paper"])
     # live: 6 smoke recurrences; pruning starts at the default (128), goes down, then up
     assert len(r["live_batch_sizes"]) == 6
     assert r["live_batch_sizes"][:4] == [128, 64, 32, 256]

@@ -24,6 +24,7 @@ workload: str = "imagenet"  # traced workload the simulation replays
 trace_gpu: str = "v100"  # GPU of the traces: "v100" or "a40"
 eta: float = 0.5  # Zeus cost weight of energy, from 0 (only time) to 1 (only energy)
 beta: float = 2.0  # stop a run once its cost passes beta times the best so far
+compare_seeds: int = 10  # seeds for the comparison with the published policy
 live_recurrences: int = 12  # recurrences of the live job
 live_batch_sizes: str = "32,64,128,256"  # candidate batch sizes of the live job
 target_accuracy: float = 0.8  # live job: validation accuracy that counts as trained
@@ -38,7 +39,7 @@ import torch
 
 import zeus_nb
 from zeus_nb import check, device
-from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
+from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, PaperBatchSizeOptimizer
 from zeus_nb.optimizer.batch_size_sim import simulate
 from zeus_nb.optimizer.batch_size_store import MemoryStore
 from zeus_nb.plots import bso_costs, bso_posterior
@@ -46,6 +47,7 @@ from zeus_nb.torch_train import synthetic_images, torch_train_fn
 
 if smoke:
     live_recurrences = 6
+    compare_seeds = min(compare_seeds, 3)
 candidates = [int(b) for b in live_batch_sizes.split(",")]
 # "auto" lets ZEUS_NB_BACKEND decide, else finds a real GPU, else simulates one.
 system = device.current(None if backend == "auto" else backend)
@@ -95,6 +97,36 @@ knobs = pd.DataFrame(
     columns=["knob", "value", "batch_size", "power_limit", "saving", "hours", "runs"],
 )
 print(knobs.round(3).to_string(index=False))
+
+# %% [markdown]
+# ## Compared with the published policy
+#
+# `PaperBatchSizeOptimizer` prunes the same way but samples as the Zeus paper does: full-width
+# draws from each arm's own cost variance. Running both on the same seeds replays the same
+# recorded training runs, so the difference per seed is the policies' alone.
+
+# %%
+paired = pd.DataFrame(
+    [
+        (
+            s,
+            simulate(workload, gpu=trace_gpu, eta=eta, beta=beta, seed=s).cumulative_saving,
+            simulate(
+                workload,
+                gpu=trace_gpu,
+                eta=eta,
+                beta=beta,
+                seed=s,
+                optimizer=PaperBatchSizeOptimizer,
+            ).cumulative_saving,
+        )
+        for s in range(seed, seed + compare_seeds)
+    ],
+    columns=["seed", "zeus_nb", "paper"],
+)
+paired["difference"] = paired["zeus_nb"] - paired["paper"]
+print(paired.round(4).to_string(index=False))
+print(f"mean difference: {paired['difference'].mean():+.2%} of the baseline energy")
 
 # %% [markdown]
 # ## Exercise: stop early
@@ -175,6 +207,7 @@ print(f"phase: {bso.phase}, surviving batch sizes: {bso.survivors}")
 # %%
 zeus_nb.record("simulation", summary)
 zeus_nb.record("knobs", knobs)
+zeus_nb.record("paired", paired)
 zeus_nb.record("live_batch_sizes", live.batch_size.tolist())
 zeus_nb.record("live_reached", live.reached.tolist())
 zeus_nb.record("live_phase", bso.phase)

@@ -19,6 +19,7 @@ cost-optimal batch size across recurrences. Each recurrence is one pull of a mul
    variance, and left the other workloads unchanged within their noise). ``exploration=1`` gives
    textbook Thompson sampling. A run that fails counts its own cost plus the best cost so far,
    for the retry it forces.
+   :class:`PaperBatchSizeOptimizer` keeps the published Thompson step as a baseline.
 
 Cost = eta x energy + (1 - eta) x MaxPower x time (:func:`zeus_nb.tradeoff.zeus_cost`).
 **Early stopping**: a run whose cost would pass beta x the cheapest successful run so far is
@@ -34,7 +35,7 @@ choice, which is what lets the state live in a shared SQLite file.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,6 +65,7 @@ __all__ = [
     "JobSpec",
     "MemoryStore",
     "Observation",
+    "PaperBatchSizeOptimizer",
     "PruningExplorer",
     "SQLiteStore",
 ]
@@ -227,14 +229,19 @@ class BatchSizeOptimizer:
             self._apply(obs)
             self._last_id = i
 
+    def _learned_cost(self, obs: Observation) -> float:
+        """The cost the bandit learns from one run.
+
+        A run that did not reach the target has to be retried: its cost to the job is what it
+        spent plus at least one successful run, so the bandit sees that sum.
+        """
+        if obs.reached:
+            return obs.cost
+        return obs.cost + (self._best_cost if math.isfinite(self._best_cost) else obs.cost)
+
     def _apply(self, obs: Observation) -> None:
         self._log.append(obs)
-        # A run that did not reach the target has to be retried: its cost to the job is what
-        # it spent plus at least one successful run, so the bandit sees that sum.
-        cost = obs.cost
-        if not obs.reached:
-            cost += self._best_cost if math.isfinite(self._best_cost) else obs.cost
-        self._costs.setdefault(obs.batch_size, []).append(cost)
+        self._costs.setdefault(obs.batch_size, []).append(self._learned_cost(obs))
         self._stats.pop(obs.batch_size, None)
         self._explorer.observe(obs.batch_size, obs.cost, obs.reached)
         if obs.reached and obs.cost < self._best_cost:
@@ -442,6 +449,37 @@ class BatchSizeOptimizer:
         if int(batch_size) not in self.job.batch_sizes:
             raise ValueError(f"batch size {batch_size} is not one of job {self.job.name!r}'s")
         self.store.set_power_limit(self.job.name, int(batch_size), float(watts))
+
+
+class PaperBatchSizeOptimizer(BatchSizeOptimizer):
+    """The same pruning, with the Thompson step as the Zeus paper runs it: a baseline.
+
+    Full-width draws (``exploration`` 1), each arm's own maximum-likelihood cost variance with
+    no prior (two runs of equal cost freeze that arm's draw at its mean), and a failed run is
+    learned at its own cost. A run that never started (reported with no time and no energy,
+    as whole-epoch simulation does when one epoch would pass the threshold) is learned at
+    100 x beta x the best cost, as the original Zeus simulator reports it. For simulations and
+    benchmarks that compare with the published policy; new jobs should use
+    :class:`BatchSizeOptimizer`.
+    """
+
+    def __init__(self, job: JobSpec | str, store=None, **kwargs) -> None:
+        if isinstance(job, JobSpec):
+            job = replace(job, exploration=1.0)
+        else:
+            kwargs["exploration"] = 1.0
+        super().__init__(job, store, **kwargs)
+
+    def _learned_cost(self, obs: Observation) -> float:
+        if obs.reached or obs.cost > 0 or not math.isfinite(self.job.beta * self._best_cost):
+            return obs.cost
+        return 100 * self.job.beta * self._best_cost
+
+    def _arm_posterior(self, bs: int, pooled_cv: float) -> tuple[float, float]:
+        n, mean, sd = self._arm_stats(bs)
+        if n == 0:
+            return math.nan, math.inf
+        return mean, sd / math.sqrt(n)
 
 
 def _validated(spec: JobSpec) -> JobSpec:

@@ -343,11 +343,14 @@ def simulate(
     train_trace: str | Path | None = None,
     exploration: float = DEFAULT_EXPLORATION,
     accounting: str = "step",
+    optimizer: type[BatchSizeOptimizer] = BatchSizeOptimizer,
 ) -> SimulationResult:
     """Simulate ``recurrences`` recurrences (default 2 x |batch sizes| x |power limits|).
 
     ``accounting`` is ``"step"`` (profiling and stopping charged step by step, as this package's
     optimizers run) or ``"epoch"`` (whole epochs, as the original Zeus simulator charges them).
+    ``optimizer`` is the class that decides, e.g.
+    :class:`~zeus_nb.optimizer.batch_size.PaperBatchSizeOptimizer` for the published policy.
     """
     import pandas as pd
 
@@ -371,7 +374,7 @@ def simulate(
         seed=int(seed),
         exploration=float(exploration),
     )
-    bso = BatchSizeOptimizer(spec, MemoryStore())
+    bso = optimizer(spec, MemoryStore())
     rng = np.random.default_rng([int(seed), 1])
     rows = []
     best_recurrence = math.inf  # cheapest recurrence so far, all its runs (epoch accounting)
