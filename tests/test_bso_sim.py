@@ -127,6 +127,14 @@ def test_cli_simulate_json(capsys):
     assert sum(r["attempts"] for r in recs) == len(out["runs"])
     assert all(r["reached"] for r in recs)
     assert out["runs"][0]["batch_size"] == 32  # the default goes first
+    assert (out["summary"]["policy"], out["summary"]["accounting"]) == ("zeus-nb", "step")
+    # the published policy on the same seed and runs
+    argv = ["bso", "simulate", "--workload", "squad", "--policy", "paper", "--json"]
+    assert main(argv) == 0
+    paper = json.loads(capsys.readouterr().out)["summary"]
+    again = simulate("squad", seed=1, optimizer=PaperBatchSizeOptimizer).summary()
+    assert paper["policy"] == "paper"
+    assert paper["cumulative_saving"] == pytest.approx(again["cumulative_saving"])
 
 
 def test_cli_simulate_table_and_errors(capsys):

@@ -27,6 +27,12 @@ def register(sub) -> None:
         help="charge profiling and stopping by step (default) or by whole epochs, as the "
         "original Zeus simulator does",
     )
+    s.add_argument(
+        "--policy",
+        choices=("zeus-nb", "paper"),
+        default="zeus-nb",
+        help="the optimizer that decides: this package's (default) or the published policy",
+    )
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=run_simulate)
 
@@ -42,8 +48,10 @@ def _num(x):
 
 
 def run_simulate(args) -> int:
+    from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, PaperBatchSizeOptimizer
     from zeus_nb.optimizer.batch_size_sim import simulate
 
+    policy = PaperBatchSizeOptimizer if args.policy == "paper" else BatchSizeOptimizer
     result = simulate(
         args.workload,
         args.gpu,
@@ -52,12 +60,15 @@ def run_simulate(args) -> int:
         seed=args.seed,
         recurrences=args.recurrences,
         accounting=args.accounting,
+        optimizer=policy,
     )
     summary = result.summary()
     rec = result.per_recurrence()
     if args.json:
         summary["beta"] = _num(summary["beta"])
         summary["default_batch_size"] = result.model.default_batch_size
+        summary["policy"] = args.policy
+        summary["accounting"] = args.accounting
         summary["baseline_energy"] = result.baseline_energy
         out = {
             "summary": summary,
@@ -70,7 +81,8 @@ def run_simulate(args) -> int:
     print(
         f"{m.workload} on {m.gpu}: batch sizes {m.batch_sizes} (b0 {m.default_batch_size}), "
         f"power limits {[int(p) for p in m.power_limits]} W, eta {m.eta:g}, beta "
-        f"{result.beta:g}, seed {result.seed}, {result.recurrences} recurrences"
+        f"{result.beta:g}, seed {result.seed}, {result.recurrences} recurrences; "
+        f"{args.policy} policy, charged by {args.accounting}"
     )
     print(
         f"{'rec':>4} {'bs':>6} {'limit':>6} {'runs':>4} {'time (s)':>11} {'energy (J)':>12} "
