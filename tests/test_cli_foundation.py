@@ -61,3 +61,18 @@ def test_console_script_runs():
     assert exe, "the zeus-nb console script is not installed next to this Python"
     out = subprocess.run([exe, "demo", "--epochs", "1"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("NVIDIA A40 (simulated)")
+
+
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """`zeus-nb ... | head`: the command stops quietly when its reader closes the pipe."""
+    # about 90 kB of JSON: more than a pipe holds, so the write meets the closed end
+    cmd = [sys.executable, "-m", "zeus_nb.cli", "bso", "simulate", "--workload", "librispeech"]
+    proc = subprocess.Popen(
+        [*cmd, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.read(10) == '{"summary"'
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == 1
+    assert "Traceback" not in err and "BrokenPipe" not in err

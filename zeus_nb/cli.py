@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -39,6 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("zeus-nb: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`zeus-nb ... | head`): stop quietly, as Unix tools do, and point
+        # stdout at /dev/null so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":
