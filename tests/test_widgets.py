@@ -173,3 +173,35 @@ def test_backend_choices(shown):
     assert widgets.gpu_picker(system, 0, headless=True).value == 0
     with pytest.raises(ValueError, match="unknown backend choice"):
         widgets.backend_picker("tpu")
+
+
+def test_power_limit_explorer_trains_an_epoch_at_the_limit_and_restores_it(gpu, shown, capsys):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    system = device.current()
+    gpu.set_power_limit(300.0)
+    seen = []
+
+    def train_epoch():
+        for _ in range(5):
+            system.step(batch_size=64)
+            seen.append(gpu.get_power_limit())
+            yield
+
+    panel = widgets.power_limit_explorer(system, gpu, train_epoch, 5, value=200)
+    slider, row, _out = panel.children
+    button, bar, status = row.children
+    slider.value = 150
+    button.click()
+    assert seen == [150.0] * 5  # every step at the chosen limit
+    assert bar.value == 5 and "5/5 steps" in status.value
+    assert gpu.get_power_limit() == 300.0  # the previous limit is back
+
+    # without permission: the epoch runs at the current limit, and the panel says why
+    gpu.can_set_power_limit = lambda: (False, "no permission (needs CAP_SYS_ADMIN)")
+    seen.clear()
+    button.click()
+    assert seen == [300.0] * 5 and gpu.get_power_limit() == 300.0
+    assert "keeping 300 W: no permission" in capsys.readouterr().out
+    assert widgets.power_limit_explorer(system, gpu, train_epoch, 5, headless=True) is None

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -452,3 +452,36 @@ def run_panel(
     button.on_click(on_click)
     shown = [c.widget for c in controls.values() if c.widget is not None]
     return w.VBox([*shown, w.HBox([button, bar, status]), out])
+
+
+def power_limit_explorer(
+    system,
+    gpu,
+    train_epoch: Callable[[], Iterable[Any]],
+    steps_per_epoch: int,
+    value: float | None = None,
+    headless: bool | None = None,
+):
+    """A power-limit slider and a Run button that trains one epoch at the chosen limit.
+
+    ``train_epoch()`` returns an iterable that trains one step per item (a generator over a
+    DataLoader, say). Each step is reported to the live plot. The GPU gets its previous limit
+    back afterwards, even if training fails; where this process may not change the limit, the
+    epoch runs at the current one and says why. Headless, nothing is shown and nothing runs.
+    """
+    from zeus_nb.optimizer.restore import power_limits_restored
+
+    limit = power_limit_slider(gpu, value=value, headless=headless)
+
+    def explore(values: dict[str, Any], report: Report) -> None:
+        allowed, why = gpu.can_set_power_limit()
+        if not allowed:
+            print(f"keeping {gpu.get_power_limit():g} W: {why}")
+        with power_limits_restored([gpu], backend=system.backend):
+            if allowed:
+                gpu.set_power_limit(values["power_limit"])
+            t0, e0 = system.clock(), gpu.energy()
+            for _ in train_epoch():
+                report(system.clock() - t0, gpu.power(), gpu.energy() - e0)
+
+    return run_panel(explore, steps_per_epoch, {"power_limit": limit}, headless=headless)

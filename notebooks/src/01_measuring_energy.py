@@ -40,7 +40,6 @@ from torchvision import transforms
 
 import zeus_nb
 from zeus_nb import check, device, widgets
-from zeus_nb.optimizer.restore import power_limits_restored
 
 if smoke:
     epochs, steps_per_epoch = 2, 4
@@ -194,24 +193,13 @@ print(f"{len(timeline)} power samples, mean {timeline.power.mean():.1f} W")
 # Headless runs skip this cell's controls.
 
 # %%
-limit = widgets.power_limit_slider(gpu, headless=headless)
-
-
-def explore(values: dict, report) -> None:
-    allowed, why = gpu.can_set_power_limit()
-    if not allowed:
-        print(f"keeping {gpu.get_power_limit():g} W: {why}")
-    # the GPU gets its previous limit back afterwards, even if training fails
-    with power_limits_restored([gpu], backend=system.backend):
-        if allowed:
-            gpu.set_power_limit(values["power_limit"])
-        t0, e0 = system.clock(), gpu.energy()
-        for x, y in loader:
-            train_one_step(x, y)
-            report(system.clock() - t0, gpu.power(), gpu.energy() - e0)
-
-
-widgets.run_panel(explore, steps_per_epoch, {"power_limit": limit}, headless=headless)
+widgets.power_limit_explorer(
+    system,
+    gpu,
+    lambda: (train_one_step(x, y) for x, y in loader),  # one epoch, one item per step
+    steps_per_epoch,
+    headless=headless,
+)
 
 # %% [markdown]
 # ## Results

@@ -51,7 +51,6 @@ from zeus_nb.optimizer import (
     ZeusCost,
 )
 from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
-from zeus_nb.optimizer.restore import power_limits_restored
 from zeus_nb.plots import power_limit_profile
 from zeus_nb.traces import resource_path
 
@@ -268,24 +267,14 @@ if run_hf:
 # and time with the optimizer's choice above. Headless runs skip this.
 
 # %%
-limit = widgets.power_limit_slider(gpu, value=plo.optimal_power_limit, headless=headless)
-
-
-def explore(values: dict, report) -> None:
-    allowed, why = gpu.can_set_power_limit()
-    if not allowed:
-        print(f"keeping {gpu.get_power_limit():g} W: {why}")
-    # the GPU gets its previous limit back afterwards, even if training fails
-    with power_limits_restored([gpu], backend=system.backend):
-        if allowed:
-            gpu.set_power_limit(values["power_limit"])
-        t0, e0 = system.clock(), gpu.energy()
-        for _ in range(steps_per_epoch):
-            train_one_step()
-            report(system.clock() - t0, gpu.power(), gpu.energy() - e0)
-
-
-widgets.run_panel(explore, steps_per_epoch, {"power_limit": limit}, headless=headless)
+widgets.power_limit_explorer(
+    system,
+    gpu,
+    lambda: (train_one_step() for _ in range(steps_per_epoch)),  # one epoch, one item per step
+    steps_per_epoch,
+    value=plo.optimal_power_limit,
+    headless=headless,
+)
 
 # %% [markdown]
 # ## Results
