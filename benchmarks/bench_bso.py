@@ -38,7 +38,7 @@ import time
 from collections import Counter
 
 from zeus_nb.optimizer.batch_size import PaperBatchSizeOptimizer
-from zeus_nb.optimizer.batch_size_sim import simulate, workload_model
+from zeus_nb.optimizer.batch_size_sim import ACCOUNTING, simulate, workload_model
 
 WORKLOADS = ("librispeech", "squad", "sentiment140", "imagenet", "cifar100", "movielens-1m")
 TARGET = {  # published, to 0.1 point
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--beta", type=float, default=2.0)
     ap.add_argument(
         "--accounting",
-        choices=("epoch", "step"),
+        choices=ACCOUNTING,
         default="epoch",
         help="charge runs by whole epochs, as the simulator behind the published figures "
         "(default), or step by step, as this package's optimizers run",
