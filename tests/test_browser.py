@@ -6,7 +6,6 @@ Keeps a screenshot in ``artifacts/``.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -103,19 +102,6 @@ def lab(tmp_path):
                 proc.kill()
                 pytest.fail("JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text())
             time.sleep(0.3)
-    # Start the notebook's kernel session before the page opens: a page that finds no session
-    # asks "Select Kernel" once the kernel specs arrive, and that late dialog can swallow clicks.
-    session = json.dumps(
-        {"path": src.name, "name": src.name, "type": "notebook", "kernel": {"name": "python3"}}
-    ).encode()
-    request = urllib.request.Request(
-        f"{base}/api/sessions",
-        data=session,
-        method="POST",
-        headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=60):
-        pass
     try:
         yield f"{base}/lab/tree/{src.name}?token={token}", src.stem
     finally:
