@@ -72,6 +72,11 @@ def lab(tmp_path):
         JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
     )
     env.pop("ZEUS_NB_HEADLESS", None)
+    # Start the notebook's kernel without asking: on a fresh server a late "Select Kernel"
+    # dialog can otherwise interrupt "run all" part-way (the next cells then miss its imports).
+    tracker = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"autoStartDefaultKernel": true}')
     cmd = [
         sys.executable,
         "-m",
