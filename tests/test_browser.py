@@ -72,11 +72,6 @@ def lab(tmp_path):
         JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
     )
     env.pop("ZEUS_NB_HEADLESS", None)
-    # Start the notebook's kernel without asking: on a fresh server a late "Select Kernel"
-    # dialog can otherwise interrupt "run all" part-way (the next cells then miss its imports).
-    tracker = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
-    tracker.mkdir(parents=True)
-    (tracker / "tracker.jupyterlab-settings").write_text('{"autoStartDefaultKernel": true}')
     cmd = [
         sys.executable,
         "-m",
@@ -119,6 +114,16 @@ def lab(tmp_path):
         log.close()
 
 
+# The notebook's kernel is connected and idle: from then on no "Select Kernel" dialog comes. On
+# a cold server the kernel specs load late, and a run started before this can be cut part-way
+# by that dialog (the later cells then miss the imports of the lost ones).
+KERNEL_READY = (
+    "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+    " const sc = w && w.sessionContext;"
+    " return !!(sc && sc.isReady && sc.session && sc.session.kernel"
+    " && sc.session.kernel.status === 'idle'); }"
+)
+
 # fire and forget: the command's promise settles only when every cell has run
 RUN_ALL = "() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); return true; }"
 
@@ -152,6 +157,11 @@ def test_notebook_runs_in_jupyterlab_with_widget(lab):
         try:
             page.goto(url)
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+            deadline = time.monotonic() + 120
+            while not page.evaluate(KERNEL_READY):
+                assert time.monotonic() < deadline, "the notebook's kernel never became ready"
+                _accept_dialogs(page)
+                page.wait_for_timeout(500)
             idle = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
             # the first run command can be lost while the kernel starts: retry once idle
             deadline = time.monotonic() + 90
