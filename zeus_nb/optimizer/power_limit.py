@@ -35,6 +35,7 @@ from typing import Any
 
 from zeus_nb.errors import PowerLimitPermissionError, ZeusNbError
 from zeus_nb.optimizer.restore import PowerLimitGuard
+from zeus_nb.train.distributed import initialized_dist, reduce_time_energy
 from zeus_nb.tradeoff import check_eta, zeus_cost
 
 __all__ = [
@@ -203,32 +204,6 @@ class MaxSlowdownConstraint(OptimumSelector):
     def settled(self, measurements, remaining) -> bool:
         # Only a lower limit that meets the constraint could displace the current choice.
         return bool(measurements) and all(w > self.select(measurements) for w in remaining)
-
-
-# --- data-parallel reduction --------------------------------------------------------------------
-def _distributed():
-    """torch.distributed if the program initialized it (never imports torch itself)."""
-    dist = sys.modules.get("torch.distributed")
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        return dist
-    return None
-
-
-def _reduce(time: float, energy: float, gpus: int) -> tuple[float, float, int]:
-    """(max time, summed energy, summed GPU count) over all ranks; local values otherwise."""
-    dist = _distributed()
-    if dist is None:
-        return time, energy, gpus
-    import torch
-
-    dev = "cpu"
-    if dist.get_backend() == "nccl":
-        dev = f"cuda:{torch.cuda.current_device()}"
-    t = torch.tensor([time], dtype=torch.float64, device=dev)
-    s = torch.tensor([energy, float(gpus)], dtype=torch.float64, device=dev)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    dist.all_reduce(s, op=dist.ReduceOp.SUM)
-    return float(t[0]), float(s[0]), int(round(float(s[1])))
 
 
 # --- the optimizer ------------------------------------------------------------------------------
@@ -527,7 +502,7 @@ class GlobalPowerLimitOptimizer:
         now, energy = self._read()
         t0, e0 = self._seg0
         at, ae = self._acc
-        time, energy, _ = _reduce(at + now - t0, ae + energy - e0, len(self.gpus))
+        time, energy, _ = reduce_time_energy(at + now - t0, ae + energy - e0, len(self.gpus))
         sel, ms, margin = self.optimum_selector, self.measurements, self.noise_margin
         why = None
         if sel.rules_out(ms, energy, time, margin):
@@ -546,7 +521,7 @@ class GlobalPowerLimitOptimizer:
         limit = self._order[self._index]
         if complete:
             local = PowerLimitMeasurement(limit, energy, time, len(self.gpus))
-            t, e, n = _reduce(time, energy, len(self.gpus))
+            t, e, n = reduce_time_energy(time, energy, len(self.gpus))
             self.local_measurements.append(local)
             measurement = PowerLimitMeasurement(limit, e, t, n)
             time = t
@@ -594,7 +569,7 @@ class GlobalPowerLimitOptimizer:
             now, energy = self._read()
             self.profiling_time = now - self._start[0]
             self.profiling_energy = energy - self._start[1]
-        dist = _distributed()
+        dist = initialized_dist()
         if self.profile_path is not None and (dist is None or dist.get_rank() == 0):
             self._save_profile(self.profile_path)
 
