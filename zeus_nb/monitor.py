@@ -42,7 +42,9 @@ class ZeusMonitor:
         gpu_indices: CUDA indices to measure; all visible GPUs if None.
         log_file: append every finished window to this CSV
             (``start_time,window_name,elapsed_time,gpu<i>_energy...``), replayable later.
-        backend: ``auto``, ``sim`` or ``nvml`` (default: ``ZEUS_NB_BACKEND`` or ``auto``).
+        backend: ``auto``, ``sim`` or ``nvml`` (default: ``ZEUS_NB_BACKEND`` or ``auto``), or a
+            :class:`~zeus_nb.device.base.GPUSystem` to read instead of the process's current one
+            (e.g. a :class:`~zeus_nb.device.replay.ReplaySystem` over a logged profiling run).
         sync_execution: wait for queued CUDA work before reading counters (real GPUs with torch).
     """
 
@@ -50,10 +52,12 @@ class ZeusMonitor:
         self,
         gpu_indices: list[int] | None = None,
         log_file: str | Path | None = None,
-        backend: str | None = None,
+        backend: str | GPUSystem | None = None,
         sync_execution: bool = True,
     ):
-        self.system: GPUSystem = device.current(backend)
+        self.system: GPUSystem = (
+            backend if isinstance(backend, GPUSystem) else device.current(backend)
+        )
         if gpu_indices is None:
             gpu_indices = [g.index for g in self.system.gpus]
         if not gpu_indices:
@@ -67,6 +71,11 @@ class ZeusMonitor:
         self._log_path = Path(log_file) if log_file is not None else None
         if self._log_path is not None:
             self._init_log(self._log_path)
+
+    @property
+    def persist_power_limits(self) -> bool:
+        """Whether limits set on these GPUs need a state file for ``zeus-nb restore``."""
+        return self.system.persistent
 
     # --- log -------------------------------------------------------------------------------
     def _header(self) -> list[str]:

@@ -182,7 +182,7 @@ def run_sweep(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(grid), initial=len(grid) - len(todo), desc="sweep", unit="config")
-    from zeus_nb.optimizer.restore import power_limits_restored
+    from zeus_nb.device.guard import power_limits_restored
 
     window = "__zeus_nb_sweep"
     # Limits come back afterwards (errors, Ctrl-C and SIGTERM included). Only changed limits are

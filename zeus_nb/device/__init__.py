@@ -5,7 +5,9 @@ asks :func:`current` for it and never checks which backend it got.
 
 Backend choice, highest priority first: the ``backend`` argument, the ``ZEUS_NB_BACKEND``
 environment variable (``sim``, ``nvml`` or ``auto``), then ``auto``: NVML if it initializes, else
-the simulated GPU with a one-line notice. The simulated GPU reads its settings from
+the simulated GPU with a one-line notice (a ``logging`` warning). A replayed profiling log
+(:mod:`zeus_nb.device.replay`) is a backend too: :func:`use_replay` makes one current, or pass
+its system to ``ZeusMonitor(backend=...)``. The simulated GPU reads its settings from
 ``ZEUS_NB_SIM_GPU`` (``a40``, ``v100`` or a power-trace CSV), ``ZEUS_NB_SIM_WORKLOAD``,
 ``ZEUS_NB_SIM_BATCH_SIZE``, ``ZEUS_NB_SIM_GPUS`` (default: ``LOCAL_WORLD_SIZE`` under torchrun,
 else 1), ``ZEUS_NB_SIM_NOISE`` and ``ZEUS_NB_SIM_SEED``; :func:`use_simulated` sets them in code.
@@ -13,11 +15,12 @@ else 1), ``ZEUS_NB_SIM_NOISE`` and ``ZEUS_NB_SIM_SEED``; :func:`use_simulated` s
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from pathlib import Path
 
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
+from zeus_nb.device.nvml import FROM_ENV
 from zeus_nb.errors import NoGPUError
 
 __all__ = [
@@ -26,11 +29,15 @@ __all__ = [
     "PowerSampler",
     "PowerTimeline",
     "current",
+    "open_system",
     "reset",
     "resolve_backend",
     "step",
+    "use_replay",
     "use_simulated",
 ]
+
+log = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "sim", "nvml")
 _current: GPUSystem | None = None
@@ -75,6 +82,28 @@ def _sim_from_env():
     )
 
 
+def open_system(
+    backend: str | None = None, cuda_visible_devices: str | None = FROM_ENV
+) -> GPUSystem:
+    """A freshly opened GPU system of ``backend``; the current one is left as it is.
+
+    ``cuda_visible_devices`` numbers real GPUs as another process saw them (``zeus-nb restore``).
+    """
+    name = resolve_backend(backend)
+    if name == "sim":
+        return _sim_from_env()
+    from zeus_nb.device.nvml import NvmlSystem
+
+    if name == "nvml":
+        return NvmlSystem(cuda_visible_devices)
+    try:
+        return NvmlSystem(cuda_visible_devices)
+    except (NoGPUError, ImportError) as e:
+        reason = str(e).split(";")[0]
+        log.warning("%s; using the simulated GPU backend", reason)
+        return _sim_from_env()
+
+
 def current(backend: str | None = None) -> GPUSystem:
     """The process's GPU system, created on first use.
 
@@ -82,23 +111,8 @@ def current(backend: str | None = None) -> GPUSystem:
     """
     global _current
     name = resolve_backend(backend)
-    if _current is not None and name in ("auto", _current.backend):
-        return _current
-    if name == "sim":
-        _current = _sim_from_env()
-    elif name == "nvml":
-        from zeus_nb.device.nvml import NvmlSystem
-
-        _current = NvmlSystem()
-    else:
-        from zeus_nb.device.nvml import NvmlSystem
-
-        try:
-            _current = NvmlSystem()
-        except (NoGPUError, ImportError) as e:
-            reason = str(e).split(";")[0]
-            print(f"zeus-nb: {reason}; using the simulated GPU backend", file=sys.stderr)
-            _current = _sim_from_env()
+    if _current is None or name not in ("auto", _current.backend):
+        _current = open_system(name)
     return _current
 
 
@@ -116,6 +130,18 @@ def use_simulated(
     from zeus_nb.device.sim import SimulatedSystem
 
     _current = SimulatedSystem(gpu, workload, batch_size, num_gpus, noise, seed, num_samples)
+    return _current
+
+
+def use_replay(log, steps_per_window: int = 40, gpu_name: str | None = None):
+    """Make the GPUs of a replayed ZeusMonitor log current and return their system.
+
+    See :class:`zeus_nb.device.replay.ReplaySystem`; ``zeus_nb.step()`` then advances the replay.
+    """
+    global _current
+    from zeus_nb.device.replay import ReplaySystem
+
+    _current = ReplaySystem(log, steps_per_window, gpu_name)
     return _current
 
 

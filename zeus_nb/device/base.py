@@ -102,6 +102,9 @@ class GPUSystem(ABC):
 
     backend: str
     gpus: list[GPU]
+    #: Whether settings changed here outlive this process (real GPUs do; a replay's do not), i.e.
+    #: whether a setting guard should write a state file for ``zeus-nb restore``.
+    persistent: bool = True
 
     @abstractmethod
     def clock(self) -> float:
