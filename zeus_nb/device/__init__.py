@@ -113,6 +113,7 @@ def current(backend: str | None = None) -> GPUSystem:
     name = resolve_backend(backend)
     if _current is None or name not in ("auto", _current.backend):
         _current = open_system(name)
+        log.info("GPU backend: %s, %d GPU(s)", _current.backend, len(_current.gpus))
     return _current
 
 

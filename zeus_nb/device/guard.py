@@ -139,6 +139,12 @@ class SettingsGuard:
         }
         if self.persist:
             self.path = self._write_state()
+        log.debug(
+            "recorded %s of GPU(s) %s (state file: %s)",
+            self._describe(),
+            self._indices(),
+            self.path,
+        )
         with _lock:
             _active.append(self)
         _install_hooks()
@@ -153,6 +159,12 @@ class SettingsGuard:
                 if key in recorded and any(g is gpu for g in guard.gpus):
                     return recorded[key]
         return kind.read(gpu)
+
+    def _indices(self) -> str:
+        return ", ".join(str(g.index) for g in self.gpus)
+
+    def _describe(self) -> str:
+        return " and ".join(k.name.replace("_", " ") + "s" for k in self.kinds)
 
     def _entries(self) -> list[dict[str, Any]]:
         names = {g.index: g.name for g in self.gpus}
@@ -211,7 +223,9 @@ class SettingsGuard:
             with contextlib.suppress(OSError):
                 self.path.unlink()
         self.path = None if not failed else self.path
-        if failed:
+        if not failed:
+            log.info("restored the original %s of GPU(s) %s", self._describe(), self._indices())
+        else:
             log.warning(
                 "could not restore GPU settings (%s); run `zeus-nb restore` as root",
                 "; ".join(failed),
