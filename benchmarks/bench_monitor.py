@@ -45,7 +45,7 @@ def main() -> None:
         Path(__file__).resolve().parents[1]
         / "zeus_nb/resources/zeus_profiles/A40+resnet50+gpu0.csv"
     )
-    replay_us = median_pair_us(ZeusMonitor(backend=ReplaySystem(log)), args.pairs)
+    replay_us = median_pair_us(ZeusMonitor(system=ReplaySystem(log)), args.pairs)
     print(f"replay: {replay_us:.1f} us per window pair (1 GPU, {log.name})")
 
     # The fake pynvml keeps its state in a JSON file, so this measures zeus-nb plus file I/O.

@@ -40,12 +40,12 @@ def test_show_logs_none_restores_pythons_default(capsys):
 
 def test_backend_fallback_notice_is_a_warning(fake_nvml, caplog):
     fake_nvml.update(init_error="DriverNotLoaded")
-    with caplog.at_level(logging.INFO, logger="zeus_nb"):
+    with caplog.at_level(logging.DEBUG, logger="zeus_nb"):
         system = device.current()
     assert system.backend == "sim"
     levels = {r.getMessage(): r.levelno for r in caplog.records}
     assert levels["no NVIDIA driver found; using the simulated GPU backend"] == logging.WARNING
-    assert levels["GPU backend: sim, 1 GPU(s)"] == logging.INFO
+    assert levels["GPU backend: sim, 1 GPU(s)"] == logging.DEBUG
 
 
 @pytest.mark.parametrize(

@@ -98,7 +98,7 @@ def test_zeus_monitor_reads_the_replay_backend(name, tmp_path):
 
     steps = 6
     system = ReplaySystem(PROFILES / name, steps_per_window=steps)
-    monitor = ZeusMonitor(backend=system, log_file=tmp_path / "again.csv")
+    monitor = ZeusMonitor(system=system, log_file=tmp_path / "again.csv")
     assert monitor.system is system and not monitor.persist_power_limits
     assert device._current is None  # a system passed in is not made current
     with open(PROFILES / name) as f:

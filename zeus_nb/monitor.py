@@ -42,22 +42,22 @@ class ZeusMonitor:
         gpu_indices: CUDA indices to measure; all visible GPUs if None.
         log_file: append every finished window to this CSV
             (``start_time,window_name,elapsed_time,gpu<i>_energy...``), replayable later.
-        backend: ``auto``, ``sim`` or ``nvml`` (default: ``ZEUS_NB_BACKEND`` or ``auto``), or a
-            :class:`~zeus_nb.device.base.GPUSystem` to read instead of the process's current one
-            (e.g. a :class:`~zeus_nb.device.replay.ReplaySystem` over a logged profiling run).
+        backend: ``auto``, ``sim`` or ``nvml`` (default: ``ZEUS_NB_BACKEND`` or ``auto``).
         sync_execution: wait for queued CUDA work before reading counters (real GPUs with torch).
+        system: the GPU system to measure (e.g. one per rank from :func:`zeus_nb.device.create`,
+            or a :class:`~zeus_nb.device.replay.ReplaySystem` over a logged profiling run);
+            default: the process's current one for ``backend``.
     """
 
     def __init__(
         self,
         gpu_indices: list[int] | None = None,
         log_file: str | Path | None = None,
-        backend: str | GPUSystem | None = None,
+        backend: str | None = None,
         sync_execution: bool = True,
+        system: GPUSystem | None = None,
     ):
-        self.system: GPUSystem = (
-            backend if isinstance(backend, GPUSystem) else device.current(backend)
-        )
+        self.system: GPUSystem = system if system is not None else device.current(backend)
         if gpu_indices is None:
             gpu_indices = [g.index for g in self.system.gpus]
         if not gpu_indices:

@@ -7,7 +7,7 @@ Backend choice, highest priority first: the ``backend`` argument, the ``ZEUS_NB_
 environment variable (``sim``, ``nvml`` or ``auto``), then ``auto``: NVML if it initializes, else
 the simulated GPU with a one-line notice (a ``logging`` warning). A replayed profiling log
 (:mod:`zeus_nb.device.replay`) is a backend too: :func:`use_replay` makes one current, or pass
-its system to ``ZeusMonitor(backend=...)``. The simulated GPU reads its settings from
+its system to ``ZeusMonitor(system=...)``. The simulated GPU reads its settings from
 ``ZEUS_NB_SIM_GPU`` (``a40``, ``v100`` or a power-trace CSV), ``ZEUS_NB_SIM_WORKLOAD``,
 ``ZEUS_NB_SIM_BATCH_SIZE``, ``ZEUS_NB_SIM_GPUS`` (default: ``LOCAL_WORLD_SIZE`` under torchrun,
 else 1), ``ZEUS_NB_SIM_NOISE`` and ``ZEUS_NB_SIM_SEED``; :func:`use_simulated` sets them in code.
@@ -29,7 +29,7 @@ __all__ = [
     "PowerSampler",
     "PowerTimeline",
     "current",
-    "open_system",
+    "create",
     "reset",
     "resolve_backend",
     "step",
@@ -82,12 +82,11 @@ def _sim_from_env():
     )
 
 
-def open_system(
-    backend: str | None = None, cuda_visible_devices: str | None = FROM_ENV
-) -> GPUSystem:
-    """A freshly opened GPU system of ``backend``; the current one is left as it is.
+def create(backend: str | None = None, *, cuda_visible_devices: str | None = FROM_ENV) -> GPUSystem:
+    """A new GPU system for ``backend`` (chosen as :func:`current` does), not made current.
 
-    ``cuda_visible_devices`` numbers real GPUs as another process saw them (``zeus-nb restore``).
+    ``cuda_visible_devices`` numbers real GPUs as another process saw them (``zeus-nb restore``
+    passes the crashed process's value); default: this process's environment.
     """
     name = resolve_backend(backend)
     if name == "sim":
@@ -112,8 +111,8 @@ def current(backend: str | None = None) -> GPUSystem:
     global _current
     name = resolve_backend(backend)
     if _current is None or name not in ("auto", _current.backend):
-        _current = open_system(name)
-        log.info("GPU backend: %s, %d GPU(s)", _current.backend, len(_current.gpus))
+        _current = create(name)
+        log.debug("GPU backend: %s, %d GPU(s)", _current.backend, len(_current.gpus))
     return _current
 
 

@@ -342,7 +342,9 @@ def read_state(path: Path) -> dict:
 def _restore_file(path: Path, state: dict) -> RestoreResult:
     from zeus_nb import device
 
-    system = device.open_system(state.get("backend") or "auto", state.get("cuda_visible_devices"))
+    system = device.create(
+        state.get("backend") or "auto", cuda_visible_devices=state.get("cuda_visible_devices")
+    )
     done = []
     for entry in state["settings"]:
         kind = _kind(str(entry["kind"]))

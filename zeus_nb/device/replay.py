@@ -3,7 +3,7 @@
 A log has one row per profiled power limit (window ``__GlobalPowerLimitOptimizer_<W>``): elapsed
 time and each GPU's energy over that limit's measured steps. :class:`ReplaySystem` is a GPU
 backend over such a log, read by the ordinary :class:`~zeus_nb.monitor.ZeusMonitor`
-(``ZeusMonitor(backend=ReplaySystem(log))``, or :func:`zeus_nb.device.use_replay`). Its clock
+(``ZeusMonitor(system=ReplaySystem(log))``, or :func:`zeus_nb.device.use_replay`). Its clock
 advances only when :meth:`ReplaySystem.step` runs: one step at limit W costs
 ``elapsed_W / steps_per_window`` s and ``energy_W / steps_per_window`` J per GPU (the window's
 steps spread evenly over its time). A window of ``steps_per_window`` steps at W therefore measures

@@ -26,13 +26,13 @@ class ReplayMonitor(ZeusMonitor):
     """A :class:`ZeusMonitor` over a fresh :class:`ReplaySystem`, plus :meth:`step`.
 
     Kept for code written before replay became a backend; new code writes
-    ``ZeusMonitor(backend=ReplaySystem(log, steps_per_window))``.
+    ``ZeusMonitor(system=ReplaySystem(log, steps_per_window))``.
     """
 
     def __init__(
         self, log: str | Path | ProfileLog, steps_per_window: int = 40, gpu_name: str | None = None
     ):
-        super().__init__(backend=ReplaySystem(log, steps_per_window, gpu_name))
+        super().__init__(system=ReplaySystem(log, steps_per_window, gpu_name))
         self.log = self.system.log
 
     def step(self, n: int = 1) -> None:
@@ -59,7 +59,7 @@ def replay_optimizer(
 
     system = ReplaySystem(log, steps_per_window=profile_steps)
     plo = GlobalPowerLimitOptimizer(
-        ZeusMonitor(backend=system),
+        ZeusMonitor(system=system),
         optimum_selector,
         wait_steps=0,
         warmup_steps=warmup_steps,
