@@ -12,6 +12,7 @@ from zeus_nb.device.guard import (
     SETTING_KINDS,
     SettingKind,
     SettingsGuard,
+    power_limits_restored,
     register_setting_kind,
     restore_from_state_files,
     settings_restored,
@@ -137,3 +138,17 @@ def test_old_import_path_is_the_same_guard():
 
     assert restore.PowerLimitGuard is guard_mod.PowerLimitGuard
     assert restore.power_limits_restored is guard_mod.power_limits_restored
+
+
+def test_gpus_that_do_not_outlive_the_process_get_no_state_file(tmp_path):
+    from importlib import resources
+
+    log = resources.files("zeus_nb") / "resources/zeus_profiles/A40+resnet50+gpu0.csv"
+    replayed = device.use_replay(log).gpus
+    with power_limits_restored(replayed, backend="replay") as g:
+        replayed[0].set_power_limit(200)
+    assert g.path is None and not state_dir().exists()
+    assert replayed[0].get_power_limit() == 300
+    simulated = device.use_simulated().gpus
+    with power_limits_restored(simulated, backend="sim") as g:
+        assert g.path is not None and g.path.exists()  # the default for GPUs that persist

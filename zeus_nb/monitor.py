@@ -75,7 +75,7 @@ class ZeusMonitor:
     @property
     def persist_power_limits(self) -> bool:
         """Whether limits set on these GPUs need a state file for ``zeus-nb restore``."""
-        return self.system.persistent
+        return all(g.persistent for g in self.gpus)
 
     # --- log -------------------------------------------------------------------------------
     def _header(self) -> list[str]:

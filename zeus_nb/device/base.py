@@ -15,6 +15,9 @@ class GPU(ABC):
     """One GPU. Power in watts, energy in joules, whatever the backend's native units."""
 
     index: int
+    #: Whether settings changed here outlive this process (real GPUs' do; a replay's do not),
+    #: i.e. whether a settings guard writes a state file for ``zeus-nb restore``.
+    persistent: bool = True
 
     @property
     @abstractmethod
@@ -102,9 +105,6 @@ class GPUSystem(ABC):
 
     backend: str
     gpus: list[GPU]
-    #: Whether settings changed here outlive this process (real GPUs do; a replay's do not), i.e.
-    #: whether a setting guard should write a state file for ``zeus-nb restore``.
-    persistent: bool = True
 
     @abstractmethod
     def clock(self) -> float:

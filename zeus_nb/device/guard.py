@@ -109,7 +109,8 @@ class SettingsGuard:
         gpus: device-layer GPU objects whose settings will be changed.
         kinds: names of the setting kinds to guard (keys of :data:`SETTING_KINDS`).
         backend: the GPU system's backend name, so ``zeus-nb restore`` can reopen the GPUs.
-        persist: write a state file (off for GPUs that do not outlive the process, e.g. replays).
+        persist: write a state file; default: unless a GPU's settings do not outlive the process
+            (``GPU.persistent`` false, e.g. a replayed log's GPUs).
     """
 
     def __init__(
@@ -117,12 +118,12 @@ class SettingsGuard:
         gpus: Iterable[GPU],
         kinds: Sequence[str] = ("power_limit",),
         backend: str = "auto",
-        persist: bool = True,
+        persist: bool | None = None,
     ):
         self.gpus = list(gpus)
         self.kinds = [_kind(k) for k in kinds]
         self.backend = backend
-        self.persist = persist
+        self.persist = all(g.persistent for g in self.gpus) if persist is None else persist
         self.originals: dict[tuple[int, str], Any] | None = None
         self.path: Path | None = None
 
@@ -235,7 +236,7 @@ class SettingsGuard:
 class PowerLimitGuard(SettingsGuard):
     """A :class:`SettingsGuard` of power limits alone (what the optimizers and sweeps change)."""
 
-    def __init__(self, gpus: Iterable[GPU], backend: str = "auto", persist: bool = True):
+    def __init__(self, gpus: Iterable[GPU], backend: str = "auto", persist: bool | None = None):
         super().__init__(gpus, ("power_limit",), backend=backend, persist=persist)
 
 
@@ -244,7 +245,7 @@ def settings_restored(
     gpus: Iterable[GPU],
     kinds: Sequence[str] = ("power_limit",),
     backend: str = "auto",
-    persist: bool = True,
+    persist: bool | None = None,
 ):
     """Change the given settings freely inside the block; they get their original values back.
 
@@ -259,7 +260,7 @@ def settings_restored(
         guard.restore()
 
 
-def power_limits_restored(gpus: Iterable[GPU], backend: str = "auto", persist: bool = True):
+def power_limits_restored(gpus: Iterable[GPU], backend: str = "auto", persist: bool | None = None):
     """Change power limits freely inside the block; each GPU gets its original limit back after it.
 
     See :func:`settings_restored`; yields the guard.

@@ -98,6 +98,8 @@ def load_profile_log(path: str | Path, gpu_name: str | None = None) -> ProfileLo
 class ReplayGPU(GPU):
     """One GPU of a replayed log."""
 
+    persistent = False  # nothing outlives the process: no restore state file
+
     def __init__(self, system: ReplaySystem, index: int):
         self.index = index
         self._system = system
@@ -153,7 +155,6 @@ class ReplaySystem(GPUSystem):
     """
 
     backend = "replay"
-    persistent = False  # nothing outlives the process: no restore state file
 
     def __init__(
         self, log: str | Path | ProfileLog, steps_per_window: int = 40, gpu_name: str | None = None
