@@ -152,3 +152,16 @@ def test_gpus_that_do_not_outlive_the_process_get_no_state_file(tmp_path):
     simulated = device.use_simulated().gpus
     with power_limits_restored(simulated, backend="sim") as g:
         assert g.path is not None and g.path.exists()  # the default for GPUs that persist
+
+
+def test_restore_numbers_gpus_as_the_crashed_process_saw_them(fake_nvml, tmp_path):
+    """CUDA index 0 under CUDA_VISIBLE_DEVICES=1 is NVML GPU 1; this process's env is untouched."""
+    folder = tmp_path / "states"
+    state = _write_state(folder, [{"gpu": 0, "kind": "power_limit", "original": 150.0}], 0)
+    data = json.loads(state.read_text())
+    data.update(backend="nvml", cuda_visible_devices="1", pid=os.getpid())
+    state.write_text(json.dumps(data))
+    (result,) = restore_from_state_files(folder)
+    assert result.action == "restored", result.detail
+    assert fake_nvml.limits_w() == [300.0, 150.0]
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ
