@@ -44,6 +44,8 @@ class ZeusMonitor:
             (``start_time,window_name,elapsed_time,gpu<i>_energy...``), replayable later.
         backend: ``auto``, ``sim`` or ``nvml`` (default: ``ZEUS_NB_BACKEND`` or ``auto``).
         sync_execution: wait for queued CUDA work before reading counters (real GPUs with torch).
+        system: the GPU system to measure (e.g. one per rank from :func:`zeus_nb.device.create`);
+            default: the process's current one for ``backend``.
     """
 
     def __init__(
@@ -52,8 +54,9 @@ class ZeusMonitor:
         log_file: str | Path | None = None,
         backend: str | None = None,
         sync_execution: bool = True,
+        system: GPUSystem | None = None,
     ):
-        self.system: GPUSystem = device.current(backend)
+        self.system: GPUSystem = system if system is not None else device.current(backend)
         if gpu_indices is None:
             gpu_indices = [g.index for g in self.system.gpus]
         if not gpu_indices:

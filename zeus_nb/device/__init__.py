@@ -25,6 +25,7 @@ __all__ = [
     "GPUSystem",
     "PowerSampler",
     "PowerTimeline",
+    "create",
     "current",
     "reset",
     "resolve_backend",
@@ -62,7 +63,7 @@ def _env_int(name: str, default: int | None) -> int | None:
         raise ValueError(f"{name}={value!r} is not an integer") from None
 
 
-def _sim_from_env():
+def _sim_from_env(seed_offset: int = 0):
     from zeus_nb.device.sim import SimulatedSystem
 
     return SimulatedSystem(
@@ -71,8 +72,29 @@ def _sim_from_env():
         batch_size=_env_int("ZEUS_NB_SIM_BATCH_SIZE", None),
         num_gpus=_env_int("ZEUS_NB_SIM_GPUS", _env_int("LOCAL_WORLD_SIZE", 1)) or 1,
         noise=float(os.environ.get("ZEUS_NB_SIM_NOISE", "0") or 0),
-        seed=_env_int("ZEUS_NB_SIM_SEED", 0) or 0,
+        seed=(_env_int("ZEUS_NB_SIM_SEED", 0) or 0) + seed_offset,
     )
+
+
+def create(backend: str | None = None, *, seed_offset: int = 0) -> GPUSystem:
+    """A new GPU system for ``backend`` (chosen as :func:`current` does), not made current.
+
+    ``seed_offset`` is added to a simulated system's noise seed (``ZEUS_NB_SIM_SEED``), so that
+    e.g. each rank of a data-parallel job draws its own noise, as real GPUs would differ.
+    """
+    name = resolve_backend(backend)
+    if name == "sim":
+        return _sim_from_env(seed_offset)
+    from zeus_nb.device.nvml import NvmlSystem
+
+    if name == "nvml":
+        return NvmlSystem()
+    try:
+        return NvmlSystem()
+    except (NoGPUError, ImportError) as e:
+        reason = str(e).split(";")[0]
+        print(f"zeus-nb: {reason}; using the simulated GPU backend", file=sys.stderr)
+        return _sim_from_env(seed_offset)
 
 
 def current(backend: str | None = None) -> GPUSystem:
@@ -84,21 +106,7 @@ def current(backend: str | None = None) -> GPUSystem:
     name = resolve_backend(backend)
     if _current is not None and name in ("auto", _current.backend):
         return _current
-    if name == "sim":
-        _current = _sim_from_env()
-    elif name == "nvml":
-        from zeus_nb.device.nvml import NvmlSystem
-
-        _current = NvmlSystem()
-    else:
-        from zeus_nb.device.nvml import NvmlSystem
-
-        try:
-            _current = NvmlSystem()
-        except (NoGPUError, ImportError) as e:
-            reason = str(e).split(";")[0]
-            print(f"zeus-nb: {reason}; using the simulated GPU backend", file=sys.stderr)
-            _current = _sim_from_env()
+    _current = create(name)
     return _current
 
 
