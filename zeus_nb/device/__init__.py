@@ -28,8 +28,8 @@ __all__ = [
     "GPUSystem",
     "PowerSampler",
     "PowerTimeline",
-    "current",
     "create",
+    "current",
     "reset",
     "resolve_backend",
     "step",
@@ -69,7 +69,7 @@ def _env_int(name: str, default: int | None) -> int | None:
         raise ValueError(f"{name}={value!r} is not an integer") from None
 
 
-def _sim_from_env():
+def _sim_from_env(seed_offset: int = 0):
     from zeus_nb.device.sim import SimulatedSystem
 
     return SimulatedSystem(
@@ -78,19 +78,26 @@ def _sim_from_env():
         batch_size=_env_int("ZEUS_NB_SIM_BATCH_SIZE", None),
         num_gpus=_env_int("ZEUS_NB_SIM_GPUS", _env_int("LOCAL_WORLD_SIZE", 1)) or 1,
         noise=float(os.environ.get("ZEUS_NB_SIM_NOISE", "0") or 0),
-        seed=_env_int("ZEUS_NB_SIM_SEED", 0) or 0,
+        seed=(_env_int("ZEUS_NB_SIM_SEED", 0) or 0) + seed_offset,
     )
 
 
-def create(backend: str | None = None, *, cuda_visible_devices: str | None = FROM_ENV) -> GPUSystem:
+def create(
+    backend: str | None = None,
+    *,
+    seed_offset: int = 0,
+    cuda_visible_devices: str | None = FROM_ENV,
+) -> GPUSystem:
     """A new GPU system for ``backend`` (chosen as :func:`current` does), not made current.
 
+    ``seed_offset`` is added to a simulated system's noise seed (``ZEUS_NB_SIM_SEED``), so that
+    e.g. each rank of a data-parallel job draws its own noise, as real GPUs would differ.
     ``cuda_visible_devices`` numbers real GPUs as another process saw them (``zeus-nb restore``
     passes the crashed process's value); default: this process's environment.
     """
     name = resolve_backend(backend)
     if name == "sim":
-        return _sim_from_env()
+        return _sim_from_env(seed_offset)
     from zeus_nb.device.nvml import NvmlSystem
 
     if name == "nvml":
@@ -100,7 +107,7 @@ def create(backend: str | None = None, *, cuda_visible_devices: str | None = FRO
     except (NoGPUError, ImportError) as e:
         reason = str(e).split(";")[0]
         log.warning("%s; using the simulated GPU backend", reason)
-        return _sim_from_env()
+        return _sim_from_env(seed_offset)
 
 
 def current(backend: str | None = None) -> GPUSystem:
