@@ -24,6 +24,11 @@ NVML_ERROR_NOT_FOUND = 6
 NVML_ERROR_DRIVER_NOT_LOADED = 9
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_ERROR_UNKNOWN = 999
+NVML_TEMPERATURE_GPU = 0
+NVML_FI_DEV_POWER_AVERAGE = 185
+NVML_FI_DEV_POWER_INSTANT = 186
+NVML_POWER_SCOPE_GPU = 0
+NVML_POWER_SCOPE_MEMORY = 1
 
 
 class NVMLError(Exception):
@@ -67,6 +72,11 @@ def default_device(i: int, **overrides) -> dict:
         "set_error": None,
         "energy_error": None,
         "power_error": None,
+        "temperature_c": 45,
+        # Field-value power domains in mW (None: the field is not supported).
+        "power_instant_mw": None,
+        "power_average_mw": None,
+        "memory_power_mw": None,
     }
     dev.update(overrides)
     return dev
@@ -211,3 +221,40 @@ def nvmlDeviceGetPowerUsage(handle: _Handle) -> int:
     d = _dev(handle)
     _raise(d.get("power_error"))
     return d["power_mw"]
+
+
+def nvmlDeviceGetTemperature(handle: _Handle, sensor: int) -> int:
+    d = _dev(handle)
+    if sensor != NVML_TEMPERATURE_GPU or d.get("temperature_c") is None:
+        raise _ERRORS["NotSupported"]()
+    return int(d["temperature_c"])
+
+
+class _Value:
+    def __init__(self, value):
+        self.uiVal = value
+
+
+class _FieldValue:
+    def __init__(self, ret: int, value: int):
+        self.nvmlReturn = ret
+        self.value = _Value(value)
+
+
+def nvmlDeviceGetFieldValues(handle: _Handle, field_ids: list) -> list[_FieldValue]:
+    """Power fields only: instant, average, and average with the memory scope."""
+    d = _dev(handle)
+    out = []
+    for ident in field_ids:
+        field, scope = ident if isinstance(ident, tuple) else (ident, NVML_POWER_SCOPE_GPU)
+        key = {
+            (NVML_FI_DEV_POWER_INSTANT, NVML_POWER_SCOPE_GPU): "power_instant_mw",
+            (NVML_FI_DEV_POWER_AVERAGE, NVML_POWER_SCOPE_GPU): "power_average_mw",
+            (NVML_FI_DEV_POWER_AVERAGE, NVML_POWER_SCOPE_MEMORY): "memory_power_mw",
+        }.get((field, scope))
+        value = d.get(key) if key else None
+        if value is None:
+            out.append(_FieldValue(NVML_ERROR_NOT_SUPPORTED, 0))
+        else:
+            out.append(_FieldValue(NVML_SUCCESS, int(value)))
+    return out

@@ -10,7 +10,9 @@ the simulated GPU with a one-line notice (a ``logging`` warning). A replayed pro
 its system to ``ZeusMonitor(system=...)``. The simulated GPU reads its settings from
 ``ZEUS_NB_SIM_GPU`` (``a40``, ``v100`` or a power-trace CSV), ``ZEUS_NB_SIM_WORKLOAD``,
 ``ZEUS_NB_SIM_BATCH_SIZE``, ``ZEUS_NB_SIM_GPUS`` (default: ``LOCAL_WORLD_SIZE`` under torchrun,
-else 1), ``ZEUS_NB_SIM_NOISE`` and ``ZEUS_NB_SIM_SEED``; :func:`use_simulated` sets them in code.
+else as many as the code asks for), ``ZEUS_NB_SIM_NOISE``, ``ZEUS_NB_SIM_SEED``,
+``ZEUS_NB_SIM_CLOCK`` (``virtual`` or ``wall``), ``ZEUS_NB_SIM_CPU_TDP`` and ``ZEUS_NB_SIM_DRAM_GB``
+(the simulated CPU); :func:`use_simulated` sets them in code.
 """
 
 from __future__ import annotations
@@ -69,16 +71,31 @@ def _env_int(name: str, default: int | None) -> int | None:
         raise ValueError(f"{name}={value!r} is not an integer") from None
 
 
+def _env_float(name: str) -> float | None:
+    value = os.environ.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r} is not a number") from None
+
+
 def _sim_from_env(seed_offset: int = 0):
     from zeus_nb.device.sim import SimulatedSystem
 
+    fixed = _env_int("ZEUS_NB_SIM_GPUS", _env_int("LOCAL_WORLD_SIZE", None))
     return SimulatedSystem(
         gpu=os.environ.get("ZEUS_NB_SIM_GPU", "a40"),
         workload=os.environ.get("ZEUS_NB_SIM_WORKLOAD", "imagenet"),
         batch_size=_env_int("ZEUS_NB_SIM_BATCH_SIZE", None),
-        num_gpus=_env_int("ZEUS_NB_SIM_GPUS", _env_int("LOCAL_WORLD_SIZE", 1)) or 1,
+        num_gpus=fixed or 1,
         noise=float(os.environ.get("ZEUS_NB_SIM_NOISE", "0") or 0),
         seed=(_env_int("ZEUS_NB_SIM_SEED", 0) or 0) + seed_offset,
+        clock=os.environ.get("ZEUS_NB_SIM_CLOCK") or "virtual",
+        grow=fixed is None,
+        cpu_tdp=_env_float("ZEUS_NB_SIM_CPU_TDP"),
+        dram_gb=_env_float("ZEUS_NB_SIM_DRAM_GB"),
     )
 
 
@@ -127,16 +144,36 @@ def use_simulated(
     gpu: str | Path = "a40",
     workload: str = "imagenet",
     batch_size: int | None = None,
-    num_gpus: int = 1,
+    num_gpus: int | None = None,
     noise: float = 0.0,
     seed: int = 0,
     num_samples: int | None = None,
+    clock: str | None = None,
+    cpu_tdp: float | None = None,
+    dram_gb: float | None = None,
 ):
-    """Make a freshly configured simulated GPU system current and return it."""
+    """Make a freshly configured simulated GPU system current and return it.
+
+    ``num_gpus=None`` starts with one GPU and adds more when code asks for a higher index.
+    ``clock``: ``"virtual"`` (default, or ``ZEUS_NB_SIM_CLOCK``) advances on ``zeus_nb.step()``;
+    ``"wall"`` follows real time. ``cpu_tdp``/``dram_gb`` size the simulated CPU.
+    """
     global _current
     from zeus_nb.device.sim import SimulatedSystem
 
-    _current = SimulatedSystem(gpu, workload, batch_size, num_gpus, noise, seed, num_samples)
+    _current = SimulatedSystem(
+        gpu,
+        workload,
+        batch_size,
+        num_gpus or 1,
+        noise,
+        seed,
+        num_samples,
+        clock=clock or os.environ.get("ZEUS_NB_SIM_CLOCK") or "virtual",
+        grow=num_gpus is None,
+        cpu_tdp=cpu_tdp if cpu_tdp is not None else _env_float("ZEUS_NB_SIM_CPU_TDP"),
+        dram_gb=dram_gb if dram_gb is not None else _env_float("ZEUS_NB_SIM_DRAM_GB"),
+    )
     return _current
 
 

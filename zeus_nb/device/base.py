@@ -7,8 +7,17 @@ and its :class:`GPU` objects only, and never asks which backend it has.
 from __future__ import annotations
 
 import threading
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zeus_nb.device.cpu import CPU
+
+#: Power domains a GPU may report, with Zeus's names: the instantaneous board power, the board
+#: power averaged by the driver (over about a second on NVIDIA), and the memory's average power.
+POWER_DOMAINS = ("device_instant", "device_average", "memory_average")
 
 
 class GPU(ABC):
@@ -51,6 +60,27 @@ class GPU(ABC):
     @abstractmethod
     def can_set_power_limit(self) -> tuple[bool, str]:
         """Whether this process may change the power limit, and why not. Changes nothing."""
+
+    def power_domains(self) -> tuple[str, ...]:
+        """The :data:`POWER_DOMAINS` this GPU reports (every GPU has ``device_instant``)."""
+        return ("device_instant",)
+
+    def read_power(self, domain: str = "device_instant") -> float:
+        """Power in W of one of :meth:`power_domains`."""
+        if domain == "device_instant":
+            return self.power()
+        from zeus_nb.errors import UnsupportedError
+
+        raise UnsupportedError(
+            f"GPU {self.index} ({self.name}) does not report the {domain!r} power domain; "
+            f"it has {', '.join(self.power_domains())}"
+        )
+
+    def temperature(self) -> float:
+        """GPU core temperature in degrees Celsius."""
+        from zeus_nb.errors import UnsupportedError
+
+        raise UnsupportedError(f"GPU {self.index} ({self.name}) reports no temperature")
 
     def check_power_limit(self, watts: float) -> float:
         """Validate a requested limit against the constraints; returns it as float."""
@@ -105,10 +135,38 @@ class GPUSystem(ABC):
 
     backend: str
     gpus: list[GPU]
+    #: Seconds between updates of the GPUs' energy counters: a window longer than this that
+    #: measures 0 J points at a stuck or coarse counter. Zeus's documentation states that GPU
+    #: power counters update at 10 Hz or faster; inf where the counter is exact (simulated).
+    energy_update_period: float = 0.1
+    #: Whether :meth:`clock` is virtual, i.e. moves only when :meth:`step` runs.
+    virtual_clock: bool = False
 
     @abstractmethod
     def clock(self) -> float:
         """Seconds on this backend's clock (virtual time for the simulated GPU)."""
+
+    def wall_time(self, t: float | None = None) -> float:
+        """Unix time (comparable with ``time.time()``) of the clock reading ``t`` (default: now).
+
+        Real clocks are monotonic, so the offset to Unix time is read now; simulated clocks
+        override this with a fixed epoch.
+        """
+        now = self.clock()
+        return time.time() - now + (now if t is None else t)
+
+    def cpus(self) -> list[CPU]:
+        """The CPU packages whose energy this system can measure (default: Linux RAPL).
+
+        Raises the errors of :func:`zeus_nb.device.cpu.rapl_cpus` (no RAPL, no permission).
+        """
+        from zeus_nb.device.cpu import rapl_cpus
+
+        return rapl_cpus()
+
+    def window_hint(self, elapsed: float) -> str | None:
+        """Why a window of ``elapsed`` s measured nothing, where the backend knows (else None)."""
+        return None
 
     def sync(self, indices: list[int] | None = None) -> None:
         """Wait for queued GPU work before reading counters (no-op where nothing is queued)."""

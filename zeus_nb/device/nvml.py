@@ -164,6 +164,60 @@ class NvmlGPU(GPU):
     def power(self) -> float:
         return self._call("reading power", _pynvml().nvmlDeviceGetPowerUsage) / 1000.0
 
+    # Zeus's power domains through NVML field values: (field constant, scope constant or None).
+    _DOMAIN_FIELDS = {
+        "device_instant": ("NVML_FI_DEV_POWER_INSTANT", None),
+        "device_average": ("NVML_FI_DEV_POWER_AVERAGE", None),
+        "memory_average": ("NVML_FI_DEV_POWER_AVERAGE", "NVML_POWER_SCOPE_MEMORY"),
+    }
+
+    def _field_power(self, domain: str) -> float:
+        """Power of ``domain`` in W from ``nvmlDeviceGetFieldValues`` (UnsupportedError if not)."""
+        nv = _pynvml()
+        field_name, scope_name = self._DOMAIN_FIELDS[domain]
+        field = getattr(nv, field_name, None)
+        scope = getattr(nv, scope_name, None) if scope_name else None
+        if (
+            field is None
+            or (scope_name and scope is None)
+            or not hasattr(nv, "nvmlDeviceGetFieldValues")
+        ):
+            raise UnsupportedError(f"GPU {self.index}: this pynvml cannot read {domain!r}")
+        ident = (field, scope) if scope is not None else field
+        (value,) = self._call(f"reading {domain} power", nv.nvmlDeviceGetFieldValues, [ident])
+        if value.nvmlReturn != getattr(nv, "NVML_SUCCESS", 0):
+            raise UnsupportedError(f"GPU {self.index}: {domain!r} power is not supported")
+        return value.value.uiVal / 1000.0
+
+    def power_domains(self) -> tuple[str, ...]:
+        if getattr(self, "_domains", None) is None:
+            found = []
+            for domain in self._DOMAIN_FIELDS:
+                try:
+                    self._field_power(domain)
+                    found.append(domain)
+                except (UnsupportedError, DeviceError):
+                    pass
+            # Without the instant field (older drivers), nvmlDeviceGetPowerUsage stands for it.
+            self._instant_from_usage = "device_instant" not in found
+            self._domains = tuple(["device_instant"] * self._instant_from_usage + found)
+        return self._domains
+
+    def read_power(self, domain: str = "device_instant") -> float:
+        if domain not in self.power_domains():
+            return super().read_power(domain)
+        if domain == "device_instant" and self._instant_from_usage:
+            return self.power()
+        return self._field_power(domain)
+
+    def temperature(self) -> float:
+        nv = _pynvml()
+        return float(
+            self._call(
+                "reading the temperature", nv.nvmlDeviceGetTemperature, nv.NVML_TEMPERATURE_GPU
+            )
+        )
+
     def can_set_power_limit(self) -> tuple[bool, str]:
         if has_sys_admin():
             return True, "this process holds CAP_SYS_ADMIN"
