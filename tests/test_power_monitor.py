@@ -55,7 +55,7 @@ def test_wall_clock_sampling_thread_and_zeus_monitor_agree():
     m = mon.end_window("w")
     t1 = time.time()
     watts = system.step_cost(system.batch_size, system.gpu(0).get_power_limit())[1]
-    assert m.gpu_energy[0] == pytest.approx(watts * m.time, rel=1e-3)  # reads microseconds apart
+    assert m.gpu_energy[0] == pytest.approx(watts * m.time)
     assert m.time == pytest.approx(t1 - t0, abs=0.05)
     pts = pm.get_power_timeline("device_instant", 0, start_time=t0, end_time=t1)[0]
     assert len(pts) >= 10 and all(t0 <= t <= t1 for t, _ in pts)

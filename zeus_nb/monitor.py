@@ -175,9 +175,10 @@ class ZeusMonitor:
                 _sync_jax(self.system, self.gpu_indices)
             else:
                 self.system.sync(self.gpu_indices)
+        now, gpu = self.system.snapshot(self.gpus)
         return (
-            self.system.clock(),
-            [g.energy() for g in self.gpus],
+            now,
+            gpu,
             [c.energy() for c in self.cpus],
             [c.dram_energy() or 0.0 for c in self._dram],
         )

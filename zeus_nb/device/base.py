@@ -146,6 +146,10 @@ class GPUSystem(ABC):
     def clock(self) -> float:
         """Seconds on this backend's clock (virtual time for the simulated GPU)."""
 
+    def snapshot(self, gpus: list[GPU]) -> tuple[float, list[float]]:
+        """The clock and the energy counters of ``gpus``, read as close together as possible."""
+        return self.clock(), [g.energy() for g in gpus]
+
     def wall_time(self, t: float | None = None) -> float:
         """Unix time (comparable with ``time.time()``) of the clock reading ``t`` (default: now).
 

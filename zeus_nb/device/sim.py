@@ -181,6 +181,11 @@ class SimulatedSystem(GPUSystem):
             self._cpus = [SimulatedCPU(self.clock, 0, tdp, dram)]
         return self._cpus
 
+    def snapshot(self, gpus: list[GPU]) -> tuple[float, list[float]]:
+        """One wall-clock update for the clock and every counter, so they describe one instant."""
+        self._sync()
+        return self._now, [g._energy if isinstance(g, SimulatedGPU) else g.energy() for g in gpus]
+
     def wall_time(self, t: float | None = None) -> float:
         return self._epoch + (self.clock() if t is None else t)
 
