@@ -20,7 +20,13 @@ def _fresh_device(monkeypatch, tmp_path):
 
     Power-limit state files go to the test's own folder, never the user's cache.
     """
-    for var in ("ZEUS_NB_BACKEND", "ZEUS_NB_SIM_GPU", "ZEUS_NB_SIM_WORKLOAD", "ZEUS_NB_SIM_GPUS"):
+    for var in (
+        "ZEUS_NB_BACKEND",
+        "ZEUS_NB_SIM_GPU",
+        "ZEUS_NB_SIM_WORKLOAD",
+        "ZEUS_NB_SIM_GPUS",
+        "ZEUS_NB_SIM_CLOCK",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("ZEUS_NB_STATE_DIR", str(tmp_path / "zeus-nb-state"))
     device.reset()
