@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, PruningExplorer
-from zeus_nb.optimizer.batch_size_store import JobSpec, MemoryStore, StoreError
+from zeus_nb.optimizer.batch_size.store import JobSpec, MemoryStore, StoreError
 
 SIZES = [8, 16, 32, 64, 128, 256, 512]
 
@@ -258,7 +258,7 @@ def test_an_arm_whose_runs_happened_to_agree_still_gets_explored():
 
 
 def test_variance_prior_weight_zero_recovers_the_sample_variance(monkeypatch):
-    from zeus_nb.optimizer import batch_size
+    from zeus_nb.optimizer.batch_size import optimizer as batch_size
 
     monkeypatch.setattr(batch_size, "VARIANCE_PRIOR_WEIGHT", 0.0)
     bso = make(b0=64, sizes=[64, 128])

@@ -11,7 +11,7 @@ import pytest
 
 from zeus_nb.cli import main
 from zeus_nb.optimizer.batch_size import PaperBatchSizeOptimizer
-from zeus_nb.optimizer.batch_size_sim import simulate, workload_model
+from zeus_nb.optimizer.batch_size.simulator import simulate, workload_model
 from zeus_nb.traces import load_power_trace, load_train_trace
 
 
@@ -186,7 +186,7 @@ def test_plots(tmp_path, imagenet):
 
 @pytest.mark.parametrize("profile", [True, False])
 def test_a_run_that_cannot_afford_one_epoch_is_charged_up_to_the_threshold(imagenet, profile):
-    from zeus_nb.optimizer.batch_size_sim import _run
+    from zeus_nb.optimizer.batch_size.simulator import _run
 
     arm = imagenet.arms[128]
     per_epoch = float(imagenet.epoch_cost(128)[arm.best])
@@ -205,7 +205,7 @@ def test_a_run_that_cannot_afford_one_epoch_is_charged_up_to_the_threshold(image
 def test_epoch_accounting_charges_whole_epochs(imagenet):
     """The original Zeus simulator's rules: profile over a whole first epoch, skip unaffordable
     runs at no cost, stop before an epoch would pass beta x the cheapest recurrence."""
-    from zeus_nb.optimizer.batch_size_sim import _run_by_epochs
+    from zeus_nb.optimizer.batch_size.simulator import _run_by_epochs
 
     arm = imagenet.arms[128]
     b = arm.best
