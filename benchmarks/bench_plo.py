@@ -171,9 +171,8 @@ def synthetic_section(margin: float, warmup: int, steps: int, seeds: int) -> dic
     met = all(
         v["saving_pct"] >= 40.0 and v["worst_regret_pct"] <= 100 * WORSE for v in out.values()
     )
-    print(
-        f"  targets (>= 40% saving and worst regret <= 3% on every shape): {'met' if met else 'NOT met'}"
-    )
+    verdict = "met" if met else "NOT met"
+    print(f"  targets (>= 40% saving and worst regret <= 3% on every shape): {verdict}")
     return out
 
 

@@ -88,6 +88,8 @@ def test_thompson_sampling_prefers_the_cheaper_arm_and_only_picks_survivors():
         picks.append(bs)
         jitter = 1 + 0.05 * ((i * 7) % 5 - 2)
         bso.report(bs, time=0.0, energy=cost[bs] * 1000 * jitter, reached=True)
+    # pruning from 64: down to 32 (16 fails), up to 256 (512 fails); sampling stays among them
+    assert bso.survivors == sorted(cost)
     assert set(picks) <= set(cost)
     assert picks.count(128) > len(picks) / 2
     assert picks[-10:].count(128) >= 8
