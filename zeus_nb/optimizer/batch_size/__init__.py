@@ -1,9 +1,10 @@
 """The batch-size optimizer for recurring training jobs (Zeus, NSDI '23, section 4).
 
 Modules: :mod:`.explorer` (the pruning phase), :mod:`.optimizer` (:class:`BatchSizeOptimizer`:
-pruning, then Gaussian Thompson sampling over the survivors; :class:`PaperBatchSizeOptimizer`,
-the published policy as a baseline), :mod:`.store` (the job's observation log, in memory or in
-SQLite) and :mod:`.simulator` (recurrences replayed on the Zeus traces; loaded on first use).
+pruning, then Gaussian Thompson sampling over the survivors), :mod:`.paper`
+(:class:`PaperBatchSizeOptimizer`, the published policy as a baseline), :mod:`.store` (the job's
+observation log, in memory or in SQLite) and :mod:`.simulator` (recurrences replayed on the Zeus
+traces; loaded on first use).
 """
 
 from __future__ import annotations
@@ -12,11 +13,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from zeus_nb.optimizer.batch_size.explorer import PruningExplorer
-from zeus_nb.optimizer.batch_size.optimizer import (
-    VARIANCE_PRIOR_WEIGHT,
-    BatchSizeOptimizer,
-    PaperBatchSizeOptimizer,
-)
+from zeus_nb.optimizer.batch_size.optimizer import VARIANCE_PRIOR_WEIGHT, BatchSizeOptimizer
+from zeus_nb.optimizer.batch_size.paper import PaperBatchSizeOptimizer
 from zeus_nb.optimizer.batch_size.store import (
     DEFAULT_EXPLORATION,
     JobSpec,

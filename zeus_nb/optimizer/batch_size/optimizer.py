@@ -19,7 +19,8 @@ cost-optimal batch size across recurrences. Each recurrence is one pull of a mul
    variance, and left the other workloads unchanged within their noise). ``exploration=1`` gives
    textbook Thompson sampling. A run that fails counts its own cost plus the best cost so far,
    for the retry it forces.
-   :class:`PaperBatchSizeOptimizer` keeps the published Thompson step as a baseline.
+   :class:`~zeus_nb.optimizer.batch_size.paper.PaperBatchSizeOptimizer` keeps the published
+   Thompson step as a baseline.
 
 Cost = eta x energy + (1 - eta) x MaxPower x time (:func:`zeus_nb.tradeoff.zeus_cost`).
 **Early stopping**: a run whose cost would pass beta x the cheapest successful run so far is
@@ -35,7 +36,6 @@ choice, which is what lets the state live in a shared SQLite file.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,8 +49,9 @@ from zeus_nb.optimizer.batch_size.store import (
     Observation,
     SQLiteStore,
     StoreError,
+    validated_spec,
 )
-from zeus_nb.tradeoff import check_eta, zeus_cost
+from zeus_nb.tradeoff import zeus_cost
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,7 +67,6 @@ __all__ = [
     "JobSpec",
     "MemoryStore",
     "Observation",
-    "PaperBatchSizeOptimizer",
     "PruningExplorer",
     "SQLiteStore",
 ]
@@ -134,7 +134,7 @@ class BatchSizeOptimizer:
                     int(window),
                     float(exploration),
                 )
-        spec = _validated(spec)
+        spec = validated_spec(spec)
         self.job = store.register(spec)
         self._explorer = PruningExplorer(
             list(self.job.batch_sizes), self.job.default_batch_size, self.job.pruning_rounds
@@ -374,73 +374,3 @@ class BatchSizeOptimizer:
         if int(batch_size) not in self.job.batch_sizes:
             raise ValueError(f"batch size {batch_size} is not one of job {self.job.name!r}'s")
         self.store.set_power_limit(self.job.name, int(batch_size), float(watts))
-
-
-class PaperBatchSizeOptimizer(BatchSizeOptimizer):
-    """The same pruning, with the Thompson step as the Zeus paper runs it: a baseline.
-
-    Full-width draws (``exploration`` 1), each arm's own maximum-likelihood cost variance with
-    no prior (two runs of equal cost freeze that arm's draw at its mean), and a failed run is
-    learned at its own cost. A run that never started (reported with no time and no energy,
-    as whole-epoch simulation does when one epoch would pass the threshold) is learned at
-    100 x beta x the best cost, as the original Zeus simulator reports it. For simulations and
-    benchmarks that compare with the published policy; new jobs should use
-    :class:`BatchSizeOptimizer`.
-    """
-
-    def __init__(self, job: JobSpec | str, store=None, **kwargs) -> None:
-        if isinstance(job, JobSpec):
-            job = replace(job, exploration=1.0)
-        else:
-            kwargs["exploration"] = 1.0
-        super().__init__(job, store, **kwargs)
-
-    def _learned_cost(self, obs: Observation) -> float:
-        if obs.reached or obs.cost > 0 or not math.isfinite(self.job.beta * self._best_cost):
-            return obs.cost
-        return 100 * self.job.beta * self._best_cost
-
-    def _arm_posterior(self, bs: int, pooled_cv: float) -> tuple[float, float]:
-        n, mean, sd = self._arm_stats(bs)
-        if n == 0:
-            return math.nan, math.inf
-        return mean, sd / math.sqrt(n)
-
-
-def _validated(spec: JobSpec) -> JobSpec:
-    if not spec.batch_sizes:
-        raise ValueError("batch_sizes must list at least one batch size")
-    sizes = tuple(sorted({int(b) for b in spec.batch_sizes}))
-    if sizes[0] < 1:
-        raise ValueError(f"batch sizes must be positive integers, got {list(spec.batch_sizes)}")
-    if spec.default_batch_size not in sizes:
-        raise ValueError(
-            f"default_batch_size {spec.default_batch_size} must be one of the batch sizes "
-            f"{list(sizes)}"
-        )
-    check_eta(spec.eta)
-    if not spec.beta > 1.0:
-        raise ValueError(f"beta must be > 1 (inf disables early stopping), got {spec.beta}")
-    if spec.max_power is not None and not spec.max_power > 0:
-        raise ValueError(f"max_power must be > 0 W, got {spec.max_power}")
-    if spec.pruning_rounds < 1:
-        raise ValueError(f"pruning_rounds must be >= 1, got {spec.pruning_rounds}")
-    if not (spec.exploration >= 0 and math.isfinite(spec.exploration)):
-        raise ValueError(
-            f"exploration must be a finite number >= 0 (1: plain posterior draws, 0: greedy), "
-            f"got {spec.exploration}"
-        )
-    if spec.window < 0:
-        raise ValueError(f"window must be >= 0 (0: all observations), got {spec.window}")
-    return JobSpec(
-        spec.name,
-        sizes,
-        int(spec.default_batch_size),
-        float(spec.eta),
-        float(spec.beta),
-        spec.max_power,
-        int(spec.seed),
-        int(spec.pruning_rounds),
-        int(spec.window),
-        float(spec.exploration),
-    )

@@ -14,6 +14,7 @@ simulation and notebooks.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import sys
@@ -23,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.tradeoff import check_eta
 
 STATE_DIR_ENV = "ZEUS_NB_STATE_DIR"
 DEFAULT_FILENAME = "bso.sqlite3"
@@ -344,3 +346,43 @@ def _check_same(known: JobSpec, asked: JobSpec) -> None:
 
 
 Store = MemoryStore | SQLiteStore
+
+
+def validated_spec(spec: JobSpec) -> JobSpec:
+    """``spec`` with sorted, deduplicated batch sizes, or a ValueError that names the bad knob."""
+    if not spec.batch_sizes:
+        raise ValueError("batch_sizes must list at least one batch size")
+    sizes = tuple(sorted({int(b) for b in spec.batch_sizes}))
+    if sizes[0] < 1:
+        raise ValueError(f"batch sizes must be positive integers, got {list(spec.batch_sizes)}")
+    if spec.default_batch_size not in sizes:
+        raise ValueError(
+            f"default_batch_size {spec.default_batch_size} must be one of the batch sizes "
+            f"{list(sizes)}"
+        )
+    check_eta(spec.eta)
+    if not spec.beta > 1.0:
+        raise ValueError(f"beta must be > 1 (inf disables early stopping), got {spec.beta}")
+    if spec.max_power is not None and not spec.max_power > 0:
+        raise ValueError(f"max_power must be > 0 W, got {spec.max_power}")
+    if spec.pruning_rounds < 1:
+        raise ValueError(f"pruning_rounds must be >= 1, got {spec.pruning_rounds}")
+    if not (spec.exploration >= 0 and math.isfinite(spec.exploration)):
+        raise ValueError(
+            f"exploration must be a finite number >= 0 (1: plain posterior draws, 0: greedy), "
+            f"got {spec.exploration}"
+        )
+    if spec.window < 0:
+        raise ValueError(f"window must be >= 0 (0: all observations), got {spec.window}")
+    return JobSpec(
+        spec.name,
+        sizes,
+        int(spec.default_batch_size),
+        float(spec.eta),
+        float(spec.beta),
+        spec.max_power,
+        int(spec.seed),
+        int(spec.pruning_rounds),
+        int(spec.window),
+        float(spec.exploration),
+    )
