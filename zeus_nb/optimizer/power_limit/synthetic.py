@@ -8,12 +8,14 @@ The model (also in ``docs/power_limit_optimizer.md``). A profile has ``n`` power
 * energy ``e(x) = e0 * (1 + curvature * (x - x_opt)**2)``: least at ``x_opt``, the energy optimum,
   at the ``top`` (x_opt 0), ``middle`` (0.5) or ``bottom`` (1) of the range.
 
-A ``flat`` curve has ``slope`` 0.05 and ``curvature`` 0.03 (neighbouring limits differ by well under
-1 %, less than the noise of a window); a ``steep`` one has ``slope`` 0.5 and ``curvature`` 0.4. Each
-step's time is multiplied by ``1 + noise * z`` and its energy by the same factor times
-``1 + noise / 2 * z'`` (``z``, ``z'`` standard normal, independent per step; ``noise`` 1 % to 5 %),
-so a window's energy and time are correlated as on a real GPU, whose power moves less than its
-step time. ``t0`` (1 s) and ``e0`` (200 J) only set the units: every comparison is relative.
+A ``flat`` curve has ``slope`` 0.05 and ``curvature`` 0.03: over the whole range time grows by 5 %
+and energy varies by at most 3 %, so neighbouring limits differ by about a window's noise; a
+``steep`` one has ``slope`` 0.5 and ``curvature`` 0.4.
+Each step's time is multiplied by ``1 + noise * z`` and its energy by the same factor times
+``1 + noise / 2 * z'`` (``z``, ``z'`` standard normal, independent per step; ``noise`` 1 % to 5 %):
+a window's energy follows its time, and its average power varies half as much (a modelling
+choice, not a measurement). ``t0`` (1 s) and ``e0`` (200 J) only set the units: every comparison
+is relative.
 
 :class:`SyntheticMonitor` runs :class:`GlobalPowerLimitOptimizer` on such a profile with no GPU:
 it offers the monitor interface the optimizer uses (``gpus``, ``system``, windows).
