@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from zeus_nb.device.guard import PowerLimitGuard
 from zeus_nb.errors import PowerLimitPermissionError
 from zeus_nb.optimizer.power_limit.policy import AdaptivePolicy
 from zeus_nb.optimizer.power_limit.profile_file import ProfileKey, load_profile, save_profile
@@ -35,7 +36,6 @@ from zeus_nb.optimizer.power_limit.selectors import (
     PowerLimitMeasurement,
     ZeusCost,
 )
-from zeus_nb.optimizer.restore import PowerLimitGuard
 from zeus_nb.train.distributed import initialized_dist, reduce_time_energy
 
 __all__ = ["Done", "GlobalPowerLimitOptimizer", "Phase", "Profiling", "Waiting", "WarmingUp"]
