@@ -30,7 +30,13 @@ from pathlib import Path
 from zeus_nb.device.guard import PowerLimitGuard
 from zeus_nb.errors import PowerLimitPermissionError
 from zeus_nb.optimizer.power_limit.policy import AdaptivePolicy
-from zeus_nb.optimizer.power_limit.profile_file import ProfileKey, load_profile, save_profile
+from zeus_nb.optimizer.power_limit.profile_file import (
+    ProfileKey,
+    is_zeus_profile,
+    load_profile,
+    save_profile,
+    upgrade_zeus_profile,
+)
 from zeus_nb.optimizer.power_limit.selectors import (
     OptimumSelector,
     PowerLimitMeasurement,
@@ -235,6 +241,17 @@ class GlobalPowerLimitOptimizer:
         self.measurements = measurements
         self.optimal_power_limit = float(self.optimum_selector.select(measurements))
         self.state = Done()
+        if is_zeus_profile(path):  # Zeus's format: write it back in ours (model and limits)
+            kept = upgrade_zeus_profile(
+                path,
+                self._profile_key,
+                self.optimum_selector,
+                self.optimal_power_limit,
+                measurements,
+            )
+            self._log(
+                f"read Zeus's profile {path}; rewrote it with the GPU model, kept {kept.name}"
+            )
 
     # --- device ---------------------------------------------------------------------------------
     def _set_limit(self, watts: float) -> None:
