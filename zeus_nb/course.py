@@ -277,29 +277,18 @@ def _run_version(
     kernel_name: str,
 ) -> Verification:
     """:func:`execute_version` in the current environment (safe to call from several threads)."""
-    import papermill as pm
-    from papermill.exceptions import PapermillExecutionError
+    from zeus_nb.execute import execute
 
     if version not in VERSIONS:
         raise ValueError(f"version must be one of {VERSIONS}, got {version!r}")
-    output.parent.mkdir(parents=True, exist_ok=True)
     stub_cell = _first_exercise_source(notebook) if version == "student" else None
-    error: PapermillExecutionError | None = None
     name = notebook.name
-    try:
-        pm.execute_notebook(
-            str(notebook),
-            str(output),
-            parameters=dict(parameters or {}),
-            kernel_name=kernel_name,
-            cwd=str(notebook.parent),
-            progress_bar=False,
+    run = execute(notebook, output, parameters, notebook.parent, kernel_name)
+    if run.problem:  # the kernel died or would not start: report it, go on with the rest
+        return Verification(
+            name, version, False, f"could not execute: {run.problem}", output, _duration(output)
         )
-    except PapermillExecutionError as e:
-        error = e
-    except Exception as e:  # the kernel died or would not start: report it, go on with the rest
-        detail = f"could not execute: {type(e).__name__}: {e}"
-        return Verification(name, version, False, detail, output, _duration(output))
+    error = run if run.ename else None
     duration = _duration(output)
     if version == "solution" or stub_cell is None:
         if error is None:
@@ -315,7 +304,7 @@ def _run_version(
         return Verification(
             name, version, False, f"failed with {error.ename}: {error.evalue}", output, duration
         )
-    if error.source.strip() != stub_cell.strip():
+    if error.cell_source.strip() != stub_cell.strip():
         return Verification(
             name,
             version,
@@ -422,8 +411,8 @@ def _grade_one(
 ) -> list[ExerciseResult]:
     """Execute one submission into ``target`` and judge its exercise cells."""
     import nbformat
-    import papermill as pm
-    from papermill.exceptions import PapermillExecutionError
+
+    from zeus_nb.execute import execute
 
     name = str(path)
     try:
@@ -436,22 +425,8 @@ def _grade_one(
         return [ExerciseResult(name, 0, "failed", "no cells tagged 'exercise' to grade")]
     for cell in exercise_cells:
         cell.metadata["tags"].append("raises-exception")  # go on to the next exercise
-    problem = ""
-    try:
-        pm.execute_notebook(
-            nb,
-            str(target),
-            parameters=dict(parameters or {}),
-            kernel_name=kernel_name,
-            cwd=str(path.parent),
-            progress_bar=False,
-            execution_timeout=timeout,
-        )
-    except PapermillExecutionError:
-        pass  # some cell failed: judged cell by cell below
-    except Exception as e:  # a cell timed out or the kernel died
-        first_line = (str(e).strip().splitlines() or [""])[0]
-        problem = f"{type(e).__name__}: {first_line}"
+    # a failing cell is judged cell by cell below; a timeout or a dead kernel is the problem
+    problem = execute(nb, target, parameters, path.parent, kernel_name, timeout).problem
     graded = _grade_cells(nbformat.read(target, as_version=4)) if target.exists() else []
     if len(graded) != len(exercise_cells):
         graded = [("not run", "")] * len(exercise_cells)
