@@ -41,13 +41,37 @@ def test_committed_notebook_is_stripped(path):
     assert nb.metadata.kernelspec.name == "python3"
 
 
-def test_notebooks_match_their_sources():
-    out = subprocess.run(
-        [sys.executable, str(REPO / "notebooks" / "build.py"), "--check"],
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
+def _cells(nb) -> list[tuple[str, str, list[str]]]:
+    return [(c.cell_type, c.source, list(c.metadata.get("tags", []))) for c in nb.cells]
+
+
+def test_every_notebook_has_a_paired_source():
+    sources = sorted((REPO / "notebooks" / "src").glob("[0-9][0-9]_*.py"))
+    assert [s.stem for s in sources] == IDS
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_notebook_matches_its_source(path):
+    """The .ipynb holds the cells, text and tags jupytext reads from notebooks/src/<name>.py."""
+    import jupytext
+
+    source = REPO / "notebooks" / "src" / f"{path.stem}.py"
+    expected = jupytext.read(source, fmt="py:percent")
+    actual = nbformat.read(path, as_version=4)
+    hint = f"run `jupytext --sync {source.relative_to(REPO)}`"
+    assert _cells(actual) == _cells(expected), f"{path.name} is out of sync: {hint}"
+
+
+def test_jupytext_pairs_notebooks_with_their_sources():
+    """jupytext.toml pairs notebooks/NN_x.ipynb with notebooks/src/NN_x.py (percent format)."""
+    from jupytext.config import load_jupytext_configuration_file
+    from jupytext.paired_paths import paired_paths
+
+    config = load_jupytext_configuration_file(str(REPO / "jupytext.toml"))
+    nb = NOTEBOOKS[0]
+    formats = config.default_formats(str(nb))
+    paths = {Path(p) for p, _ in paired_paths(str(nb), "ipynb", formats)}
+    assert paths == {nb, REPO / "notebooks" / "src" / f"{nb.stem}.py"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
