@@ -108,6 +108,9 @@ def test_sweep_goes_on_past_a_failing_point(tmp_path):
     assert res.returncode == 1
     assert "a=3,b=0.5: FAILED: RuntimeError: a == 3 is not allowed" in res.stdout
     assert "a=3,b=0.5" in res.stderr
+    # the failing point shows its own error and nothing of the kernel's transport
+    assert "IPKernelApp" not in res.stdout + res.stderr
+    assert "without encryption" not in res.stdout + res.stderr
     table = pd.read_csv(out / "results.csv")
     assert table.set_index("a").status.to_dict() == {3: "failed", 4: "ok"}
     assert table.set_index("a")["product"][4] == 2.0
