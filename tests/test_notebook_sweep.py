@@ -152,3 +152,20 @@ def test_interrupted_sweep_resumes_to_all_results(tmp_path):
     assert len(table) == 6 and set(table.status) == {"ok"}
     assert sorted(table["product"]) == sorted(a * b for a in (1, 2) for b in (1, 10, 100))
     assert all(is_complete(out / name) for name in done_before)  # untouched, still done
+
+
+def test_kernel_environment_is_restored_even_after_an_error(monkeypatch):
+    from zeus_nb._env import temp_environ
+    from zeus_nb.notebooks import kernel_environment
+
+    monkeypatch.setenv("ZEUS_NB_BACKEND", "nvml")
+    monkeypatch.delenv("ZEUS_NB_HEADLESS", raising=False)
+    before = dict(os.environ)
+    with pytest.raises(KeyError), kernel_environment({"ZEUS_NB_BACKEND": "sim"}):
+        assert os.environ["ZEUS_NB_HEADLESS"] == "1" and os.environ["ZEUS_NB_BACKEND"] == "sim"
+        assert os.environ["PYTHONPATH"].split(os.pathsep)[0] == str(REPO)
+        raise KeyError
+    assert dict(os.environ) == before
+    with temp_environ(ZEUS_NB_BACKEND=None):
+        assert "ZEUS_NB_BACKEND" not in os.environ
+    assert os.environ["ZEUS_NB_BACKEND"] == "nvml"

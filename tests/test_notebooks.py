@@ -17,6 +17,7 @@ import nbformat
 import papermill
 import pytest
 
+import zeus_nb
 from zeus_nb import device
 from zeus_nb.records import read_notebook
 
@@ -97,6 +98,33 @@ def test_notebook_structure(path):
             assert src.count("# BEGIN SOLUTION") == src.count("# END SOLUTION")
             after = src.split("# END SOLUTION")[-1]
             assert "check." in after, f"{path.name}: exercise cell {cell.id} has no check call"
+
+
+def test_notebook_setup_picks_the_backend_and_shows_info_logs(monkeypatch, capsys):
+    import logging
+
+    monkeypatch.setenv("ZEUS_NB_BACKEND", "sim")
+    system = zeus_nb.notebook_setup("auto", seed=3, sim_gpu="v100", sim_workload="imagenet")
+    assert system is device.current() and system.backend == "sim"
+    assert "V100" in system.gpus[0].name
+    line = capsys.readouterr().out
+    assert line.count("\n") == 1 and "simulated" in line and system.gpus[0].name in line
+    zeus_nb.notebook_setup("sim", quiet=True)  # again: still one handler
+    logging.getLogger("zeus_nb.monitor").info("hello %s", "there")
+    logging.getLogger("zeus_nb.monitor").debug("not shown")
+    assert capsys.readouterr().out == "zeus_nb.monitor: hello there\n"
+    logger = logging.getLogger("zeus_nb")
+    for handler in [h for h in logger.handlers if h.get_name() == "zeus_nb.notebook"]:
+        logger.removeHandler(handler)
+    logger.setLevel(logging.NOTSET)
+
+
+def test_demo_models_need_only_torch():
+    torch = pytest.importorskip("torch")
+    from zeus_nb.demos import small_classifier
+
+    model = small_classifier(size=4, num_classes=3)
+    assert model(torch.zeros(2, 3, 4, 4)).shape == (2, 3)
 
 
 # --- executed ------------------------------------------------------------------------------------

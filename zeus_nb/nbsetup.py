@@ -17,6 +17,18 @@ from zeus_nb.device.base import GPUSystem
 _HANDLER_NAME = "zeus_nb.notebook"
 
 
+class _StdoutHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stdout`` is at the time: the output of the running cell."""
+
+    @property
+    def stream(self):
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
 def show_logs(level: int = logging.INFO) -> None:
     """Print ``zeus_nb`` log records at ``level`` and above to stdout (the cell's output).
 
@@ -26,7 +38,7 @@ def show_logs(level: int = logging.INFO) -> None:
     logger.setLevel(level)
     handler = next((h for h in logger.handlers if h.get_name() == _HANDLER_NAME), None)
     if handler is None:
-        handler = logging.StreamHandler(sys.stdout)
+        handler = _StdoutHandler()
         handler.set_name(_HANDLER_NAME)
         handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
         logger.addHandler(handler)
