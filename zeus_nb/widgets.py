@@ -10,9 +10,11 @@ not shown, and Run buttons never wait for a click, when the run is *headless*:
   execute requests with ``allow_stdin=False``, which JupyterLab, Notebook and VS Code never do, or
 * there is no Jupyter kernel at all (plain Python, IPython in a terminal).
 
-The decisions behind each control (bounds, snapping, knobs, grids, progress, redraw pacing) are
-plain functions and classes here, testable without a browser; ipywidgets is imported only to build
-the visible widgets.
+A control a notebook shows changes what the notebook computes: :func:`live_output` re-runs a
+computation in place whenever its controls move, a Run button (:func:`run_panel`) trains when
+clicked. The decisions behind each control (bounds, snapping, knobs, progress) are plain functions
+here, testable without a browser; ipywidgets is imported only to build the visible widgets, and
+the live plot lives in :mod:`zeus_nb.plots.live`.
 """
 
 from __future__ import annotations
