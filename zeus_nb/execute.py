@@ -2,12 +2,16 @@
 
 Kernels talk to this process over local IPC sockets in a private temporary folder, not over
 TCP: nothing listens on the network, and ipykernel has no reason to print its warning about
-unencrypted TCP into every run's output. A failing notebook never raises here: the outcome
-carries papermill's error (cell, exception name and value) or the reason the kernel stopped.
+unencrypted TCP into every run's output. At the end the kernel is asked to shut down without
+the SIGINT jupyter_client sends first by default (a kernel busy with a message logs
+``KeyboardInterrupt caught in kernel`` to the terminal); a kernel that does not stop in time is
+killed. A failing notebook never raises here: the outcome carries papermill's error (cell,
+exception name and value) or the reason the kernel stopped.
 """
 
 from __future__ import annotations
 
+import functools
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,6 +41,19 @@ class Execution:
         if self.ename:
             return f"{self.ename}: {self.evalue} (cell {self.exec_count})"
         return self.problem
+
+
+@functools.cache
+def _kernel_manager_class() -> type:
+    """``AsyncKernelManager`` that does not interrupt the kernel it is shutting down."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietShutdownKernelManager(AsyncKernelManager):
+        async def _async_interrupt_kernel(self) -> None:
+            if not self.shutting_down:  # a real interrupt (a cell timed out) still goes through
+                await super()._async_interrupt_kernel()
+
+    return QuietShutdownKernelManager
 
 
 def _ipc_config(folder: str) -> Any:
@@ -80,6 +97,7 @@ def execute(
                 progress_bar=progress,
                 execution_timeout=timeout,
                 config=_ipc_config(sockets),
+                kernel_manager_class=_kernel_manager_class(),
             )
         except PapermillExecutionError as e:
             return Execution(e.ename, e.evalue, e.source, e.exec_count)
