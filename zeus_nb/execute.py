@@ -2,16 +2,17 @@
 
 Kernels talk to this process over local IPC sockets in a private temporary folder, not over
 TCP: nothing listens on the network, and ipykernel has no reason to print its warning about
-unencrypted TCP into every run's output. At the end the kernel is asked to shut down without
-the SIGINT jupyter_client sends first by default (a kernel busy with a message logs
-``KeyboardInterrupt caught in kernel`` to the terminal); a kernel that does not stop in time is
-killed. A failing notebook never raises here: the outcome carries papermill's error (cell,
-exception name and value) or the reason the kernel stopped.
+unencrypted TCP into every run's output. At the end an idle kernel is asked to shut down
+without the SIGINT jupyter_client sends first by default (a kernel busy with a message logs
+``KeyboardInterrupt caught in kernel`` to the terminal); a kernel still running a cell (one that
+timed out) is interrupted as before, so the cell shows where it stopped.
+
+A failing notebook never raises here: the outcome carries papermill's error (cell, exception
+name and value) or the reason the kernel stopped.
 """
 
 from __future__ import annotations
 
-import functools
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -43,14 +44,13 @@ class Execution:
         return self.problem
 
 
-@functools.cache
-def _kernel_manager_class() -> type:
-    """``AsyncKernelManager`` that does not interrupt the kernel it is shutting down."""
+def _quiet_shutdown(running: dict[str, bool]) -> type:
+    """``AsyncKernelManager`` that interrupts at shutdown only while ``running["cell"]``."""
     from jupyter_client.manager import AsyncKernelManager
 
     class QuietShutdownKernelManager(AsyncKernelManager):
         async def _async_interrupt_kernel(self) -> None:
-            if not self.shutting_down:  # a real interrupt (a cell timed out) still goes through
+            if running["cell"] or not self.shutting_down:
                 await super()._async_interrupt_kernel()
 
     return QuietShutdownKernelManager
@@ -86,6 +86,14 @@ def execute(
     out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
     source = notebook if not isinstance(notebook, str | Path) else str(notebook)
+    running = {"cell": False}  # whether a cell is executing, from nbclient's hooks
+
+    def started(**_: Any) -> None:
+        running["cell"] = True
+
+    def finished(**_: Any) -> None:
+        running["cell"] = False
+
     with tempfile.TemporaryDirectory(prefix="zeus-nb-kernel-") as sockets:
         try:
             papermill.execute_notebook(
@@ -97,7 +105,9 @@ def execute(
                 progress_bar=progress,
                 execution_timeout=timeout,
                 config=_ipc_config(sockets),
-                kernel_manager_class=_kernel_manager_class(),
+                kernel_manager_class=_quiet_shutdown(running),
+                on_cell_start=started,
+                on_cell_executed=finished,
             )
         except PapermillExecutionError as e:
             return Execution(e.ename, e.evalue, e.source, e.exec_count)
