@@ -27,7 +27,11 @@ class UnsupportedError(ZeusNbError):
     """The GPU does not support a feature (for example the energy counter)."""
 
 
-class TraceFormatError(ZeusNbError, ValueError):
+class InputError(ZeusNbError, ValueError):
+    """A number or value from outside (file, parameter, environment) is unusable; says which."""
+
+
+class TraceFormatError(InputError):
     """A trace or log file does not follow the expected schema."""
 
 

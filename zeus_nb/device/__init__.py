@@ -21,6 +21,7 @@ from pathlib import Path
 
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.device.nvml import FROM_ENV
+from zeus_nb import validate
 from zeus_nb.errors import NoGPUError
 
 __all__ = [
@@ -59,26 +60,20 @@ def resolve_backend(backend: str | None = None) -> str:
     return name
 
 
-def _env_int(name: str, default: int | None) -> int | None:
-    value = os.environ.get(name)
-    if value in (None, ""):
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{name}={value!r} is not an integer") from None
-
-
 def _sim_from_env(seed_offset: int = 0):
+    """A simulated system configured by the ``ZEUS_NB_SIM_*`` variables, each one checked."""
     from zeus_nb.device.sim import SimulatedSystem
 
     return SimulatedSystem(
         gpu=os.environ.get("ZEUS_NB_SIM_GPU", "a40"),
         workload=os.environ.get("ZEUS_NB_SIM_WORKLOAD", "imagenet"),
-        batch_size=_env_int("ZEUS_NB_SIM_BATCH_SIZE", None),
-        num_gpus=_env_int("ZEUS_NB_SIM_GPUS", _env_int("LOCAL_WORLD_SIZE", 1)) or 1,
-        noise=float(os.environ.get("ZEUS_NB_SIM_NOISE", "0") or 0),
-        seed=(_env_int("ZEUS_NB_SIM_SEED", 0) or 0) + seed_offset,
+        batch_size=validate.env_integer("ZEUS_NB_SIM_BATCH_SIZE", None, low=1),
+        num_gpus=validate.env_integer(
+            "ZEUS_NB_SIM_GPUS", validate.env_integer("LOCAL_WORLD_SIZE", 1, 1, 1024), 1, 1024
+        )
+        or 1,
+        noise=validate.env_number("ZEUS_NB_SIM_NOISE", 0.0, validate.NOISE),
+        seed=(validate.env_integer("ZEUS_NB_SIM_SEED", 0, 0, 2**32 - 1) or 0) + seed_offset,
     )
 
 

@@ -1,0 +1,148 @@
+"""Checks for every number that comes from outside: files, profiles, state files, parameters and
+environment variables.
+
+A measurement tool must never turn bad input into a plausible-looking answer: one NaN cell in a
+log, or a value written in mJ where J was meant, would otherwise flow through sums and selectors
+into a wrong power limit with exit status 0. Every reader therefore passes each outside number
+through :func:`number` (or :func:`integer`, :func:`env_number`, :func:`env_integer`), which
+checks its type, that it is finite, and that it lies in the physical range of its
+:class:`Quantity` (watts, joules, seconds...). The ranges are wide enough for any real GPU and
+tight enough that a value 1000x off (mJ for J, ms for s) falls outside them. The error is an
+:class:`~zeus_nb.errors.InputError` that names the source (file, line and column, or variable or
+parameter) and says what to do.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from dataclasses import dataclass
+
+from zeus_nb.errors import InputError
+
+__all__ = [
+    "AVERAGE_POWER",
+    "DURATION",
+    "ENERGY",
+    "NOISE",
+    "POWER_LIMIT",
+    "Quantity",
+    "env_integer",
+    "env_number",
+    "integer",
+    "number",
+    "power_of",
+]
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A kind of number and its physically possible range (``low`` exclusive if ``open_low``)."""
+
+    name: str
+    unit: str
+    low: float
+    high: float
+    open_low: bool = False
+
+    def describe(self) -> str:
+        lo = "> " if self.open_low else ">= "
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{self.name} ({lo}{self.low:g}{unit} and <= {self.high:g}{unit})"
+
+
+# Ranges: any real GPU fits; 1000x off does not. Power limits of datacenter and desktop GPUs run
+# from tens of watts to about 1.2 kW (GB200); an average power below 1 W per GPU is an idle card
+# read in kJ or mJ mistakes. A step, window or epoch is longer than zero and shorter than a year.
+POWER_LIMIT = Quantity("power limit", "W", 1.0, 2000.0, open_low=True)
+AVERAGE_POWER = Quantity("average power", "W", 1.0, 2000.0)
+DURATION = Quantity("time", "s", 0.0, 3.2e7, open_low=True)
+ENERGY = Quantity("energy", "J", 0.0, 1e13)
+NOISE = Quantity("noise (relative standard deviation)", "", 0.0, 1.0)
+
+
+def number(
+    value: object,
+    where: str,
+    quantity: Quantity | None = None,
+    fix: str = "",
+) -> float:
+    """``value`` as a finite float in ``quantity``'s range, else an :class:`InputError`.
+
+    ``where`` names the source (``"log.csv, line 4, column elapsed_time"``, ``"parameter
+    noise"``); ``fix`` says what to do (default: give a value in the range). Strings are parsed;
+    booleans are refused (``True`` is not a number of watts).
+    """
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
+        raise InputError(_message(where, value, "is not a number", quantity, fix))
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (ValueError, OverflowError):
+        raise InputError(_message(where, value, "is not a number", quantity, fix)) from None
+    if not math.isfinite(x):
+        raise InputError(_message(where, value, "is not a finite number", quantity, fix))
+    if quantity is not None:
+        below = x <= quantity.low if quantity.open_low else x < quantity.low
+        if below or x > quantity.high:
+            raise InputError(_message(where, value, "is out of range", quantity, fix))
+    return x
+
+
+def integer(value: object, where: str, low: int | None = None, high: int | None = None, fix=""):
+    """``value`` as an int in ``[low, high]`` (``"3"`` and ``3.0`` are fine, ``3.5`` is not)."""
+    if isinstance(value, bool):
+        raise InputError(_message(where, value, "is not an integer", None, fix))
+    try:
+        if isinstance(value, str):
+            x = int(value.strip())
+        elif isinstance(value, numbers.Integral):
+            x = int(value)
+        elif isinstance(value, numbers.Real) and float(value).is_integer():
+            x = int(value)
+        else:
+            raise ValueError
+    except (ValueError, OverflowError, TypeError):
+        raise InputError(_message(where, value, "is not an integer", None, fix)) from None
+    if (low is not None and x < low) or (high is not None and x > high):
+        span = f"between {low} and {high}" if high is not None else f">= {low}"
+        raise InputError(
+            f"{where}: {value!r} is out of range; expected an integer {span}"
+            + (f"; {fix}" if fix else "")
+        )
+    return x
+
+
+def power_of(energy: float, time: float, where: str, fix: str = "") -> float:
+    """Average power of ``energy`` J over ``time`` s, checked against :data:`AVERAGE_POWER`.
+
+    Energy and time alone can be anything; their ratio cannot, so this is what catches a
+    column written in mJ or ms.
+    """
+    return number(energy / time, where, AVERAGE_POWER, fix or "check the units (J and s)")
+
+
+def env_number(name: str, default: float, quantity: Quantity | None = None, fix: str = "") -> float:
+    """Environment variable ``name`` as a checked number; unset or empty gives ``default``."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    return number(raw, f"environment variable {name}", quantity, fix or f"unset {name} or fix it")
+
+
+def env_integer(
+    name: str, default: int | None, low: int | None = None, high: int | None = None
+) -> int | None:
+    """Environment variable ``name`` as a checked integer; unset or empty gives ``default``."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    return integer(raw, f"environment variable {name}", low, high, f"unset {name} or fix it")
+
+
+def _message(where: str, value: object, problem: str, quantity: Quantity | None, fix: str) -> str:
+    shown = repr(value)
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    want = f"; expected {quantity.describe()}" if quantity is not None else ""
+    return f"{where}: {shown} {problem}{want}" + (f"; {fix}" if fix else "")
