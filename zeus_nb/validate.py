@@ -67,14 +67,17 @@ def number(
     where: str,
     quantity: Quantity | None = None,
     fix: str = "",
+    text_ok: bool = True,
 ) -> float:
     """``value`` as a finite float in ``quantity``'s range, else an :class:`InputError`.
 
     ``where`` names the source (``"log.csv, line 4, column elapsed_time"``, ``"parameter
-    noise"``); ``fix`` says what to do (default: give a value in the range). Strings are parsed;
-    booleans are refused (``True`` is not a number of watts).
+    noise"``); ``fix`` says what to do. Strings are parsed (CSV cells, environment variables)
+    unless ``text_ok`` is false (JSON fields, Python arguments: ``"200"`` is the wrong type
+    there); booleans are refused (``True`` is not a number of watts).
     """
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
+    allowed = (numbers.Real, str) if text_ok else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, allowed):
         raise InputError(_message(where, value, "is not a number", quantity, fix))
     try:
         x = float(value)  # type: ignore[arg-type]
@@ -89,17 +92,25 @@ def number(
     return x
 
 
-def integer(value: object, where: str, low: int | None = None, high: int | None = None, fix=""):
-    """``value`` as an int in ``[low, high]`` (``"3"`` and ``3.0`` are fine, ``3.5`` is not)."""
-    if isinstance(value, bool):
+def integer(
+    value: object,
+    where: str,
+    low: int | None = None,
+    high: int | None = None,
+    fix: str = "",
+    text_ok: bool = True,
+) -> int:
+    """``value`` as an int in ``[low, high]`` (``"3"`` and ``3.0`` are fine, ``3.5`` is not).
+
+    ``text_ok=False`` refuses strings, as for :func:`number`.
+    """
+    if isinstance(value, bool) or (isinstance(value, str) and not text_ok):
         raise InputError(_message(where, value, "is not an integer", None, fix))
     try:
         if isinstance(value, str):
             x = int(value.strip())
-        elif isinstance(value, numbers.Integral):
-            x = int(value)
         elif isinstance(value, numbers.Real) and float(value).is_integer():
-            x = int(value)
+            x = int(value)  # ints, numpy integers, and floats with nothing after the point
         else:
             raise ValueError
     except (ValueError, OverflowError, TypeError):
@@ -119,7 +130,14 @@ def power_of(energy: float, time: float, where: str, fix: str = "") -> float:
     Energy and time alone can be anything; their ratio cannot, so this is what catches a
     column written in mJ or ms.
     """
-    return number(energy / time, where, AVERAGE_POWER, fix or "check the units (J and s)")
+    watts = energy / time if time > 0 else math.inf
+    q = AVERAGE_POWER
+    if not q.low <= watts <= q.high:
+        raise InputError(
+            f"{where}: {energy:g} J over {time:g} s is an average power of {watts:.4g} W, out "
+            f"of range; expected {q.describe()}; {fix or 'check the units (J and s)'}"
+        )
+    return watts
 
 
 def env_number(name: str, default: float, quantity: Quantity | None = None, fix: str = "") -> float:

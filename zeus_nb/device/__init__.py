@@ -19,9 +19,9 @@ import logging
 import os
 from pathlib import Path
 
+from zeus_nb import validate
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.device.nvml import FROM_ENV
-from zeus_nb import validate
 from zeus_nb.errors import NoGPUError
 
 __all__ = [

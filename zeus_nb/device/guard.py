@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.device.base import GPU
 from zeus_nb import validate
+from zeus_nb.device.base import GPU
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.validate import integer, number
 
@@ -75,7 +75,8 @@ def _set_power_limit(gpu: GPU, watts: Any) -> None:
 
 
 def _check_power_limit(value: Any, where: str) -> float:
-    return number(value, where, validate.POWER_LIMIT, "restore that GPU by hand (nvidia-smi -pl)")
+    fix = "restore that GPU by hand (nvidia-smi -pl)"
+    return number(value, where, validate.POWER_LIMIT, fix, text_ok=False)
 
 
 POWER_LIMIT = SettingKind(
@@ -358,7 +359,7 @@ def read_state(path: Path) -> dict:
             {"gpu": g.get("index"), "kind": "power_limit", "original": g.get("power_limit")}
             for g in gpus
         ]
-    state["pid"] = integer(state.get("pid"), f"{path}: field 'pid'", 1, 2**31 - 1, fix)
+    state["pid"] = integer(state.get("pid"), f"{path}: field 'pid'", 1, 2**31 - 1, fix, False)
     for key in ("host", "backend", "cuda_visible_devices"):
         if state.get(key) is not None and not isinstance(state[key], str):
             raise ZeusNbError(f"{path}: field {key!r} is {state[key]!r}, not a string; {fix}")
@@ -367,7 +368,7 @@ def read_state(path: Path) -> dict:
         raise ZeusNbError(f"{path}: 'settings' is not a list of entries; {fix}")
     for n, entry in enumerate(settings):
         where = f"{path}: settings[{n}]"
-        entry["gpu"] = integer(entry.get("gpu"), f"{where}.gpu", low=0, fix=fix)
+        entry["gpu"] = integer(entry.get("gpu"), f"{where}.gpu", 0, 1 << 16, fix, False)
         if not isinstance(entry.get("kind"), str):
             raise ZeusNbError(f"{where}.kind is {entry.get('kind')!r}, not a setting name; {fix}")
         kind = SETTING_KINDS.get(entry["kind"])

@@ -64,9 +64,10 @@ def load_profile_log(path: str | Path, gpu_name: str | None = None) -> ProfileLo
             f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})"
         ) from None
     if text and not text.endswith(("\n", "\r")):
+        last = text.count("\n") + 1
         raise TraceFormatError(
-            f"{path}, line {text.count(chr(10)) + 1}: the last row has no line end, so the file looks cut "
-            "short (a run still writing it, or an interrupted copy); copy the log again, or "
+            f"{path}, line {last}: the last row has no line end, so the file looks cut short"
+            " (a run still writing it, or an interrupted copy); copy the log again, or "
             "delete that row if it is incomplete"
         )
     try:
@@ -126,7 +127,7 @@ def _window_row(
         t = number(row[2], where(2), DURATION, fix)
         es = [number(row[c], where(c), ENERGY, fix) for c in range(3, len(header))]
         for c, e in zip(range(3, len(header)), es, strict=True):
-            power_of(e, t, f"{where(c)} over {t:g} s", "check that energy is in J and time in s")
+            power_of(e, t, where(c), "check that energy is in J and time in s")
     except InputError as e:
         raise TraceFormatError(str(e)) from None
     return w, t, es

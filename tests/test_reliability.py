@@ -1,0 +1,261 @@
+"""Bad input gets a clear error, never a wrong number with exit 0, a lost or a stale result.
+
+Each test here reproduces one way a careless user (or a damaged file) once got a wrong answer
+silently; the rows of docs/reliability.md name these tests.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from zeus_nb import device
+from zeus_nb.cli import main
+from zeus_nb.device.guard import restore_from_state_files
+from zeus_nb.errors import ZeusNbError
+from zeus_nb.monitor import ZeusMonitor
+
+PROFILES = resources.files("zeus_nb") / "resources" / "zeus_profiles"
+LOG = "A40+resnet50+gpu0.csv"
+A40_TRACE = resources.files("zeus_nb") / "resources" / "zeus_traces" / "summary_power_a40.csv"
+
+
+def _log_rows() -> list[list[str]]:
+    with (PROFILES / LOG).open(newline="") as f:
+        return list(csv.reader(f))
+
+
+def _write_log(path: Path, rows: list[list[str]], cut: int = 0) -> Path:
+    with path.open("w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    if cut:
+        path.write_bytes(path.read_bytes()[:-cut])
+    return path
+
+
+def _energy_optimum(rows: list[list[str]]) -> float:
+    """The lowest-energy limit of a log, computed here from its cells."""
+    energy = {float(r[1].rsplit("_", 1)[1]): float(r[3]) for r in rows[1:]}
+    return min(energy, key=energy.get)
+
+
+# --- plo replay -----------------------------------------------------------------------------
+def test_replay_of_a_clean_log_still_picks_the_logged_optimum(capsys):
+    rows = _log_rows()
+    assert main(["plo", "replay", str(PROFILES / LOG), "--selector", "energy", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out, parse_constant=_no_constant)
+    assert out["power_limit"] == _energy_optimum(rows)
+
+
+def _no_constant(name: str):
+    raise AssertionError(f"the JSON output holds {name}, which is not JSON")
+
+
+@pytest.mark.parametrize(
+    ("row", "col", "value", "match"),
+    [
+        (3, 3, "nan", r"line 4, column gpu0_energy: 'nan' is not a finite number"),
+        (3, 2, "0", r"line 4, column elapsed_time: '0' is out of range"),
+        (3, 2, "inf", r"line 4, column elapsed_time: 'inf' is not a finite"),
+        (3, 3, "-5", r"line 4, column gpu0_energy: '-5' is out of range"),
+        # energy written in mJ: each value alone is possible, the power (250 kW) is not
+        (
+            3,
+            3,
+            "5915574.0",
+            r"line 4, column gpu0_energy: 5\.91557e\+06 J over 24\.1632 s .* out of range"
+            r".*energy is in J",
+        ),
+    ],
+)
+def test_replay_refuses_a_bad_cell_naming_line_and_column(tmp_path, capsys, row, col, value, match):
+    rows = _log_rows()
+    rows[row][col] = value
+    log = _write_log(tmp_path / "log.csv", rows)
+    assert main(["plo", "replay", str(log), "--selector", "energy", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1
+    assert str(log) in captured.err
+    import re
+
+    assert re.search(match, captured.err), captured.err
+
+
+def test_replay_refuses_a_row_cut_mid_line(tmp_path, capsys):
+    log = _write_log(
+        tmp_path / "log.csv", _log_rows(), cut=10
+    )  # inside the last number: it still parses
+    assert main(["plo", "replay", str(log)]) == 2
+    assert "line 10" in capsys.readouterr().err
+
+
+def test_replay_refuses_a_row_with_missing_cells_of_another_window(tmp_path, capsys):
+    rows = _log_rows()
+    rows.insert(3, ["13585800.0", "__GlobalPowerLimitOptim"])  # cut inside the window name
+    log = _write_log(tmp_path / "log.csv", rows)
+    assert main(["plo", "replay", str(log)]) == 2
+    assert "line 4: 2 fields, expected 4" in capsys.readouterr().err
+
+
+# --- restore --------------------------------------------------------------------------------
+def _state(folder: Path, name: str, pid, limit=200.0) -> Path:
+    path = folder / name
+    state = {
+        "format": "zeus-nb device settings",
+        "host": socket.gethostname(),
+        "pid": pid,
+        "backend": "sim",
+        "cuda_visible_devices": None,
+        "settings": [{"gpu": 0, "kind": "power_limit", "original": limit}],
+    }
+    path.write_text(json.dumps(state))
+    return path
+
+
+@pytest.mark.parametrize("bad_pid", ["abc", None, -3, 1.5, True, "12", 2**40])
+def test_restore_handles_each_state_file_alone(tmp_path, capsys, bad_pid):
+    dead_pid = _dead_pid()
+    good = _state(tmp_path, "a-good.json", dead_pid)
+    bad = _state(tmp_path, "b-bad.json", bad_pid)
+    also_good = _state(tmp_path, "c-good.json", dead_pid)
+    assert main(["restore", "--state-dir", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert f"failed: {bad.name}:" in out and "'pid'" in out
+    assert f"restored: {good.name}" in out and f"restored: {also_good.name}" in out
+    assert not good.exists() and not also_good.exists() and bad.exists()
+
+
+@pytest.mark.parametrize("limit", ["nan", float("inf"), -200.0, 200_000.0, "200"])
+def test_restore_refuses_an_impossible_recorded_limit(tmp_path, limit):
+    path = _state(tmp_path, "x.json", _dead_pid(), limit=limit)
+    (result,) = restore_from_state_files(tmp_path)
+    assert result.action == "failed" and "original" in result.detail, result.detail
+    assert path.exists()
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has finished."""
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+# --- the monitor's log ----------------------------------------------------------------------
+def test_end_window_returns_the_measurement_when_the_log_write_fails(tmp_path, caplog):
+    system = device.use_simulated()
+    log_file = tmp_path / "logs" / "monitor.csv"
+    monitor = ZeusMonitor(log_file=log_file)
+    log_file.unlink()
+    log_file.parent.rmdir()
+    log_file.parent.write_text("a file where the log's folder was")  # appends now fail
+    monitor.begin_window("w")
+    system.step(10)
+    t_step, watts = system.step_cost(system.batch_size, system.gpu(0).get_power_limit())
+    with caplog.at_level("WARNING"):
+        m = monitor.end_window("w")
+    assert m.time == pytest.approx(10 * t_step)
+    assert m.gpu_energy[0] == pytest.approx(10 * t_step * watts)
+    assert str(log_file) in caplog.text and "returned" in caplog.text
+    # the row is written as soon as the log can be written again
+    log_file.parent.unlink()
+    log_file.parent.mkdir()
+    log_file.write_text(",".join(monitor._header()) + "\n")
+    monitor.begin_window("v")
+    monitor.end_window("v")
+    names = [r["window_name"] for r in csv.DictReader(log_file.open())]
+    assert names == ["w", "v"]
+
+
+# --- simulated GPU settings -----------------------------------------------------------------
+@pytest.mark.parametrize("noise", ["nan", "inf", "-0.1", "abc", "5"])
+def test_sim_noise_from_the_environment_is_checked(monkeypatch, noise):
+    monkeypatch.setenv("ZEUS_NB_SIM_NOISE", noise)
+    with pytest.raises(ZeusNbError, match="ZEUS_NB_SIM_NOISE"):
+        device.current("sim")
+
+
+@pytest.mark.parametrize("noise", [math.nan, math.inf, -0.1, 5.0])
+def test_sim_noise_parameter_is_checked(noise):
+    with pytest.raises(ZeusNbError, match="parameter noise"):
+        device.use_simulated(noise=noise)
+
+
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [("ZEUS_NB_SIM_GPUS", "0"), ("ZEUS_NB_SIM_SEED", "-1"), ("ZEUS_NB_SIM_BATCH_SIZE", "x")],
+)
+def test_sim_integer_variables_are_checked(monkeypatch, var, value):
+    monkeypatch.setenv(var, value)
+    with pytest.raises(ZeusNbError, match=var):
+        device.current("sim")
+
+
+# --- power traces and the demo ----------------------------------------------------------------
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "0.25"])  # 0.25 W: kW written as W
+def test_demo_refuses_a_trace_with_an_impossible_power(tmp_path, capsys, value):
+    lines = A40_TRACE.read_text().splitlines()
+    header = lines[0].split(",")
+    col = header.index("average_power")
+    i = next(n for n, line in enumerate(lines) if line.startswith("cifar100,"))
+    cells = lines[i].split(",")
+    cells[col] = value
+    lines[i] = ",".join(cells)
+    trace = tmp_path / "trace.csv"
+    trace.write_text("\n".join(lines) + "\n")
+    assert main(["demo", "--gpu", str(trace), "--workload", "cifar100", "--epochs", "1"]) == 2
+    captured = capsys.readouterr()
+    assert " J" not in captured.out
+    assert f"row {i + 1} (file line): column 'average_power'" in captured.err
+
+
+# --- the CLI --------------------------------------------------------------------------------
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "zeus_nb", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ZEUS_NB_BACKEND": "sim", **(env or {})},
+    )
+
+
+def test_cli_prints_one_line_for_a_path_mistake_and_a_traceback_on_debug(tmp_path):
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    plain = _cli("plo", "replay", str(folder))
+    assert plain.returncode == 2
+    assert "Traceback" not in plain.stderr and len(plain.stderr.strip().splitlines()) == 1
+    assert str(folder) in plain.stderr
+    for debug in (
+        _cli("--debug", "plo", "replay", str(folder)),
+        _cli("plo", "replay", str(folder), env={"ZEUS_NB_DEBUG": "1"}),
+    ):
+        assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+def test_os_errors_name_the_path_and_what_to_do():
+    from zeus_nb.cli import describe_os_error
+
+    line = describe_os_error(PermissionError(13, "Permission denied", "/ro/out"))
+    assert line.startswith("/ro/out: permission denied;") and "choose a path" in line
+    line = describe_os_error(FileExistsError(17, "File exists", "/x/file"))
+    assert "/x/file" in line and "a file is in the way" in line
+
+
+# --- read commands never write --------------------------------------------------------------
+def test_doctor_writes_nothing(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"), "ZEUS_NB_STATE_DIR": ""}
+    result = _cli("doctor", "--backend", "sim", env=env)
+    assert result.returncode == 0, result.stderr
+    assert list(home.rglob("*")) == []
