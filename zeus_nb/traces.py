@@ -172,8 +172,17 @@ def _read_csv(path: Path, src: str) -> pd.DataFrame:
         raise TraceFormatError(f"{src}: not a readable CSV file ({e})") from e
 
 
+def _stamp(source: str) -> tuple[int, int] | None:
+    """A file's (mtime, size), so an edited trace is read again rather than served stale."""
+    try:
+        st = Path(source).stat()
+    except (OSError, ValueError):
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
 @functools.lru_cache(maxsize=16)
-def _load_power_trace_cached(source: str) -> pd.DataFrame:
+def _load_power_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
     if source.lower() in BUNDLED_GPUS:
         path, src = resource_path("zeus_traces", f"summary_power_{source.lower()}.csv"), source
     else:
@@ -201,11 +210,13 @@ def load_power_trace(gpu: str | Path = "v100") -> pd.DataFrame:
 
     Returns a fresh copy, so callers may modify it.
     """
-    return _load_power_trace_cached(str(gpu)).copy()
+    source = str(gpu)
+    stamp = None if source.lower() in BUNDLED_GPUS else _stamp(source)
+    return _load_power_trace_cached(source, stamp).copy()
 
 
 @functools.lru_cache(maxsize=4)
-def _load_train_trace_cached(source: str) -> pd.DataFrame:
+def _load_train_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
     path = resource_path("zeus_traces", "summary_train.csv") if source == "" else Path(source)
     src = source or "summary_train.csv"
     df = _validate(
@@ -222,7 +233,8 @@ def _load_train_trace_cached(source: str) -> pd.DataFrame:
 
 def load_train_trace(path: str | Path | None = None) -> pd.DataFrame:
     """The bundled train trace, or a CSV file of the same schema. ``target_epoch`` NaN: never."""
-    return _load_train_trace_cached("" if path is None else str(path)).copy()
+    source = "" if path is None else str(path)
+    return _load_train_trace_cached(source, _stamp(source) if source else None).copy()
 
 
 def power_curves(

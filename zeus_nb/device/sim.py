@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
+from zeus_nb.errors import InputError
 from zeus_nb.traces import GPU_NAMES, get_workload, load_power_trace, power_curves
 from zeus_nb.validate import NOISE, integer, number
 
@@ -152,7 +153,7 @@ class SimulatedSystem(GPUSystem):
     def _check_batch_size(self, batch_size: int) -> int:
         bs = int(batch_size)
         if bs not in self._curves:
-            raise ValueError(
+            raise InputError(
                 f"the {self.source} trace has no batch size {bs} for {self.workload}; "
                 f"use one of {self.batch_sizes}"
             )
