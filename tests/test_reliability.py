@@ -259,3 +259,53 @@ def test_doctor_writes_nothing(tmp_path):
     result = _cli("doctor", "--backend", "sim", env=env)
     assert result.returncode == 0, result.stderr
     assert list(home.rglob("*")) == []
+
+
+def test_restore_state_dir_that_is_a_file(tmp_path, capsys):
+    not_a_folder = tmp_path / "state.json"
+    not_a_folder.write_text("{}")
+    assert main(["restore", "--state-dir", str(not_a_folder)]) == 2
+    err = capsys.readouterr().err
+    assert str(not_a_folder) in err and "choose another path" in err
+
+
+# --- batch operations -----------------------------------------------------------------------
+def test_collect_reports_an_unreadable_notebook_and_reads_the_others(tmp_path):
+    import nbformat
+
+    from zeus_nb.records import MIMETYPE, collect
+
+    good = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [
+        nbformat.v4.new_output("display_data", data={MIMETYPE: {"name": "energy", "value": 5.0}})
+    ]
+    good.cells = [cell]
+    nbformat.write(good, tmp_path / "a.ipynb")
+    (tmp_path / "b.ipynb").write_text("{ not json")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    df = collect(tmp_path).set_index("notebook")
+    assert df.loc[str(tmp_path / "a.ipynb"), "energy"] == 5.0
+    bad = df.loc[str(tmp_path / "b.ipynb")]
+    assert bad["status"] == "unreadable" and "b.ipynb" in bad["error"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # reading wrote nothing
+
+
+# --- docs/reliability.md stays true ---------------------------------------------------------
+def _table_tests() -> list[str]:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "reliability.md").read_text()
+    rows = [line for line in doc.splitlines() if line.startswith("| ") and "::" in line]
+    return [row.rstrip(" |").rsplit("| ", 1)[1].strip("` ") for row in rows]
+
+
+def test_every_row_of_the_reliability_table_names_an_existing_test():
+    import ast
+
+    named = _table_tests()
+    assert len(named) >= 20
+    root = Path(__file__).resolve().parents[1]
+    for ref in named:
+        file, name = ref.split("::")
+        tree = ast.parse((root / file).read_text())
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert name in defined, f"docs/reliability.md names {ref}, which does not exist"
