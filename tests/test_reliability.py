@@ -309,3 +309,89 @@ def test_every_row_of_the_reliability_table_names_an_existing_test():
         tree = ast.parse((root / file).read_text())
         defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
         assert name in defined, f"docs/reliability.md names {ref}, which does not exist"
+
+
+# --- the power-limit optimizer --------------------------------------------------------------
+def _optimizer(**kw):
+    from zeus_nb.optimizer import GlobalPowerLimitOptimizer
+    from zeus_nb.optimizer.power_limit.selectors import Energy
+
+    args = dict(wait_steps=0, warmup_steps=1, profile_steps=3, verbose=False)
+    return GlobalPowerLimitOptimizer(ZeusMonitor(), Energy(), **{**args, **kw})
+
+
+def _profile(tmp_path) -> Path:
+    """A profile saved by a real (simulated) profiling run."""
+    path = tmp_path / "plo.json"
+    device.use_simulated()
+    plo = _optimizer(profile_path=path)
+    while not plo.done:
+        plo.on_step_begin()
+        device.step()
+        plo.on_step_end()
+    plo.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("energy", math.nan),
+        ("energy", -1.0),
+        ("time", -24.0),
+        ("time", math.inf),
+        ("time", 0.0),
+        ("energy", "6000"),
+        ("power_limit", 1e6),
+        ("energy", 6e9),  # mJ written as J: 250 kW
+    ],
+)
+def test_a_damaged_saved_profile_is_refused_not_applied(tmp_path, field, value):
+    from zeus_nb.optimizer.power_limit.profile_file import ProfileError
+
+    path = _profile(tmp_path)
+    data = json.loads(path.read_text())
+    data["measurements"][-1][field] = value
+    path.write_text(json.dumps(data))
+    device.use_simulated()
+    with pytest.raises(ProfileError, match=rf"measurements\[\d+\]\.?.*delete it"):
+        _optimizer(profile_path=path)
+    assert device.current().gpu(0).get_power_limit() == 300.0  # nothing applied
+
+
+def test_callbacks_out_of_order_name_the_expected_order():
+    from zeus_nb.errors import CallbackOrderError
+
+    device.use_simulated()
+    plo = _optimizer()
+    plo.on_epoch_begin()
+    plo.on_step_begin()
+    device.step()
+    with pytest.raises(CallbackOrderError, match="on_epoch_end.*on_step_begin.*on_step_end"):
+        plo.on_epoch_end()
+    with pytest.raises(CallbackOrderError, match="on_step_begin"):
+        plo.on_step_begin()  # the previous step never ended
+    plo.on_step_end()  # the order resumes where it was
+    with pytest.raises(CallbackOrderError, match="on_step_end.*without on_step_begin"):
+        plo.on_step_end()
+    plo.on_epoch_end()
+
+
+def test_an_epoch_end_mid_step_no_longer_changes_the_choice():
+    """The same run, with and without a misplaced on_epoch_end: same measurements or an error."""
+    from zeus_nb.errors import CallbackOrderError
+
+    def profile(misplaced: bool):
+        device.use_simulated()
+        plo = _optimizer()
+        while not plo.done:
+            plo.on_step_begin()
+            if misplaced and plo.phase == "profile":
+                with pytest.raises(CallbackOrderError):
+                    plo.on_epoch_end()
+            device.step()
+            plo.on_step_end()
+        plo.close()
+        return [(m.power_limit, m.time, m.energy) for m in plo.measurements]
+
+    assert profile(misplaced=True) == profile(misplaced=False)

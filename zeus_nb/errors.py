@@ -35,6 +35,10 @@ class TraceFormatError(InputError):
     """A trace or log file does not follow the expected schema."""
 
 
+class CallbackOrderError(ZeusNbError, RuntimeError):
+    """Training-loop hooks were called out of their documented order."""
+
+
 class WindowError(ZeusNbError, ValueError):
     """A measurement window was begun twice or ended without being begun."""
 

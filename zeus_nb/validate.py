@@ -30,6 +30,7 @@ __all__ = [
     "Quantity",
     "env_integer",
     "env_number",
+    "finite_float",
     "integer",
     "number",
     "power_of",
@@ -138,6 +139,17 @@ def power_of(energy: float, time: float, where: str, fix: str = "") -> float:
             f"of range; expected {q.describe()}; {fix or 'check the units (J and s)'}"
         )
     return watts
+
+
+def finite_float(text: str) -> float:
+    """An ``argparse`` ``type=``: a finite number (``nan`` and ``inf`` parse as floats, but no
+    command-line knob means anything with them)."""
+    import argparse
+
+    try:
+        return number(text, "the value")
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e).replace("the value: ", "", 1)) from None
 
 
 def env_number(name: str, default: float, quantity: Quantity | None = None, fix: str = "") -> float:
