@@ -354,7 +354,7 @@ def test_a_damaged_saved_profile_is_refused_not_applied(tmp_path, field, value):
     data["measurements"][-1][field] = value
     path.write_text(json.dumps(data))
     device.use_simulated()
-    with pytest.raises(ProfileError, match=rf"measurements\[\d+\]\.?.*delete it"):
+    with pytest.raises(ProfileError, match=r"measurements\[\d+\]\.?.*delete it"):
         _optimizer(profile_path=path)
     assert device.current().gpu(0).get_power_limit() == 300.0  # nothing applied
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from zeus_nb.validate import finite_float
 
 
