@@ -395,3 +395,88 @@ def test_an_epoch_end_mid_step_no_longer_changes_the_choice():
         return [(m.power_limit, m.time, m.energy) for m in plo.measurements]
 
     assert profile(misplaced=True) == profile(misplaced=False)
+
+
+@pytest.mark.parametrize("empty", [False, True])
+def test_bso_show_reports_a_missing_or_empty_store_without_creating_it(tmp_path, capsys, empty):
+    store = tmp_path / "bso.sqlite3"
+    if empty:
+        store.touch()
+    assert main(["bso", "show", "--store", str(store)]) == 0
+    assert "no jobs" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["bso.sqlite3"] if empty else [])
+    assert not empty or store.stat().st_size == 0
+    assert main(["bso", "show", "job", "--store", str(store)]) == 2
+    assert "no batch-size optimizer state" in capsys.readouterr().err
+
+
+# --- sweeps: one row per configuration, whoever writes ----------------------------------------
+_WRITER = """
+import pathlib, sys
+from zeus_nb.sweep import _append
+
+def write(path):
+    for b in range(1, 31):
+        _append(path, {"batch_size": b, "power_limit": 150.0, "epochs": 1, "metric": 0.5,
+                "reached": True, "time": 2.0, "energy": 300.0, "target_metric": 0.5,
+                "max_epochs": 3, "higher_is_better": True, "pad": "x" * 5000})
+
+if __name__ == "__main__":
+    write(pathlib.Path(sys.argv[1]))
+"""
+
+
+def test_concurrent_writers_never_duplicate_or_tear_a_row(tmp_path):
+    import threading
+
+    path = tmp_path / "results.jsonl"
+    import zeus_nb
+
+    env = {**os.environ, "PYTHONPATH": str(Path(zeus_nb.__file__).resolve().parents[1])}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(path)], env=env) for _ in range(3)
+    ]
+    namespace: dict = {"__name__": "writer"}
+    exec(_WRITER, namespace)
+    threads = [threading.Thread(target=namespace["write"], args=(path,)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    lines = path.read_text().splitlines()
+    rows = [json.loads(line) for line in lines]  # no torn line
+    assert sorted(r["batch_size"] for r in rows) == list(range(1, 31))  # no duplicate
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("energy", "NaN"), ("time", "-1"), ("power_limit", "1e6"), ("energy", '"5"')],
+)
+def test_a_sweep_results_line_with_a_bad_number_is_refused(tmp_path, field, value):
+    from zeus_nb.sweep import SweepResultsError, load_results
+
+    good = {"batch_size": 32, "power_limit": 150.0, "epochs": 2, "metric": 0.6, "reached": True,
+            "time": 20.0, "energy": 3000.0, "target_metric": 0.5, "max_epochs": 5,
+            "higher_is_better": True}  # fmt: skip
+    line = json.dumps(good).replace(f'"{field}": {json.dumps(good[field])}', f'"{field}": {value}')
+    path = tmp_path / "results.jsonl"
+    path.write_text(json.dumps({**good, "batch_size": 64}) + "\n" + line + "\n")
+    with pytest.raises(SweepResultsError, match=f"line 2.*{field}"):
+        load_results(path)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["plo", "replay", "LOG", "--eta", "nan"],
+        ["plo", "replay", "LOG", "--selector", "max-slowdown", "--factor", "inf"],
+        ["demo", "--power-limit", "nan"],
+    ],
+)
+def test_command_line_knobs_must_be_finite(capsys, argv):
+    argv = [str(PROFILES / LOG) if a == "LOG" else a for a in argv]
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert "not a finite number" in capsys.readouterr().err
