@@ -18,6 +18,7 @@ import math
 import numbers
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from zeus_nb.errors import InputError
 
@@ -34,6 +35,7 @@ __all__ = [
     "integer",
     "number",
     "power_of",
+    "writable_dir",
 ]
 
 
@@ -150,6 +152,32 @@ def finite_float(text: str) -> float:
         return number(text, "the value")
     except InputError as e:
         raise argparse.ArgumentTypeError(str(e).replace("the value: ", "", 1)) from None
+
+
+def writable_dir(path: str | os.PathLike, option: str = "") -> Path:
+    """``path`` as a folder this process can write to (created if missing), else an ``OSError``
+    naming it (the CLI prints it as one line).
+
+    Checked before any work starts, so a sweep or tour never runs for an hour to fail at its
+    first write. ``option`` (``"-o"``) is named in the error.
+    """
+    import errno
+    import tempfile
+
+    p = Path(path).expanduser()
+    if p.exists() and not p.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(p))
+    p.mkdir(parents=True, exist_ok=True)  # PermissionError, NotADirectoryError name the path
+    try:
+        with tempfile.TemporaryFile(dir=p):
+            pass
+    except OSError as e:
+        raise PermissionError(
+            e.errno or errno.EACCES,
+            f"cannot write there{f' ({option})' if option else ''}",
+            str(p),
+        ) from None
+    return p
 
 
 def env_number(name: str, default: float, quantity: Quantity | None = None, fix: str = "") -> float:
