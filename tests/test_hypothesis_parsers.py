@@ -273,3 +273,66 @@ def test_records_sidecar_reads_or_our_error(tmp_path, body, mangle):
         assert str(path) in str(e)
         return
     assert info["records"] == json.loads(path.read_text())["records"]
+
+
+# --- sweep grids (-p NAME VALUES) -------------------------------------------------------------
+grid_text = st.one_of(
+    st.lists(number_text, min_size=0, max_size=4).map(",".join),
+    st.text(max_size=20),
+    st.sampled_from(["[" * 200 + "]" * 200, "9" * 5000, "1,,2", ",", "(1,2)", "{'a': 1}"]),
+)
+
+
+@SETTINGS
+@given(text=grid_text, type_name=st.sampled_from([None, "int", "float", "bool", "str", "None"]))
+def test_sweep_values_parse_to_typed_values_or_our_error(text, type_name):
+    from zeus_nb.notebooks import parse_values
+
+    try:
+        values = parse_values(text, type_name, "knob")
+    except ZeusNbError as e:
+        assert "'knob'" in str(e)
+        return
+    assert values
+    want = {"int": int, "float": float, "bool": bool, "str": str}.get(type_name or "")
+    for v in values:
+        if want is not None:
+            assert type(v) is want
+        if isinstance(v, float):
+            assert math.isfinite(v)
+
+
+@SETTINGS
+@given(
+    grid=st.dictionaries(
+        st.sampled_from(["a", "b", "c"]), st.lists(st.integers(), max_size=3), max_size=3
+    )
+)
+def test_grid_points_cover_every_combination_or_our_error(grid):
+    from zeus_nb.notebooks import grid_points
+
+    try:
+        points = grid_points(grid)
+    except ZeusNbError:
+        assert any(not v for v in grid.values())
+        return
+    assert len(points) == math.prod(len(v) for v in grid.values())
+    for p in points:
+        assert all(p[k] in grid[k] for k in grid)
+
+
+# --- notebook parameters --------------------------------------------------------------------
+@SETTINGS
+@given(value=st.one_of(any_value, st.lists(any_value, max_size=3)), integers=st.booleans())
+def test_notebook_number_lists_are_checked_or_our_error(value, integers):
+    try:
+        got = validate.number_list(value, "live_power_limits", validate.POWER_LIMIT, integers)
+    except ZeusNbError as e:
+        assert "notebook parameter live_power_limits" in str(e)
+        return
+    assert got
+    for x in got:
+        if integers:
+            assert type(x) is int and x >= 1
+        else:
+            assert isinstance(x, float) and 1 < x <= 2000

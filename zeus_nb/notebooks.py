@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 import time
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 KERNEL = "python3"
@@ -86,40 +87,52 @@ def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
 _CASTS = {"int": int, "float": float, "str": str}
 
 
-def parse_value(text: str, type_name: str | None = None) -> Any:
-    """One parameter value from text, typed like the notebook declares it (``int``, ``bool``...)."""
+def parse_value(text: str, type_name: str | None = None, name: str = "") -> Any:
+    """One parameter value from text, typed like the notebook declares it (``int``, ``bool``...).
+
+    ``nan`` and ``inf`` are refused for numbers: no notebook parameter means anything with them.
+    Errors are :class:`~zeus_nb.errors.InputError`, naming the parameter when ``name`` is given.
+    """
     t = (type_name or "").strip().lower()
     s = text.strip()
+    where = f"parameter {name!r}: " if name else ""
     if t == "bool":
         if s.lower() in ("true", "1", "yes"):
             return True
         if s.lower() in ("false", "0", "no"):
             return False
-        raise ValueError(f"{text!r} is not a boolean; use true or false")
+        raise InputError(f"{where}{text!r} is not a boolean; use true or false")
     if t in _CASTS:
         try:
-            return _CASTS[t](s)
+            value = _CASTS[t](s)
         except ValueError:
-            raise ValueError(f"{text!r} is not a valid {t}") from None
-    try:
-        return ast.literal_eval(s)
-    except (ValueError, SyntaxError):
-        return s
+            raise InputError(f"{where}{text!r} is not a valid {t}") from None
+    else:
+        try:
+            value = ast.literal_eval(s)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return s
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{where}{text!r} is not a finite number")
+    return value
 
 
-def parse_values(text: str, type_name: str | None = None) -> list[Any]:
+def parse_values(text: str, type_name: str | None = None, name: str = "") -> list[Any]:
     """Comma-separated values (``"64,128,256"``) as a list of typed values."""
     parts = [p for p in text.split(",") if p.strip()]
     if not parts:
-        raise ValueError(f"no values in {text!r}; give comma-separated values like 64,128,256")
-    return [parse_value(p, type_name) for p in parts]
+        where = f"parameter {name!r}: " if name else ""
+        raise InputError(
+            f"{where}no values in {text!r}; give comma-separated values like 64,128,256"
+        )
+    return [parse_value(p, type_name, name) for p in parts]
 
 
 def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     """Every combination of the values, first parameter varying slowest."""
     for name, values in grid.items():
         if not values:
-            raise ValueError(f"parameter {name!r} has no values")
+            raise InputError(f"parameter {name!r} has no values")
     names = list(grid)
     return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*grid.values())]
 

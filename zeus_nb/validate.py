@@ -34,6 +34,7 @@ __all__ = [
     "finite_float",
     "integer",
     "number",
+    "number_list",
     "power_of",
     "writable_dir",
 ]
@@ -141,6 +142,38 @@ def power_of(energy: float, time: float, where: str, fix: str = "") -> float:
             f"of range; expected {q.describe()}; {fix or 'check the units (J and s)'}"
         )
     return watts
+
+
+def number_list(
+    value: object,
+    name: str,
+    quantity: Quantity | None = None,
+    integers: bool = False,
+) -> list:
+    """A notebook parameter that holds numbers, as a checked list.
+
+    Accepts the comma-separated text the notebooks declare (``"300,200,100"``) and what
+    papermill or ``-p`` may pass instead: one number (``500``) or a list. Each item is checked
+    like :func:`number` (or as an integer >= 1 with ``integers``); the error names the
+    parameter and shows the expected form.
+    """
+    where = f"notebook parameter {name}"
+    if isinstance(value, str):
+        items: list = [v for v in value.split(",") if v.strip()]
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+        items = [value]
+    else:
+        items = []
+    if not items:
+        raise InputError(
+            f"{where}: {value!r} holds no numbers; give comma-separated numbers such as "
+            '"300,200,100"'
+        )
+    if integers:
+        return [integer(v, f"{where}, item {i + 1}", 1, 10**7) for i, v in enumerate(items)]
+    return [number(v, f"{where}, item {i + 1}", quantity) for i, v in enumerate(items)]
 
 
 def finite_float(text: str) -> float:

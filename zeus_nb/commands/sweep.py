@@ -47,7 +47,7 @@ def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
             raise ValueError(f"{notebook.name} has no parameter {name!r}; its parameters: {names}")
         if name in grid:
             raise ValueError(f"parameter {name!r} given twice; list all its values in one -p")
-        grid[name] = parse_values(text, declared[name].get("inferred_type_name"))
+        grid[name] = parse_values(text, declared[name].get("inferred_type_name"), name)
     return grid
 
 
