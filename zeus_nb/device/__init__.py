@@ -21,9 +21,10 @@ import logging
 import os
 from pathlib import Path
 
+from zeus_nb import validate
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.device.nvml import FROM_ENV
-from zeus_nb.errors import NoGPUError
+from zeus_nb.errors import InputError, NoGPUError, TraceFormatError
 
 __all__ = [
     "GPU",
@@ -61,42 +62,52 @@ def resolve_backend(backend: str | None = None) -> str:
     return name
 
 
-def _env_int(name: str, default: int | None) -> int | None:
-    value = os.environ.get(name)
-    if value in (None, ""):
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{name}={value!r} is not an integer") from None
+_SIM_VARS = (
+    "ZEUS_NB_SIM_GPU",
+    "ZEUS_NB_SIM_WORKLOAD",
+    "ZEUS_NB_SIM_BATCH_SIZE",
+    "ZEUS_NB_SIM_CLOCK",
+)
+_CPU_TDP = validate.Quantity("simulated CPU TDP", "W", 0.0, 2000.0, open_low=True)
+_DRAM_GB = validate.Quantity("simulated DRAM size", "GB", 0.0, 1e5, open_low=True)
 
 
-def _env_float(name: str) -> float | None:
-    value = os.environ.get(name)
-    if value in (None, ""):
+def _env_optional(name: str, quantity: validate.Quantity) -> float | None:
+    """A checked number from the environment, or None when unset (the model's default)."""
+    if not os.environ.get(name, "").strip():
         return None
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"{name}={value!r} is not a number") from None
+    return validate.env_number(name, 0.0, quantity)
 
 
 def _sim_from_env(seed_offset: int = 0):
+    """A simulated system configured by the ``ZEUS_NB_SIM_*`` variables, each one checked."""
     from zeus_nb.device.sim import SimulatedSystem
 
-    fixed = _env_int("ZEUS_NB_SIM_GPUS", _env_int("LOCAL_WORLD_SIZE", None))
-    return SimulatedSystem(
-        gpu=os.environ.get("ZEUS_NB_SIM_GPU", "a40"),
-        workload=os.environ.get("ZEUS_NB_SIM_WORKLOAD", "imagenet"),
-        batch_size=_env_int("ZEUS_NB_SIM_BATCH_SIZE", None),
-        num_gpus=fixed or 1,
-        noise=float(os.environ.get("ZEUS_NB_SIM_NOISE", "0") or 0),
-        seed=(_env_int("ZEUS_NB_SIM_SEED", 0) or 0) + seed_offset,
-        clock=os.environ.get("ZEUS_NB_SIM_CLOCK") or "virtual",
-        grow=fixed is None,
-        cpu_tdp=_env_float("ZEUS_NB_SIM_CPU_TDP"),
-        dram_gb=_env_float("ZEUS_NB_SIM_DRAM_GB"),
+    fixed = validate.env_integer(
+        "ZEUS_NB_SIM_GPUS", validate.env_integer("LOCAL_WORLD_SIZE", None, 1, 1024), 1, 1024
     )
+    settings = dict(
+        batch_size=validate.env_integer("ZEUS_NB_SIM_BATCH_SIZE", None, low=1),
+        num_gpus=fixed or 1,
+        noise=validate.env_number("ZEUS_NB_SIM_NOISE", 0.0, validate.NOISE),
+        seed=(validate.env_integer("ZEUS_NB_SIM_SEED", 0, 0, 2**32 - 1) or 0) + seed_offset,
+        clock=os.environ.get("ZEUS_NB_SIM_CLOCK", "").strip() or "virtual",
+        grow=fixed is None,
+        cpu_tdp=_env_optional("ZEUS_NB_SIM_CPU_TDP", _CPU_TDP),
+        dram_gb=_env_optional("ZEUS_NB_SIM_DRAM_GB", _DRAM_GB),
+    )
+    gpu = os.environ.get("ZEUS_NB_SIM_GPU", "a40")
+    workload = os.environ.get("ZEUS_NB_SIM_WORKLOAD", "imagenet")
+    try:
+        return SimulatedSystem(gpu=gpu, workload=workload, **settings)
+    except TraceFormatError:
+        raise  # a bad trace file: its message names the file, line and column
+    except ValueError as e:
+        given = ", ".join(f"{v}={os.environ[v]!r}" for v in _SIM_VARS if v in os.environ)
+        raise InputError(
+            f"{e} (simulated GPU from the environment: {given or 'defaults'}); fix or unset "
+            + ", ".join(_SIM_VARS)
+        ) from None
 
 
 def create(
@@ -171,8 +182,8 @@ def use_simulated(
         num_samples,
         clock=clock or os.environ.get("ZEUS_NB_SIM_CLOCK") or "virtual",
         grow=num_gpus is None,
-        cpu_tdp=cpu_tdp if cpu_tdp is not None else _env_float("ZEUS_NB_SIM_CPU_TDP"),
-        dram_gb=dram_gb if dram_gb is not None else _env_float("ZEUS_NB_SIM_DRAM_GB"),
+        cpu_tdp=cpu_tdp if cpu_tdp is not None else _env_optional("ZEUS_NB_SIM_CPU_TDP", _CPU_TDP),
+        dram_gb=dram_gb if dram_gb is not None else _env_optional("ZEUS_NB_SIM_DRAM_GB", _DRAM_GB),
     )
     return _current
 
