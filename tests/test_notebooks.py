@@ -189,6 +189,17 @@ def test_01_measuring_energy_records(tour):
     assert math.isclose(r["average_power_w"], step_power, rel_tol=0.05)
     assert math.isclose(r["training_time_s"], 8 * step_time, rel_tol=0.05)
     assert r["power_samples"] == pytest.approx(r["training_time_s"] / 0.05, abs=2)
+    # PowerMonitor's integrated samples fall a little short of the energy counter
+    assert 0.5 * r["counter_energy_j"] < r["power_monitor_energy_j"] <= r["counter_energy_j"]
+    # the simulated CPU: CodeCarbon's model, 85 W TDP at 50 %, DRAM 3 W per 8 GB of this host
+    from zeus_nb.device.cpu import host_memory_gb
+
+    assert math.isclose(r["cpu_energy_j"], 0.5 * 85.0 * r["training_time_s"], rel_tol=1e-6)
+    dram_w = 3.0 / 8.0 * host_memory_gb()
+    assert math.isclose(r["dram_energy_j"], dram_w * r["training_time_s"], rel_tol=1e-6)
+    kwh = (r["training_energy_j"] + r["cpu_energy_j"] + r["dram_energy_j"]) / 3.6e6
+    assert math.isclose(r["training_co2_g"], kwh * 366.0, rel_tol=1e-9)
+    assert math.isclose(r["training_cost_usd"], kwh * 0.134, rel_tol=1e-9)
     # the widget cell ran headless: no widget output in the executed notebook
     nb = nbformat.read(tour[0] / "01_measuring_energy.ipynb", as_version=4)
     views = [
