@@ -150,6 +150,27 @@ print("Measured energy (J):" , measurement.total_energy)
 """
 
 
+# Seed 002, "HFGlobalPowerLimitOptimizer" (seed 001's block is the same without its imports). The
+# snippet's ``...`` stands for the user's own Trainer arguments: ``trainer_args`` supplies them.
+SEED_002_HF = """
+from transformers import Trainer
+from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.optimizer.power_limit import HFGlobalPowerLimitOptimizer
+
+monitor = ZeusMonitor()
+plo = HFGlobalPowerLimitOptimizer(monitor)
+
+# Also works with trl.SFTTrainer.
+trainer = Trainer(
+    **trainer_args,
+    callbacks=[plo],
+)
+"""
+
+# The rest of seed 003 either sweeps power limits through pynvml directly (not Zeus's API; on the
+# simulated backend zeus-nb's fake-free path has no pynvml to call) or repeats the block above.
+
+
 def _work(seconds: float = 0.002) -> None:
     time.sleep(seconds)
 
@@ -284,3 +305,63 @@ def test_seed_000_torchrun_command(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(results.read_text())
     assert out["world_size"] == 2 and out["energy_j"] > 0
+
+
+def _hf_trainer_args(tmp_path: Path, steps: int) -> dict:
+    """A tiny BERT on random tokens, trained on the CPU: the ``...`` of the seed's Trainer call."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 32, (64, 8), generator=g)
+    y = torch.randint(0, 2, (64,), generator=g)
+    data = [{"input_ids": x[i], "labels": y[i]} for i in range(len(x))]
+    config = transformers.BertConfig(
+        vocab_size=32,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        num_labels=2,
+    )
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "out"),
+        max_steps=steps,
+        per_device_train_batch_size=4,
+        use_cpu=True,
+        report_to="none",
+        save_strategy="no",
+        logging_strategy="no",
+        disable_tqdm=True,
+    )
+    model = transformers.BertForSequenceClassification(config)
+    return {"model": model, "args": args, "train_dataset": data}
+
+
+@pytest.mark.slow
+def test_seed_002_hf_trainer_on_the_wall_clock(wall, tmp_path):
+    # Zeus's defaults: 1 wait step, then 10 warm-up + 40 profiled steps per power limit, the
+    # highest (the A40's 300 W) first; the run stops just after that first limit is measured.
+    ns = {"trainer_args": _hf_trainer_args(tmp_path, 1 + 50 + 1)}
+    exec(SEED_002_HF, ns)
+    gpu = device.current().gpus[0]
+    before = gpu.get_power_limit()
+    ns["trainer"].train()
+    measured = ns["plo"].optimizer.measurements
+    assert [m.power_limit for m in measured] == [gpu.power_limit_constraints()[1]]
+    assert measured[0].time > 0 and measured[0].energy > 0
+    assert gpu.get_power_limit() == before  # restored when training ends
+
+
+@pytest.mark.slow
+def test_seed_002_hf_trainer_on_the_virtual_clock(virtual, tmp_path):
+    """The callback advances the simulated GPU once per Trainer step, so no step() is missing."""
+    ns = {"trainer_args": _hf_trainer_args(tmp_path, 1 + 50 + 1)}
+    exec(SEED_002_HF, ns)
+    system = device.current()
+    top = system.gpus[0].power_limit_constraints()[1]
+    ns["trainer"].train()
+    (measured,) = ns["plo"].optimizer.measurements
+    step_time, step_power = system.step_cost(system.batch_size, top)
+    assert measured.time == pytest.approx(40 * step_time)
+    assert measured.energy == pytest.approx(40 * step_time * step_power)
