@@ -136,8 +136,8 @@ class GPUSystem(ABC):
     backend: str
     gpus: list[GPU]
     #: Seconds between updates of the GPUs' energy counters: a window longer than this that
-    #: measures 0 J points at a stuck or coarse counter. Zeus's documentation states that GPU
-    #: power counters update at 10 Hz or faster; inf where the counter is exact (simulated).
+    #: measures 0 J points at a stuck or coarse counter. 0.1 s is an assumption for real GPUs
+    #: (not measured here); inf where the counter is exact (simulated).
     energy_update_period: float = 0.1
     #: Whether :meth:`clock` is virtual, i.e. moves only when :meth:`step` runs.
     virtual_clock: bool = False
