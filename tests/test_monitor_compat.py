@@ -109,3 +109,35 @@ def test_zero_energy_warns_and_approx_instant_energy(fake_nvml):
     time.sleep(0.05)
     m = approx.end_window("w")
     assert m.gpu_energy[0] == pytest.approx(200.0 * m.time)  # fake power: 200 W
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "match"),
+    [
+        ("ZEUS_NB_SIM_CLOCK", "sundial", "simulated clock must be one of virtual, wall"),
+        ("ZEUS_NB_SIM_CPU_TDP", "nan", "ZEUS_NB_SIM_CPU_TDP"),
+        ("ZEUS_NB_SIM_CPU_TDP", "0", r"CPU TDP \(> 0 W"),
+        ("ZEUS_NB_SIM_DRAM_GB", "-8", r"DRAM size \(>= 0 GB"),
+    ],
+)
+def test_bad_simulated_clock_and_cpu_settings_are_refused(monkeypatch, name, value, match):
+    from zeus_nb.errors import InputError
+
+    monkeypatch.setenv("ZEUS_NB_BACKEND", "sim")
+    monkeypatch.setenv(name, value)
+    with pytest.raises(InputError, match=match):
+        device.current()
+    with pytest.raises(InputError, match=match):
+        device.use_simulated()
+
+
+def test_simulated_cpu_arguments_are_checked():
+    from zeus_nb.errors import InputError
+
+    with pytest.raises(InputError, match="parameter cpu_tdp"):
+        device.use_simulated(cpu_tdp=float("inf"))
+    with pytest.raises(InputError, match="parameter dram_gb"):
+        device.use_simulated(dram_gb=-1)
+    system = device.use_simulated(cpu_tdp=100, dram_gb=16)
+    (cpu,) = system.cpus()
+    assert (cpu.tdp_w, cpu.dram_gb) == (100.0, 16.0)

@@ -68,8 +68,6 @@ _SIM_VARS = (
     "ZEUS_NB_SIM_BATCH_SIZE",
     "ZEUS_NB_SIM_CLOCK",
 )
-_CPU_TDP = validate.Quantity("simulated CPU TDP", "W", 0.0, 2000.0, open_low=True)
-_DRAM_GB = validate.Quantity("simulated DRAM size", "GB", 0.0, 1e5, open_low=True)
 
 
 def _env_optional(name: str, quantity: validate.Quantity) -> float | None:
@@ -93,8 +91,8 @@ def _sim_from_env(seed_offset: int = 0):
         seed=(validate.env_integer("ZEUS_NB_SIM_SEED", 0, 0, 2**32 - 1) or 0) + seed_offset,
         clock=os.environ.get("ZEUS_NB_SIM_CLOCK", "").strip() or "virtual",
         grow=fixed is None,
-        cpu_tdp=_env_optional("ZEUS_NB_SIM_CPU_TDP", _CPU_TDP),
-        dram_gb=_env_optional("ZEUS_NB_SIM_DRAM_GB", _DRAM_GB),
+        cpu_tdp=_env_optional("ZEUS_NB_SIM_CPU_TDP", validate.CPU_TDP),
+        dram_gb=_env_optional("ZEUS_NB_SIM_DRAM_GB", validate.DRAM_SIZE),
     )
     gpu = os.environ.get("ZEUS_NB_SIM_GPU", "a40")
     workload = os.environ.get("ZEUS_NB_SIM_WORKLOAD", "imagenet")
@@ -172,6 +170,10 @@ def use_simulated(
     global _current
     from zeus_nb.device.sim import SimulatedSystem
 
+    if cpu_tdp is None:
+        cpu_tdp = _env_optional("ZEUS_NB_SIM_CPU_TDP", validate.CPU_TDP)
+    if dram_gb is None:
+        dram_gb = _env_optional("ZEUS_NB_SIM_DRAM_GB", validate.DRAM_SIZE)
     _current = SimulatedSystem(
         gpu,
         workload,
@@ -182,8 +184,8 @@ def use_simulated(
         num_samples,
         clock=clock or os.environ.get("ZEUS_NB_SIM_CLOCK") or "virtual",
         grow=num_gpus is None,
-        cpu_tdp=cpu_tdp if cpu_tdp is not None else _env_optional("ZEUS_NB_SIM_CPU_TDP", _CPU_TDP),
-        dram_gb=dram_gb if dram_gb is not None else _env_optional("ZEUS_NB_SIM_DRAM_GB", _DRAM_GB),
+        cpu_tdp=cpu_tdp,
+        dram_gb=dram_gb,
     )
     return _current
 

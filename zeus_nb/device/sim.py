@@ -29,7 +29,7 @@ from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.device.cpu import CPU, SimulatedCPU
 from zeus_nb.errors import InputError
 from zeus_nb.traces import GPU_NAMES, get_workload, load_power_trace, power_curves
-from zeus_nb.validate import NOISE, integer, number
+from zeus_nb.validate import CPU_TDP, DRAM_SIZE, NOISE, integer, number
 
 # (t0, t1, {gpu index: watts}) for every advance of the virtual clock.
 Listener = Callable[[float, float, dict[int, float]], None]
@@ -142,6 +142,10 @@ class SimulatedSystem(GPUSystem):
         # NaN noise once made every step 10x shorter and every joule 100x smaller, silently.
         noise = number(noise, "parameter noise", NOISE, "use e.g. 0.02 for 2% noise, or 0")
         seed = integer(seed, "parameter seed", 0, 2**32 - 1)
+        if cpu_tdp is not None:
+            cpu_tdp = number(cpu_tdp, "parameter cpu_tdp", CPU_TDP, "use e.g. 85 (W), or None")
+        if dram_gb is not None:
+            dram_gb = number(dram_gb, "parameter dram_gb", DRAM_SIZE, "use e.g. 16 (GB), or None")
         self.source = str(gpu)
         self.trace = load_power_trace(gpu)
         key = self.source.lower()
