@@ -60,6 +60,8 @@ def test_milliwatt_limits_are_scaled(tmp_path):
         ([{"power_limit": 350, "energy": 1.0, "time": 1.0}], "350 W, outside"),
         ([], "no measurements"),
         ([{"power_limit": 300}], "unreadable"),
+        ([{"power_limit": 200, "energy": float("nan"), "time": 1.0}], r"measurements\[0\]\.energy"),
+        ([{"power_limit": 200, "energy": 1.0, "time": -1.0}], r"measurements\[0\]\.time"),
     ],
 )
 def test_bad_zeus_profiles_are_refused(tmp_path, rows, match):
