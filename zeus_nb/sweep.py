@@ -164,6 +164,95 @@ def _reached(metric: float, target: float, higher_is_better: bool) -> bool:
     return metric >= target if higher_is_better else metric <= target
 
 
+def _settings(
+    workload: str | None,
+    target_metric: float | None,
+    max_epochs: int | None,
+    higher_is_better: bool | None,
+) -> tuple[float, int, bool]:
+    """Target, epoch cap and direction: the given values, else the traced workload's defaults."""
+    if workload is not None:
+        from zeus_nb.traces import get_workload
+
+        wl = get_workload(workload)
+        target_metric = wl.target_metric if target_metric is None else target_metric
+        max_epochs = wl.max_epochs if max_epochs is None else max_epochs
+        higher_is_better = wl.higher_is_better if higher_is_better is None else higher_is_better
+    if target_metric is None or max_epochs is None:
+        raise ValueError("give target_metric and max_epochs, or a traced workload= for defaults")
+    if int(max_epochs) < 1:
+        raise ValueError(f"max_epochs must be >= 1, got {max_epochs}")
+    higher = True if higher_is_better is None else bool(higher_is_better)
+    return float(target_metric), int(max_epochs), higher
+
+
+def _done_keys(path: Path, target: float, cap: int) -> set[tuple[int, float]]:
+    """Configurations ``path`` already holds; a file of another sweep is refused, not mixed."""
+    with results_lock(path):
+        _drop_partial_tail(path)
+    done = set()
+    for rec in read_results(path):
+        theirs = (float(rec.get("target_metric", target)), int(rec.get("max_epochs", cap)))
+        if theirs != (target, cap):
+            raise SweepResultsError(
+                f"{path} holds a sweep with target {rec.get('target_metric')} and "
+                f"{rec.get('max_epochs')} max epochs, not {target:g} and {cap}; pass another "
+                "results_path"
+            )
+        done.add(_key(rec["batch_size"], rec["power_limit"]))
+    return done
+
+
+def _train_one(
+    monitor, train_fn: TrainFn, bs: int, pl: float, target: float, cap: int, higher: bool
+) -> dict:
+    """Train one configuration at power limit ``pl`` until the target or the cap; its record."""
+    window = "__zeus_nb_sweep"
+    for g in monitor.gpus:
+        g.set_power_limit(pl)
+    monitor.begin_window(window, restart=True)
+    metric, epochs = math.nan, 0
+    try:
+        for epoch in range(cap):
+            metric = float(train_fn(bs, epoch))
+            epochs = epoch + 1
+            if math.isnan(metric):
+                raise ValueError(
+                    f"train_fn returned NaN at batch size {bs}, epoch {epoch}; it must "
+                    "return the validation metric"
+                )
+            if _reached(metric, target, higher):
+                break
+    except BaseException:
+        monitor.end_window(window, cancel=True)
+        raise
+    m = monitor.end_window(window)
+    reached = _reached(metric, target, higher)
+    log.info(
+        "batch size %d at %g W: metric %g after %d epoch(s), %.1f s, %.0f J%s",
+        bs,
+        pl,
+        metric,
+        epochs,
+        m.time,
+        m.total_energy,
+        "" if reached else " (target not reached)",
+    )
+    return {
+        "batch_size": bs,
+        "power_limit": pl,
+        "epochs": epochs,
+        "metric": metric,
+        "reached": reached,
+        "time": m.time,
+        "energy": m.total_energy,
+        "target_metric": target,
+        "max_epochs": cap,
+        "higher_is_better": higher,
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
 def run_sweep(
     train_fn: TrainFn,
     batch_sizes: Iterable[int],
@@ -191,21 +280,10 @@ def run_sweep(
     Returns the results of the whole grid (earlier runs included) as :func:`load_results` does.
     The power limits in force before the sweep are restored afterwards, also on errors.
     """
+    from zeus_nb.device.guard import power_limits_restored
     from zeus_nb.monitor import ZeusMonitor
 
-    if workload is not None:
-        from zeus_nb.traces import get_workload
-
-        wl = get_workload(workload)
-        target_metric = wl.target_metric if target_metric is None else target_metric
-        max_epochs = wl.max_epochs if max_epochs is None else max_epochs
-        higher_is_better = wl.higher_is_better if higher_is_better is None else higher_is_better
-    if target_metric is None or max_epochs is None:
-        raise ValueError("give target_metric and max_epochs, or a traced workload= for defaults")
-    if int(max_epochs) < 1:
-        raise ValueError(f"max_epochs must be >= 1, got {max_epochs}")
-    target, cap = float(target_metric), int(max_epochs)
-    higher = True if higher_is_better is None else bool(higher_is_better)
+    target, cap, higher = _settings(workload, target_metric, max_epochs, higher_is_better)
     grid = [_key(b, p) for b in batch_sizes for p in power_limits]
     if not grid:
         raise ValueError("empty sweep: give at least one batch size and one power limit")
@@ -214,21 +292,7 @@ def run_sweep(
 
     path = Path(results_path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with results_lock(path):
-        _drop_partial_tail(path)
-    done = set()
-    for rec in read_results(path):
-        if (float(rec.get("target_metric", target)), int(rec.get("max_epochs", cap))) != (
-            target,
-            cap,
-        ):
-            raise SweepResultsError(
-                f"{path} holds a sweep with target {rec.get('target_metric')} and "
-                f"{rec.get('max_epochs')} max epochs, not {target:g} and {cap}; pass another "
-                "results_path"
-            )
-        done.add(_key(rec["batch_size"], rec["power_limit"]))
-
+    done = _done_keys(path, target, cap)
     monitor = ZeusMonitor(gpu_indices=gpu_indices)
     for _, pl in grid:  # validate every limit before changing anything
         for g in monitor.gpus:
@@ -246,9 +310,6 @@ def run_sweep(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(grid), initial=len(grid) - len(todo), desc="sweep", unit="config")
-    from zeus_nb.device.guard import power_limits_restored
-
-    window = "__zeus_nb_sweep"
     # Limits come back afterwards (errors, Ctrl-C and SIGTERM included). Only changed limits are
     # set back, so a permission error on the first change surfaces as it is.
     try:
@@ -256,56 +317,10 @@ def run_sweep(
             for bs, pl in todo:
                 if (bs, pl) in _recorded(path):
                     log.info("batch size %d at %g W was recorded by another sweep", bs, pl)
+                else:
                     if bar is not None:
-                        bar.update(1)
-                    continue
-                if bar is not None:
-                    bar.set_postfix_str(f"batch {bs}, {pl:g} W")
-                for g in monitor.gpus:
-                    g.set_power_limit(pl)
-                monitor.begin_window(window, restart=True)
-                metric, epochs = math.nan, 0
-                try:
-                    for epoch in range(cap):
-                        metric = float(train_fn(bs, epoch))
-                        epochs = epoch + 1
-                        if math.isnan(metric):
-                            raise ValueError(
-                                f"train_fn returned NaN at batch size {bs}, epoch {epoch}; it must "
-                                "return the validation metric"
-                            )
-                        if _reached(metric, target, higher):
-                            break
-                except BaseException:
-                    monitor.end_window(window, cancel=True)
-                    raise
-                m = monitor.end_window(window)
-                log.info(
-                    "batch size %d at %g W: metric %g after %d epoch(s), %.1f s, %.0f J%s",
-                    bs,
-                    pl,
-                    metric,
-                    epochs,
-                    m.time,
-                    m.total_energy,
-                    "" if _reached(metric, target, higher) else " (target not reached)",
-                )
-                _append(
-                    path,
-                    {
-                        "batch_size": bs,
-                        "power_limit": pl,
-                        "epochs": epochs,
-                        "metric": metric,
-                        "reached": _reached(metric, target, higher),
-                        "time": m.time,
-                        "energy": m.total_energy,
-                        "target_metric": target,
-                        "max_epochs": cap,
-                        "higher_is_better": higher,
-                        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                    },
-                )
+                        bar.set_postfix_str(f"batch {bs}, {pl:g} W")
+                    _append(path, _train_one(monitor, train_fn, bs, pl, target, cap, higher))
                 if bar is not None:
                     bar.update(1)
     finally:
