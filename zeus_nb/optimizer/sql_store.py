@@ -229,20 +229,24 @@ class SQLStore:
 
     def append(self, name: str, obs: Observation) -> int:
         with self.engine.begin() as conn:
-            self._lock_job(conn, name)
-            new_id = conn.execute(
-                insert(observations)
-                .values(
-                    job=name,
-                    batch_size=int(obs.batch_size),
-                    time=float(obs.time),
-                    energy=float(obs.energy),
-                    cost=float(obs.cost),
-                    reached=bool(obs.reached),
-                    power_limit=None if obs.power_limit is None else float(obs.power_limit),
-                )
-                .returning(observations.c.id)
-            ).scalar_one()
+            return self._append(conn, name, obs)
+
+    def _append(self, conn, name: str, obs: Observation) -> int:
+        """Insert one observation inside the caller's transaction (the job stays locked)."""
+        self._lock_job(conn, name)
+        new_id = conn.execute(
+            insert(observations)
+            .values(
+                job=name,
+                batch_size=int(obs.batch_size),
+                time=float(obs.time),
+                energy=float(obs.energy),
+                cost=float(obs.cost),
+                reached=bool(obs.reached),
+                power_limit=None if obs.power_limit is None else float(obs.power_limit),
+            )
+            .returning(observations.c.id)
+        ).scalar_one()
         return int(new_id)
 
     def observations(self, name: str, after: int = 0) -> list[tuple[int, Observation]]:
