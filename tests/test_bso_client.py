@@ -1,0 +1,124 @@
+"""Zeus's in-training batch-size optimizer calls, on the simulated GPU and a real store."""
+
+from __future__ import annotations
+
+import pytest
+
+from zeus_nb import device
+from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.optimizer.bso_client import (
+    OperationOrderError,
+    TrainFailError,
+    TrainingBatchSizeOptimizer,
+    TrainingJobSpec,
+)
+from zeus_nb.optimizer.store_url import StoreURLError, open_store
+
+SIZES = [256, 512, 1024]
+
+
+def _spec(**kw) -> TrainingJobSpec:
+    base = dict(
+        job_id_prefix="cifar",
+        default_batch_size=1024,
+        batch_sizes=SIZES,
+        target_metric=0.6,
+        max_epochs=5,
+    )
+    base.update(kw)
+    return TrainingJobSpec(**base)
+
+
+def _recurrence(url, metrics_at, **spec_kw):
+    """One training run: each epoch steps the simulated GPU, then evaluates."""
+    system = device.use_simulated("a40", "cifar100")
+    monitor = ZeusMonitor()
+    bso = TrainingBatchSizeOptimizer(monitor=monitor, server_url=url, job=_spec(**spec_kw))
+    bs = bso.get_batch_size()
+    bso.on_train_begin()
+    epochs = 0
+    try:
+        for epoch in range(100):
+            device.step(system.steps_per_epoch(bs), batch_size=bs)
+            epochs += 1
+            bso.on_evaluate(metrics_at(bs, epoch))
+            if bso.finished:
+                break
+    except TrainFailError as e:
+        return bs, epochs, e
+    return bs, epochs, None
+
+
+def test_runs_report_themselves_and_expensive_ones_stop_early(tmp_path):
+    url = f"sqlite:///{tmp_path / 'bso.sqlite3'}"
+    # Batch size b reaches the target after 1024 // b epochs: 1024 needs 1, 512 needs 2...
+    reach = {256: 4, 512: 2, 1024: 1}
+
+    def metric(bs, epoch):
+        return 0.7 if epoch + 1 >= reach[bs] else 0.1
+
+    bs, epochs, err = _recurrence(url, metric)
+    assert (bs, epochs, err) == (1024, 1, None)
+    store = open_store(url, create=False)
+    (obs,) = [o for _, o in store.observations("cifar")]
+    sim = device.use_simulated("a40", "cifar100")
+    t_step, watts = sim.step_cost(1024, sim.max_limit)
+    n = sim.steps_per_epoch(1024)
+    assert obs.reached and obs.batch_size == 1024
+    assert obs.time == pytest.approx(n * t_step, rel=1e-6)
+    assert obs.energy == pytest.approx(n * t_step * watts, rel=1e-6)
+    # Max power is the GPU's maximum limit; eta 0.5.
+    assert obs.cost == pytest.approx(0.5 * obs.energy + 0.5 * sim.max_limit * obs.time)
+
+    # Pruning goes down next: 512 reaches the target in 2 epochs.
+    assert _recurrence(url, metric)[:2] == (512, 2)
+    # 256 would need 4 epochs; beta 2 stops it once its cost passes 2 x the best cost.
+    bs, epochs, err = _recurrence(url, metric)
+    assert bs == 256 and isinstance(err, TrainFailError)
+    assert "early-stopping threshold" in str(err)
+    last = store.observations("cifar")[-1][1]
+    best = min(o.cost for _, o in store.observations("cifar") if o.reached)
+    assert not last.reached and last.cost > 2 * best
+    # It stopped at the first epoch past the threshold, not later.
+    t256, w256 = sim.step_cost(256, sim.max_limit)
+    per_epoch = sim.steps_per_epoch(256) * t256 * (0.5 * w256 + 0.5 * sim.max_limit)
+    assert (epochs - 1) * per_epoch <= 2 * best < epochs * per_epoch
+
+
+def test_max_epochs_ends_a_run_that_never_reaches_the_target(tmp_path):
+    url = str(tmp_path / "bso.sqlite3")
+    bs, epochs, err = _recurrence(url, lambda bs, e: 0.0, max_epochs=3, beta_knob=None)
+    assert epochs == 3 and "max_epochs=3" in str(err)
+    (obs,) = [o for _, o in open_store(url).observations("cifar")]
+    assert not obs.reached
+
+
+def test_lower_is_better_metric(tmp_path):
+    url = str(tmp_path / "bso.sqlite3")
+    res = _recurrence(url, lambda bs, e: 1.0 - e, target_metric=0.5, higher_is_better_metric=False)
+    assert res[1:] == (2, None)
+
+
+def test_server_url_must_be_a_store():
+    device.use_simulated("a40", "cifar100")
+    with pytest.raises(StoreURLError, match="no server") as e:
+        TrainingBatchSizeOptimizer(ZeusMonitor(), "http://bso-server:80", _spec())
+    assert "postgresql://" in str(e.value)
+
+
+def test_call_order_and_ranks(tmp_path):
+    device.use_simulated("a40", "cifar100")
+    url = str(tmp_path / "s.sqlite3")
+    bso = TrainingBatchSizeOptimizer(ZeusMonitor(), url, _spec())
+    with pytest.raises(OperationOrderError, match="get_batch_size"):
+        bso.on_evaluate(0.1)
+    other = TrainingBatchSizeOptimizer(ZeusMonitor(), url, _spec(), rank=1)
+    assert other.optimizer is None  # only rank 0 touches the store
+    with pytest.raises(OperationOrderError, match="broadcast"):
+        other.get_batch_size()
+
+
+def test_job_id_must_carry_its_prefix():
+    with pytest.raises(ValueError, match="prefix"):
+        _spec(job_id="other-1")
+    assert _spec(job_id="cifar-7").name == "cifar-7"
