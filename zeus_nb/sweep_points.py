@@ -1,0 +1,101 @@
+"""Sweep points as Dask tasks: workers compute, the client alone writes.
+
+A worker may sit on another machine with no view of the client's output folder, and two
+writers of one folder could lose or duplicate results. So a point's task gets everything it
+needs by value (the notebook's bytes, the parameters, the simulated GPU's settings) and
+returns everything it produced by value (the executed notebook and its records sidecar, or
+the measured result row); the client writes each returned point once, atomically, in the
+order points finish.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class NotebookTask:
+    """One notebook execution, shipped to a worker."""
+
+    name: str
+    notebook_name: str
+    notebook: bytes
+    parameters: dict[str, Any]
+    timeout: float | None = None
+    kernel: str = "python3"
+
+
+def execute_notebook_task(task: NotebookTask) -> dict[str, Any]:
+    """Run on a worker: execute the notebook in a private folder and return its files."""
+    from zeus_nb.notebooks import run_notebook
+    from zeus_nb.records import sidecar_of
+
+    with tempfile.TemporaryDirectory(prefix="zeus-nb-point-") as d:
+        src = Path(d) / task.notebook_name
+        src.write_bytes(task.notebook)
+        out = Path(d) / "out" / f"{task.name}.ipynb"
+        res = run_notebook(src, out, task.parameters, timeout=task.timeout, kernel_name=task.kernel)
+        side = sidecar_of(out)
+        return {
+            "ok": res.ok,
+            "error": res.error,
+            "seconds": res.seconds,
+            "notebook": out.read_bytes() if out.exists() else None,
+            "sidecar": side.read_bytes() if side.exists() else None,
+            "worker": f"{socket.gethostname()}:{os.getpid()}",
+            "gpu": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+        }
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` in one rename: readers see the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_notebook_result(output: Path, result: dict[str, Any]) -> None:
+    """Client side: store a point's executed notebook (and its sidecar first)."""
+    from zeus_nb.records import sidecar_of
+
+    side = sidecar_of(output)
+    if result.get("sidecar") is not None:
+        write_atomically(side, result["sidecar"])
+    else:
+        side.unlink(missing_ok=True)
+    if result.get("notebook") is not None:
+        write_atomically(output, result["notebook"])
+
+
+def simulated_settings() -> dict[str, Any] | None:
+    """The current simulated GPU's settings, so workers simulate the same GPU (or None)."""
+    from zeus_nb import device
+
+    system = device._current
+    if system is None or getattr(system, "backend", None) != "sim":
+        return None
+    return {
+        "gpu": system.source,
+        "workload": system.workload,
+        "batch_size": system.batch_size,
+        "noise": system.noise,
+        "seed": system.seed,
+        "num_samples": system.num_samples,
+    }
+
+
+def use_settings(settings: dict[str, Any] | None) -> None:
+    """On a worker: simulate the client's GPU (one simulated GPU per worker), if it had one."""
+    from zeus_nb import device
+
+    if settings is not None:
+        device.use_simulated(num_gpus=1, **settings)
