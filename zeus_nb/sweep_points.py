@@ -99,3 +99,92 @@ def use_settings(settings: dict[str, Any] | None) -> None:
 
     if settings is not None:
         device.use_simulated(num_gpus=1, **settings)
+
+
+# --- (batch size, power limit) configurations ----------------------------------------------
+def reached(metric: float, target: float, higher_is_better: bool) -> bool:
+    return metric >= target if higher_is_better else metric <= target
+
+
+def measure_configuration(
+    monitor,
+    train_fn,
+    batch_size: int,
+    power_limit: float,
+    target: float,
+    max_epochs: int,
+    higher_is_better: bool,
+) -> dict[str, Any]:
+    """Train one configuration until the target or ``max_epochs``; the result row.
+
+    The caller has set the power limit; the window is cancelled when training raises.
+    """
+    import math
+    from datetime import datetime, timezone
+
+    window = "__zeus_nb_sweep"
+    monitor.begin_window(window, restart=True)
+    metric, epochs = math.nan, 0
+    try:
+        for epoch in range(max_epochs):
+            metric = float(train_fn(batch_size, epoch))
+            epochs = epoch + 1
+            if math.isnan(metric):
+                raise ValueError(
+                    f"train_fn returned NaN at batch size {batch_size}, epoch {epoch}; it must "
+                    "return the validation metric"
+                )
+            if reached(metric, target, higher_is_better):
+                break
+    except BaseException:
+        monitor.end_window(window, cancel=True)
+        raise
+    m = monitor.end_window(window)
+    return {
+        "batch_size": batch_size,
+        "power_limit": power_limit,
+        "epochs": epochs,
+        "metric": metric,
+        "reached": reached(metric, target, higher_is_better),
+        "time": m.time,
+        "energy": m.total_energy,
+        "target_metric": target,
+        "max_epochs": max_epochs,
+        "higher_is_better": higher_is_better,
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+@dataclass(frozen=True)
+class ConfigTask:
+    """One (batch size, power limit) run, shipped to a worker with the client's settings."""
+
+    train_fn: Any
+    batch_size: int
+    power_limit: float
+    target: float
+    max_epochs: int
+    higher_is_better: bool
+    gpu_indices: list[int] | None = None
+    simulated: dict[str, Any] | None = None
+
+
+def train_config_task(task: ConfigTask) -> dict[str, Any]:
+    """Run on a worker: set the limit on this worker's GPU, train, restore, return the row."""
+    from zeus_nb.monitor import ZeusMonitor
+    from zeus_nb.optimizer.restore import power_limits_restored
+
+    use_settings(task.simulated)
+    monitor = ZeusMonitor(gpu_indices=task.gpu_indices)
+    with power_limits_restored(monitor.gpus, backend=monitor.system.backend):
+        for g in monitor.gpus:
+            g.set_power_limit(task.power_limit)
+        return measure_configuration(
+            monitor,
+            task.train_fn,
+            task.batch_size,
+            task.power_limit,
+            task.target,
+            task.max_epochs,
+            task.higher_is_better,
+        )
