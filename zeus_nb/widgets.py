@@ -469,7 +469,7 @@ def power_limit_explorer(
     back afterwards, even if training fails; where this process may not change the limit, the
     epoch runs at the current one and says why. Headless, nothing is shown and nothing runs.
     """
-    from zeus_nb.optimizer.restore import power_limits_restored
+    from zeus_nb.device.guard import power_limits_restored
 
     limit = power_limit_slider(gpu, value=value, headless=headless)
 
