@@ -296,6 +296,12 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[-1] if text else ''}"
 
 
+def gpu_slots(client: Client) -> int:
+    """How many points the cluster's workers can run at once (their ``GPU`` resources)."""
+    workers = client.scheduler_info().get("workers", {})
+    return int(sum(w.get("resources", {}).get(GPU, 0) for w in workers.values()))
+
+
 def run_points(
     points: Mapping[str, Any],
     fn: Callable[[Any], Any],
@@ -312,9 +318,11 @@ def run_points(
     ``on_result(key, result)`` is called here, in the client, once per finished point and in
     the order points finish: it is where results get written. A point whose ``fn`` raised, or
     whose worker died on both tries, goes to ``on_failure(key, reason)`` and the rest go on.
-    On Ctrl-C, points not yet finished are cancelled and KeyboardInterrupt is re-raised; what
-    ``on_result`` wrote stays. ``done_before`` counts points skipped earlier on the progress
-    bar.
+    Points are submitted as GPUs free up, never more than the workers' GPUs at once: a point
+    queued on a worker that dies would count that death against it, though it never ran.
+    On Ctrl-C nothing more is submitted, unfinished points are cancelled and KeyboardInterrupt
+    is re-raised; what ``on_result`` wrote stays. ``done_before`` counts points skipped
+    earlier on the progress bar.
     """
     from distributed import as_completed
 
@@ -325,13 +333,23 @@ def run_points(
 
         total = len(points) + done_before
         bar = tqdm(total=total, initial=done_before, desc=desc, unit="point")
-    futures = {}
+    queue = list(points.items())[::-1]
+    futures: dict[Any, str] = {}
     run = uuid.uuid4().hex[:8]  # a resumed run never meets a key of an abandoned one
-    try:
-        for key, point in points.items():
+    flight = as_completed()
+
+    def top_up() -> None:
+        room = max(1, gpu_slots(client)) - sum(not f.done() for f in futures)
+        while queue and room > 0:
+            key, point = queue.pop()
             fut = client.submit(fn, point, key=f"zeus-nb-{key}-{run}", resources={GPU: 1})
             futures[fut] = key
-        for fut in as_completed(list(futures)):
+            flight.add(fut)
+            room -= 1
+
+    try:
+        top_up()
+        for fut in flight:
             key = futures[fut]
             if fut.status == "finished":
                 on_result(key, fut.result())
@@ -345,7 +363,9 @@ def run_points(
             fut.release()
             if bar is not None:
                 bar.update(1)
+            top_up()
     except BaseException:
+        queue.clear()
         pending = [f for f in futures if not f.done()]
         if pending:
             log.warning("stopping: cancelling %d unfinished point(s)", len(pending))
