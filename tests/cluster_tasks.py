@@ -33,3 +33,26 @@ def visible_gpu(_point) -> str:
 
 def lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
+
+
+class SleepyTrain:
+    """``train_fn`` that steps the simulated GPU, takes real time, and reaches 1.0 at epoch 2.
+
+    Each call logs "batch_size epoch pid" so tests can count where and how often points ran.
+    """
+
+    steps = 100
+    epochs_to_target = 2
+
+    def __init__(self, log: str, seconds: float = 0.5):
+        self.log = log
+        self.seconds = seconds
+
+    def __call__(self, batch_size: int, epoch: int) -> float:
+        from zeus_nb import device
+
+        with open(self.log, "a") as f:
+            f.write(f"{batch_size} {epoch} {os.getpid()}\n")
+        device.step(self.steps, batch_size=batch_size)
+        time.sleep(self.seconds)
+        return 1.0 if epoch + 1 >= self.epochs_to_target else 0.0

@@ -150,6 +150,24 @@ class PinGPU(WorkerPlugin):
         log.info("worker %s pinned to GPU %s", worker.name, gpu)
 
 
+class IgnoreInterrupts(WorkerPlugin):
+    """Worker plugin for local clusters: Ctrl-C in the terminal is for the client alone.
+
+    A terminal sends SIGINT to every process of the foreground group, the local workers
+    included; they ignore it, so the client can let running points finish.
+    """
+
+    name = "zeus-nb-ignore-sigint"
+    idempotent = True
+
+    def setup(self, worker) -> None:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _nvml_gpus() -> list[str]:
     """Indices of this machine's NVIDIA GPUs (empty without a driver or on the simulator)."""
     if os.environ.get("ZEUS_NB_BACKEND", "").lower() == "sim":
@@ -247,6 +265,7 @@ def open_client(
         return
     with local_cluster(int(workers)) as c, distributed.Client(c) as client:
         _register(client)
+        client.register_plugin(IgnoreInterrupts())
         yield client
 
 
@@ -312,6 +331,7 @@ def run_points(
     progress: bool = True,
     desc: str = "sweep",
     done_before: int = 0,
+    on_interrupt: str = "wait",
 ) -> PointsOutcome:
     """Run ``fn(point)`` for every point on the cluster, one ``GPU`` resource each.
 
@@ -320,12 +340,17 @@ def run_points(
     whose worker died on both tries, goes to ``on_failure(key, reason)`` and the rest go on.
     Points are submitted as GPUs free up, never more than the workers' GPUs at once: a point
     queued on a worker that dies would count that death against it, though it never ran.
-    On Ctrl-C nothing more is submitted, unfinished points are cancelled and KeyboardInterrupt
-    is re-raised; what ``on_result`` wrote stays. ``done_before`` counts points skipped
+    On Ctrl-C nothing more is submitted; with ``on_interrupt="wait"`` (default) the running
+    points finish and are written first (a second Ctrl-C cancels them), with ``"cancel"`` they
+    are cancelled at once (a point already running on a worker still runs to its end there,
+    unrecorded). Then KeyboardInterrupt is re-raised; what ``on_result`` wrote stays, and a
+    later run that skips written points resumes. ``done_before`` counts points skipped
     earlier on the progress bar.
     """
     from distributed import as_completed
 
+    if on_interrupt not in ("wait", "cancel"):
+        raise ValueError(f"on_interrupt must be 'wait' or 'cancel', got {on_interrupt!r}")
     outcome = PointsOutcome()
     bar = None
     if progress:
@@ -347,31 +372,56 @@ def run_points(
             flight.add(fut)
             room -= 1
 
+    def collect(fut) -> None:
+        key = futures[fut]
+        if fut.status == "finished":
+            on_result(key, fut.result())
+            outcome.done.append(key)
+        elif fut.status != "cancelled":
+            reason = _describe(fut.exception())
+            outcome.failed[key] = reason
+            log.warning("point %s failed: %s", key, reason)
+            if on_failure is not None:
+                on_failure(key, reason)
+        fut.release()
+        if bar is not None:
+            bar.update(1)
+
     try:
         top_up()
         for fut in flight:
-            key = futures[fut]
-            if fut.status == "finished":
-                on_result(key, fut.result())
-                outcome.done.append(key)
-            elif fut.status != "cancelled":
-                reason = _describe(fut.exception())
-                outcome.failed[key] = reason
-                log.warning("point %s failed: %s", key, reason)
-                if on_failure is not None:
-                    on_failure(key, reason)
-            fut.release()
-            if bar is not None:
-                bar.update(1)
+            collect(fut)
             top_up()
+    except KeyboardInterrupt:
+        queue.clear()  # submit nothing more
+        running = [f for f in futures if not f.done()]
+        if on_interrupt == "wait" and running:
+            log.warning(
+                "stopping: waiting for %d running point(s) to finish (Ctrl-C again to cancel "
+                "them); run again to resume",
+                len(running),
+            )
+            try:
+                for fut in flight:
+                    collect(fut)
+            except KeyboardInterrupt:
+                _cancel(client, futures)
+                raise
+        else:
+            _cancel(client, futures)
+        raise
     except BaseException:
         queue.clear()
-        pending = [f for f in futures if not f.done()]
-        if pending:
-            log.warning("stopping: cancelling %d unfinished point(s)", len(pending))
-            client.cancel(pending, force=True)
+        _cancel(client, futures)
         raise
     finally:
         if bar is not None:
             bar.close()
     return outcome
+
+
+def _cancel(client: Client, futures) -> None:
+    pending = [f for f in futures if not f.done()]
+    if pending:
+        log.warning("stopping: cancelling %d unfinished point(s)", len(pending))
+        client.cancel(pending, force=True)

@@ -122,6 +122,7 @@ def run_sweep(
     higher_is_better: bool | None = None,
     gpu_indices: list[int] | None = None,
     progress: bool = True,
+    executor=None,
 ) -> pd.DataFrame:
     """Train every (batch size, power limit) until the target metric or ``max_epochs``.
 
@@ -133,6 +134,10 @@ def run_sweep(
             ``target_metric``, ``max_epochs`` and ``higher_is_better`` unless given.
         gpu_indices: GPUs to measure and to set the power limit of (default: all).
         progress: show a tqdm progress bar over configurations.
+        executor: run configurations in parallel on Dask workers, one GPU each: a number of
+            local workers, a scheduler address, ``"slurm"`` or a ``distributed.Client`` (see
+            docs/cluster.md). ``train_fn`` is shipped to the workers; only this process
+            writes the results file. Default: one after another, here.
 
     Returns the results of the whole grid (earlier runs included) as :func:`load_results` does.
     The power limits in force before the sweep are restored afterwards, also on errors.
@@ -174,6 +179,13 @@ def run_sweep(
             )
         done.add(_key(rec["batch_size"], rec["power_limit"]))
 
+    if executor is not None:
+        from zeus_nb.sweep_points import sweep_on_cluster
+
+        todo = [k for k in grid if k not in done]
+        params = (target, cap, higher, gpu_indices)
+        sweep_on_cluster(train_fn, todo, params, path, executor, progress, len(grid) - len(todo))
+        return load_results(path, grid)
     monitor = ZeusMonitor(gpu_indices=gpu_indices)
     for _, pl in grid:  # validate every limit before changing anything
         for g in monitor.gpus:

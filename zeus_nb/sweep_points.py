@@ -13,9 +13,12 @@ from __future__ import annotations
 import os
 import socket
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from zeus_nb.errors import ZeusNbError
 
 
 @dataclass(frozen=True)
@@ -171,8 +174,8 @@ class ConfigTask:
 
 def train_config_task(task: ConfigTask) -> dict[str, Any]:
     """Run on a worker: set the limit on this worker's GPU, train, restore, return the row."""
+    from zeus_nb.device.guard import power_limits_restored
     from zeus_nb.monitor import ZeusMonitor
-    from zeus_nb.optimizer.restore import power_limits_restored
 
     use_settings(task.simulated)
     monitor = ZeusMonitor(gpu_indices=task.gpu_indices)
@@ -188,3 +191,80 @@ def train_config_task(task: ConfigTask) -> dict[str, Any]:
             task.max_epochs,
             task.higher_is_better,
         )
+
+
+class SweepPointsFailed(ZeusNbError):
+    """Some configurations of a distributed sweep failed; the others are recorded."""
+
+
+def config_key(batch_size: int, power_limit: float) -> str:
+    return f"batch_size={batch_size},power_limit={power_limit:g}"
+
+
+def run_configs(
+    todo: list[tuple[int, float]],
+    make_task: Callable[[int, float], ConfigTask],
+    write: Callable[[dict[str, Any]], None],
+    executor: Any,
+    *,
+    progress: bool = True,
+    done_before: int = 0,
+) -> None:
+    """Run configurations on Dask workers; ``write(row)`` records each one here, as it ends.
+
+    Raises :class:`SweepPointsFailed` after the others finished if any configuration failed.
+    """
+    from zeus_nb.cluster import open_client, run_points
+
+    points = {config_key(bs, pl): make_task(bs, pl) for bs, pl in todo}
+    with open_client(executor) as client:
+        out = run_points(
+            points,
+            train_config_task,
+            client,
+            on_result=lambda _key, row: write(row),
+            progress=progress,
+            desc="sweep",
+            done_before=done_before,
+        )
+    if out.failed:
+        lines = "; ".join(f"{k}: {why}" for k, why in out.failed.items())
+        raise SweepPointsFailed(
+            f"{len(out.failed)} configuration(s) failed ({lines}); the others are recorded, "
+            "run the sweep again to retry the failed ones"
+        )
+
+
+def sweep_on_cluster(
+    train_fn,
+    todo: list[tuple[int, float]],
+    params: tuple[float, int, bool, list[int] | None],
+    path: Path,
+    executor: Any,
+    progress: bool,
+    done_before: int,
+) -> None:
+    """:func:`zeus_nb.sweep.run_sweep`'s configurations on Dask workers (``executor``)."""
+    from zeus_nb import device
+    from zeus_nb.sweep import _append
+
+    target, cap, higher, gpu_indices = params
+    if device.resolve_backend() == "sim":
+        device.current("sim")  # workers simulate this process's GPU, not their own default
+    sim = simulated_settings()
+    if sim is not None:  # the client knows the simulated GPU: check every limit up front
+        checker = device.current()
+        for _, pl in todo:
+            checker.gpu(0).check_power_limit(pl)
+
+    def make_task(bs: int, pl: float) -> ConfigTask:
+        return ConfigTask(train_fn, bs, pl, target, cap, higher, gpu_indices, sim)
+
+    run_configs(
+        todo,
+        make_task,
+        lambda row: _append(path, row),
+        executor,
+        progress=progress,
+        done_before=done_before,
+    )
