@@ -216,9 +216,12 @@ def open_client(
     """A Dask client for the given execution target; closes what it started.
 
     ``executor`` may be a ``distributed.Client`` (used as is), an int (local workers), a
-    scheduler address, ``"slurm"``, or a cluster object; or give one of the keywords.
+    scheduler address, ``"slurm"``, :class:`SlurmOptions`, or a cluster object; or give one of
+    the keywords.
     """
     distributed = _import_distributed()
+    if isinstance(executor, SlurmOptions):
+        executor, cluster, slurm = None, "slurm", executor
     if executor is not None:
         if isinstance(executor, distributed.Client):
             yield executor

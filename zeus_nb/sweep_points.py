@@ -268,3 +268,60 @@ def sweep_on_cluster(
         progress=progress,
         done_before=done_before,
     )
+
+
+# --- notebook sweeps -------------------------------------------------------------------------
+def sweep_notebook_on_cluster(
+    notebook: Path,
+    todo: list[tuple[str, dict[str, Any], Path]],
+    executor: Any,
+    *,
+    timeout: float | None,
+    kernel: str,
+    done_before: int,
+    report: Callable[[str], None] = print,
+) -> list[tuple[str, str]]:
+    """Execute ``todo`` (label, parameters, output) on Dask workers; returns the failures.
+
+    Each point's executed notebook (and records sidecar) comes back to this process, which
+    writes it into the output folder when the point ends, failed points included (their
+    notebook shows the error and is re-run next time).
+    """
+    from zeus_nb.cluster import open_client, run_points
+
+    source = notebook.read_bytes()
+    outputs = {label: out for label, _, out in todo}
+    points = {
+        label: NotebookTask(label, notebook.name, source, params, timeout, kernel)
+        for label, params, _ in todo
+    }
+    failed: list[tuple[str, str]] = []
+    total = len(todo) + done_before
+    count = [done_before]
+
+    def on_result(label: str, result: dict[str, Any]) -> None:
+        write_notebook_result(outputs[label], result)
+        count[0] += 1
+        where = f" on {result['worker']}" + (f" (GPU {result['gpu']})" if result["gpu"] else "")
+        if result["ok"]:
+            report(f"[{count[0]}/{total}] {label}: ok ({result['seconds']:.1f} s{where})")
+        else:
+            failed.append((label, result["error"]))
+            report(f"[{count[0]}/{total}] {label}: FAILED: {result['error']}{where}")
+
+    def on_failure(label: str, reason: str) -> None:
+        count[0] += 1
+        failed.append((label, reason))
+        report(f"[{count[0]}/{total}] {label}: FAILED: {reason}")
+
+    with open_client(executor) as client:
+        run_points(
+            points,
+            execute_notebook_task,
+            client,
+            on_result=on_result,
+            on_failure=on_failure,
+            progress=False,
+            done_before=done_before,
+        )
+    return failed
