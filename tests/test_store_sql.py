@@ -247,3 +247,32 @@ def test_a_report_commits_after_an_earlier_uncommitted_one_of_the_same_job(pg_ur
     assert second > first[0] and other != second
     # When the second report is visible, so is the first: a reader that saw `second` missed nothing.
     assert [i for i, _ in store.observations("nightly")] == [first[0], second]
+
+
+def test_bso_show_reads_any_store_and_creates_none(tmp_path, pg_url, capsys):  # noqa: F811
+    from zeus_nb.cli import main
+
+    # Nothing there yet: an empty list, and still nothing there afterwards.
+    assert main(["bso", "show", "--store", pg_url]) == 0
+    assert "no jobs" in capsys.readouterr().out
+    with pytest.raises(StoreNotFoundError):
+        open_store(pg_url, create=False)
+    missing = tmp_path / "none.sqlite3"
+    assert main(["bso", "show", "--store", f"sqlite:///{missing}", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["jobs"] == []
+    assert not missing.exists()
+    assert main(["bso", "show", "nightly", "--store", f"sqlite:///{missing}"]) == 2
+    assert not missing.exists()
+
+    bso = BatchSizeOptimizer(_spec(), open_store(pg_url))
+    bso.report(32, time=10.0, energy=1000.0, reached=True)
+    bso.set_power_limit(32, 200.0)
+    assert main(["bso", "show", "--store", pg_url]) == 0
+    out = capsys.readouterr().out
+    assert "1 job(s)" in out and "  nightly" in out and "postgres" in out
+    assert main(["bso", "show", "nightly", "--store", pg_url, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["observations"] == 1 and shown["power_limits"] == {"32": 200.0}
+    assert shown["next_batch_size"] == bso.next_batch_size()
+    assert main(["bso", "show", "other", "--store", pg_url]) == 2
+    assert "no job 'other'" in capsys.readouterr().err
