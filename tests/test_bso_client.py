@@ -122,3 +122,80 @@ def test_job_id_must_carry_its_prefix():
     with pytest.raises(ValueError, match="prefix"):
         _spec(job_id="other-1")
     assert _spec(job_id="cifar-7").name == "cifar-7"
+
+
+DP_SCRIPT = """
+import json, os, sys
+import torch.distributed as dist
+from zeus_nb import device
+from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.optimizer.bso_client import TrainFailError, TrainingBatchSizeOptimizer, TrainingJobSpec
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+url, out = sys.argv[1], sys.argv[2]
+system = device.use_simulated("a40", "cifar100")
+spec = TrainingJobSpec(job_id_prefix="dp", default_batch_size=1024, batch_sizes=[256, 512, 1024],
+                       target_metric=0.6, max_epochs=5)
+log = []
+for recurrence in range(3):
+    bso = TrainingBatchSizeOptimizer(ZeusMonitor(), url, spec, rank=rank)
+    bs = bso.get_batch_size()
+    bso.on_train_begin()
+    epochs, failed = 0, False
+    try:
+        for epoch in range(100):
+            device.step(system.steps_per_epoch(bs) * (rank + 1), batch_size=bs)  # rank 1 slower
+            epochs += 1
+            # Only rank 0's metric decides; rank 1 reports nonsense to prove it.
+            bso.on_evaluate((0.7 if epoch + 1 >= 1024 // bs else 0.1) if rank == 0 else -1.0)
+            if bso.finished:
+                break
+    except TrainFailError:
+        failed = True
+    log.append({"bs": bs, "epochs": epochs, "failed": failed, "time": bso.time,
+                "energy": bso.energy})
+with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
+    json.dump(log, f)
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_data_parallel_ranks_share_one_decision_and_one_report(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    script = tmp_path / "dp.py"
+    script.write_text(DP_SCRIPT)
+    url = f"sqlite:///{tmp_path / 'bso.sqlite3'}"
+    env = dict(os.environ, OMP_NUM_THREADS="1", ZEUS_NB_STATE_DIR=str(tmp_path / "state"))
+    env["PYTHONPATH"] = os.pathsep.join([str(repo), env.get("PYTHONPATH", "")])
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    proc = subprocess.run(
+        [*cmd, str(script), url, str(tmp_path)], env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    r0, r1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
+    assert r0 == r1  # same batch sizes, same stops, same job-wide time and energy
+    assert [(x["bs"], x["epochs"], x["failed"]) for x in r0] == [
+        (1024, 1, False),
+        (512, 2, False),
+        (256, r0[2]["epochs"], True),  # early-stopped, as in the single-process test
+    ]
+    rows = [o for _, o in open_store(url).observations("dp")]
+    assert len(rows) == 3  # one report per recurrence, from rank 0 only
+    sim = device.use_simulated("a40", "cifar100")
+    t_step, watts = sim.step_cost(1024, sim.max_limit)
+    n = sim.steps_per_epoch(1024)
+    # The job's time is the slowest rank's (rank 1 ran twice the steps); energy both GPUs'.
+    assert rows[0].time == pytest.approx(2 * n * t_step, rel=1e-6)
+    assert rows[0].energy == pytest.approx(3 * n * t_step * watts, rel=1e-6)
+    # Max power is both GPUs' maximum limit: cost = 0.5 E + 0.5 (2 x max) T.
+    assert rows[0].cost == pytest.approx(0.5 * rows[0].energy + sim.max_limit * rows[0].time)

@@ -13,9 +13,12 @@ zeus-nb has no server: ``server_url`` is the store itself (``sqlite:///PATH`` or
 ``postgresql://...``, see :mod:`zeus_nb.optimizer.store_url`), so the examples run with their
 imports changed. Each recurrence measures itself with the monitor and reports its own result
 when it reaches the target, when its cost passes the early-stopping threshold, or at
-``max_epochs``. In data-parallel runs rank 0 reads and writes the store; when
-``torch.distributed`` is initialized, the batch size and the stop decision are broadcast to
-the other ranks, which call the same methods.
+``max_epochs``.
+
+Data-parallel runs: every rank makes the object with a monitor over its own GPUs and calls the
+same methods. When ``torch.distributed`` is initialized, the job's time is its slowest rank's
+and its energy (and max power) every rank's together; rank 0 alone reads and writes the store
+and broadcasts the batch size and the stop decision, so all ranks stop together.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.optimizer.batch_size_store import JobSpec as StoreJobSpec
+from zeus_nb.train.distributed import all_sum, initialized_dist, reduce_time_energy
 
 log = logging.getLogger(__name__)
 
@@ -99,19 +103,8 @@ class TrainingJobSpec:
         )
 
 
-def _dist():
-    """torch.distributed when a process group is up (data-parallel), else None."""
-    try:
-        import torch.distributed as dist
-    except ImportError:
-        return None
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-        return dist
-    return None
-
-
 def _from_rank0(value: Any) -> Any:
-    dist = _dist()
+    dist = initialized_dist()
     if dist is None:
         return value
     box = [value]
@@ -124,8 +117,8 @@ class TrainingBatchSizeOptimizer:
 
     Args:
         monitor: a :class:`~zeus_nb.monitor.ZeusMonitor` over all and only the GPUs this
-            process trains on; it measures the run. Max power for the cost is the GPUs'
-            maximum power limit times their number.
+            process trains on; it measures the run. Max power for the cost is the sum of the
+            job's GPUs' maximum power limits.
         server_url: where the job's state lives: a SQLite path or ``sqlite:///PATH``, or
             ``postgresql://USER:PASSWORD@HOST:PORT/DATABASE`` (``http(s)://`` is refused).
         job: a :class:`TrainingJobSpec` (Zeus's ``JobSpec`` fields).
@@ -141,12 +134,14 @@ class TrainingBatchSizeOptimizer:
         self.rank = int(rank)
         self.current_batch_size = 0
         self.epoch = 0
-        self.time = 0.0
+        self.time = 0.0  # the job's, over all ranks
         self.energy = 0.0
+        self._local = (0.0, 0.0)  # this rank's time and energy
         self.finished = False
         self._bso = None
+        local_max = sum(g.power_limit_constraints()[1] for g in monitor.gpus)
+        max_power = all_sum([local_max])[0]  # every rank takes part
         if self.rank == 0:
-            max_power = sum(g.power_limit_constraints()[1] for g in monitor.gpus)
             store = open_store(server_url)
             self._bso = BatchSizeOptimizer(job.store_spec(max_power), store)
 
@@ -159,7 +154,7 @@ class TrainingBatchSizeOptimizer:
         """The batch size this recurrence trains with (the same on every call and rank)."""
         if self.current_batch_size:
             return self.current_batch_size
-        if self.rank != 0 and _dist() is None:
+        if self.rank != 0 and initialized_dist() is None:
             raise OperationOrderError(
                 "only rank 0 asks for the batch size: call get_batch_size() on rank 0 and "
                 "broadcast it, or initialize torch.distributed so this object broadcasts it"
@@ -173,6 +168,7 @@ class TrainingBatchSizeOptimizer:
         """Start measuring the run (call once, before the first epoch)."""
         self.finished = False
         self.epoch, self.time, self.energy = 0, 0.0, 0.0
+        self._local = (0.0, 0.0)
         self.monitor.begin_window(WINDOW, restart=True)
 
     def _reached(self, metric: float) -> bool:
@@ -192,8 +188,9 @@ class TrainingBatchSizeOptimizer:
             return
         self.epoch += 1
         m = self.monitor.end_window(WINDOW)
-        self.time += m.time
-        self.energy += m.total_energy
+        t, e = self._local[0] + m.time, self._local[1] + m.total_energy
+        self._local = (t, e)
+        self.time, self.energy, _ = reduce_time_energy(t, e, len(self.monitor.gpus))
         verdict = None
         if self._bso is not None:
             verdict = self._verdict(float(metric))
