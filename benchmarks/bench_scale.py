@@ -91,7 +91,7 @@ def sweep_seconds(workers: int, work: int, out: Path) -> tuple[float, float]:
 
 def _writer(url: str, n: int, barrier, me: int) -> None:
     from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
-    from zeus_nb.optimizer.store_url import open_store
+    from zeus_nb.optimizer.batch_size.store_url import open_store
 
     bso = BatchSizeOptimizer(
         "bench", open_store(url), batch_sizes=[32, 64, 128, 256], default_batch_size=64,
@@ -104,7 +104,7 @@ def _writer(url: str, n: int, barrier, me: int) -> None:
 
 def reports_per_second(url: str, writers: int, n: int) -> float:
     """Reports/s of ``writers`` processes reporting ``n`` results each to one job."""
-    from zeus_nb.optimizer.store_url import open_store
+    from zeus_nb.optimizer.batch_size.store_url import open_store
 
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(writers + 1)

@@ -6,13 +6,13 @@ import pytest
 
 from zeus_nb import device
 from zeus_nb.monitor import ZeusMonitor
-from zeus_nb.optimizer.bso_client import (
+from zeus_nb.optimizer.batch_size.client import (
     OperationOrderError,
     TrainFailError,
     TrainingBatchSizeOptimizer,
     TrainingJobSpec,
 )
-from zeus_nb.optimizer.store_url import StoreURLError, open_store
+from zeus_nb.optimizer.batch_size.store_url import StoreURLError, open_store
 
 SIZES = [256, 512, 1024]
 
@@ -129,17 +129,19 @@ import json, os, sys
 import torch.distributed as dist
 from zeus_nb import device
 from zeus_nb.monitor import ZeusMonitor
-from zeus_nb.optimizer.bso_client import TrainFailError, TrainingBatchSizeOptimizer, TrainingJobSpec
+# Zeus's imports with zeus -> zeus_nb: zeus.optimizer.batch_size.{client,common}
+from zeus_nb.optimizer.batch_size.client import BatchSizeOptimizer, ZeusBSOTrainFailError
+from zeus_nb.optimizer.batch_size.common import JobSpec
 
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 url, out = sys.argv[1], sys.argv[2]
 system = device.use_simulated("a40", "cifar100")
-spec = TrainingJobSpec(job_id_prefix="dp", default_batch_size=1024, batch_sizes=[256, 512, 1024],
-                       target_metric=0.6, max_epochs=5)
+spec = JobSpec(job_id_prefix="dp", default_batch_size=1024, batch_sizes=[256, 512, 1024],
+               target_metric=0.6, max_epochs=5)
 log = []
 for recurrence in range(3):
-    bso = TrainingBatchSizeOptimizer(ZeusMonitor(), url, spec, rank=rank)
+    bso = BatchSizeOptimizer(monitor=ZeusMonitor(), server_url=url, job=spec, rank=rank)
     bs = bso.get_batch_size()
     bso.on_train_begin()
     epochs, failed = 0, False
@@ -151,7 +153,7 @@ for recurrence in range(3):
             bso.on_evaluate((0.7 if epoch + 1 >= 1024 // bs else 0.1) if rank == 0 else -1.0)
             if bso.finished:
                 break
-    except TrainFailError:
+    except ZeusBSOTrainFailError:
         failed = True
     log.append({"bs": bs, "epochs": epochs, "failed": failed, "time": bso.time,
                 "energy": bso.energy})
@@ -199,3 +201,21 @@ def test_data_parallel_ranks_share_one_decision_and_one_report(tmp_path):
     assert rows[0].energy == pytest.approx(3 * n * t_step * watts, rel=1e-6)
     # Max power is both GPUs' maximum limit: cost = 0.5 E + 0.5 (2 x max) T.
     assert rows[0].cost == pytest.approx(0.5 * rows[0].energy + sim.max_limit * rows[0].time)
+
+
+def test_the_recurrence_level_class_takes_zeus_call_shape(tmp_path):
+    from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, JobSpec
+    from zeus_nb.optimizer.batch_size.common import JobSpec as ZeusJobSpec
+
+    device.use_simulated("a40", "cifar100")
+    url = f"sqlite:///{tmp_path / 's.sqlite3'}"
+    bso = BatchSizeOptimizer(monitor=ZeusMonitor(), server_url=url, job=_spec(), rank=0)
+    assert isinstance(bso, TrainingBatchSizeOptimizer) and ZeusJobSpec is TrainingJobSpec
+    assert bso.get_batch_size() == 1024
+    # The recurrence-level API is unchanged, by path or URL.
+    plain = BatchSizeOptimizer("cifar", url)
+    assert plain.job == bso.optimizer.job and plain.next_batch_size() == 1024
+    with pytest.raises(TypeError, match="common.JobSpec"):
+        BatchSizeOptimizer(monitor=ZeusMonitor(), server_url=url, job=JobSpec("x", (8,), 8))
+    with pytest.raises(TypeError, match="both monitor= and server_url="):
+        BatchSizeOptimizer(server_url=url, job=_spec())

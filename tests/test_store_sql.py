@@ -14,14 +14,14 @@ import pytest
 from pg_fixture import pg_server, pg_url  # noqa: F401 (fixtures)
 
 from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
-from zeus_nb.optimizer.batch_size_store import JobSpec, Observation, SQLiteStore, StoreError
-from zeus_nb.optimizer.sql_store import (
+from zeus_nb.optimizer.batch_size.sql_store import (
     SCHEMA_VERSION,
     SQLStore,
     StoreNotFoundError,
     StoreSchemaError,
 )
-from zeus_nb.optimizer.store_url import STORE_ENV, StoreURLError, open_store
+from zeus_nb.optimizer.batch_size.store import JobSpec, Observation, SQLiteStore, StoreError
+from zeus_nb.optimizer.batch_size.store_url import STORE_ENV, StoreURLError, open_store
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
@@ -148,7 +148,7 @@ def test_unreachable_server_is_a_store_error():
 WRITER = """
 import os, sys, time
 from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
-from zeus_nb.optimizer.store_url import open_store
+from zeus_nb.optimizer.batch_size.store_url import open_store
 url, me, n, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 job = "job-a" if me % 2 == 0 else "job-b"
 while not os.path.exists(go):
@@ -162,7 +162,7 @@ for i in range(n):
 
 READER = """
 import json, os, sys, time
-from zeus_nb.optimizer.store_url import open_store
+from zeus_nb.optimizer.batch_size.store_url import open_store
 url, job, total, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 while not os.path.exists(go):
     time.sleep(0.005)
@@ -276,3 +276,20 @@ def test_bso_show_reads_any_store_and_creates_none(tmp_path, pg_url, capsys):  #
     assert shown["next_batch_size"] == bso.next_batch_size()
     assert main(["bso", "show", "other", "--store", pg_url]) == 2
     assert "no job 'other'" in capsys.readouterr().err
+
+
+def test_sqlite_files_carry_the_schema_version_too(tmp_path):
+    import sqlite3
+
+    old = tmp_path / "old.sqlite3"  # a file from before the version table: still readable
+    with sqlite3.connect(old) as conn:
+        conn.execute("CREATE TABLE jobs (name TEXT PRIMARY KEY, spec TEXT NOT NULL)")
+        conn.execute("INSERT INTO jobs VALUES (?, ?)", ("nightly", _spec().to_json()))
+    store = open_store(old)
+    assert store.job("nightly") == _spec()
+    store.close()
+    with sqlite3.connect(old) as conn:
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+        conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
+    with pytest.raises(StoreSchemaError, match="newer zeus-nb"):
+        open_store(f"sqlite:///{old}")

@@ -53,7 +53,7 @@ def _num(x):
 
 def run_simulate(args) -> int:
     from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, PaperBatchSizeOptimizer
-    from zeus_nb.optimizer.batch_size_sim import simulate
+    from zeus_nb.optimizer.batch_size.simulator import simulate
 
     policy = PaperBatchSizeOptimizer if args.policy == "paper" else BatchSizeOptimizer
     result = simulate(
@@ -124,9 +124,8 @@ def _json_default(o):
 
 def run_show(args) -> int:
     from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
-    from zeus_nb.optimizer.batch_size_store import StoreError
-    from zeus_nb.optimizer.sql_store import StoreNotFoundError
-    from zeus_nb.optimizer.store_url import describe, open_store
+    from zeus_nb.optimizer.batch_size.store import StoreError, StoreNotFoundError
+    from zeus_nb.optimizer.batch_size.store_url import describe, open_store
 
     try:
         store = open_store(args.store, create=False)  # reading never creates a store

@@ -42,12 +42,20 @@ from sqlalchemy import (
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
-from zeus_nb.optimizer.batch_size_store import JobSpec, Observation, StoreError, _check_same
+from zeus_nb.optimizer.batch_size.store import (
+    SCHEMA_COMPONENT,
+    SCHEMA_VERSION,
+    JobSpec,
+    Observation,
+    StoreError,
+    StoreNotFoundError,
+    StoreSchemaError,
+    _check_same,
+    check_schema_version,
+)
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
-SCHEMA_COMPONENT = "bso"
 # pg_advisory_xact_lock key for schema creation ("zeusnbso" as 8 bytes).
 _SCHEMA_LOCK = int.from_bytes(b"zeusnbso", "big") & 0x7FFF_FFFF_FFFF_FFFF
 
@@ -84,14 +92,6 @@ power_limits = Table(
     Column("batch_size", Integer, primary_key=True),
     Column("power_limit", Float, nullable=False),
 )
-
-
-class StoreSchemaError(StoreError):
-    """The database holds a newer (or foreign) layout than this zeus-nb understands."""
-
-
-class StoreNotFoundError(StoreError):
-    """A read-only command found no batch-size optimizer state at the given location."""
 
 
 def engine_url(url: str | URL) -> URL:
@@ -283,18 +283,3 @@ class SQLStore:
         )
         with self.engine.connect() as conn:
             return {int(b): float(p) for b, p in conn.execute(q).all()}
-
-
-def check_schema_version(found: int | None, where: str) -> None:
-    """Refuse a store whose layout is newer than this code (or unreadable)."""
-    if found is None:
-        raise StoreSchemaError(
-            f"{where} has a schema_version table without a batch-size optimizer entry; give "
-            "zeus-nb its own database or schema"
-        )
-    if int(found) > SCHEMA_VERSION:
-        raise StoreSchemaError(
-            f"the batch-size optimizer state at {where} was written by a newer zeus-nb (schema "
-            f"version {found}; this one reads up to {SCHEMA_VERSION}); upgrade zeus-nb "
-            "(pip install -U zeus-nb) on every machine that uses this store"
-        )

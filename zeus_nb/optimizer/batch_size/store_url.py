@@ -12,10 +12,17 @@ Accepted forms (also in ``$ZEUS_NB_BSO_STORE``, used when no location is given):
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.optimizer.batch_size_store import MemoryStore, SQLiteStore, StoreError, default_path
+from zeus_nb.optimizer.batch_size.store import (
+    MemoryStore,
+    SQLiteStore,
+    StoreError,
+    StoreNotFoundError,
+    default_path,
+)
 
 STORE_ENV = "ZEUS_NB_BSO_STORE"
 URL_FORMS = "a SQLite file path, sqlite:///PATH, or postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
@@ -32,9 +39,10 @@ def _scheme(location: str) -> str | None:
 
 def is_store(obj: Any) -> bool:
     """Whether ``obj`` is an opened store (rather than a location)."""
-    from zeus_nb.optimizer.sql_store import SQLStore
-
-    return isinstance(obj, (MemoryStore, SQLiteStore, SQLStore))
+    if isinstance(obj, (MemoryStore, SQLiteStore)):
+        return True
+    sql = sys.modules.get("zeus_nb.optimizer.batch_size.sql_store")  # only if SQLAlchemy is used
+    return sql is not None and isinstance(obj, sql.SQLStore)
 
 
 def sqlite_path(location: str) -> Path:
@@ -52,26 +60,32 @@ def open_store(location: Any = None, *, create: bool = True):
     """The store at ``location`` (see the module docstring), or ``location`` if already one.
 
     ``create=False`` is for read-only commands: a missing SQLite file or an empty database
-    raises :class:`~zeus_nb.optimizer.sql_store.StoreNotFoundError` and nothing is created.
+    raises :class:`~zeus_nb.optimizer.batch_size.store.StoreNotFoundError` and nothing is
+    created.
     """
-    from zeus_nb.optimizer.sql_store import SQLStore, StoreNotFoundError
-
     if is_store(location):
         return location
     if location is None:
         location = os.environ.get(STORE_ENV) or None
     if location is None or isinstance(location, Path):
         path = Path(location).expanduser() if location is not None else default_path()
-        return _open_sqlite(path, create, StoreNotFoundError)
+        return _open_sqlite(path, create)
     if not isinstance(location, str):
         raise StoreURLError(f"a store location is {URL_FORMS}; got {type(location).__name__}")
     scheme = _scheme(location)
     if scheme is None:
-        return _open_sqlite(Path(location).expanduser(), create, StoreNotFoundError)
+        return _open_sqlite(Path(location).expanduser(), create)
     base = scheme.split("+", 1)[0]
     if base == "sqlite":
-        return _open_sqlite(sqlite_path(location), create, StoreNotFoundError)
+        return _open_sqlite(sqlite_path(location), create)
     if base in ("postgresql", "postgres"):
+        try:
+            from zeus_nb.optimizer.batch_size.sql_store import SQLStore
+        except ImportError as e:
+            raise StoreError(
+                f"a PostgreSQL store needs SQLAlchemy and psycopg ({e}); install the cluster "
+                "extra: pip install 'zeus-nb[cluster]'"
+            ) from e
         return SQLStore(location, create=create)
     if base in ("http", "https"):
         raise StoreURLError(
@@ -81,9 +95,9 @@ def open_store(location: Any = None, *, create: bool = True):
     raise StoreURLError(f"cannot open a store at {location!r}; give {URL_FORMS}")
 
 
-def _open_sqlite(path: Path, create: bool, not_found: type[StoreError]) -> SQLiteStore:
+def _open_sqlite(path: Path, create: bool) -> SQLiteStore:
     if not create and not path.exists():
-        raise not_found(f"no batch-size optimizer state at {path}")
+        raise StoreNotFoundError(f"no batch-size optimizer state at {path}")
     return SQLiteStore(path)
 
 

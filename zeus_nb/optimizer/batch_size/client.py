@@ -10,7 +10,7 @@ Zeus's recurring-job examples talk to a batch-size optimizer *server*::
         bso.on_evaluate(validation_metric)   # raises TrainFailError to stop a hopeless run
 
 zeus-nb has no server: ``server_url`` is the store itself (``sqlite:///PATH`` or
-``postgresql://...``, see :mod:`zeus_nb.optimizer.store_url`), so the examples run with their
+``postgresql://...``, see :mod:`zeus_nb.optimizer.batch_size.store_url`), so the examples run with their
 imports changed. Each recurrence measures itself with the monitor and reports its own result
 when it reaches the target, when its cost passes the early-stopping threshold, or at
 ``max_epochs``.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zeus_nb.errors import ZeusNbError
-from zeus_nb.optimizer.batch_size_store import JobSpec as StoreJobSpec
+from zeus_nb.optimizer.batch_size.store import JobSpec as StoreJobSpec
 from zeus_nb.train.distributed import all_sum, initialized_dist, reduce_time_energy
 
 log = logging.getLogger(__name__)
@@ -126,9 +126,15 @@ class TrainingBatchSizeOptimizer:
     """
 
     def __init__(self, monitor, server_url: Any, job: TrainingJobSpec, rank: int = 0) -> None:
-        from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
-        from zeus_nb.optimizer.store_url import open_store
+        from zeus_nb.optimizer.batch_size.optimizer import BatchSizeOptimizer as Recurrences
+        from zeus_nb.optimizer.batch_size.store_url import open_store
 
+        if not isinstance(job, TrainingJobSpec):
+            raise TypeError(
+                f"job= must be a zeus_nb.optimizer.batch_size.common.JobSpec (Zeus's fields: "
+                f"job_id_prefix, batch_sizes, default_batch_size, target_metric, max_epochs...), "
+                f"not {type(job).__name__}"
+            )
         self.monitor = monitor
         self.job = job
         self.rank = int(rank)
@@ -143,7 +149,7 @@ class TrainingBatchSizeOptimizer:
         max_power = all_sum([local_max])[0]  # every rank takes part
         if self.rank == 0:
             store = open_store(server_url)
-            self._bso = BatchSizeOptimizer(job.store_spec(max_power), store)
+            self._bso = Recurrences(job.store_spec(max_power), store)
 
     @property
     def optimizer(self):
@@ -225,3 +231,8 @@ class TrainingBatchSizeOptimizer:
         if self.epoch >= self.job.max_epochs:
             return False, f"the target was not reached in max_epochs={self.job.max_epochs}"
         return None
+
+
+# Zeus's names, so its examples run with ``zeus`` replaced by ``zeus_nb`` in their imports.
+BatchSizeOptimizer = TrainingBatchSizeOptimizer
+ZeusBSOTrainFailError = TrainFailError
