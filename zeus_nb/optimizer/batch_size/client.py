@@ -10,10 +10,10 @@ Zeus's recurring-job examples talk to a batch-size optimizer *server*::
         bso.on_evaluate(validation_metric)   # raises TrainFailError to stop a hopeless run
 
 zeus-nb has no server: ``server_url`` is the store itself (``sqlite:///PATH`` or
-``postgresql://...``, see :mod:`zeus_nb.optimizer.batch_size.store_url`), so the examples run with their
-imports changed. Each recurrence measures itself with the monitor and reports its own result
-when it reaches the target, when its cost passes the early-stopping threshold, or at
-``max_epochs``.
+``postgresql://...``, see :mod:`zeus_nb.optimizer.batch_size.store_url`), so the examples run
+with their imports changed. Each recurrence measures itself with the monitor and reports its
+own result when it reaches the target, when its cost passes the early-stopping threshold, or
+at ``max_epochs``.
 
 Data-parallel runs: every rank makes the object with a monitor over its own GPUs and calls the
 same methods. When ``torch.distributed`` is initialized, the job's time is its slowest rank's
