@@ -91,12 +91,22 @@ class SlurmOptions:
 
 def slurm_cluster(options: SlurmOptions | None = None, **scheduler_kwargs):
     """A dask-jobqueue ``SLURMCluster`` (not yet scaled) for GPU sweep points."""
+    import signal
+    import threading
+
+    # Importing dask_jobqueue makes SIGINT exit the process (its runner module installs a
+    # handler); Ctrl-C must stay a KeyboardInterrupt so the sweep can stop cleanly.
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if main else None
     try:
         from dask_jobqueue import SLURMCluster
     except ImportError as e:
         raise ClusterError(
             "--cluster slurm needs dask-jobqueue: pip install 'zeus-nb[cluster]'"
         ) from e
+    finally:
+        if main and previous is not None:
+            signal.signal(signal.SIGINT, previous)
     opts = options or SlurmOptions()
     return SLURMCluster(**opts.cluster_kwargs(), **scheduler_kwargs)
 
@@ -375,8 +385,11 @@ def run_points(
             flight.add(fut)
             room -= 1
 
+    collected: set[str] = set()
+
     def collect(fut) -> None:
         key = futures[fut]
+        collected.add(key)
         if fut.status == "finished":
             on_result(key, fut.result())
             outcome.done.append(key)
@@ -397,15 +410,17 @@ def run_points(
             top_up()
     except KeyboardInterrupt:
         queue.clear()  # submit nothing more
-        running = [f for f in futures if not f.done()]
-        if on_interrupt == "wait" and running:
+        # Everything submitted and not yet written: an interrupt may have come between a
+        # submit and its flight.add, so the futures dict is the truth, not the iterator.
+        left = [f for f, key in futures.items() if key not in collected]
+        if on_interrupt == "wait" and left:
             log.warning(
                 "stopping: waiting for %d running point(s) to finish (Ctrl-C again to cancel "
                 "them); run again to resume",
-                len(running),
+                sum(not f.done() for f in left),
             )
             try:
-                for fut in flight:
+                for fut in as_completed(left):
                     collect(fut)
             except KeyboardInterrupt:
                 _cancel(client, futures)
