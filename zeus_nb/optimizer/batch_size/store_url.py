@@ -96,7 +96,8 @@ def open_store(location: Any = None, *, create: bool = True):
 
 
 def _open_sqlite(path: Path, create: bool) -> SQLiteStore:
-    if not create and not path.exists():
+    if not create and (not path.exists() or (path.is_file() and path.stat().st_size == 0)):
+        # A read command: a missing or empty file is reported, never created or initialised.
         raise StoreNotFoundError(f"no batch-size optimizer state at {path}")
     return SQLiteStore(path)
 
