@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.sweep_points import measure_configuration
 from zeus_nb.validate import DURATION, ENERGY, POWER_LIMIT, Quantity, integer, number
 
 if TYPE_CHECKING:
@@ -160,10 +159,6 @@ def _append(p: Path, record: dict) -> bool:
     return True
 
 
-def _reached(metric: float, target: float, higher_is_better: bool) -> bool:
-    return metric >= target if higher_is_better else metric <= target
-
-
 def run_sweep(
     train_fn: TrainFn,
     batch_sizes: Iterable[int],
@@ -260,7 +255,6 @@ def run_sweep(
         bar = tqdm(total=len(grid), initial=len(grid) - len(todo), desc="sweep", unit="config")
     from zeus_nb.device.guard import power_limits_restored
 
-    window = "__zeus_nb_sweep"
     # Limits come back afterwards (errors, Ctrl-C and SIGTERM included). Only changed limits are
     # set back, so a permission error on the first change surfaces as it is.
     try:
@@ -275,49 +269,18 @@ def run_sweep(
                     bar.set_postfix_str(f"batch {bs}, {pl:g} W")
                 for g in monitor.gpus:
                     g.set_power_limit(pl)
-                monitor.begin_window(window, restart=True)
-                metric, epochs = math.nan, 0
-                try:
-                    for epoch in range(cap):
-                        metric = float(train_fn(bs, epoch))
-                        epochs = epoch + 1
-                        if math.isnan(metric):
-                            raise ValueError(
-                                f"train_fn returned NaN at batch size {bs}, epoch {epoch}; it must "
-                                "return the validation metric"
-                            )
-                        if _reached(metric, target, higher):
-                            break
-                except BaseException:
-                    monitor.end_window(window, cancel=True)
-                    raise
-                m = monitor.end_window(window)
+                row = measure_configuration(monitor, train_fn, bs, pl, target, cap, higher)
                 log.info(
                     "batch size %d at %g W: metric %g after %d epoch(s), %.1f s, %.0f J%s",
                     bs,
                     pl,
-                    metric,
-                    epochs,
-                    m.time,
-                    m.total_energy,
-                    "" if _reached(metric, target, higher) else " (target not reached)",
+                    row["metric"],
+                    row["epochs"],
+                    row["time"],
+                    row["energy"],
+                    "" if row["reached"] else " (target not reached)",
                 )
-                _append(
-                    path,
-                    {
-                        "batch_size": bs,
-                        "power_limit": pl,
-                        "epochs": epochs,
-                        "metric": metric,
-                        "reached": _reached(metric, target, higher),
-                        "time": m.time,
-                        "energy": m.total_energy,
-                        "target_metric": target,
-                        "max_epochs": cap,
-                        "higher_is_better": higher,
-                        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                    },
-                )
+                _append(path, row)
                 if bar is not None:
                     bar.update(1)
     finally:
