@@ -5,9 +5,10 @@
    each) in the same run, interleaved ``--repeat`` times (best of each, so a burst of load from
    other processes hits both alike). Every epoch does a fixed amount of real CPU work (float32
    matrix products in torch) besides charging the simulated GPU, so the points cost wall time
-   like training does. The clusters are started (and have imported torch) before the clocks
-   start; the speed-up is t(1 worker) / t(2 workers). The load average is printed with it:
-   on a machine busy with other work two workers cannot get two cores.
+   like training does. The clusters are started, and every worker has imported torch and
+   zeus-nb and loaded the simulated GPU's traces, before the clocks start; the speed-up is
+   t(1 worker) / t(2 workers). The load average is printed with it: on a machine busy with
+   other work two workers cannot get two cores.
 2. Store: reports per second into one job's state (``BatchSizeOptimizer.report``: one
    transaction plus reading the others' new reports), with 1 and 4 writer processes at once, for
    a SQLite file (WAL) and a PostgreSQL 15 server started for the benchmark (as in the tests;
@@ -54,9 +55,13 @@ class CpuTrain:
 
 
 def _warm_up() -> None:
+    """On each worker before the clock starts: import torch and zeus-nb, load the traces."""
     import torch
 
+    from zeus_nb import device, monitor, sweep_points  # noqa: F401 (imported for the timing)
+
     torch.set_num_threads(1)
+    device.use_simulated("a40", "imagenet", num_gpus=1)
 
 
 def sweep_seconds(workers: int, work: int, out: Path) -> tuple[float, float]:
