@@ -14,7 +14,8 @@ per GPU at a time. Three ways to get workers:
 :func:`run_points` submits the points and streams results back with ``as_completed``; only
 the client (the calling process) writes them, through its ``on_result`` callback, so a finished
 point is written exactly once. A point whose worker dies is re-run once on another worker and
-then reported as failed; Ctrl-C cancels what is still queued or running and re-raises, and the
+then reported as failed. Ctrl-C stops submitting, lets the running points finish and writes
+them (a second Ctrl-C, or ``on_interrupt="cancel"``, cancels them instead) and re-raises; the
 caller's own skip-what-is-done logic makes the next run resume.
 """
 
