@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -160,8 +158,65 @@ def _append(p: Path, record: dict) -> bool:
     return True
 
 
-def _reached(metric: float, target: float, higher_is_better: bool) -> bool:
-    return metric >= target if higher_is_better else metric <= target
+def _settings(
+    workload: str | None,
+    target_metric: float | None,
+    max_epochs: int | None,
+    higher_is_better: bool | None,
+) -> tuple[float, int, bool]:
+    """Target, epoch cap and direction: the given values, else the traced workload's defaults."""
+    if workload is not None:
+        from zeus_nb.traces import get_workload
+
+        wl = get_workload(workload)
+        target_metric = wl.target_metric if target_metric is None else target_metric
+        max_epochs = wl.max_epochs if max_epochs is None else max_epochs
+        higher_is_better = wl.higher_is_better if higher_is_better is None else higher_is_better
+    if target_metric is None or max_epochs is None:
+        raise ValueError("give target_metric and max_epochs, or a traced workload= for defaults")
+    if int(max_epochs) < 1:
+        raise ValueError(f"max_epochs must be >= 1, got {max_epochs}")
+    higher = True if higher_is_better is None else bool(higher_is_better)
+    return float(target_metric), int(max_epochs), higher
+
+
+def _done_keys(path: Path, target: float, cap: int) -> set[tuple[int, float]]:
+    """Configurations ``path`` already holds; a file of another sweep is refused, not mixed."""
+    with results_lock(path):
+        _drop_partial_tail(path)
+    done = set()
+    for rec in read_results(path):
+        theirs = (float(rec.get("target_metric", target)), int(rec.get("max_epochs", cap)))
+        if theirs != (target, cap):
+            raise SweepResultsError(
+                f"{path} holds a sweep with target {rec.get('target_metric')} and "
+                f"{rec.get('max_epochs')} max epochs, not {target:g} and {cap}; pass another "
+                "results_path"
+            )
+        done.add(_key(rec["batch_size"], rec["power_limit"]))
+    return done
+
+
+def _train_one(
+    monitor, train_fn: TrainFn, bs: int, pl: float, target: float, cap: int, higher: bool
+) -> dict:
+    """Train one configuration at power limit ``pl`` here; its record, logged."""
+    from zeus_nb.sweep_points import measure_configuration
+
+    for g in monitor.gpus:
+        g.set_power_limit(pl)
+    row = measure_configuration(monitor, train_fn, bs, pl, target, cap, higher)
+    log.info(
+        "batch size %d at %g W: metric %g after %d epoch(s), %.1f s, %.0f J%s",
+        bs,
+        pl,
+        row["metric"],
+        row["epochs"],
+        row["time"],
+        row["energy"],
+        "" if row["reached"] else " (target not reached)",
+    )
+    return row
 
 
 def run_sweep(
@@ -176,6 +231,7 @@ def run_sweep(
     higher_is_better: bool | None = None,
     gpu_indices: list[int] | None = None,
     progress: bool = True,
+    executor=None,
 ) -> pd.DataFrame:
     """Train every (batch size, power limit) until the target metric or ``max_epochs``.
 
@@ -187,25 +243,18 @@ def run_sweep(
             ``target_metric``, ``max_epochs`` and ``higher_is_better`` unless given.
         gpu_indices: GPUs to measure and to set the power limit of (default: all).
         progress: show a tqdm progress bar over configurations.
+        executor: run configurations in parallel on Dask workers, one GPU each: a number of
+            local workers, a scheduler address, ``"slurm"`` or a ``distributed.Client`` (see
+            docs/cluster.md). ``train_fn`` is shipped to the workers; only this process
+            writes the results file. Default: one after another, here.
 
     Returns the results of the whole grid (earlier runs included) as :func:`load_results` does.
     The power limits in force before the sweep are restored afterwards, also on errors.
     """
+    from zeus_nb.device.guard import power_limits_restored
     from zeus_nb.monitor import ZeusMonitor
 
-    if workload is not None:
-        from zeus_nb.traces import get_workload
-
-        wl = get_workload(workload)
-        target_metric = wl.target_metric if target_metric is None else target_metric
-        max_epochs = wl.max_epochs if max_epochs is None else max_epochs
-        higher_is_better = wl.higher_is_better if higher_is_better is None else higher_is_better
-    if target_metric is None or max_epochs is None:
-        raise ValueError("give target_metric and max_epochs, or a traced workload= for defaults")
-    if int(max_epochs) < 1:
-        raise ValueError(f"max_epochs must be >= 1, got {max_epochs}")
-    target, cap = float(target_metric), int(max_epochs)
-    higher = True if higher_is_better is None else bool(higher_is_better)
+    target, cap, higher = _settings(workload, target_metric, max_epochs, higher_is_better)
     grid = [_key(b, p) for b in batch_sizes for p in power_limits]
     if not grid:
         raise ValueError("empty sweep: give at least one batch size and one power limit")
@@ -214,21 +263,14 @@ def run_sweep(
 
     path = Path(results_path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with results_lock(path):
-        _drop_partial_tail(path)
-    done = set()
-    for rec in read_results(path):
-        if (float(rec.get("target_metric", target)), int(rec.get("max_epochs", cap))) != (
-            target,
-            cap,
-        ):
-            raise SweepResultsError(
-                f"{path} holds a sweep with target {rec.get('target_metric')} and "
-                f"{rec.get('max_epochs')} max epochs, not {target:g} and {cap}; pass another "
-                "results_path"
-            )
-        done.add(_key(rec["batch_size"], rec["power_limit"]))
+    done = _done_keys(path, target, cap)
+    if executor is not None:
+        from zeus_nb.sweep_points import sweep_on_cluster
 
+        todo = [k for k in grid if k not in done]
+        params = (target, cap, higher, gpu_indices)
+        sweep_on_cluster(train_fn, todo, params, path, executor, progress, len(grid) - len(todo))
+        return load_results(path, grid)
     monitor = ZeusMonitor(gpu_indices=gpu_indices)
     for _, pl in grid:  # validate every limit before changing anything
         for g in monitor.gpus:
@@ -246,9 +288,6 @@ def run_sweep(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(grid), initial=len(grid) - len(todo), desc="sweep", unit="config")
-    from zeus_nb.device.guard import power_limits_restored
-
-    window = "__zeus_nb_sweep"
     # Limits come back afterwards (errors, Ctrl-C and SIGTERM included). Only changed limits are
     # set back, so a permission error on the first change surfaces as it is.
     try:
@@ -256,56 +295,10 @@ def run_sweep(
             for bs, pl in todo:
                 if (bs, pl) in _recorded(path):
                     log.info("batch size %d at %g W was recorded by another sweep", bs, pl)
+                else:
                     if bar is not None:
-                        bar.update(1)
-                    continue
-                if bar is not None:
-                    bar.set_postfix_str(f"batch {bs}, {pl:g} W")
-                for g in monitor.gpus:
-                    g.set_power_limit(pl)
-                monitor.begin_window(window, restart=True)
-                metric, epochs = math.nan, 0
-                try:
-                    for epoch in range(cap):
-                        metric = float(train_fn(bs, epoch))
-                        epochs = epoch + 1
-                        if math.isnan(metric):
-                            raise ValueError(
-                                f"train_fn returned NaN at batch size {bs}, epoch {epoch}; it must "
-                                "return the validation metric"
-                            )
-                        if _reached(metric, target, higher):
-                            break
-                except BaseException:
-                    monitor.end_window(window, cancel=True)
-                    raise
-                m = monitor.end_window(window)
-                log.info(
-                    "batch size %d at %g W: metric %g after %d epoch(s), %.1f s, %.0f J%s",
-                    bs,
-                    pl,
-                    metric,
-                    epochs,
-                    m.time,
-                    m.total_energy,
-                    "" if _reached(metric, target, higher) else " (target not reached)",
-                )
-                _append(
-                    path,
-                    {
-                        "batch_size": bs,
-                        "power_limit": pl,
-                        "epochs": epochs,
-                        "metric": metric,
-                        "reached": _reached(metric, target, higher),
-                        "time": m.time,
-                        "energy": m.total_energy,
-                        "target_metric": target,
-                        "max_epochs": cap,
-                        "higher_is_better": higher,
-                        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                    },
-                )
+                        bar.set_postfix_str(f"batch {bs}, {pl:g} W")
+                    _append(path, _train_one(monitor, train_fn, bs, pl, target, cap, higher))
                 if bar is not None:
                     bar.update(1)
     finally:
