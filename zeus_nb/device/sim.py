@@ -200,6 +200,23 @@ class SimulatedSystem(GPUSystem):
         for listener in self._listeners:
             listener(t0, self._now, powers)
 
+    def run_on(self, index: int, seconds: float, watts: float) -> None:
+        """Let one GPU work ``seconds`` at ``watts`` while the others idle (at 0 W).
+
+        Pipeline stages use it: each process drives one GPU, whose work a cost model prices.
+        """
+        if seconds < 0:
+            raise ValueError("cannot go back in time")
+        g = self.gpu(index)
+        t0 = self._now
+        self._now += seconds
+        g._energy += watts * seconds
+        g._power = watts
+        powers = {o.index: 0.0 for o in self.gpus}
+        powers[index] = watts
+        for listener in self._listeners:
+            listener(t0, self._now, powers)
+
     def advance_idle(self, seconds: float) -> None:
         """Let virtual time pass with no GPU work (the trace has no idle power: 0 J is added)."""
         if seconds < 0:
