@@ -283,7 +283,7 @@ def train(trainer: Trainer) -> dict[str, Any]:
     """``max_steps`` iterations; measured: ``num_prof_steps`` after ``num_warmup_steps``."""
     from zeus_nb.train.pipeline_plan import apply_plan
 
-    config, layout = trainer.config, trainer.layout
+    config = trainer.config
     plan = apply_plan(trainer, config.plan) if config.plan else None
     warm = min(config.num_warmup_steps, config.max_steps - 1)
     measured_steps = range(warm, min(config.max_steps, warm + config.num_prof_steps))

@@ -6,8 +6,8 @@ end of each one (``on_instruction_begin/end(name)``, Zeus's names). It
 
 - forwards the calls to a frequency optimizer (which sets the GPU's clock for the instruction);
 - on a simulated GPU, advances the GPU's virtual clock by the instruction's modelled time at the
-  current SM clock (:class:`~zeus_nb.train.pipeline_cost.InstructionCostModel`), after first waiting,
-  at blocking power, for the neighbour stage that produces the instruction's input;
+  current SM clock (:class:`~zeus_nb.train.pipeline_cost.InstructionCostModel`), after first
+  waiting, at blocking power, for the neighbour stage that produces the instruction's input;
 - records each instruction's time and energy, and the time and energy spent blocked in between.
 
 Each process has its own simulated GPU and virtual clock, so the dependencies between stages
