@@ -16,6 +16,7 @@ from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.errors import (
     NO_DRIVER_HINT,
     NO_PERMISSION_HINT,
+    ClockPermissionError,
     DeviceError,
     NoGPUError,
     PowerLimitPermissionError,
@@ -163,6 +164,38 @@ class NvmlGPU(GPU):
 
     def power(self) -> float:
         return self._call("reading power", _pynvml().nvmlDeviceGetPowerUsage) / 1000.0
+
+    # --- SM clocks ---------------------------------------------------------------------------
+    def _clock_call(self, what: str, fn, *args):
+        """Like _call, but a missing privilege is a ClockPermissionError."""
+        try:
+            return fn(self.handle, *args)
+        except _pynvml().NVMLError as e:
+            if _err_is(e, "NVML_ERROR_NO_PERMISSION"):
+                hint = NO_PERMISSION_HINT.replace("power limits", "clocks")
+                raise ClockPermissionError(f"GPU {self.index}: {what}: {hint}") from e
+            raise _translate(e, f"GPU {self.index}: {what}") from e
+
+    def supported_clocks(self) -> list[int]:
+        nv = _pynvml()
+        mem = self._clock_call("reading memory clocks", nv.nvmlDeviceGetSupportedMemoryClocks)
+        if not mem:
+            raise UnsupportedError(f"GPU {self.index}: NVML lists no memory clock")
+        clocks = self._clock_call(
+            "reading SM clocks", nv.nvmlDeviceGetSupportedGraphicsClocks, max(mem)
+        )
+        return sorted({int(c) for c in clocks}, reverse=True)
+
+    def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        lo, hi = self.check_clock(min_mhz), self.check_clock(max_mhz)
+        if lo > hi:
+            raise ValueError(f"locked clock range is empty: {lo} MHz > {hi} MHz")
+        self._clock_call(
+            f"locking SM clocks to {lo}-{hi} MHz", _pynvml().nvmlDeviceSetGpuLockedClocks, lo, hi
+        )
+
+    def reset_locked_clocks(self) -> None:
+        self._clock_call("resetting locked SM clocks", _pynvml().nvmlDeviceResetGpuLockedClocks)
 
     def can_set_power_limit(self) -> tuple[bool, str]:
         if has_sys_admin():
