@@ -161,7 +161,7 @@ class Trainer:
         from zeus_nb import device as zdevice
         from zeus_nb.train import pipeline_models as pm
         from zeus_nb.train.pipeline_clock import InstructionClock, TimestampLink, instrumented_stage
-        from zeus_nb.train.pipeline_cost import cost_model_for
+        from zeus_nb.train.pipeline_cost import work_model_for
         from zeus_nb.train.pipeline_stages import build_stage, partition, stage_work
 
         self.config, self.layout = config, layout
@@ -174,9 +174,12 @@ class Trainer:
         self.work = stage_work(self.model_config, layers, config.microbatch_size)
         self.system = zdevice.current(config.backend)
         self.gpu_index = int(os.environ.get("LOCAL_RANK", "0"))
-        cost = cost_model_for(self.system)
+        model = work_model_for(self.system)
+        works = None
+        if model is not None:
+            works = {name: model.work(name, self.work[name]) for name in ("forward", "backward")}
         link = TimestampLink(layout.link_group, layout.stage, layout.pp) if layout.pp > 1 else None
-        self.clock = InstructionClock(self.system, self.gpu_index, self.work, cost, link)
+        self.clock = InstructionClock(self.system, self.gpu_index, works, link)
         stage = instrumented_stage(
             self.clock,
             self.module,
@@ -185,21 +188,19 @@ class Trainer:
             torch.device("cpu"),
             group=layout.pp_group,
         )
-        schedule_cls = Schedule1F1B if config.schedule == "1f1b" else ScheduleGPipe
+        # one microbatch (profiling) runs the same under both; torch's 1F1B wants M >= stages
+        one_f_one_b = config.schedule == "1f1b" and config.num_microbatches > 1
+        if one_f_one_b and config.num_microbatches < layout.pp:
+            raise ZeusNbError(
+                f"the 1F1B schedule needs at least as many microbatches as stages: pass "
+                f"--num-microbatches {layout.pp} or more (or --schedule gpipe)"
+            )
+        schedule_cls = Schedule1F1B if one_f_one_b else ScheduleGPipe
         self.schedule = schedule_cls(
             stage, config.num_microbatches, loss_fn=pm.loss_fn(self.model_config)
         )
         self.optimizer = torch.optim.AdamW(self.module.parameters(), lr=config.lr)
         self.batch_size = config.microbatch_size * config.num_microbatches
-
-    def supported_clocks(self) -> list[int]:
-        cost = self.clock.cost
-        getter = getattr(self.clock.gpu, "supported_clocks", None)
-        if getter is not None:
-            return sorted(getter(), reverse=True)
-        if cost is None:
-            raise ZeusNbError("this GPU backend cannot list its SM clocks")
-        return list(cost.clocks)
 
     def step(self, step: int) -> float:
         """One training iteration; returns the mean microbatch loss."""
@@ -217,7 +218,12 @@ class Trainer:
         if self.layout.is_last:
             kwargs = {"target": y, "losses": losses}
         self.optimizer.zero_grad(set_to_none=True)
+        hooks = self.clock.optimizer
+        if hooks is not None:
+            hooks.on_step_begin()
         self.schedule.step(*args, **kwargs)
+        if hooks is not None:
+            hooks.on_step_end()
         _all_reduce_grads(self.module, self.layout)
         self.optimizer.step()
         self.clock.end_iteration()
@@ -287,14 +293,18 @@ def train(trainer: Trainer) -> dict[str, Any]:
     plan = apply_plan(trainer, config.plan) if config.plan else None
     warm = min(config.num_warmup_steps, config.max_steps - 1)
     measured_steps = range(warm, min(config.max_steps, warm + config.num_prof_steps))
-    for step in range(warm):
-        trainer.step(step)
-    trainer.clock.reset()
-    rows = trainer.measure(measured_steps)
-    n = len(rows)
-    rank = _rank_record(trainer, n)
-    for step in range(measured_steps.stop, config.max_steps):
-        trainer.step(step)
+    try:
+        for step in range(warm):
+            trainer.step(step)
+        trainer.clock.reset()
+        rows = trainer.measure(measured_steps)
+        n = len(rows)
+        rank = _rank_record(trainer, n)
+        for step in range(measured_steps.stop, config.max_steps):
+            trainer.step(step)
+    finally:
+        if trainer.clock.optimizer is not None:
+            trainer.clock.optimizer.close()  # the GPU's clock back to the driver
     results = _describe(trainer)
     results.update(
         iterations=rows,

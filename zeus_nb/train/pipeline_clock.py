@@ -5,9 +5,9 @@ Zeus's pipeline frequency optimizer sees training as a stream of *instructions*:
 end of each one (``on_instruction_begin/end(name)``, Zeus's names). It
 
 - forwards the calls to a frequency optimizer (which sets the GPU's clock for the instruction);
-- on a simulated GPU, advances the GPU's virtual clock by the instruction's modelled time at the
-  current SM clock (:class:`~zeus_nb.train.pipeline_cost.InstructionCostModel`), after first
-  waiting, at blocking power, for the neighbour stage that produces the instruction's input;
+- on a simulated GPU, runs the instruction's work (:mod:`zeus_nb.train.pipeline_cost`) at the
+  GPU's current SM clock, which advances its virtual clock by the frequency model's time, after
+  first waiting, at blocking power, for the neighbour stage that produces the instruction's input;
 - records each instruction's time and energy, and the time and energy spent blocked in between.
 
 Each process has its own simulated GPU and virtual clock, so the dependencies between stages
@@ -102,29 +102,27 @@ class InstructionClock:
     Args:
         system: this process's GPU system (``zeus_nb.device.current()``).
         gpu_index: the GPU this rank drives.
-        work: the stage's FLOPs per microbatch (simulated GPUs turn them into time).
-        cost: the simulated GPU's instruction cost model; None on real GPUs.
+        works: the frequency-model work of the stage's forward and backward on one microbatch
+            (simulated GPUs); None on real GPUs, where the work is real.
         link: timestamps to and from the neighbour stages (simulated GPUs, more than one stage).
         optimizer: anything with ``on_instruction_begin/end(name)`` (a frequency optimizer).
     """
 
-    def __init__(self, system, gpu_index: int, work, cost=None, link=None, optimizer=None):
+    def __init__(self, system, gpu_index: int, works=None, link=None, optimizer=None):
         self.system = system
         self.gpu = system.gpu(gpu_index)
-        self.work = work
-        self.cost = cost
+        self.works = works
         self.link = link
         self.optimizer = optimizer
         self.record = InstructionRecord()
         self.trace: list[tuple[str, float, float, float]] = []  # (name, start, end, clock MHz)
         self.keep_trace = False
         self._open: tuple[str, float, float] | None = None
-        self._locked: int | None = None
         self._mark = self._read()
 
     @property
     def simulated(self) -> bool:
-        return self.cost is not None
+        return self.works is not None
 
     def _read(self) -> tuple[float, float]:
         self.system.sync([self.gpu.index])
@@ -143,7 +141,7 @@ class InstructionClock:
         if self.simulated:
             gap = t - self.system.clock()
             if gap > 0:
-                self.system.run_on(self.gpu.index, gap, self.cost.blocking_power())
+                self.system.block(gap, [self.gpu.index])
 
     # --- Zeus's hooks ------------------------------------------------------------------------
     def on_instruction_begin(self, name: str) -> None:
@@ -163,10 +161,9 @@ class InstructionClock:
     def on_instruction_end(self, name: str) -> None:
         if self._open is None or self._open[0] != name:
             raise RuntimeError(f"{name} ended but was not begun")
-        clock = self.current_clock()
+        clock = self.current_clock(name)
         if self.simulated:
-            seconds, watts = self.cost.cost(name, self.work[name], clock)
-            self.system.run_on(self.gpu.index, seconds, watts)
+            self.system.run_work(self.works[name], [self.gpu.index])
         _, t0, e0 = self._open
         t1, e1 = self._read()
         self.record.time[name] += t1 - t0
@@ -181,22 +178,20 @@ class InstructionClock:
         if self.link is not None and self.simulated:
             self.link.send(name, t1)
 
-    def current_clock(self) -> float:
-        """The SM clock (MHz) the GPU runs at now: the locked clock, else its maximum."""
-        locked = self._locked
-        getter = getattr(self.gpu, "get_locked_clock", None)
-        if getter is not None:
-            locked = getter()
-        if locked is not None:
-            return float(locked)
-        return float(self.cost.clocks[0]) if self.cost is not None else float("nan")
+    def current_clock(self, instruction: str = "forward") -> float:
+        """The SM clock (MHz) ``instruction`` runs at now (NaN where unknown)."""
+        if self.simulated:
+            return float(self.gpu.clock_for(self.works[instruction]))
+        getter = getattr(self.gpu, "locked_clocks", None)
+        locked = getter() if getter is not None else None
+        return float(locked[1]) if locked else float("nan")
 
     def lock_clock(self, mhz: int | None) -> None:
-        """Run the following instructions at ``mhz`` (None: unlock, back to the default)."""
-        setter = getattr(self.gpu, "lock_clock", None)
-        if setter is not None:
-            setter(mhz)
-        self._locked = mhz
+        """Run the following instructions at ``mhz`` (None: unlock, back to the driver)."""
+        if mhz is None:
+            self.gpu.reset_locked_clocks()
+        else:
+            self.gpu.set_locked_clocks(mhz, mhz)
 
     # --- iterations ----------------------------------------------------------------------------
     def end_iteration(self, group=None) -> None:

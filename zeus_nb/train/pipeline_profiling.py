@@ -14,7 +14,7 @@ from typing import Any
 
 from zeus_nb.train.pipeline_profile import append_rows, clocks_to_profile, parse_clocks
 
-PROBE_SECONDS = 1.0  # a simulated GPU that never waited idles this long to measure blocking power
+PROBE_SECONDS = 1.0  # a GPU that never waited idles this long to measure its blocking power
 
 
 def profile_path(trainer) -> Path:
@@ -34,16 +34,15 @@ def _rows_at(trainer, clock: int, steps: int) -> list[dict[str, Any]]:
         )
     t_block, e_block = rec.blocking_time, rec.blocking_energy
     if t_block <= 0:  # a lone stage never waits: measure the blocking power directly
-        if not trainer.clock.simulated:
+        t0, e0 = trainer.system.clock(), trainer.clock.gpu.energy()
+        if trainer.clock.simulated:
+            trainer.clock.wait_until(t0 + PROBE_SECONDS)
+        else:
             import time
 
-            t0, e0 = trainer.system.clock(), trainer.clock.gpu.energy()
             time.sleep(PROBE_SECONDS)
-            t_block = trainer.system.clock() - t0
-            e_block = trainer.clock.gpu.energy() - e0
-        else:
-            t_block = PROBE_SECONDS
-            e_block = PROBE_SECONDS * trainer.clock.cost.blocking_power()
+        t_block = trainer.system.clock() - t0
+        e_block = trainer.clock.gpu.energy() - e0
     rows.append(
         {
             "stage": stage,
@@ -84,7 +83,7 @@ def profile(trainer) -> dict[str, Any]:
 
     config, layout = trainer.config, trainer.layout
     path = profile_path(trainer)
-    clocks = parse_clocks(config.profile_clocks, trainer.supported_clocks())
+    clocks = parse_clocks(config.profile_clocks, trainer.clock.gpu.supported_clocks())
     todo: list[Any] = [clocks_to_profile(path, clocks, layout.pp) if layout.rank == 0 else None]
     dist.broadcast_object_list(todo, src=0)
     metadata = {
