@@ -348,6 +348,8 @@ def _rank_record(trainer: Trainer, iterations: int) -> dict[str, Any]:
         "stage": trainer.layout.stage,
         "replica": trainer.layout.replica,
         "flops": {"forward": trainer.work.forward, "backward": trainer.work.backward},
+        # replicas of a stage must hold the same weights: data parallelism averages gradients
+        "parameter_sum": float(sum(p.detach().double().sum() for p in trainer.module.parameters())),
         "blocking_time_s": rec.blocking_time / iterations,
         "blocking_energy_j": rec.blocking_energy / iterations,
     }

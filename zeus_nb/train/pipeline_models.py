@@ -176,15 +176,22 @@ def sample_batch(config: ModelConfig, batch_size: int, generator=None, device: A
     import torch
 
     if isinstance(config, WideResNetConfig):
-        size = (batch_size, 3, config.image_size, config.image_size)
-        x = torch.randn(size, generator=generator).to(device)
-        y = torch.randint(0, config.num_classes, (batch_size,), generator=generator).to(device)
-        return x, y
-    shape = (batch_size, config.seq_len)
-    x = torch.randint(0, config.vocab, shape, generator=generator).to(device)
+        size = (3, config.image_size, config.image_size)
+        # each class has a fixed random template (seed 0); images are template plus noise
+        templates = torch.randn(
+            (config.num_classes, *size), generator=torch.Generator().manual_seed(0)
+        )
+        y = torch.randint(0, config.num_classes, (batch_size,), generator=generator)
+        x = templates[y] + torch.randn((batch_size, *size), generator=generator)
+        return x.to(device), y.to(device)
+    # counting sequences from a random start: learnable (each token predicts the next), so the
+    # loss falls within a few steps
+    start = torch.randint(0, config.vocab, (batch_size, 1), generator=generator)
+    seq = (start + torch.arange(config.seq_len + 1)) % config.vocab
     # language modelling: the next token (GPT) or the token itself (BERT's masked-LM objective)
-    y = torch.roll(x, -1, dims=1) if config.family == "gpt" else x.clone()
-    return x, y
+    x = seq[:, :-1]
+    y = seq[:, 1:] if config.family == "gpt" else x.clone()
+    return x.to(device), y.to(device)
 
 
 def loss_fn(config: ModelConfig):
