@@ -15,8 +15,8 @@ A stage's share of the model is ``weights[s] / sum(weights)`` (equal by default;
 make an unbalanced pipeline). Each instruction is profiled from the maximum clock down to the
 clock at which it takes ``max_slowdown`` times as long (a planning range, not a measurement: an
 instruction off the critical path never needs to stretch further than the slowest stage is
-longer than it, so 1.5 covers stages down to two thirds of the slowest one), every ``clock_every``-th
-supported clock. Blocking power is the model's static power.
+longer than it, so 1.5 covers stages down to two thirds of the slowest one), every
+``clock_every``-th supported clock. Blocking power is the model's static power.
 """
 
 from __future__ import annotations
