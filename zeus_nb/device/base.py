@@ -15,6 +15,9 @@ class GPU(ABC):
     """One GPU. Power in watts, energy in joules, whatever the backend's native units."""
 
     index: int
+    #: Whether settings changed here outlive this process (real GPUs' do; a replay's do not),
+    #: i.e. whether a settings guard writes a state file for ``zeus-nb restore``.
+    persistent: bool = True
 
     @property
     @abstractmethod
