@@ -71,6 +71,12 @@ class GPU(ABC):
 
         raise UnsupportedError(f"GPU {self.index}: this backend cannot reset SM clocks")
 
+    def locked_clocks(self) -> tuple[int, int] | None:
+        """The (min, max) SM clocks this GPU is locked to, or None when the driver chooses."""
+        from zeus_nb.errors import UnsupportedError
+
+        raise UnsupportedError(f"GPU {self.index}: this backend cannot lock SM clocks")
+
     def check_clock(self, mhz: int) -> int:
         """Validate a requested SM clock against :meth:`supported_clocks`; returns it as int."""
         clocks = self.supported_clocks()

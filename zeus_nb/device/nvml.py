@@ -104,6 +104,8 @@ class NvmlGPU(GPU):
         self.handle = handle
         self._integrator: _PowerIntegrator | None = None
         self._counter: bool | None = None
+        # NVML cannot report locked clocks: this process's own locks, None when unlocked by it.
+        self._locked: tuple[int, int] | None = None
 
     def _call(self, what: str, fn, *args):
         try:
@@ -193,9 +195,15 @@ class NvmlGPU(GPU):
         self._clock_call(
             f"locking SM clocks to {lo}-{hi} MHz", _pynvml().nvmlDeviceSetGpuLockedClocks, lo, hi
         )
+        self._locked = (lo, hi)
 
     def reset_locked_clocks(self) -> None:
         self._clock_call("resetting locked SM clocks", _pynvml().nvmlDeviceResetGpuLockedClocks)
+        self._locked = None
+
+    def locked_clocks(self) -> tuple[int, int] | None:
+        """The lock this process set (NVML has no query for it); None: the driver chooses."""
+        return self._locked
 
     def can_set_power_limit(self) -> tuple[bool, str]:
         if has_sys_admin():

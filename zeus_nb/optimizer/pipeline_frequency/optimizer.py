@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from zeus_nb.device.base import GPU
+from zeus_nb.device.guard import SettingsGuard
 from zeus_nb.optimizer.pipeline_frequency.profile import InstructionProfile
 from zeus_nb.optimizer.pipeline_frequency.schedule import FrequencyPlan
 from zeus_nb.optimizer.pipeline_frequency.solver import solve_frontier
@@ -56,14 +57,19 @@ def plan_on_rank0(
 class PipelineFrequencyOptimizer:
     """Locks ``gpu``'s SM clock to the plan's frequency before each instruction of ``stage``.
 
+    Before the first change a :class:`~zeus_nb.device.guard.SettingsGuard` records the GPU's
+    clock state, so the original clocks come back on :meth:`close` (also when used as a context
+    manager), at exit, on an exception, Ctrl-C or SIGTERM, and through ``zeus-nb restore`` after
+    SIGKILL.
+
     Args:
         plan: the frequency plan of the whole pipeline.
         stage: this rank's pipeline stage.
-        gpu: the device to drive (simulated or NVML); its locked clocks are reset on
-            :meth:`close` (also when used as a context manager).
+        gpu: the device to drive (simulated or NVML).
+        backend: the GPU system's backend name, for ``zeus-nb restore`` to reopen the GPU.
     """
 
-    def __init__(self, plan: FrequencyPlan, stage: int, gpu: GPU):
+    def __init__(self, plan: FrequencyPlan, stage: int, gpu: GPU, backend: str = "auto"):
         if not 0 <= stage < plan.num_stages:
             raise ValueError(f"stage {stage} is outside the plan's 0..{plan.num_stages - 1}")
         self.plan = plan
@@ -74,6 +80,7 @@ class PipelineFrequencyOptimizer:
         self._current: int | None = None
         self._active: str | None = None
         self.applied: list[tuple[str, int]] = []  # (instruction, MHz) of the running iteration
+        self._guard = SettingsGuard([gpu], ("locked_clocks",), backend=backend)
 
     def on_step_begin(self) -> None:
         """Start a new iteration of the plan."""
@@ -106,6 +113,7 @@ class PipelineFrequencyOptimizer:
                 "with the same number of stages and microbatches"
             )
         if freq != self._current:
+            self._guard.record()  # once: the original clocks, before the first change
             self.gpu.set_locked_clocks(freq, freq)
             self._current = freq
         self._active = name
@@ -118,10 +126,9 @@ class PipelineFrequencyOptimizer:
         self._next += 1
 
     def close(self) -> None:
-        """Give the clock back to the driver."""
-        if self._current is not None:
-            self.gpu.reset_locked_clocks()
-            self._current = None
+        """Put the GPU's original clocks back."""
+        self._guard.restore()
+        self._current = None
 
     def __enter__(self) -> PipelineFrequencyOptimizer:
         return self
