@@ -12,6 +12,7 @@ from zeus_nb.optimizer.pipeline_frequency import (
     load_profile,
     solve_frontier,
     stage_order,
+    stage_works,
     synthetic_profile,
 )
 
@@ -148,3 +149,20 @@ def test_plan_json_roundtrip(frontier):
     plan = frontier.fastest().plan
     assert FrequencyPlan.from_json(plan.to_json()) == plan
     assert plan.num_microbatches == MBS and plan.num_stages == STAGES
+
+
+def test_simulated_stage_runs_what_the_synthetic_profile_says(profile):
+    """A simulated GPU locked to a profiled clock runs a stage's instruction in the profiled
+    time and energy (what a live simulated pipeline charges per instruction)."""
+    works = stage_works("v100", STAGES, WEIGHTS)
+    system = device.use_simulated("v100", num_gpus=1)
+    gpu = system.gpu(0)
+    for s in range(STAGES):
+        for inst in ("forward", "backward"):
+            for m in profile.options(s, inst)[::5]:
+                gpu.set_locked_clocks(m.frequency, m.frequency)
+                e0 = gpu.energy()
+                assert system.run_work(works[s][inst], [0]) == pytest.approx(m.time)
+                assert gpu.energy() - e0 == pytest.approx(m.energy)
+    assert works[1]["forward"].time_at_max > works[0]["forward"].time_at_max  # weight 1.4 > 1
+    assert works[0]["backward"].compute_share > works[0]["forward"].compute_share

@@ -27,7 +27,11 @@ from zeus_nb.optimizer.pipeline_frequency.solver import (
     default_unit_time,
     solve_frontier,
 )
-from zeus_nb.optimizer.pipeline_frequency.synthetic import split_step, synthetic_profile
+from zeus_nb.optimizer.pipeline_frequency.synthetic import (
+    split_step,
+    stage_works,
+    synthetic_profile,
+)
 
 __all__ = [
     "DeadlineError",
@@ -46,6 +50,7 @@ __all__ = [
     "parse_profile",
     "solve_frontier",
     "split_step",
+    "stage_works",
     "stage_order",
     "synthetic_profile",
 ]

@@ -44,6 +44,47 @@ def _profiled_clocks(model, work: Work, every: int, max_slowdown: float) -> list
     return [f for f in model.clocks[::every] if model.time(work, f) <= limit * (1 + 1e-12)]
 
 
+def stage_works(
+    gpu: str = "a40",
+    stages: int = 4,
+    weights: Sequence[float] | None = None,
+    workload: str = "squad",
+    batch_size: int | None = None,
+) -> list[dict[str, Work]]:
+    """Per stage, the ``{"forward": Work, "backward": Work}`` of one microbatch.
+
+    What a simulated pipeline stage runs per instruction (``SimulatedSystem.run_work``), and what
+    :func:`synthetic_profile` profiles; see the module docstring for the assumptions.
+    """
+    if stages < 1:
+        raise ValueError(f"stages must be >= 1, got {stages}")
+    weights = [1.0] * stages if weights is None else [float(w) for w in weights]
+    if len(weights) != stages or min(weights) <= 0:
+        raise ValueError(f"need {stages} positive stage weights, got {weights}")
+    cal = calibrate(gpu)
+    wl = get_workload(workload)
+    curves = {bs: w for (ds, bs, _opt), w in cal.curves.items() if ds == wl.dataset}
+    if not curves:
+        raise ValueError(f"the {gpu} trace has no {workload!r} measurements")
+    bs = batch_size or max((b for b in curves if b <= wl.default_batch_size), default=min(curves))
+    if bs not in curves:
+        raise ValueError(f"the {gpu} trace has no batch size {bs} for {workload}: {sorted(curves)}")
+    epoch = curves[bs]
+    step = Work(
+        epoch.time_at_max / wl.steps_per_epoch(bs), epoch.compute_share, epoch.dynamic_power
+    )
+    halves = split_step(step)
+    total = sum(weights)
+    # Each stage has its own GPU: a smaller stage is shorter, not lower-powered.
+    return [
+        {
+            name: Work(half.time_at_max * w / total, half.compute_share, half.dynamic_power)
+            for name, half in zip(("forward", "backward"), halves, strict=True)
+        }
+        for w in weights
+    ]
+
+
 def synthetic_profile(
     gpu: str = "a40",
     stages: int = 4,
@@ -63,44 +104,26 @@ def synthetic_profile(
         clock_every: profile every n-th supported clock (1: all of them).
         max_slowdown: lowest clock profiled: where an instruction takes this many times longer.
     """
-    if stages < 1:
-        raise ValueError(f"stages must be >= 1, got {stages}")
-    weights = [1.0] * stages if weights is None else [float(w) for w in weights]
-    if len(weights) != stages or min(weights) <= 0:
-        raise ValueError(f"need {stages} positive stage weights, got {weights}")
     if max_slowdown < 1:
         raise ValueError(f"max_slowdown must be >= 1, got {max_slowdown}")
     if clock_every < 1:
         raise ValueError(f"clock_every must be >= 1, got {clock_every}")
-    cal = calibrate(gpu)
-    model = cal.model
-    wl = get_workload(workload)
-    curves = {bs: w for (ds, bs, opt), w in cal.curves.items() if ds == wl.dataset}
-    if not curves:
-        raise ValueError(f"the {gpu} trace has no {workload!r} measurements")
-    bs = batch_size or max((b for b in curves if b <= wl.default_batch_size), default=min(curves))
-    if bs not in curves:
-        raise ValueError(f"the {gpu} trace has no batch size {bs} for {workload}: {sorted(curves)}")
-    epoch = curves[bs]
-    step = Work(
-        epoch.time_at_max / wl.steps_per_epoch(bs), epoch.compute_share, epoch.dynamic_power
-    )
-    halves = split_step(step)
-    total = sum(weights)
-    measurements = {}
-    for s, w in enumerate(weights):
-        share = w / total
-        for name, half in zip(("forward", "backward"), halves, strict=True):
-            work = Work(half.time_at_max * share, half.compute_share, half.dynamic_power)
-            measurements[(s, name)] = [
-                Measurement(f, model.time(work, f), model.energy(work, f))
-                for f in _profiled_clocks(model, work, clock_every, max_slowdown)
-            ]
-    # Each stage has its own GPU: a smaller stage is shorter, not lower-powered; waiting GPUs
-    # draw static power.
+    works = stage_works(gpu, stages, weights, workload, batch_size)
+    model = calibrate(gpu).model
+    measurements = {
+        (s, name): [
+            Measurement(f, model.time(work, f), model.energy(work, f))
+            for f in _profiled_clocks(model, work, clock_every, max_slowdown)
+        ]
+        for s, per in enumerate(works)
+        for name, work in per.items()
+    }
+    # A waiting GPU draws static power.
     blocking = {s: model.blocking_power() for s in range(stages)}
+    wl = get_workload(workload)
+    shown = ",".join(f"{w:g}" for w in (weights or [1.0] * stages))
     meta = [
-        f"synthetic: gpu={gpu} workload={wl.dataset}/{wl.network} microbatch_size={bs} "
-        f"stage_weights={','.join(f'{w:g}' for w in weights)}"
+        f"synthetic: gpu={gpu} workload={wl.dataset}/{wl.network} "
+        f"microbatch_size={batch_size or 'default'} stage_weights={shown}"
     ]
     return InstructionProfile(measurements, blocking, meta)
