@@ -5,7 +5,10 @@ See ``docs/pipeline_frequency.md``. Read a profile (:func:`load_profile`) or mak
 its plan while training with :class:`PipelineFrequencyOptimizer`.
 """
 
-from zeus_nb.optimizer.pipeline_frequency.optimizer import PipelineFrequencyOptimizer
+from zeus_nb.optimizer.pipeline_frequency.optimizer import (
+    PipelineFrequencyOptimizer,
+    plan_on_rank0,
+)
 from zeus_nb.optimizer.pipeline_frequency.profile import (
     InstructionProfile,
     Measurement,
@@ -48,6 +51,7 @@ __all__ = [
     "evaluate",
     "load_profile",
     "parse_profile",
+    "plan_on_rank0",
     "solve_frontier",
     "split_step",
     "stage_works",
