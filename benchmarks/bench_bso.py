@@ -18,7 +18,7 @@ Two comparisons:
 
 Runs are charged by whole epochs by default (``--accounting epoch``), as the simulator behind the
 published figures charges them; ``--accounting step`` charges them step by step, as this package's
-optimizers run (see ``zeus_nb.optimizer.batch_size_sim``).
+optimizers run (see ``zeus_nb.optimizer.batch_size.simulator``).
 
     python benchmarks/bench_bso.py [--json] [--seeds 10] [--first-seed 1] [--gpu v100]
                                    [--accounting epoch|step]
@@ -38,7 +38,7 @@ import time
 from collections import Counter
 
 from zeus_nb.optimizer.batch_size import PaperBatchSizeOptimizer
-from zeus_nb.optimizer.batch_size_sim import ACCOUNTING, simulate, workload_model
+from zeus_nb.optimizer.batch_size.simulator import ACCOUNTING, simulate, workload_model
 
 WORKLOADS = ("librispeech", "squad", "sentiment140", "imagenet", "cifar100", "movielens-1m")
 TARGET = {  # published, to 0.1 point

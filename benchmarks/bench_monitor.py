@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from zeus_nb import device
+from zeus_nb.device.replay import ReplaySystem
 from zeus_nb.monitor import ZeusMonitor
 
 FAKE_NVML = Path(__file__).resolve().parents[1] / "tests" / "fake_nvml"
@@ -39,6 +40,13 @@ def main() -> None:
     device.use_simulated(gpu="a40", workload="imagenet")
     sim_us = median_pair_us(ZeusMonitor(gpu_indices=[0]), args.pairs)
     print(f"simulated: {sim_us:.1f} us per window pair (1 GPU, virtual clock)")
+
+    log = (
+        Path(__file__).resolve().parents[1]
+        / "zeus_nb/resources/zeus_profiles/A40+resnet50+gpu0.csv"
+    )
+    replay_us = median_pair_us(ZeusMonitor(system=ReplaySystem(log)), args.pairs)
+    print(f"replay: {replay_us:.1f} us per window pair (1 GPU, {log.name})")
 
     # The fake pynvml keeps its state in a JSON file, so this measures zeus-nb plus file I/O.
     sys.path.insert(0, str(FAKE_NVML))

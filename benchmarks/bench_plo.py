@@ -28,6 +28,12 @@ from zeus_nb.optimizer.power_limit import (
     Time,
     ZeusCost,
 )
+from zeus_nb.optimizer.power_limit.synthetic import (
+    CURVES,
+    OPTIMA,
+    SyntheticMonitor,
+    SyntheticProfile,
+)
 from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
 from zeus_nb.traces import WORKLOADS
 
@@ -95,6 +101,81 @@ def noisy_section(noise: float, margin: float, seeds: int = 3) -> None:
         )
 
 
+def synthetic_run(profile, selector, adaptive, seed, margin, warmup, steps):
+    monitor = SyntheticMonitor(profile, seed)
+    plo = GlobalPowerLimitOptimizer(
+        monitor,
+        selector,
+        wait_steps=0,
+        warmup_steps=warmup,
+        profile_steps=steps,
+        pl_step=profile.pl_step,
+        adaptive=adaptive,
+        noise_margin=margin,
+        verbose=False,
+    )
+    while not plo.done:
+        plo.on_step_begin()
+        monitor.step()
+        plo.on_step_end()
+    plo.close()
+    return plo
+
+
+SYNTHETIC_SELECTORS = (Energy(), ZeusCost(0.5), MaxSlowdownConstraint(1.1))
+
+
+def synthetic_section(margin: float, warmup: int, steps: int, seeds: int) -> dict[str, dict]:
+    """Adaptive vs exhaustive on the synthetic family of zeus_nb.optimizer.power_limit.synthetic.
+
+    Per shape (energy optimum x curve), over 5/7/9 limits, 1/3/5 % step noise, the selectors of
+    SYNTHETIC_SELECTORS and ``seeds`` seeds (the same seed for both runs): the profiling-time
+    saving and the worst regret, i.e. how much worse the adaptive choice is than the exhaustive
+    one on the noise-free criterion (MaxSlowdownConstraint: its energy; a broken constraint
+    counts as worse).
+    """
+    print()
+    print(
+        f"synthetic profiles (5/7/9 limits, 1/3/5% step noise, {len(SYNTHETIC_SELECTORS)} "
+        f"selectors, {seeds} seeds per case):"
+    )
+    print(
+        f"  {'optimum':<8} {'curve':<6} {'cases':>5} {'saving':>7} {'worst regret':>13} {'> 3%':>5}"
+    )
+    out = {}
+    for optimum in OPTIMA:
+        for curve in CURVES:
+            t_ex = t_ad = 0.0
+            worst, n, over = -1.0, 0, 0
+            for limits in (5, 7, 9):
+                for noise in (0.01, 0.03, 0.05):
+                    profile = SyntheticProfile(limits, optimum, curve, noise)
+                    exact = profile.exact(steps)
+                    for sel in SYNTHETIC_SELECTORS:
+                        for seed in range(seeds):
+                            ex = synthetic_run(profile, sel, False, seed, margin, warmup, steps)
+                            ad = synthetic_run(profile, sel, True, seed, margin, warmup, steps)
+                            c_ex, _ = criterion(sel, exact, ex.optimal_power_limit)
+                            c_ad, ok = criterion(sel, exact, ad.optimal_power_limit)
+                            regret = c_ad / c_ex - 1.0 if ok else float("inf")
+                            worst = max(worst, regret)
+                            over += regret > WORSE + 1e-12
+                            n += 1
+                            t_ex += ex.profiling_time
+                            t_ad += ad.profiling_time
+            saving = 100.0 * (1.0 - t_ad / t_ex)
+            out[f"{optimum}/{curve}"] = {"saving_pct": saving, "worst_regret_pct": 100 * worst}
+            print(
+                f"  {optimum:<8} {curve:<6} {n:>5} {saving:>6.1f}% {100 * worst:>12.2f}% {over:>5}"
+            )
+    met = all(
+        v["saving_pct"] >= 40.0 and v["worst_regret_pct"] <= 100 * WORSE for v in out.values()
+    )
+    verdict = "met" if met else "NOT met"
+    print(f"  targets (>= 40% saving and worst regret <= 3% on every shape): {verdict}")
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--margin", type=float, default=0.05, help="adaptive noise margin")
@@ -102,6 +183,7 @@ def main() -> int:
     ap.add_argument("--profile-steps", type=int, default=40)
     ap.add_argument("--json", action="store_true", help="also print a JSON summary line")
     ap.add_argument("--sim-noise", type=float, default=0.05, help="0 skips the noisy section")
+    ap.add_argument("--synthetic-seeds", type=int, default=3, help="0 skips synthetic profiles")
     args = ap.parse_args()
 
     folder = resources.files("zeus_nb") / "resources" / "zeus_profiles"
@@ -178,10 +260,16 @@ def main() -> int:
     print(f"targets (0 worse, >= 30% time saving): {'met' if met else 'NOT met'}")
     if args.sim_noise > 0:
         noisy_section(args.sim_noise, args.margin)
+    synthetic = {}
+    if args.synthetic_seeds > 0:
+        synthetic = synthetic_section(
+            args.margin, args.warmup_steps, args.profile_steps, args.synthetic_seeds
+        )
     if args.json:
         print(
             json.dumps(
                 {
+                    "synthetic": synthetic,
                     "cases": len(rows),
                     "identical": same,
                     "worse": len(worse),

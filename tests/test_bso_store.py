@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
-from zeus_nb.optimizer.batch_size_store import (
+from zeus_nb.optimizer.batch_size.store import (
     STATE_DIR_ENV,
     JobSpec,
     Observation,

@@ -17,9 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPT = textwrap.dedent(
     """
     import json, os, sys
-    os.environ["ZEUS_NB_SIM_SEED"] = os.environ["RANK"]  # different noise on each rank
     import torch.distributed as dist
-    import zeus_nb
     from zeus_nb import device
     from zeus_nb.monitor import ZeusMonitor
     from zeus_nb.optimizer import GlobalPowerLimitOptimizer, MaxSlowdownConstraint, ZeusCost
@@ -32,8 +30,8 @@ SCRIPT = textwrap.dedent(
         ("zeus_adaptive", ZeusCost(0.5), True),
         ("slowdown_adaptive", MaxSlowdownConstraint(1.1), True),
     ):
-        device.reset()
-        monitor = ZeusMonitor(gpu_indices=[local_rank])
+        system = device.create("sim", seed_offset=rank)  # different noise on each rank
+        monitor = ZeusMonitor(gpu_indices=[local_rank], system=system)
         plo = GlobalPowerLimitOptimizer(
             monitor, selector, wait_steps=1, warmup_steps=1, profile_steps=4,
             adaptive=adaptive, verbose=False,
@@ -42,7 +40,7 @@ SCRIPT = textwrap.dedent(
             plo.on_epoch_begin()
             for _ in range(5):
                 plo.on_step_begin()
-                zeus_nb.step()
+                system.step()
                 plo.on_step_end()
             plo.on_epoch_end()
         out[name] = {

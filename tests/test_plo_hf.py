@@ -27,7 +27,7 @@ class RandomTokens(torch.utils.data.Dataset):
 
 
 def test_trainer_callback_profiles_and_restores(tmp_path, monkeypatch):
-    from zeus_nb.optimizer.power_limit import HFGlobalPowerLimitOptimizer
+    from zeus_nb.optimizer.power_limit import HFGlobalPowerLimitOptimizer  # the upstream path
 
     monkeypatch.setenv("ZEUS_NB_STATE_DIR", str(tmp_path / "state"))
     system = device.use_simulated(num_gpus=1)

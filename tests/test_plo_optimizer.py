@@ -416,3 +416,109 @@ def test_adaptive_profile_loaded_with_another_selector_warns(system, tmp_path):
     }
     with pytest.warns(UserWarning, match="profiled adaptively for Time"):
         GlobalPowerLimitOptimizer(ZeusMonitor(), Energy(), profile_path=path, **kw())
+
+
+def test_state_machine_transitions_step_by_step(system):
+    from zeus_nb.optimizer.power_limit.optimizer import (
+        Done,
+        Phase,
+        Profiling,
+        Waiting,
+        WarmingUp,
+    )
+
+    plo = GlobalPowerLimitOptimizer(
+        ZeusMonitor(),
+        Energy(),
+        wait_steps=1,
+        warmup_steps=2,
+        profile_steps=3,
+        pl_step=100,
+        adaptive=False,
+        verbose=False,
+    )
+    assert isinstance(plo.state, Waiting) and plo.phase == Phase.WAIT == "wait"
+    seen = []
+    while not plo.done:
+        plo.on_step_begin()
+        seen.append((type(plo.state), system.gpus[0].get_power_limit()))
+        zeus_nb.step()
+        plo.on_step_end()
+    # expected, built from the schedule: 1 wait step, then 2 warm-up + 3 measured steps per limit
+    want = [(Waiting, 300.0)]
+    for w in (300.0, 200.0, 100.0):
+        want += [(WarmingUp, w)] * 2 + [(Profiling, w)] * 3
+    assert seen == want
+    assert isinstance(plo.state, Done) and plo.state.applied and plo.phase == "done"
+
+
+def test_an_epoch_end_pauses_the_window_and_the_next_step_resumes_it(system):
+    from zeus_nb.optimizer.power_limit.optimizer import Profiling
+
+    plo = GlobalPowerLimitOptimizer(
+        ZeusMonitor(),
+        Energy(),
+        wait_steps=0,
+        warmup_steps=0,
+        profile_steps=4,
+        verbose=False,
+        adaptive=False,
+    )
+    for _ in range(2):
+        plo.on_step_begin()
+        zeus_nb.step()
+        plo.on_step_end()
+    plo.on_epoch_end()
+    state = plo.state
+    assert isinstance(state, Profiling) and state.window is None and state.steps == 2
+    t, p = system.step_cost(system.batch_size, 300.0)
+    assert state.time == pytest.approx(2 * t) and state.energy == pytest.approx(2 * t * p)
+    system.advance_idle(50.0)  # validation between epochs: not measured
+    plo.on_epoch_begin()
+    for _ in range(2):
+        plo.on_step_begin()
+        assert state.window is not None
+        zeus_nb.step()
+        plo.on_step_end()
+    assert plo.measurements[0].time == pytest.approx(4 * t)
+    assert plo.state is not state  # on to the next limit
+
+
+def test_verbose_maps_to_log_levels(system, caplog):
+    import logging
+
+    caplog.set_level(logging.DEBUG, logger="zeus_nb.optimizer.power_limit.optimizer")
+    for verbose, level in ((True, logging.INFO), (False, logging.DEBUG)):
+        caplog.clear()
+        device.use_simulated()
+        run(GlobalPowerLimitOptimizer(ZeusMonitor(), Energy(), **kw(verbose=verbose)), 10)
+        messages = [(r.levelno, r.getMessage()) for r in caplog.records]
+        assert [lvl for lvl, _ in messages] == [level, level]
+        assert messages[0][1].startswith("profiling 9 power limits (300 W down to 100 W)")
+        assert "chosen by Energy()" in messages[1][1]
+
+
+def test_importing_selectors_loads_neither_numpy_nor_sqlite3():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from zeus_nb.optimizer import ZeusCost, Energy, Time, MaxSlowdownConstraint\n"
+        "from zeus_nb.optimizer.power_limit import OptimumSelector, PowerLimitMeasurement\n"
+        "from zeus_nb.optimizer.power_limit.registry import make_selector\n"
+        "make_selector('max-slowdown', 3.0)\n"
+        "heavy = ('numpy', 'sqlite3', 'torch', 'transformers')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_hf_optimizer_is_one_class_behind_every_public_path():
+    pytest.importorskip("transformers")
+    from zeus_nb.optimizer import HFGlobalPowerLimitOptimizer as A
+    from zeus_nb.optimizer.power_limit import HFGlobalPowerLimitOptimizer as B
+    from zeus_nb.optimizer.power_limit.hf import HFGlobalPowerLimitOptimizer as C
+
+    assert A is B is C

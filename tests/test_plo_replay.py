@@ -89,6 +89,69 @@ def test_adaptive_saves_profiling_time_on_the_slow_low_limits():
     assert ad.profiling_time < 0.7 * ex.profiling_time
 
 
+@pytest.mark.parametrize("name", LOGS[:2])
+def test_zeus_monitor_reads_the_replay_backend(name, tmp_path):
+    """The ordinary ZeusMonitor over a ReplaySystem measures each logged window exactly."""
+    from zeus_nb import device
+    from zeus_nb.device.replay import ReplaySystem
+    from zeus_nb.monitor import ZeusMonitor
+
+    steps = 6
+    system = ReplaySystem(PROFILES / name, steps_per_window=steps)
+    monitor = ZeusMonitor(system=system, log_file=tmp_path / "again.csv")
+    assert monitor.system is system and not monitor.persist_power_limits
+    assert device._current is None  # a system passed in is not made current
+    with open(PROFILES / name) as f:
+        logged = list(csv.DictReader(f))
+    for row in logged:
+        limit = float(row["window_name"].rsplit("_", 1)[1])
+        for g in monitor.gpus:
+            g.set_power_limit(limit)
+        monitor.begin_window("w")
+        for _ in range(steps // 2):  # one logged window, split over two calls
+            system.step()
+        system.step(steps - steps // 2)
+        m = monitor.end_window("w")
+        assert m.time == pytest.approx(float(row["elapsed_time"]))
+        for i in monitor.gpu_indices:
+            assert m.gpu_energy[i] == pytest.approx(float(row[f"gpu{i}_energy"]))
+    # and the monitor's own log of the replay is a log of the same shape
+    assert len((tmp_path / "again.csv").read_text().splitlines()) == len(logged) + 1
+
+
+def test_use_replay_makes_the_log_current_and_writes_no_state_file(tmp_path, monkeypatch):
+    import zeus_nb
+    from zeus_nb import device
+    from zeus_nb.monitor import ZeusMonitor
+
+    monkeypatch.setenv("ZEUS_NB_STATE_DIR", str(tmp_path / "state"))
+    name = "A40+resnet50+gpu0.csv"
+    row = read_rows(name)[0]
+    system = device.use_replay(PROFILES / name, steps_per_window=4)
+    monitor = ZeusMonitor()
+    assert monitor.system is system and device.current() is system
+    monitor.begin_window("w")
+    for _ in range(4):
+        zeus_nb.step()
+    m = monitor.end_window("w")
+    assert (m.time, m.total_energy) == (pytest.approx(row.time), pytest.approx(row.energy))
+    plo = GlobalPowerLimitOptimizer(monitor, Energy(), wait_steps=0, warmup_steps=0, verbose=False)
+    plo.on_step_begin()  # sets the first limit: the guard records it, in memory only
+    plo.close()
+    assert not (tmp_path / "state").exists()
+
+
+def test_replay_monitor_name_still_works_as_a_zeus_monitor():
+    from zeus_nb.monitor import ZeusMonitor
+
+    mon = ReplayMonitor(PROFILES / LOGS[0], steps_per_window=5)
+    assert isinstance(mon, ZeusMonitor)
+    row = read_rows(LOGS[0])[0]
+    mon.begin_window("w")
+    mon.step(5)
+    assert mon.end_window("w").total_energy == pytest.approx(row.energy)
+
+
 def test_replay_refuses_limits_the_log_lacks():
     mon = ReplayMonitor(PROFILES / LOGS[0])
     with pytest.raises(ValueError, match="no measurement at 290 W"):

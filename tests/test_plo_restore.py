@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from zeus_nb.optimizer.restore import restore_from_state_files
+from zeus_nb.device.guard import restore_from_state_files
 
 pytestmark = pytest.mark.slow
 
@@ -146,7 +146,9 @@ def test_sigkill_leaves_a_state_file_that_zeus_nb_restore_uses(setup):
     files = list(state.glob("*.json"))
     assert len(files) == 1
     recorded = json.loads(files[0].read_text())
-    assert [g["power_limit"] for g in recorded["gpus"]] == originals_w()
+    assert [(e["gpu"], e["kind"], e["original"]) for e in recorded["settings"]] == [
+        (i, "power_limit", w) for i, w in enumerate(originals_w())
+    ]
 
     done = subprocess.run(
         [sys.executable, "-m", "zeus_nb", "restore"], env=env, capture_output=True, text=True
@@ -162,6 +164,7 @@ def test_sigkill_leaves_a_state_file_that_zeus_nb_restore_uses(setup):
 
 
 def test_restore_skips_live_processes_unless_forced(tmp_path):
+    """Also: a state file of the first format (power limits only) is still restored."""
     path = tmp_path / "x.json"
     import socket
 
@@ -189,7 +192,7 @@ def test_restore_skips_live_processes_unless_forced(tmp_path):
 def test_power_limits_restored_block_puts_limits_back_and_cleans_its_state(fake_nvml, tmp_path):
     """The context manager the sweep and the notebooks' explorers share."""
     from zeus_nb import device
-    from zeus_nb.optimizer.restore import power_limits_restored, state_dir
+    from zeus_nb.device.guard import power_limits_restored, state_dir
 
     gpus = device.current("nvml").gpus
     gpus[1].set_power_limit(250)  # an original that is not the maximum
@@ -198,7 +201,7 @@ def test_power_limits_restored_block_puts_limits_back_and_cleans_its_state(fake_
             g.set_power_limit(150)
         assert guard.path is not None and guard.path.exists()  # crash insurance while inside
         saved = json.loads(guard.path.read_text())
-        assert [g["power_limit"] for g in saved["gpus"]] == [300.0, 250.0]
+        assert [e["original"] for e in saved["settings"]] == [300.0, 250.0]
         raise RuntimeError("training failed")
     assert fake_nvml.limits_w() == [300.0, 250.0]
     assert list(state_dir().glob("*.json")) == []

@@ -1,5 +1,7 @@
 """Optimum selectors: criteria, ties to the higher limit, argument checks."""
 
+import math
+
 import pytest
 
 from zeus_nb.optimizer import (
@@ -10,6 +12,7 @@ from zeus_nb.optimizer import (
     Time,
     ZeusCost,
 )
+from zeus_nb.optimizer.power_limit import registry
 from zeus_nb.tradeoff import zeus_cost
 
 M = PowerLimitMeasurement
@@ -18,9 +21,12 @@ DATA = [M(300, 1000.0, 10.0), M(250, 900.0, 10.5), M(200, 800.0, 12.0), M(150, 8
 
 
 def test_energy_and_time_pick_their_minimum():
-    assert Energy().select(DATA) == 200
-    assert Time().select(DATA) == 300
-    assert Energy().select(list(reversed(DATA))) == 200  # order of the list does not matter
+    least_energy = min(DATA, key=lambda m: m.energy).power_limit
+    least_time = min(DATA, key=lambda m: m.time).power_limit
+    assert Energy().select(DATA) == least_energy
+    assert Time().select(DATA) == least_time
+    assert least_energy != least_time  # the data tells the two apart
+    assert Energy().select(list(reversed(DATA))) == least_energy  # list order does not matter
 
 
 def test_ties_go_to_the_higher_limit():
@@ -51,9 +57,15 @@ def test_zeus_cost_counts_every_gpu_in_max_power():
     assert ZeusCost(0.5, world_size=1).select(data4) != implicit.select(data4)
 
 
-@pytest.mark.parametrize(("factor", "expected"), [(1.0, 300), (1.05, 250), (1.2, 200), (2.0, 150)])
-def test_max_slowdown_picks_lowest_limit_within_factor(factor, expected):
-    assert MaxSlowdownConstraint(factor).select(DATA) == expected
+@pytest.mark.parametrize("factor", [1.0, 1.05, 1.2, 2.0, 3.0])
+def test_max_slowdown_picks_lowest_limit_within_factor(factor):
+    fastest_at_top = DATA[0].time  # 300 W, the highest limit
+    within = [m.power_limit for m in DATA if m.time <= factor * fastest_at_top]
+    assert MaxSlowdownConstraint(factor).select(DATA) == min(within)
+
+
+def test_max_slowdown_choices_differ_across_factors():
+    assert len({MaxSlowdownConstraint(f).select(DATA) for f in (1.0, 1.05, 1.2, 2.0)}) == 4
 
 
 @pytest.mark.parametrize(
@@ -92,3 +104,42 @@ def test_rules_out_uses_the_margin():
     assert Time().rules_out(DATA, 0.0, 10.0 * 1.06, 0.05)
     assert MaxSlowdownConstraint(1.2).rules_out(DATA, 0.0, 12.0 * 1.06, 0.05)
     assert not MaxSlowdownConstraint(1.2).rules_out(DATA, 0.0, 12.0 * 1.04, 0.05)
+
+
+# --- the selector registry (CLI and widgets) ------------------------------------------------------
+@pytest.mark.parametrize("name", list(registry.SELECTORS))
+def test_registry_ranges_match_what_the_selectors_accept(name):
+    spec = registry.SELECTORS[name]
+    if spec.knob is None:
+        assert type(registry.make_selector(spec.cli_name)) is spec.factory
+        return
+    k = spec.knob
+    # the ends of the range (and a finite stand-in for an unbounded one) are accepted...
+    top = k.maximum if math.isfinite(k.maximum) else 1e6
+    for value in (k.minimum, k.default, top):
+        sel = registry.make_selector(name, value)
+        assert getattr(sel, k.name) == value
+        assert registry.selector_kwargs(name, value) == {k.name: value}
+    # ...and just outside them both the registry and the selector itself refuse
+    outside = [k.minimum - 0.01] + ([k.maximum + 0.01] if math.isfinite(k.maximum) else [])
+    for value in outside:
+        with pytest.raises(ValueError):
+            registry.selector_kwargs(name, value)
+        with pytest.raises(ValueError):
+            spec.factory(**{k.name: value})
+    assert k.minimum <= k.default <= k.slider_maximum <= k.maximum
+
+
+def test_slowdown_factor_has_no_cap_of_two():
+    assert registry.selector_kwargs("MaxSlowdownConstraint", 3.0) == {"factor": 3.0}
+    assert registry.make_selector("max-slowdown", 5.0).factor == 5.0
+
+
+def test_cli_and_class_names_name_the_same_selectors():
+    from zeus_nb.commands.plo import CLI_SELECTORS, make_selector
+
+    assert CLI_SELECTORS == ("energy", "time", "zeus-cost", "max-slowdown")
+    assert repr(make_selector("zeus-cost", 0.3, 9.0)) == repr(ZeusCost(0.3))
+    assert repr(make_selector("max-slowdown", 0.3, 1.7)) == repr(MaxSlowdownConstraint(1.7))
+    with pytest.raises(ValueError, match="unknown selector 'fastest'"):
+        registry.make_selector("fastest")

@@ -63,7 +63,7 @@ def test_single_process_trains_and_applies_the_optimum(tmp_path):
 
 
 def test_max_slowdown_comes_from_the_environment(monkeypatch):
-    from zeus_nb.train.common import max_slowdown_factor
+    from zeus_nb.train.config import max_slowdown_factor
 
     assert max_slowdown_factor() == 1.1
     monkeypatch.setenv("ZEUS_NB_MAX_SLOWDOWN", "1.5")
@@ -114,7 +114,7 @@ def test_launch_command_line():
     assert cmd[6:8] == ["-m", "zeus_nb.train.fsdp"]
     assert cmd[8:] == ["--data", "synthetic", "--epochs", "3", "--no-progress", "--exhaustive"]
     # the flags parse back into the same configuration
-    from zeus_nb.train.common import config_from_args
+    from zeus_nb.train.config import config_from_args
 
     config = config_from_args("fsdp", cmd[8:])
     assert (config.epochs, config.progress, config.adaptive) == (3, False, False)
@@ -184,10 +184,91 @@ def test_single_process_on_an_image_folder(tmp_path):
 
 def test_data_folder_defaults_to_the_environment(monkeypatch):
     """The Docker image sets ZEUS_NB_DATA_DIR=/data/imagenet; --data still wins."""
-    from zeus_nb.train.common import parser
+    from zeus_nb.train.config import parser
 
     monkeypatch.delenv("ZEUS_NB_DATA_DIR", raising=False)
     assert parser("single").parse_args([]).data == "synthetic"
     monkeypatch.setenv("ZEUS_NB_DATA_DIR", "/data/imagenet")
     assert parser("single").parse_args([]).data == "/data/imagenet"
     assert parser("dp").parse_args(["--data", "synthetic"]).data == "synthetic"
+
+
+def _zeus_env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k.startswith("ZEUS_NB_")}
+
+
+def test_the_gpu_system_is_passed_as_a_value(tmp_path, monkeypatch):
+    """A system handed to run() is the one measured and stepped; the environment is not touched."""
+    from zeus_nb import device
+    from zeus_nb.train.config import TrainConfig
+    from zeus_nb.train.loop import run
+
+    monkeypatch.setenv("ZEUS_NB_BACKEND", "nvml")  # no GPU here: using it would fail
+    device.reset()
+    sim = device.create("sim")
+    env_before = _zeus_env()
+    config = TrainConfig(**{**QUICK, "backend": None, "results": str(tmp_path / "r.json")})
+    r = run("single", config, system=sim)
+    assert _zeus_env() == env_before
+    assert r["gpu_backend"] == "sim" and r["profiling_done"]
+    # every step was charged to this system: its virtual clock is the run's GPU time
+    assert sim.clock() == pytest.approx(r["time_s"])
+    assert sim.gpu(0).get_power_limit() == sim.max_limit  # restored afterwards
+    # and no process-wide system was created on the way
+    assert device._current is None
+
+
+def test_each_rank_gets_its_own_noise_seed(monkeypatch):
+    from zeus_nb.train.distributed import Context, gpu_system
+
+    monkeypatch.setenv("ZEUS_NB_SIM_SEED", "7")
+    seeds = [gpu_system("sim", Context("dp", rank=r, distributed=True)).seed for r in (0, 1)]
+    assert seeds == [7, 8]
+
+
+HUNG_CHILD = """
+import subprocess, sys, time
+# a worker that inherits stdout and never exits, as a hung torchrun worker would
+worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+print("worker", worker.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie is dead, only not reaped yet
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+def test_launch_stops_a_hung_run_at_its_timeout(tmp_path, monkeypatch, capsys):
+    import os
+    import signal
+    import time
+
+    from zeus_nb.train import launch as launch_mod
+
+    monkeypatch.setattr(launch_mod, "command", lambda *a, **k: [sys.executable, "-c", HUNG_CHILD])
+    t0 = time.monotonic()
+    with pytest.raises(launch_mod.TrainingTimedOut, match="did not finish within 3 s") as e:
+        launch_mod.launch("dp", nproc=2, timeout=3, data="synthetic")
+    elapsed = time.monotonic() - t0
+    assert 3 <= elapsed < 30
+    import re
+
+    worker = int(re.search(r"^worker (\d+)$", str(e.value), re.MULTILINE).group(1))
+    assert "worker" in capsys.readouterr().out  # echoed while it ran
+    deadline = time.monotonic() + 10
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = _alive(worker)
+    if alive:  # clean up before failing
+        os.kill(worker, signal.SIGKILL)
+    assert not alive, "the hung worker was left running"

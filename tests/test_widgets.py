@@ -98,7 +98,7 @@ def test_selector_picker_widget(shown):
     dropdown.value = "Time"
     assert c.value == ("Time", None) and slider.layout.display == "none"
     dropdown.value = "MaxSlowdownConstraint"
-    assert c.value == ("MaxSlowdownConstraint", 1.1) and slider.max == 2.0
+    assert c.value == ("MaxSlowdownConstraint", 1.1) and slider.max == 3.0  # slider end only
     assert widgets.selector_picker("Energy", headless=True).value == ("Energy", None)
 
 

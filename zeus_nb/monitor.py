@@ -44,6 +44,9 @@ class ZeusMonitor:
             (``start_time,window_name,elapsed_time,gpu<i>_energy...``), replayable later.
         backend: ``auto``, ``sim`` or ``nvml`` (default: ``ZEUS_NB_BACKEND`` or ``auto``).
         sync_execution: wait for queued CUDA work before reading counters (real GPUs with torch).
+        system: the GPU system to measure (e.g. one per rank from :func:`zeus_nb.device.create`,
+            or a :class:`~zeus_nb.device.replay.ReplaySystem` over a logged profiling run);
+            default: the process's current one for ``backend``.
     """
 
     def __init__(
@@ -52,8 +55,9 @@ class ZeusMonitor:
         log_file: str | Path | None = None,
         backend: str | None = None,
         sync_execution: bool = True,
+        system: GPUSystem | None = None,
     ):
-        self.system: GPUSystem = device.current(backend)
+        self.system: GPUSystem = system if system is not None else device.current(backend)
         if gpu_indices is None:
             gpu_indices = [g.index for g in self.system.gpus]
         if not gpu_indices:
@@ -67,6 +71,11 @@ class ZeusMonitor:
         self._log_path = Path(log_file) if log_file is not None else None
         if self._log_path is not None:
             self._init_log(self._log_path)
+
+    @property
+    def persist_power_limits(self) -> bool:
+        """Whether limits set on these GPUs need a state file for ``zeus-nb restore``."""
+        return all(g.persistent for g in self.gpus)
 
     # --- log -------------------------------------------------------------------------------
     def _header(self) -> list[str]:

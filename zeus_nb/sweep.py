@@ -18,6 +18,7 @@ which backend it runs on.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import time
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 TrainFn = Callable[[int, int], float]
+log = logging.getLogger(__name__)
 
 RESULT_FIELDS = (
     "batch_size",
@@ -177,12 +179,19 @@ def run_sweep(
         for g in monitor.gpus:
             g.check_power_limit(pl)
     todo = [k for k in grid if k not in done]
+    if len(todo) < len(grid):
+        log.info(
+            "resuming %s: %d of %d configurations already done",
+            path,
+            len(grid) - len(todo),
+            len(grid),
+        )
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(grid), initial=len(grid) - len(todo), desc="sweep", unit="config")
-    from zeus_nb.optimizer.restore import power_limits_restored
+    from zeus_nb.device.guard import power_limits_restored
 
     window = "__zeus_nb_sweep"
     # Limits come back afterwards (errors, Ctrl-C and SIGTERM included). Only changed limits are
@@ -211,6 +220,16 @@ def run_sweep(
                     monitor.end_window(window, cancel=True)
                     raise
                 m = monitor.end_window(window)
+                log.info(
+                    "batch size %d at %g W: metric %g after %d epoch(s), %.1f s, %.0f J%s",
+                    bs,
+                    pl,
+                    metric,
+                    epochs,
+                    m.time,
+                    m.total_energy,
+                    "" if _reached(metric, target, higher) else " (target not reached)",
+                )
                 _append(
                     path,
                     {

@@ -25,6 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zeus_nb.notebooks import grid_points, parse_values
+from zeus_nb.optimizer.power_limit.registry import SELECTORS as _REGISTRY
+from zeus_nb.optimizer.power_limit.registry import (  # noqa: F401  (re-exported)
+    Knob,
+    make_selector,
+    selector_kwargs,
+)
 
 # --- headless detection -------------------------------------------------------------------------
 
@@ -205,49 +211,8 @@ def power_limit_slider(
 # --- optimum selectors ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Knob:
-    """The one number a selector is tuned with, and its allowed range."""
-
-    name: str
-    minimum: float
-    maximum: float
-    default: float
-    step: float
-    help: str
-
-
-SELECTORS: dict[str, Knob | None] = {
-    "Energy": None,
-    "Time": None,
-    "ZeusCost": Knob("eta_knob", 0.0, 1.0, 0.5, 0.05, "0 = fastest, 1 = least energy"),
-    "MaxSlowdownConstraint": Knob(
-        "factor", 1.0, 2.0, 1.1, 0.05, "least energy within this slowdown of the fastest"
-    ),
-}
-
-
-def selector_kwargs(name: str, knob: float | None = None) -> dict[str, float]:
-    """Keyword arguments for selector ``name`` with its knob (checked against the knob's range)."""
-    if name not in SELECTORS:
-        raise ValueError(f"unknown selector {name!r}; use one of {', '.join(SELECTORS)}")
-    spec = SELECTORS[name]
-    if spec is None:
-        return {}
-    value = spec.default if knob is None else float(knob)
-    if not spec.minimum <= value <= spec.maximum:
-        raise ValueError(
-            f"{name}'s {spec.name} must be in [{spec.minimum:g}, {spec.maximum:g}], got {value:g}"
-        )
-    return {spec.name: value}
-
-
-def make_selector(name: str, knob: float | None = None):
-    """The optimizer's selector object ``name`` (from :mod:`zeus_nb.optimizer`)."""
-    import importlib
-
-    optimizer = importlib.import_module("zeus_nb.optimizer")
-    return getattr(optimizer, name)(**selector_kwargs(name, knob))
+# The one selector registry (shared with the CLI), as name -> knob for the picker below.
+SELECTORS: dict[str, Knob | None] = {name: spec.knob for name, spec in _REGISTRY.items()}
 
 
 def selector_picker(
@@ -268,7 +233,7 @@ def selector_picker(
         spec = SELECTORS[dropdown.value]
         slider.layout.display = "none" if spec is None else ""
         if spec is not None:
-            slider.min, slider.max, slider.step = spec.minimum, spec.maximum, spec.step
+            slider.min, slider.max, slider.step = spec.minimum, spec.slider_maximum, spec.step
             slider.description = spec.name
             slider.value = default[1] if dropdown.value == name and default[1] else spec.default
             note.value = f"<i>{spec.help}</i>"
@@ -469,7 +434,7 @@ def power_limit_explorer(
     back afterwards, even if training fails; where this process may not change the limit, the
     epoch runs at the current one and says why. Headless, nothing is shown and nothing runs.
     """
-    from zeus_nb.optimizer.restore import power_limits_restored
+    from zeus_nb.device.guard import power_limits_restored
 
     limit = power_limit_slider(gpu, value=value, headless=headless)
 

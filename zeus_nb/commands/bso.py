@@ -49,7 +49,7 @@ def _num(x):
 
 def run_simulate(args) -> int:
     from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, PaperBatchSizeOptimizer
-    from zeus_nb.optimizer.batch_size_sim import simulate
+    from zeus_nb.optimizer.batch_size.simulator import simulate
 
     policy = PaperBatchSizeOptimizer if args.policy == "paper" else BatchSizeOptimizer
     result = simulate(
@@ -120,7 +120,7 @@ def _json_default(o):
 
 def run_show(args) -> int:
     from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
-    from zeus_nb.optimizer.batch_size_store import SQLiteStore, StoreError, default_path
+    from zeus_nb.optimizer.batch_size.store import SQLiteStore, StoreError, default_path
 
     path = Path(args.store).expanduser() if args.store else default_path()
     if not path.exists():

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-SELECTORS = ("energy", "time", "zeus-cost", "max-slowdown")
+from zeus_nb.optimizer.power_limit import registry
+
+CLI_SELECTORS = tuple(spec.cli_name for spec in registry.SELECTORS.values())
 
 
 def register(sub) -> None:
@@ -15,7 +17,7 @@ def register(sub) -> None:
         "per power limit) through the optimizer; print each limit and the chosen one.",
     )
     r.add_argument("log", help="ZeusMonitor CSV log of a profiling run")
-    r.add_argument("--selector", choices=SELECTORS, default="zeus-cost")
+    r.add_argument("--selector", choices=CLI_SELECTORS, default="zeus-cost")
     r.add_argument("--eta", type=float, default=0.5, help="zeus-cost energy-time knob in [0, 1]")
     r.add_argument("--factor", type=float, default=1.1, help="max-slowdown factor (>= 1)")
     r.add_argument("--adaptive", action="store_true", help="skip limits that cannot win")
@@ -25,15 +27,10 @@ def register(sub) -> None:
 
 
 def make_selector(name: str, eta: float, factor: float):
-    from zeus_nb.optimizer.power_limit import Energy, MaxSlowdownConstraint, Time, ZeusCost
-
-    if name == "energy":
-        return Energy()
-    if name == "time":
-        return Time()
-    if name == "zeus-cost":
-        return ZeusCost(eta)
-    return MaxSlowdownConstraint(factor)
+    """The selector ``name`` (a command-line name) with ``--eta`` or ``--factor`` as its knob."""
+    knob = registry.spec_for(name)[1].knob
+    value = None if knob is None else {"eta_knob": eta, "factor": factor}[knob.name]
+    return registry.make_selector(name, value)
 
 
 def run_replay(args) -> int:

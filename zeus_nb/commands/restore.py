@@ -18,7 +18,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from zeus_nb.optimizer.restore import restore_from_state_files, state_dir
+    from zeus_nb.device.guard import restore_from_state_files, state_dir
 
     folder = args.state_dir or state_dir()
     results = restore_from_state_files(folder, force=args.force)

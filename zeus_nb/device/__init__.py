@@ -5,7 +5,9 @@ asks :func:`current` for it and never checks which backend it got.
 
 Backend choice, highest priority first: the ``backend`` argument, the ``ZEUS_NB_BACKEND``
 environment variable (``sim``, ``nvml`` or ``auto``), then ``auto``: NVML if it initializes, else
-the simulated GPU with a one-line notice. The simulated GPU reads its settings from
+the simulated GPU with a one-line notice (a ``logging`` warning). A replayed profiling log
+(:mod:`zeus_nb.device.replay`) is a backend too: :func:`use_replay` makes one current, or pass
+its system to ``ZeusMonitor(system=...)``. The simulated GPU reads its settings from
 ``ZEUS_NB_SIM_GPU`` (``a40``, ``v100`` or a power-trace CSV), ``ZEUS_NB_SIM_WORKLOAD``,
 ``ZEUS_NB_SIM_BATCH_SIZE``, ``ZEUS_NB_SIM_GPUS`` (default: ``LOCAL_WORLD_SIZE`` under torchrun,
 else 1), ``ZEUS_NB_SIM_NOISE`` and ``ZEUS_NB_SIM_SEED``; :func:`use_simulated` sets them in code.
@@ -13,11 +15,12 @@ else 1), ``ZEUS_NB_SIM_NOISE`` and ``ZEUS_NB_SIM_SEED``; :func:`use_simulated` s
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from pathlib import Path
 
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
+from zeus_nb.device.nvml import FROM_ENV
 from zeus_nb.errors import NoGPUError
 
 __all__ = [
@@ -25,12 +28,16 @@ __all__ = [
     "GPUSystem",
     "PowerSampler",
     "PowerTimeline",
+    "create",
     "current",
     "reset",
     "resolve_backend",
     "step",
+    "use_replay",
     "use_simulated",
 ]
+
+log = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "sim", "nvml")
 _current: GPUSystem | None = None
@@ -62,7 +69,7 @@ def _env_int(name: str, default: int | None) -> int | None:
         raise ValueError(f"{name}={value!r} is not an integer") from None
 
 
-def _sim_from_env():
+def _sim_from_env(seed_offset: int = 0):
     from zeus_nb.device.sim import SimulatedSystem
 
     return SimulatedSystem(
@@ -71,8 +78,36 @@ def _sim_from_env():
         batch_size=_env_int("ZEUS_NB_SIM_BATCH_SIZE", None),
         num_gpus=_env_int("ZEUS_NB_SIM_GPUS", _env_int("LOCAL_WORLD_SIZE", 1)) or 1,
         noise=float(os.environ.get("ZEUS_NB_SIM_NOISE", "0") or 0),
-        seed=_env_int("ZEUS_NB_SIM_SEED", 0) or 0,
+        seed=(_env_int("ZEUS_NB_SIM_SEED", 0) or 0) + seed_offset,
     )
+
+
+def create(
+    backend: str | None = None,
+    *,
+    seed_offset: int = 0,
+    cuda_visible_devices: str | None = FROM_ENV,
+) -> GPUSystem:
+    """A new GPU system for ``backend`` (chosen as :func:`current` does), not made current.
+
+    ``seed_offset`` is added to a simulated system's noise seed (``ZEUS_NB_SIM_SEED``), so that
+    e.g. each rank of a data-parallel job draws its own noise, as real GPUs would differ.
+    ``cuda_visible_devices`` numbers real GPUs as another process saw them (``zeus-nb restore``
+    passes the crashed process's value); default: this process's environment.
+    """
+    name = resolve_backend(backend)
+    if name == "sim":
+        return _sim_from_env(seed_offset)
+    from zeus_nb.device.nvml import NvmlSystem
+
+    if name == "nvml":
+        return NvmlSystem(cuda_visible_devices)
+    try:
+        return NvmlSystem(cuda_visible_devices)
+    except (NoGPUError, ImportError) as e:
+        reason = str(e).split(";")[0]
+        log.warning("%s; using the simulated GPU backend", reason)
+        return _sim_from_env(seed_offset)
 
 
 def current(backend: str | None = None) -> GPUSystem:
@@ -82,23 +117,9 @@ def current(backend: str | None = None) -> GPUSystem:
     """
     global _current
     name = resolve_backend(backend)
-    if _current is not None and name in ("auto", _current.backend):
-        return _current
-    if name == "sim":
-        _current = _sim_from_env()
-    elif name == "nvml":
-        from zeus_nb.device.nvml import NvmlSystem
-
-        _current = NvmlSystem()
-    else:
-        from zeus_nb.device.nvml import NvmlSystem
-
-        try:
-            _current = NvmlSystem()
-        except (NoGPUError, ImportError) as e:
-            reason = str(e).split(";")[0]
-            print(f"zeus-nb: {reason}; using the simulated GPU backend", file=sys.stderr)
-            _current = _sim_from_env()
+    if _current is None or name not in ("auto", _current.backend):
+        _current = create(name)
+        log.debug("GPU backend: %s, %d GPU(s)", _current.backend, len(_current.gpus))
     return _current
 
 
@@ -116,6 +137,18 @@ def use_simulated(
     from zeus_nb.device.sim import SimulatedSystem
 
     _current = SimulatedSystem(gpu, workload, batch_size, num_gpus, noise, seed, num_samples)
+    return _current
+
+
+def use_replay(log, steps_per_window: int = 40, gpu_name: str | None = None):
+    """Make the GPUs of a replayed ZeusMonitor log current and return their system.
+
+    See :class:`zeus_nb.device.replay.ReplaySystem`; ``zeus_nb.step()`` then advances the replay.
+    """
+    global _current
+    from zeus_nb.device.replay import ReplaySystem
+
+    _current = ReplaySystem(log, steps_per_window, gpu_name)
     return _current
 
 

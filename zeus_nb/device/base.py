@@ -15,6 +15,9 @@ class GPU(ABC):
     """One GPU. Power in watts, energy in joules, whatever the backend's native units."""
 
     index: int
+    #: Whether settings changed here outlive this process (real GPUs' do; a replay's do not),
+    #: i.e. whether a settings guard writes a state file for ``zeus-nb restore``.
+    persistent: bool = True
 
     @property
     @abstractmethod
@@ -67,6 +70,12 @@ class GPU(ABC):
         from zeus_nb.errors import UnsupportedError
 
         raise UnsupportedError(f"GPU {self.index}: this backend cannot reset SM clocks")
+
+    def locked_clocks(self) -> tuple[int, int] | None:
+        """The (min, max) SM clocks this GPU is locked to, or None when the driver chooses."""
+        from zeus_nb.errors import UnsupportedError
+
+        raise UnsupportedError(f"GPU {self.index}: this backend cannot lock SM clocks")
 
     def check_clock(self, mhz: int) -> int:
         """Validate a requested SM clock against :meth:`supported_clocks`; returns it as int."""

@@ -104,6 +104,8 @@ class NvmlGPU(GPU):
         self.handle = handle
         self._integrator: _PowerIntegrator | None = None
         self._counter: bool | None = None
+        # NVML cannot report locked clocks: this process's own locks, None when unlocked by it.
+        self._locked: tuple[int, int] | None = None
 
     def _call(self, what: str, fn, *args):
         try:
@@ -193,9 +195,15 @@ class NvmlGPU(GPU):
         self._clock_call(
             f"locking SM clocks to {lo}-{hi} MHz", _pynvml().nvmlDeviceSetGpuLockedClocks, lo, hi
         )
+        self._locked = (lo, hi)
 
     def reset_locked_clocks(self) -> None:
         self._clock_call("resetting locked SM clocks", _pynvml().nvmlDeviceResetGpuLockedClocks)
+        self._locked = None
+
+    def locked_clocks(self) -> tuple[int, int] | None:
+        """The lock this process set (NVML has no query for it); None: the driver chooses."""
+        return self._locked
 
     def can_set_power_limit(self) -> tuple[bool, str]:
         if has_sys_admin():
@@ -203,9 +211,21 @@ class NvmlGPU(GPU):
         return False, NO_PERMISSION_HINT
 
 
-def visible_nvml_indices(count: int) -> list[int | str]:
-    """NVML indices (or UUIDs) of the GPUs CUDA numbers 0, 1, ... under CUDA_VISIBLE_DEVICES."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+FROM_ENV = "from the environment"  # sentinel: read CUDA_VISIBLE_DEVICES
+
+
+def visible_nvml_indices(
+    count: int, cuda_visible_devices: str | None = FROM_ENV
+) -> list[int | str]:
+    """NVML indices (or UUIDs) of the GPUs CUDA numbers 0, 1, ... under CUDA_VISIBLE_DEVICES.
+
+    ``cuda_visible_devices`` overrides the environment variable (None: every GPU is visible).
+    """
+    env = (
+        os.environ.get("CUDA_VISIBLE_DEVICES")
+        if cuda_visible_devices is FROM_ENV
+        else cuda_visible_devices
+    )
     if env is None:
         return list(range(count))
     out: list[int | str] = []
@@ -223,9 +243,16 @@ def visible_nvml_indices(count: int) -> list[int | str]:
 
 
 class NvmlSystem(GPUSystem):
+    """The GPUs NVML sees, numbered as CUDA numbers them.
+
+    Args:
+        cuda_visible_devices: a ``CUDA_VISIBLE_DEVICES`` value to number GPUs by (None: all of
+            them); default: the environment's. ``zeus-nb restore`` passes the crashed process's.
+    """
+
     backend = "nvml"
 
-    def __init__(self):
+    def __init__(self, cuda_visible_devices: str | None = FROM_ENV):
         nv = _pynvml()
         try:
             nv.nvmlInit()
@@ -234,7 +261,7 @@ class NvmlSystem(GPUSystem):
         try:
             count = nv.nvmlDeviceGetCount()
             self.gpus = []
-            for cuda_index, ident in enumerate(visible_nvml_indices(count)):
+            for cuda_index, ident in enumerate(visible_nvml_indices(count, cuda_visible_devices)):
                 if isinstance(ident, int):
                     handle = nv.nvmlDeviceGetHandleByIndex(ident)
                 else:

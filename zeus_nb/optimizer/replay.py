@@ -1,228 +1,43 @@
-"""Replay a ZeusMonitor CSV log of a real profiling run, as if its GPUs were here.
+"""Run the power-limit optimizer over a replayed ZeusMonitor log, without a GPU.
 
-A log has one row per profiled power limit (window ``__GlobalPowerLimitOptimizer_<W>``): elapsed
-time and each GPU's energy over that limit's measured steps. :class:`ReplayMonitor` offers the
-monitor interface the optimizer uses, over replayed GPUs whose clock advances only when
-:meth:`ReplayMonitor.step` runs: one step at limit W costs ``elapsed_W / steps_per_window`` s and
-``energy_W / steps_per_window`` J per GPU (the window's steps spread evenly over its time). A
-window of ``steps_per_window`` steps at W therefore measures exactly what the real run measured.
-Limits the log does not hold are refused rather than invented.
+The replayed GPUs are a device backend (:mod:`zeus_nb.device.replay`) that the ordinary
+:class:`~zeus_nb.monitor.ZeusMonitor` reads; this module only drives the optimizer over one and
+keeps the names older code imports from here.
 """
 
 from __future__ import annotations
 
-import csv
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
-from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
-from zeus_nb.errors import TraceFormatError, UnsupportedError, WindowError
-from zeus_nb.monitor import Measurement
+from zeus_nb.device.replay import ProfileLog, ReplayGPU, ReplaySystem, load_profile_log
+from zeus_nb.monitor import ZeusMonitor
 
-_WINDOW = re.compile(r"^__GlobalPowerLimitOptimizer_(\d+(?:\.\d+)?)$")
-_ENERGY = re.compile(r"^gpu(\d+)_energy$")
-
-
-@dataclass
-class ProfileLog:
-    """A parsed profiling log: per limit (W), elapsed s and per-GPU J."""
-
-    path: Path
-    gpu_indices: list[int]
-    elapsed: dict[float, float]
-    energy: dict[float, dict[int, float]]
-    gpu_name: str
-
-    @property
-    def power_limits(self) -> list[float]:
-        """Logged limits, highest first."""
-        return sorted(self.elapsed, reverse=True)
+__all__ = [
+    "ProfileLog",
+    "ReplayGPU",
+    "ReplayMonitor",
+    "ReplaySystem",
+    "load_profile_log",
+    "replay_optimizer",
+]
 
 
-def _gpu_name_from_path(path: Path) -> str:
-    model = path.stem.split("+")[0] if "+" in path.stem else ""
-    return f"NVIDIA {model} (replay)" if model else "replayed GPU"
+class ReplayMonitor(ZeusMonitor):
+    """A :class:`ZeusMonitor` over a fresh :class:`ReplaySystem`, plus :meth:`step`.
 
-
-def load_profile_log(path: str | Path, gpu_name: str | None = None) -> ProfileLog:
-    """Parse a ZeusMonitor log; rows of one limit split over several windows are summed."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no profiling log at {path}")
-    with path.open(newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if not header or header[:3] != ["start_time", "window_name", "elapsed_time"]:
-            raise TraceFormatError(
-                f"{path}: not a ZeusMonitor log; the header must start with "
-                "start_time,window_name,elapsed_time followed by gpu<i>_energy columns"
-            )
-        indices = []
-        for col in header[3:]:
-            m = _ENERGY.match(col)
-            if not m:
-                raise TraceFormatError(f"{path}: unexpected column {col!r}; want gpu<i>_energy")
-            indices.append(int(m.group(1)))
-        if not indices:
-            raise TraceFormatError(f"{path}: the log has no gpu<i>_energy column")
-        elapsed: dict[float, float] = {}
-        energy: dict[float, dict[int, float]] = {}
-        for n, row in enumerate(reader, start=2):
-            if not row:
-                continue
-            m = _WINDOW.match(row[1]) if len(row) > 1 else None
-            if m is None:
-                continue  # other windows of the same run
-            if len(row) != len(header):
-                raise TraceFormatError(
-                    f"{path}, line {n}: {len(row)} fields, expected {len(header)}"
-                )
-            try:
-                limit = float(m.group(1))
-                t = float(row[2])
-                es = [float(x) for x in row[3:]]
-            except ValueError:
-                raise TraceFormatError(f"{path}, line {n}: a number does not parse") from None
-            if t < 0 or any(e < 0 for e in es):
-                raise TraceFormatError(f"{path}, line {n}: negative time or energy")
-            elapsed[limit] = elapsed.get(limit, 0.0) + t
-            per_gpu = energy.setdefault(limit, dict.fromkeys(indices, 0.0))
-            for i, e in zip(indices, es, strict=True):
-                per_gpu[i] += e
-    if not elapsed:
-        raise TraceFormatError(f"{path}: no __GlobalPowerLimitOptimizer_<W> window in the log")
-    return ProfileLog(path, indices, elapsed, energy, gpu_name or _gpu_name_from_path(path))
-
-
-class ReplayGPU(GPU):
-    """One GPU of a replayed log."""
-
-    def __init__(self, system: ReplaySystem, index: int):
-        self.index = index
-        self._system = system
-        self._limit = max(system.log.elapsed)
-        self._energy = 0.0
-
-    @property
-    def name(self) -> str:
-        return self._system.log.gpu_name
-
-    def power_limit_constraints(self) -> tuple[float, float]:
-        limits = self._system.log.elapsed
-        return (min(limits), max(limits))
-
-    def default_power_limit(self) -> float:
-        return max(self._system.log.elapsed)
-
-    def get_power_limit(self) -> float:
-        return self._limit
-
-    def set_power_limit(self, watts: float) -> None:
-        w = self.check_power_limit(watts)
-        if w not in self._system.log.elapsed:
-            have = ", ".join(f"{x:g}" for x in self._system.log.power_limits)
-            raise ValueError(
-                f"{self._system.log.path.name} has no measurement at {w:g} W (it has {have}); "
-                "choose a pl_step that lands on logged limits"
-            )
-        self._limit = w
-
-    def supports_energy_counter(self) -> bool:
-        return True
-
-    def energy(self) -> float:
-        return self._energy
-
-    def power(self) -> float:
-        t = self._system.log.elapsed[self._limit]
-        return self._system.log.energy[self._limit][self.index] / t if t > 0 else 0.0
-
-    def can_set_power_limit(self) -> tuple[bool, str]:
-        return True, "replayed GPU"
-
-
-class ReplaySystem(GPUSystem):
-    """The replayed GPUs and their replay clock."""
-
-    backend = "replay"
-
-    def __init__(self, log: ProfileLog, steps_per_window: int):
-        if steps_per_window < 1:
-            raise ValueError(f"steps_per_window must be >= 1, got {steps_per_window}")
-        self.log = log
-        self.steps_per_window = int(steps_per_window)
-        self._now = 0.0
-        self.gpus = [ReplayGPU(self, i) for i in log.gpu_indices]
-
-    def clock(self) -> float:
-        return self._now
-
-    def step(self, n: int = 1, batch_size: int | None = None) -> None:
-        """Run ``n`` steps on every GPU at its current limit; the slowest sets the pace."""
-        if n <= 0:
-            return
-        dt = 0.0
-        for g in self.gpus:
-            frac = n / self.steps_per_window
-            g._energy += self.log.energy[g._limit][g.index] * frac
-            dt = max(dt, self.log.elapsed[g._limit] * frac)
-        self._now += dt
-
-    def info(self) -> dict[str, str]:
-        return {"backend": "replay", "log": str(self.log.path)}
-
-    def power_sampler(self, indices: list[int], period: float) -> PowerSampler:
-        raise UnsupportedError("a replayed log has no power timeline, only window totals")
-
-
-class ReplayMonitor:
-    """Monitor-compatible windows over a replayed log (for the power-limit optimizer).
-
-    Args:
-        log: path of a ZeusMonitor CSV log (or a parsed :class:`ProfileLog`).
-        steps_per_window: how many steps the logged windows spanned; use the optimizer's
-            ``profile_steps`` so each window reproduces the logged numbers exactly.
-        gpu_name: model name the replayed GPUs report (default: from the file name).
+    Kept for code written before replay became a backend; new code writes
+    ``ZeusMonitor(system=ReplaySystem(log, steps_per_window))``.
     """
-
-    persist_power_limits = False  # nothing outlives the process: no restore state file
 
     def __init__(
         self, log: str | Path | ProfileLog, steps_per_window: int = 40, gpu_name: str | None = None
     ):
-        if not isinstance(log, ProfileLog):
-            log = load_profile_log(log, gpu_name)
-        self.log = log
-        self.system = ReplaySystem(log, steps_per_window)
-        self.gpus = self.system.gpus
-        self.gpu_indices = [g.index for g in self.gpus]
-        self._windows: dict[str, tuple[float, list[float]]] = {}
+        super().__init__(system=ReplaySystem(log, steps_per_window, gpu_name))
+        self.log = self.system.log
 
     def step(self, n: int = 1) -> None:
         """Advance the replay by ``n`` training steps."""
         self.system.step(n)
-
-    def _read(self) -> tuple[float, list[float]]:
-        return self.system.clock(), [g.energy() for g in self.gpus]
-
-    def begin_window(self, key: str, sync_execution: bool | None = None, restart: bool = False):
-        if key in self._windows and not restart:
-            raise WindowError(f"measurement window {key!r} is already open")
-        self._windows[key] = self._read()
-
-    def end_window(
-        self, key: str, sync_execution: bool | None = None, cancel: bool = False
-    ) -> Measurement:
-        if key not in self._windows:
-            raise WindowError(f"measurement window {key!r} was never begun")
-        t0, e0 = self._windows.pop(key)
-        if cancel:
-            return Measurement(0.0, dict.fromkeys(self.gpu_indices, 0.0))
-        t1, e1 = self._read()
-        return Measurement(
-            t1 - t0, {i: b - a for i, a, b in zip(self.gpu_indices, e0, e1, strict=True)}
-        )
 
 
 def replay_optimizer(
@@ -242,9 +57,9 @@ def replay_optimizer(
     """
     from zeus_nb.optimizer.power_limit import GlobalPowerLimitOptimizer
 
-    monitor = ReplayMonitor(log, steps_per_window=profile_steps)
+    system = ReplaySystem(log, steps_per_window=profile_steps)
     plo = GlobalPowerLimitOptimizer(
-        monitor,
+        ZeusMonitor(system=system),
         optimum_selector,
         wait_steps=0,
         warmup_steps=warmup_steps,
@@ -259,7 +74,7 @@ def replay_optimizer(
         if steps >= max_steps:
             raise RuntimeError(f"the optimizer did not finish within {max_steps} steps")
         plo.on_step_begin()
-        monitor.step()
+        system.step()
         plo.on_step_end()
         steps += 1
     return plo

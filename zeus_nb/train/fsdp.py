@@ -7,20 +7,10 @@ across ranks. Runs on CUDA with NCCL, or on the CPU with gloo::
     torchrun --nproc_per_node 2 -m zeus_nb.train.fsdp --data synthetic --backend sim
 """
 
-from __future__ import annotations
-
-import sys
-from typing import Any
-
-from zeus_nb.train.common import TrainConfig, main, run, with_overrides
+from zeus_nb.train.cli import main, trainer
 
 MODE = "fsdp"
-
-
-def train(config: TrainConfig | None = None, **overrides: Any) -> dict[str, Any]:
-    """Run training in this process; keyword overrides replace fields of ``config``."""
-    return run(MODE, with_overrides(config, overrides))
-
+train = trainer(MODE)
 
 if __name__ == "__main__":
-    sys.exit(main(MODE))
+    raise SystemExit(main(MODE))

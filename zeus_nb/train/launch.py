@@ -8,11 +8,17 @@ and returns the results JSON as a dictionary.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
+import queue
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections import deque
 from dataclasses import fields
 from pathlib import Path
@@ -28,13 +34,20 @@ _OFF_SWITCHES = {
 }
 
 
+log = logging.getLogger(__name__)
+
+
 class TrainingFailed(ZeusNbError):
     """The training subprocess exited with an error."""
 
 
+class TrainingTimedOut(TrainingFailed):
+    """The training subprocess ran past ``launch(timeout=...)`` and was stopped."""
+
+
 def command(mode: str, nproc: int = 1, **options: Any) -> list[str]:
     """The command line that runs ``mode`` with ``options`` (TrainConfig field names)."""
-    from zeus_nb.train.common import TrainConfig
+    from zeus_nb.train.config import TrainConfig
 
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -83,8 +96,9 @@ def launch(
         nproc: processes (GPUs) for dp/fsdp.
         echo: print the training output as it comes.
         env: extra environment variables (e.g. ``{"ZEUS_NB_MAX_SLOWDOWN": "1.2"}``).
-        timeout: seconds before the run is stopped.
-        **options: :class:`~zeus_nb.train.common.TrainConfig` fields, e.g. ``data="synthetic",
+        timeout: seconds before the run is stopped (all its processes) with
+            :class:`TrainingTimedOut`; None waits for ever.
+        **options: :class:`~zeus_nb.train.config.TrainConfig` fields, e.g. ``data="synthetic",
             backend="sim", epochs=2``. The progress bar is off unless ``progress=True``.
     """
     options.setdefault("progress", False)
@@ -98,27 +112,87 @@ def launch(
             p for p in (package_root, run_env.get("PYTHONPATH")) if p
         )
         run_env.update(env or {})
-        tail: deque[str] = deque(maxlen=200)
-        with subprocess.Popen(
-            cmd,
-            env=run_env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            bufsize=1,
-        ) as proc:
-            try:
-                for line in proc.stdout:
-                    tail.append(line.rstrip("\n"))
-                    if echo:
-                        print(line, end="", flush=True)
-                rc = proc.wait(timeout=timeout)
-            except (subprocess.TimeoutExpired, KeyboardInterrupt):
-                proc.terminate()  # torchrun forwards SIGTERM to its workers
-                proc.wait()
-                raise
+        rc, tail = run_streaming(cmd, run_env, echo=echo, timeout=timeout)
         if rc != 0 or not results.is_file():
             raise TrainingFailed(
                 f"training exited with status {rc}: {' '.join(cmd)}\n" + "\n".join(tail)
             )
         return json.loads(results.read_text())
+
+
+def run_streaming(
+    cmd: list[str], env: dict[str, str], *, echo: bool = True, timeout: float | None = None
+) -> tuple[int, list[str]]:
+    """Run ``cmd``, echoing its merged output line by line; (exit status, last 200 lines).
+
+    The output is read on a helper thread and printed from this one (so it lands in the calling
+    notebook cell), which leaves this thread free to enforce ``timeout`` even when the child (or
+    a torchrun worker) hangs with its stdout open. The child leads its own process group, so a
+    timeout or an interrupt stops every process it started.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    tail: deque[str] = deque(maxlen=200)
+    lines: queue.Queue[str | None] = queue.Queue()
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        start_new_session=True,
+    )
+    reader = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
+    reader.start()
+    try:
+        while (line := lines.get(timeout=_left(deadline))) is not None:
+            tail.append(line.rstrip("\n"))
+            if echo:
+                print(line, end="", flush=True)
+        rc = proc.wait(timeout=_left(deadline))
+    except (queue.Empty, subprocess.TimeoutExpired):
+        _stop(proc, reader)
+        raise TrainingTimedOut(
+            f"training did not finish within {timeout:g} s and was stopped: {' '.join(cmd)}\n"
+            + "\n".join(tail)
+        ) from None
+    except BaseException:  # KeyboardInterrupt in a notebook: leave no stray workers
+        _stop(proc, reader)
+        raise
+    reader.join()
+    proc.stdout.close()
+    return rc, list(tail)
+
+
+def _pump(stream, lines: queue.Queue) -> None:
+    """Copy ``stream``'s lines into ``lines``, then None at end of file."""
+    try:
+        for line in stream:
+            lines.put(line)
+    finally:
+        lines.put(None)
+
+
+def _left(deadline: float | None) -> float | None:
+    """Seconds until ``deadline`` (None: no limit); 0 once it has passed."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def _stop(proc: subprocess.Popen, reader: threading.Thread, grace: float = 5.0) -> None:
+    """SIGTERM the child's process group (torchrun forwards it to its workers), then SIGKILL
+    whatever is left of the group, so no worker keeps running or holds the output pipe open."""
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        log.warning("training process %d ignored SIGTERM for %g s; killing it", proc.pid, grace)
+    _signal_group(proc.pid, signal.SIGKILL)
+    proc.wait()
+    reader.join(timeout=grace)
+    if not reader.is_alive():  # closing a pipe another thread still reads could block
+        proc.stdout.close()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
+        os.killpg(pgid, sig)

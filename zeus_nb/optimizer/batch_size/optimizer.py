@@ -19,7 +19,8 @@ cost-optimal batch size across recurrences. Each recurrence is one pull of a mul
    variance, and left the other workloads unchanged within their noise). ``exploration=1`` gives
    textbook Thompson sampling. A run that fails counts its own cost plus the best cost so far,
    for the retry it forces.
-   :class:`PaperBatchSizeOptimizer` keeps the published Thompson step as a baseline.
+   :class:`~zeus_nb.optimizer.batch_size.paper.PaperBatchSizeOptimizer` keeps the published
+   Thompson step as a baseline.
 
 Cost = eta x energy + (1 - eta) x MaxPower x time (:func:`zeus_nb.tradeoff.zeus_cost`).
 **Early stopping**: a run whose cost would pass beta x the cheapest successful run so far is
@@ -35,21 +36,22 @@ choice, which is what lets the state live in a shared SQLite file.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from zeus_nb.optimizer.batch_size_store import (
+from zeus_nb.optimizer.batch_size.explorer import PruningExplorer
+from zeus_nb.optimizer.batch_size.store import (
     DEFAULT_EXPLORATION,
     JobSpec,
     MemoryStore,
     Observation,
     SQLiteStore,
     StoreError,
+    validated_spec,
 )
-from zeus_nb.tradeoff import check_eta, zeus_cost
+from zeus_nb.tradeoff import zeus_cost
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,86 +67,9 @@ __all__ = [
     "JobSpec",
     "MemoryStore",
     "Observation",
-    "PaperBatchSizeOptimizer",
     "PruningExplorer",
     "SQLiteStore",
 ]
-
-
-@dataclass
-class PruningExplorer:
-    """The pruning phase as a small state machine: ``expected`` is the batch size to run next.
-
-    Observations of any other batch size (a concurrent recurrence that reports late) are ignored
-    here; the bandit still learns from them.
-    """
-
-    batch_sizes: list[int]
-    center: int
-    rounds: int = 2
-    round: int = 0
-    survivors: list[int] = field(default_factory=list)
-    _queue: list[list[int]] = field(default_factory=list)
-    _good: list[int] = field(default_factory=list)
-    _best: float = math.inf
-    tried: list[int] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.batch_sizes = sorted(set(self.batch_sizes))
-        if self.center not in self.batch_sizes:
-            raise ValueError(
-                f"default batch size {self.center} is not among the batch sizes {self.batch_sizes}"
-            )
-        self.survivors = list(self.batch_sizes)
-        self._start_round()
-
-    def _start_round(self) -> None:
-        i = self.survivors.index(self.center)
-        self._queue = [self.survivors[: i + 1][::-1], self.survivors[i + 1 :]]
-        self._good = []
-        self._best = math.inf
-        self._skip_empty()
-
-    def _skip_empty(self) -> None:
-        while self._queue and not self._queue[0]:
-            self._queue.pop(0)
-
-    @property
-    def done(self) -> bool:
-        return self.round >= self.rounds
-
-    @property
-    def expected(self) -> int | None:
-        """The batch size pruning wants to run next, or None once pruning is over."""
-        return None if self.done else self._queue[0][0]
-
-    def observe(self, batch_size: int, cost: float, reached: bool) -> bool:
-        """Feed one result; returns whether pruning used it."""
-        if self.done or batch_size != self.expected:
-            return False
-        self._queue[0].pop(0)
-        self.tried.append(batch_size)
-        if reached:
-            self._good.append(batch_size)
-            if cost < self._best:
-                self._best, self.center = cost, batch_size
-        else:
-            self._queue[0] = []  # stop this direction at its first failure
-        self._skip_empty()
-        if not self._queue:
-            self._end_round()
-        return True
-
-    def _end_round(self) -> None:
-        # With no survivor at all, keep the previous set: the user's default must be feasible,
-        # and a single unlucky (or early-stopped) run should not leave the bandit with no arms.
-        if self._good:
-            self.survivors = sorted(self._good)
-        if self.center not in self.survivors:
-            self.center = self.survivors[0]
-        self.round += 1
-        if not self.done:
-            self._start_round()
 
 
 class BatchSizeOptimizer:
@@ -209,7 +134,7 @@ class BatchSizeOptimizer:
                     int(window),
                     float(exploration),
                 )
-        spec = _validated(spec)
+        spec = validated_spec(spec)
         self.job = store.register(spec)
         self._explorer = PruningExplorer(
             list(self.job.batch_sizes), self.job.default_batch_size, self.job.pruning_rounds
@@ -449,73 +374,3 @@ class BatchSizeOptimizer:
         if int(batch_size) not in self.job.batch_sizes:
             raise ValueError(f"batch size {batch_size} is not one of job {self.job.name!r}'s")
         self.store.set_power_limit(self.job.name, int(batch_size), float(watts))
-
-
-class PaperBatchSizeOptimizer(BatchSizeOptimizer):
-    """The same pruning, with the Thompson step as the Zeus paper runs it: a baseline.
-
-    Full-width draws (``exploration`` 1), each arm's own maximum-likelihood cost variance with
-    no prior (two runs of equal cost freeze that arm's draw at its mean), and a failed run is
-    learned at its own cost. A run that never started (reported with no time and no energy,
-    as whole-epoch simulation does when one epoch would pass the threshold) is learned at
-    100 x beta x the best cost, as the original Zeus simulator reports it. For simulations and
-    benchmarks that compare with the published policy; new jobs should use
-    :class:`BatchSizeOptimizer`.
-    """
-
-    def __init__(self, job: JobSpec | str, store=None, **kwargs) -> None:
-        if isinstance(job, JobSpec):
-            job = replace(job, exploration=1.0)
-        else:
-            kwargs["exploration"] = 1.0
-        super().__init__(job, store, **kwargs)
-
-    def _learned_cost(self, obs: Observation) -> float:
-        if obs.reached or obs.cost > 0 or not math.isfinite(self.job.beta * self._best_cost):
-            return obs.cost
-        return 100 * self.job.beta * self._best_cost
-
-    def _arm_posterior(self, bs: int, pooled_cv: float) -> tuple[float, float]:
-        n, mean, sd = self._arm_stats(bs)
-        if n == 0:
-            return math.nan, math.inf
-        return mean, sd / math.sqrt(n)
-
-
-def _validated(spec: JobSpec) -> JobSpec:
-    if not spec.batch_sizes:
-        raise ValueError("batch_sizes must list at least one batch size")
-    sizes = tuple(sorted({int(b) for b in spec.batch_sizes}))
-    if sizes[0] < 1:
-        raise ValueError(f"batch sizes must be positive integers, got {list(spec.batch_sizes)}")
-    if spec.default_batch_size not in sizes:
-        raise ValueError(
-            f"default_batch_size {spec.default_batch_size} must be one of the batch sizes "
-            f"{list(sizes)}"
-        )
-    check_eta(spec.eta)
-    if not spec.beta > 1.0:
-        raise ValueError(f"beta must be > 1 (inf disables early stopping), got {spec.beta}")
-    if spec.max_power is not None and not spec.max_power > 0:
-        raise ValueError(f"max_power must be > 0 W, got {spec.max_power}")
-    if spec.pruning_rounds < 1:
-        raise ValueError(f"pruning_rounds must be >= 1, got {spec.pruning_rounds}")
-    if not (spec.exploration >= 0 and math.isfinite(spec.exploration)):
-        raise ValueError(
-            f"exploration must be a finite number >= 0 (1: plain posterior draws, 0: greedy), "
-            f"got {spec.exploration}"
-        )
-    if spec.window < 0:
-        raise ValueError(f"window must be >= 0 (0: all observations), got {spec.window}")
-    return JobSpec(
-        spec.name,
-        sizes,
-        int(spec.default_batch_size),
-        float(spec.eta),
-        float(spec.beta),
-        spec.max_power,
-        int(spec.seed),
-        int(spec.pruning_rounds),
-        int(spec.window),
-        float(spec.exploration),
-    )

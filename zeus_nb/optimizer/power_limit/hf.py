@@ -14,7 +14,8 @@ except ImportError as e:  # pragma: no cover - depends on the environment
         "HFGlobalPowerLimitOptimizer needs Hugging Face transformers: pip install 'zeus-nb[hf]'"
     ) from e
 
-from zeus_nb.optimizer.power_limit import GlobalPowerLimitOptimizer, OptimumSelector
+from zeus_nb.optimizer.power_limit.optimizer import GlobalPowerLimitOptimizer
+from zeus_nb.optimizer.power_limit.selectors import OptimumSelector
 
 
 class HFGlobalPowerLimitOptimizer(TrainerCallback):

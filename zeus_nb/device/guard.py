@@ -1,0 +1,414 @@
+"""Put GPU settings back at the values they had before zeus-nb changed them.
+
+Before its first change, a :class:`SettingsGuard` records each GPU's original value of every
+setting *kind* it guards (``power_limit``, ``locked_clocks``) in memory and in a small JSON state
+file. It restores them when asked (:meth:`SettingsGuard.restore`), at interpreter exit (normal
+end, an uncaught exception or KeyboardInterrupt all pass through ``atexit``) and on SIGTERM (a
+handler restores, then hands the signal to whatever handler was installed before). Nothing in a
+process survives SIGKILL or a power cut, which is what the state file is for: ``zeus-nb restore``
+(:func:`restore_from_state_files`) reads it in a fresh process and sets the values back.
+
+Setting kinds
+-------------
+The state file lists ``(gpu, kind, original)`` entries, and restoring dispatches on ``kind``
+through :data:`SETTING_KINDS`. A new kind of setting (locked SM clocks, say) is one
+:class:`SettingKind` passed to :func:`register_setting_kind`: the guard, its hooks, the state
+file and ``zeus-nb restore`` need no change.
+
+The state files live in ``$ZEUS_NB_STATE_DIR``, else ``$XDG_CACHE_HOME/zeus-nb/power_limits``, else
+``~/.cache/zeus-nb/power_limits``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import itertools
+import json
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zeus_nb.device.base import GPU
+from zeus_nb.errors import ZeusNbError
+
+log = logging.getLogger(__name__)
+
+STATE_DIR_ENV = "ZEUS_NB_STATE_DIR"
+FORMAT = "zeus-nb device settings"
+LEGACY_FORMAT = "zeus-nb power-limit state"  # format 1: power limits only, still restored
+
+_active: list[SettingsGuard] = []
+_lock = threading.RLock()
+_hooks_installed = False
+_previous_sigterm = None
+_counter = itertools.count()
+
+
+# --- setting kinds ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SettingKind:
+    """How to read and write back one kind of GPU setting. Values must be JSON-serializable."""
+
+    name: str
+    read: Callable[[GPU], Any]
+    write: Callable[[GPU, Any], None]
+    unit: str = ""
+
+    def describe(self, value: Any) -> str:
+        return f"{value:g} {self.unit}".strip() if isinstance(value, float) else f"{value}"
+
+
+def _set_power_limit(gpu: GPU, watts: Any) -> None:
+    gpu.set_power_limit(float(watts))
+
+
+POWER_LIMIT = SettingKind(
+    "power_limit", lambda g: float(g.get_power_limit()), _set_power_limit, "W"
+)
+
+
+def _read_locked_clocks(gpu: GPU) -> list[int] | None:
+    locked = gpu.locked_clocks()
+    return None if locked is None else [int(locked[0]), int(locked[1])]
+
+
+def _write_locked_clocks(gpu: GPU, value: Any) -> None:
+    """None: let the driver choose again; [min, max]: lock the SM clock to that range (MHz)."""
+    if value is None:
+        gpu.reset_locked_clocks()
+    else:
+        gpu.set_locked_clocks(int(value[0]), int(value[1]))
+
+
+# Locked SM clocks (pipeline frequency plans): None means the driver chooses.
+LOCKED_CLOCKS = SettingKind("locked_clocks", _read_locked_clocks, _write_locked_clocks, "MHz")
+SETTING_KINDS: dict[str, SettingKind] = {
+    POWER_LIMIT.name: POWER_LIMIT,
+    LOCKED_CLOCKS.name: LOCKED_CLOCKS,
+}
+
+
+def register_setting_kind(kind: SettingKind) -> None:
+    """Make ``kind`` guardable and restorable by ``zeus-nb restore`` (replaces a same-named one)."""
+    SETTING_KINDS[kind.name] = kind
+
+
+def _kind(name: str) -> SettingKind:
+    try:
+        return SETTING_KINDS[name]
+    except KeyError:
+        known = ", ".join(sorted(SETTING_KINDS))
+        raise ZeusNbError(
+            f"unknown GPU setting kind {name!r} (this zeus-nb knows: {known}); restore it with "
+            "the zeus-nb version that wrote the state file"
+        ) from None
+
+
+def state_dir() -> Path:
+    """Folder of the state files (not created here)."""
+    env = os.environ.get(STATE_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "zeus-nb" / "power_limits"
+
+
+# --- the guard ----------------------------------------------------------------------------------
+class SettingsGuard:
+    """Remembers the original values of some settings of some GPUs and restores them once.
+
+    Args:
+        gpus: device-layer GPU objects whose settings will be changed.
+        kinds: names of the setting kinds to guard (keys of :data:`SETTING_KINDS`).
+        backend: the GPU system's backend name, so ``zeus-nb restore`` can reopen the GPUs.
+        persist: write a state file; default: unless a GPU's settings do not outlive the process
+            (``GPU.persistent`` false, e.g. a replayed log's GPUs).
+    """
+
+    def __init__(
+        self,
+        gpus: Iterable[GPU],
+        kinds: Sequence[str] = ("power_limit",),
+        backend: str = "auto",
+        persist: bool | None = None,
+    ):
+        self.gpus = list(gpus)
+        self.kinds = [_kind(k) for k in kinds]
+        self.backend = backend
+        self.persist = all(g.persistent for g in self.gpus) if persist is None else persist
+        self.originals: dict[tuple[int, str], Any] | None = None
+        self.path: Path | None = None
+
+    @property
+    def armed(self) -> bool:
+        return self.originals is not None
+
+    def record(self) -> None:
+        """Record the current values (once, before the first change) and arm the restore hooks."""
+        if self.originals is not None:
+            return
+        self.originals = {
+            (g.index, k.name): self._original_of(g, k) for g in self.gpus for k in self.kinds
+        }
+        if self.persist:
+            self.path = self._write_state()
+        log.debug(
+            "recorded %s of GPU(s) %s (state file: %s)",
+            self._describe(),
+            self._indices(),
+            self.path,
+        )
+        with _lock:
+            _active.append(self)
+        _install_hooks()
+
+    @staticmethod
+    def _original_of(gpu: GPU, kind: SettingKind) -> Any:
+        """The GPU's value, or what an earlier live guard recorded for it (a re-run cell)."""
+        with _lock:
+            key = (gpu.index, kind.name)
+            for guard in _active:
+                recorded = guard.originals or {}
+                if key in recorded and any(g is gpu for g in guard.gpus):
+                    return recorded[key]
+        return kind.read(gpu)
+
+    def _indices(self) -> str:
+        return ", ".join(str(g.index) for g in self.gpus)
+
+    def _describe(self) -> str:
+        return " and ".join(k.name.replace("_", " ") + "s" for k in self.kinds)
+
+    def _entries(self) -> list[dict[str, Any]]:
+        names = {g.index: g.name for g in self.gpus}
+        return [
+            {"gpu": i, "name": names[i], "kind": kind, "original": value}
+            for (i, kind), value in (self.originals or {}).items()
+        ]
+
+    def _write_state(self) -> Path | None:
+        folder = state_dir()
+        state = {
+            "format": FORMAT,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "created": time.time(),
+            "backend": self.backend,
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "settings": self._entries(),
+        }
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{socket.gethostname()}-{os.getpid()}-{next(_counter)}.json"
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(state, indent=1))
+            os.replace(tmp, path)
+            return path
+        except OSError as e:
+            log.warning(
+                "could not write the GPU settings state file in %s (%s); set %s to a writable "
+                "folder so `zeus-nb restore` can help after a crash",
+                folder,
+                e,
+                STATE_DIR_ENV,
+            )
+            return None
+
+    def restore(self) -> None:
+        """Set every guarded setting back to its recorded value and forget the record."""
+        with _lock:
+            if self.originals is None:
+                return
+            originals, self.originals = self.originals, None
+            if self in _active:
+                _active.remove(self)
+        gpus = {g.index: g for g in self.gpus}
+        kinds = {k.name: k for k in self.kinds}
+        failed = []
+        for (index, name), value in originals.items():
+            kind = kinds[name]
+            try:
+                if kind.read(gpus[index]) != value:
+                    kind.write(gpus[index], value)
+            except Exception as e:  # keep restoring the other settings
+                failed.append(f"GPU {index} {name}: {e}")
+        if self.path is not None and not failed:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+        self.path = None if not failed else self.path
+        if not failed:
+            log.info("restored the original %s of GPU(s) %s", self._describe(), self._indices())
+        else:
+            log.warning(
+                "could not restore GPU settings (%s); run `zeus-nb restore` as root",
+                "; ".join(failed),
+            )
+
+
+class PowerLimitGuard(SettingsGuard):
+    """A :class:`SettingsGuard` of power limits alone (what the optimizers and sweeps change)."""
+
+    def __init__(self, gpus: Iterable[GPU], backend: str = "auto", persist: bool | None = None):
+        super().__init__(gpus, ("power_limit",), backend=backend, persist=persist)
+
+
+@contextlib.contextmanager
+def settings_restored(
+    gpus: Iterable[GPU],
+    kinds: Sequence[str] = ("power_limit",),
+    backend: str = "auto",
+    persist: bool | None = None,
+):
+    """Change the given settings freely inside the block; they get their original values back.
+
+    The restore also happens on errors, Ctrl-C and SIGTERM, and the state file lets
+    ``zeus-nb restore`` finish the job after a crash. Yields the :class:`SettingsGuard`.
+    """
+    guard = SettingsGuard(gpus, kinds, backend=backend, persist=persist)
+    guard.record()
+    try:
+        yield guard
+    finally:
+        guard.restore()
+
+
+def power_limits_restored(gpus: Iterable[GPU], backend: str = "auto", persist: bool | None = None):
+    """Change power limits freely inside the block; each GPU gets its original limit back after it.
+
+    See :func:`settings_restored`; yields the guard.
+    """
+    return settings_restored(gpus, ("power_limit",), backend=backend, persist=persist)
+
+
+def restore_all() -> None:
+    """Restore every armed guard of this process (atexit and signal hook)."""
+    with _lock:
+        guards = list(_active)
+    for g in reversed(guards):
+        g.restore()
+
+
+def _on_sigterm(signum, frame):
+    restore_all()
+    previous = _previous_sigterm
+    if callable(previous):
+        previous(signum, frame)
+        return
+    # Default action: die by the same signal, so the exit status still says SIGTERM.
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _install_hooks() -> None:
+    global _hooks_installed, _previous_sigterm
+    with _lock:
+        if _hooks_installed:
+            return
+        _hooks_installed = True
+    atexit.register(restore_all)
+    if threading.current_thread() is not threading.main_thread():
+        return  # signal handlers can only be installed from the main thread
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous == signal.SIG_IGN:
+            return  # the program chose to ignore SIGTERM; keep it that way
+        _previous_sigterm = previous
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):
+        pass
+
+
+# --- after a crash ------------------------------------------------------------------------------
+@dataclass
+class RestoreResult:
+    path: Path
+    action: str  # "restored", "skipped", "failed"
+    detail: str
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_state(path: Path) -> dict:
+    """A state file as a dict with a ``settings`` list (format-1 files are converted)."""
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ZeusNbError(f"{path}: not a readable GPU settings state file ({e})") from None
+    if not isinstance(state, dict) or state.get("format") not in (FORMAT, LEGACY_FORMAT):
+        raise ZeusNbError(f"{path}: not a zeus-nb GPU settings state file")
+    if state["format"] == LEGACY_FORMAT:
+        state["settings"] = [
+            {"gpu": g["index"], "kind": "power_limit", "original": g["power_limit"]}
+            for g in state.get("gpus", [])
+        ]
+    return state
+
+
+def _restore_file(path: Path, state: dict) -> RestoreResult:
+    from zeus_nb import device
+
+    system = device.create(
+        state.get("backend") or "auto", cuda_visible_devices=state.get("cuda_visible_devices")
+    )
+    done = []
+    for entry in state["settings"]:
+        kind = _kind(str(entry["kind"]))
+        kind.write(system.gpu(int(entry["gpu"])), entry["original"])
+        done.append(f"GPU {entry['gpu']} {kind.name} -> {kind.describe(entry['original'])}")
+    path.unlink()
+    return RestoreResult(path, "restored", ", ".join(done))
+
+
+def restore_from_state_files(
+    folder: str | Path | None = None, force: bool = False
+) -> list[RestoreResult]:
+    """Restore the settings recorded by processes that died without restoring them.
+
+    Files of processes still running on this host are skipped unless ``force``; files written
+    on other hosts (a shared home folder) are always left alone. The process's own current GPU
+    system is left as it is: each file gets a freshly opened one.
+    """
+    folder = Path(folder) if folder is not None else state_dir()
+    results: list[RestoreResult] = []
+    host = socket.gethostname()
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            state = read_state(path)
+        except ZeusNbError as e:
+            results.append(RestoreResult(path, "failed", str(e)))
+            continue
+        pid = int(state.get("pid", -1))
+        if state.get("host") != host:
+            results.append(RestoreResult(path, "skipped", f"written on host {state.get('host')}"))
+            continue
+        if pid != os.getpid() and _pid_alive(pid) and not force:
+            results.append(
+                RestoreResult(
+                    path,
+                    "skipped",
+                    f"process {pid} is still running (it restores its GPUs itself; "
+                    "pass --force to restore now)",
+                )
+            )
+            continue
+        try:
+            results.append(_restore_file(path, state))
+        except (ZeusNbError, ValueError, KeyError, TypeError) as e:
+            results.append(RestoreResult(path, "failed", str(e)))
+    return results

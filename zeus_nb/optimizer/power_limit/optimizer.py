@@ -1,0 +1,402 @@
+"""Find the best GPU power limit while training: profile each limit, then keep the optimum.
+
+:class:`GlobalPowerLimitOptimizer` is driven by four calls in the training loop
+(``on_epoch_begin``, ``on_step_begin``, ``on_step_end``, ``on_epoch_end``). It waits
+``wait_steps`` steps, then for each power limit from the maximum down in ``pl_step`` W strides it
+runs ``warmup_steps`` steps unmeasured and ``profile_steps`` steps inside a monitor window, and
+finally applies the limit its :class:`OptimumSelector` picks. Progress carries across epochs: an
+epoch boundary pauses the open window (validation is not measured) and the next epoch resumes it.
+
+The optimizer is a state machine whose state is one of four small objects (:class:`Waiting`,
+:class:`WarmingUp`, :class:`Profiling`, :class:`Done`; :attr:`GlobalPowerLimitOptimizer.phase`
+names it as a :class:`Phase`). With ``adaptive=True`` (the default) an
+:class:`~zeus_nb.optimizer.power_limit.policy.AdaptivePolicy` decides when a window or the whole
+descent may stop early because a limit cannot win.
+
+Under ``torch.distributed`` every window's time is max-reduced and its energy sum-reduced across
+ranks, so all ranks choose the same limit, and :class:`ZeusCost` counts every GPU in MaxPower.
+GPU limits are restored to their original values when the optimizer is closed, at exit and on
+SIGTERM (see :mod:`zeus_nb.optimizer.restore`).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from zeus_nb.device.guard import PowerLimitGuard
+from zeus_nb.errors import PowerLimitPermissionError
+from zeus_nb.optimizer.power_limit.policy import AdaptivePolicy
+from zeus_nb.optimizer.power_limit.profile_file import ProfileKey, load_profile, save_profile
+from zeus_nb.optimizer.power_limit.selectors import (
+    OptimumSelector,
+    PowerLimitMeasurement,
+    ZeusCost,
+)
+from zeus_nb.train.distributed import initialized_dist, reduce_time_energy
+
+__all__ = ["Done", "GlobalPowerLimitOptimizer", "Phase", "Profiling", "Waiting", "WarmingUp"]
+
+logger = logging.getLogger(__name__)
+
+WINDOW_PREFIX = "__GlobalPowerLimitOptimizer_"
+
+
+class Phase(str, Enum):
+    """Where the optimizer is; the values are the names earlier versions used."""
+
+    WAIT = "wait"
+    WARMUP = "warmup"
+    PROFILE = "profile"
+    DONE = "done"
+
+
+@dataclass
+class Waiting:
+    """Letting ``wait_steps`` steps pass before profiling; ``steps`` so far."""
+
+    steps: int = 0
+    phase = Phase.WAIT
+
+
+@dataclass
+class WarmingUp:
+    """Unmeasured steps at the limit ``order[index]``."""
+
+    index: int
+    steps: int = 0
+    phase = Phase.WARMUP
+
+
+@dataclass
+class Profiling:
+    """Measured steps at ``order[index]``; ``window`` is open between steps, None across epochs.
+
+    ``time``/``energy`` accumulate the window's paused segments; ``segment_start`` is the
+    (clock, energy) reading where the open segment began (for partial adaptive checks).
+    """
+
+    index: int
+    steps: int = 0
+    time: float = 0.0
+    energy: float = 0.0
+    window: str | None = None
+    segment_start: tuple[float, float] = (0.0, 0.0)
+    phase = Phase.PROFILE
+
+
+@dataclass
+class Done:
+    """The optimum is known; ``applied`` once it is set on the GPUs."""
+
+    applied: bool = False
+    phase = Phase.DONE
+
+
+State = Waiting | WarmingUp | Profiling | Done
+
+
+class GlobalPowerLimitOptimizer:
+    """Profile power limits during training and apply the optimum to every monitored GPU.
+
+    Args:
+        monitor: a :class:`~zeus_nb.monitor.ZeusMonitor` (or a replay monitor); its GPUs all
+            get the same limit.
+        optimum_selector: how to choose; default ``ZeusCost(eta_knob=0.5)``.
+        wait_steps: steps to let pass before profiling (e.g. cudnn autotuning).
+        warmup_steps: unmeasured steps after each limit change (0 is fine).
+        profile_steps: measured steps per limit.
+        pl_step: stride in W from the maximum limit down; never outside the GPU's range.
+        profile_path: JSON file; if it exists its optimum is applied without profiling, else the
+            profile is saved there.
+        adaptive: skip limits (and abandon windows) that cannot win for this selector; on the
+            shipped real profiling logs it chose as exhaustive profiling did while spending about
+            40% less profiling time (``benchmarks/bench_plo.py``). False profiles every limit.
+        noise_margin: relative measurement noise adaptive decisions allow for.
+        verbose: log one INFO line when profiling starts and when the optimum is applied
+            (False logs them at DEBUG).
+    """
+
+    # Adaptive descent stops after this many limits in a row lost by more than the noise margin.
+    patience = 3
+
+    def __init__(
+        self,
+        monitor,
+        optimum_selector: OptimumSelector | None = None,
+        wait_steps: int = 1,
+        warmup_steps: int = 10,
+        profile_steps: int = 40,
+        pl_step: int = 25,
+        profile_path: str | Path | None = None,
+        adaptive: bool = True,
+        noise_margin: float = 0.05,
+        verbose: bool = True,
+    ):
+        for name, value, least in (
+            ("wait_steps", wait_steps, 0),
+            ("warmup_steps", warmup_steps, 0),
+            ("profile_steps", profile_steps, 1),
+        ):
+            if int(value) != value or value < least:
+                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+        if not pl_step > 0:
+            raise ValueError(f"pl_step must be > 0 W, got {pl_step!r}")
+        if not 0.0 <= noise_margin < 1.0:
+            raise ValueError(f"noise_margin must be within [0, 1), got {noise_margin!r}")
+        if optimum_selector is None:
+            optimum_selector = ZeusCost(eta_knob=0.5)
+        if not isinstance(optimum_selector, OptimumSelector):
+            raise TypeError(
+                "optimum_selector must be an OptimumSelector (Energy(), Time(), ZeusCost(...), "
+                f"MaxSlowdownConstraint(...) or your subclass), got {optimum_selector!r}"
+            )
+        self.monitor = monitor
+        self.optimum_selector = optimum_selector
+        self.wait_steps = int(wait_steps)
+        self.warmup_steps = int(warmup_steps)
+        self.profile_steps = int(profile_steps)
+        self.pl_step = pl_step
+        self.profile_path = Path(profile_path) if profile_path is not None else None
+        self.adaptive = bool(adaptive)
+        self.noise_margin = float(noise_margin)
+        self.verbose = verbose
+
+        self.gpus = list(monitor.gpus)
+        if not self.gpus:
+            raise ValueError("the monitor measures no GPU")
+        self._check_permission()
+        lows, highs = zip(*(g.power_limit_constraints() for g in self.gpus), strict=True)
+        self.min_limit, self.max_limit = float(max(lows)), float(min(highs))
+        if self.min_limit > self.max_limit:
+            raise ValueError("the monitored GPUs share no power-limit range; monitor alike GPUs")
+        self.power_limits = self._limits()
+        self.gpu_model = self.gpus[0].name
+
+        system = getattr(monitor, "system", None)
+        self._clock = system.clock if system is not None else None
+        self._guard = PowerLimitGuard(
+            self.gpus,
+            backend=getattr(system, "backend", "auto"),
+            persist=getattr(monitor, "persist_power_limits", True),
+        )
+        self.state: State = Waiting()
+        self.policy = AdaptivePolicy(optimum_selector, self.noise_margin, self.patience)
+        self._order = self.policy.order(self.power_limits) if adaptive else self.power_limits
+        self.measurements: list[PowerLimitMeasurement] = []
+        self.local_measurements: list[PowerLimitMeasurement] = []
+        self.abandoned: dict[float, str] = {}  # limit -> why adaptive profiling skipped it
+        self.optimal_power_limit: float | None = None
+        self.profiling_time = 0.0  # s from the first profiled step to the optimum (this rank)
+        self.profiling_energy = 0.0  # J on this rank's GPUs over the same span
+        self._start: tuple[float, float] | None = None
+
+        if self.profile_path is not None and self.profile_path.exists():
+            self._load_profile(self.profile_path)
+
+    # --- setup ----------------------------------------------------------------------------------
+    def _check_permission(self) -> None:
+        for g in self.gpus:
+            ok, why = g.can_set_power_limit()
+            if not ok:
+                raise PowerLimitPermissionError(
+                    f"GPU {g.index}: cannot change its power limit: {why}"
+                )
+        for g in self.gpus:  # setting the current value changes nothing but proves the right
+            lo, hi = g.power_limit_constraints()
+            current = g.get_power_limit()
+            if lo <= current <= hi:
+                g.set_power_limit(current)
+
+    def _limits(self) -> list[float]:
+        out = []
+        w = self.max_limit
+        while w >= self.min_limit - 1e-9:
+            out.append(float(round(w, 6)))
+            w -= self.pl_step
+        return out
+
+    # --- profile file ---------------------------------------------------------------------------
+    @property
+    def _profile_key(self) -> ProfileKey:
+        return ProfileKey(self.gpu_model, self.min_limit, self.max_limit, self.pl_step)
+
+    def _load_profile(self, path: Path) -> None:
+        measurements, pruned = load_profile(path, self._profile_key)
+        if pruned and pruned != repr(self.optimum_selector):
+            warnings.warn(
+                f"{path} was profiled adaptively for {pruned}; {self.optimum_selector!r} "
+                "chooses among the limits it kept only",
+                stacklevel=3,
+            )
+        self.measurements = measurements
+        self.optimal_power_limit = float(self.optimum_selector.select(measurements))
+        self.state = Done()
+
+    # --- device ---------------------------------------------------------------------------------
+    def _set_limit(self, watts: float) -> None:
+        self._guard.record()
+        for g in self.gpus:
+            g.set_power_limit(watts)
+
+    def _read(self) -> tuple[float, float]:
+        """(clock s, summed energy J) straight from the GPUs, for partial windows.
+
+        No CUDA sync here: work still queued only makes the partial readings smaller, so they
+        stay lower bounds of the full window and adaptive decisions stay on the safe side.
+        """
+        now = self._clock() if self._clock is not None else 0.0
+        return now, sum(g.energy() for g in self.gpus)
+
+    def close(self) -> None:
+        """Put every GPU back at the limit it had before this optimizer changed it."""
+        self._guard.restore()
+
+    def __enter__(self) -> GlobalPowerLimitOptimizer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def phase(self) -> Phase:
+        """The state's name: WAIT, WARMUP, PROFILE or DONE."""
+        return self.state.phase
+
+    @property
+    def done(self) -> bool:
+        """Whether the optimum is known."""
+        return isinstance(self.state, Done)
+
+    # --- training-loop hooks: the transitions ----------------------------------------------------
+    def on_epoch_begin(self) -> None:
+        """Call at the start of each epoch."""
+        if isinstance(self.state, Done) and not self.state.applied:
+            self._apply()
+
+    def on_epoch_end(self) -> None:
+        """Call at the end of each epoch: pauses an open profiling window until the next step."""
+        s = self.state
+        if isinstance(s, Profiling) and s.window is not None:
+            m = self.monitor.end_window(s.window)
+            s.time += m.time
+            s.energy += m.total_energy
+            s.window = None
+
+    def on_step_begin(self) -> None:
+        """Call before each training step."""
+        s = self.state
+        if isinstance(s, Done):
+            if not s.applied:
+                self._apply()
+            return
+        if isinstance(s, Waiting):
+            if s.steps < self.wait_steps:
+                return
+            self._start = self._read()
+            self._log(
+                f"profiling {len(self.power_limits)} power limits "
+                f"({self.power_limits[0]:g} W down to {self.power_limits[-1]:g} W)"
+            )
+            s = self.state = self._enter(0)
+        if isinstance(s, Profiling) and s.window is None:
+            s.window = f"{WINDOW_PREFIX}{self._order[s.index]:g}"
+            self.monitor.begin_window(s.window)
+            s.segment_start = self._read() if self.adaptive else (0.0, 0.0)
+
+    def on_step_end(self) -> None:
+        """Call after each training step."""
+        s = self.state
+        if isinstance(s, Waiting):
+            s.steps += 1
+        elif isinstance(s, WarmingUp):
+            s.steps += 1
+            if s.steps >= self.warmup_steps:
+                self.state = Profiling(s.index)
+        elif isinstance(s, Profiling) and s.window is not None:
+            s.steps += 1
+            if s.steps >= self.profile_steps:
+                m = self.monitor.end_window(s.window)
+                s.window = None
+                self._finish(s, s.time + m.time, s.energy + m.total_energy)
+            elif self.adaptive and self.measurements:
+                self._check_partial(s)
+
+    def _enter(self, index: int) -> WarmingUp | Profiling:
+        self._set_limit(self._order[index])
+        return WarmingUp(index) if self.warmup_steps > 0 else Profiling(index)
+
+    def _check_partial(self, s: Profiling) -> None:
+        now, energy = self._read()
+        t0, e0 = s.segment_start
+        time, energy, _ = reduce_time_energy(
+            s.time + now - t0, s.energy + energy - e0, len(self.gpus)
+        )
+        verdict = self.policy.abandon_partial(
+            self.measurements, time, energy, s.steps, self.profile_steps
+        )
+        if verdict is not None:
+            self.monitor.end_window(s.window, cancel=True)
+            s.window = None
+            self.abandoned[self._order[s.index]] = verdict.why
+            self._next(s.index, verdict.time, lost=True)
+
+    def _finish(self, s: Profiling, time: float, energy: float) -> None:
+        """A full window at ``order[s.index]``: record it (reduced across ranks), then move on."""
+        limit = self._order[s.index]
+        self.local_measurements.append(PowerLimitMeasurement(limit, energy, time, len(self.gpus)))
+        t, e, n = reduce_time_energy(time, energy, len(self.gpus))
+        lost = self.adaptive and self.policy.lost(self.measurements, t, e)
+        self.measurements.append(PowerLimitMeasurement(limit, e, t, n))
+        self._next(s.index, t, lost)
+
+    def _next(self, index: int, time: float, lost: bool) -> None:
+        """After the limit ``order[index]``: the next limit, or the optimum."""
+        remaining = self._order[index + 1 :]
+        if self.adaptive:
+            why = self.policy.after_limit(
+                self.measurements, self._order[index], time, lost, remaining
+            )
+            if why is not None:
+                self.abandoned.update(dict.fromkeys(remaining, why))
+                remaining = []
+        if remaining:
+            self.state = self._enter(index + 1)
+        else:
+            self._conclude()
+
+    def _conclude(self) -> None:
+        self.optimal_power_limit = float(self.optimum_selector.select(self.measurements))
+        self.state = Done()
+        if all(m.time == 0 for m in self.measurements):
+            warnings.warn(
+                "every profiling window measured 0 s: on the simulated GPU, call "
+                "zeus_nb.step() once per training step",
+                stacklevel=3,
+            )
+        self._apply()
+        if self._start is not None:
+            now, energy = self._read()
+            self.profiling_time = now - self._start[0]
+            self.profiling_energy = energy - self._start[1]
+        dist = initialized_dist()
+        if self.profile_path is not None and (dist is None or dist.get_rank() == 0):
+            save_profile(
+                self.profile_path,
+                self._profile_key,
+                self.optimum_selector,
+                self.optimal_power_limit,
+                self.measurements,
+                self.abandoned,
+            )
+
+    def _apply(self) -> None:
+        self._set_limit(self.optimal_power_limit)
+        self.state = Done(applied=True)
+        self._log(f"power limit {self.optimal_power_limit:g} W chosen by {self.optimum_selector!r}")
+
+    def _log(self, message: str) -> None:
+        logger.log(logging.INFO if self.verbose else logging.DEBUG, message)

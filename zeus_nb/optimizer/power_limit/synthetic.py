@@ -1,0 +1,168 @@
+"""Synthetic power-limit profiles, to check adaptive profiling beyond the one GPU it was tuned on.
+
+The model (also in ``docs/power_limit_optimizer.md``). A profile has ``n`` power limits (5 to 9),
+``max_limit`` down in ``pl_step`` W strides. Limit ``i`` (0 = highest) sits at depth
+``x = i / (n - 1)`` in [0, 1]. One training step at depth ``x`` takes, without noise,
+
+* time ``t(x) = t0 * (1 + slope * x**2)``: time only grows as the limit falls;
+* energy ``e(x) = e0 * (1 + curvature * (x - x_opt)**2)``: least at ``x_opt``, the energy optimum,
+  at the ``top`` (x_opt 0), ``middle`` (0.5) or ``bottom`` (1) of the range.
+
+A ``flat`` curve has ``slope`` 0.05 and ``curvature`` 0.03: over the whole range time grows by 5 %
+and energy varies by at most 3 %, so neighbouring limits differ by about a window's noise; a
+``steep`` one has ``slope`` 0.5 and ``curvature`` 0.4.
+Each step's time is multiplied by ``1 + noise * z`` and its energy by the same factor times
+``1 + noise / 2 * z'`` (``z``, ``z'`` standard normal, independent per step; ``noise`` 1 % to 5 %):
+a window's energy follows its time, and its average power varies half as much (a modelling
+choice, not a measurement). ``t0`` (1 s) and ``e0`` (200 J) only set the units: every comparison
+is relative.
+
+:class:`SyntheticMonitor` runs :class:`GlobalPowerLimitOptimizer` on such a profile with no GPU:
+it offers the monitor interface the optimizer uses (``gpus``, ``system``, windows).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from zeus_nb.monitor import Measurement
+from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement
+
+__all__ = [
+    "CURVES",
+    "OPTIMA",
+    "SyntheticMonitor",
+    "SyntheticProfile",
+]
+
+OPTIMA = {"top": 0.0, "middle": 0.5, "bottom": 1.0}
+CURVES = {"flat": (0.05, 0.03), "steep": (0.5, 0.4)}  # (time slope, energy curvature)
+
+
+@dataclass(frozen=True)
+class SyntheticProfile:
+    """One synthetic GPU: ``n`` limits, the energy optimum's place, the curve's steepness, noise."""
+
+    n: int
+    optimum: str = "middle"
+    curve: str = "steep"
+    noise: float = 0.03
+    max_limit: float = 300.0
+    pl_step: float = 25.0
+    t0: float = 1.0
+    e0: float = 200.0
+
+    def __post_init__(self) -> None:
+        if self.n < 2:
+            raise ValueError(f"a profile needs at least 2 limits, got {self.n}")
+        if self.optimum not in OPTIMA or self.curve not in CURVES:
+            raise ValueError(f"optimum in {list(OPTIMA)} and curve in {list(CURVES)}")
+
+    @property
+    def limits(self) -> list[float]:
+        """Highest first."""
+        return [self.max_limit - i * self.pl_step for i in range(self.n)]
+
+    @property
+    def min_limit(self) -> float:
+        return self.limits[-1]
+
+    def step_cost(self, limit: float) -> tuple[float, float]:
+        """Noise-free (s, J) of one step at ``limit``."""
+        x = (self.max_limit - limit) / (self.max_limit - self.min_limit)
+        slope, curvature = CURVES[self.curve]
+        time = self.t0 * (1.0 + slope * x * x)
+        energy = self.e0 * (1.0 + curvature * (x - OPTIMA[self.optimum]) ** 2)
+        return time, energy
+
+    def exact(self, steps: int = 1) -> list[PowerLimitMeasurement]:
+        """Noise-free measurements of ``steps`` steps at every limit: the ground truth."""
+        out = []
+        for w in self.limits:
+            t, e = self.step_cost(w)
+            out.append(PowerLimitMeasurement(w, e * steps, t * steps))
+        return out
+
+
+class SyntheticGPU:
+    """The GPU interface the optimizer and its power-limit guard use, over a profile."""
+
+    def __init__(self, system: SyntheticSystem):
+        self._system = system
+        self.index = 0
+        self.name = f"Synthetic GPU ({system.profile.n} limits)"
+
+    def power_limit_constraints(self) -> tuple[float, float]:
+        return self._system.profile.min_limit, self._system.profile.max_limit
+
+    def default_power_limit(self) -> float:
+        return self._system.profile.max_limit
+
+    def get_power_limit(self) -> float:
+        return self._system.limit
+
+    def set_power_limit(self, watts: float) -> None:
+        lo, hi = self.power_limit_constraints()
+        if not lo <= watts <= hi:
+            raise ValueError(f"{watts} W is outside [{lo}, {hi}] W")
+        self._system.limit = float(watts)
+
+    def can_set_power_limit(self) -> tuple[bool, str]:
+        return True, ""
+
+    def energy(self) -> float:
+        return self._system.energy
+
+
+@dataclass
+class SyntheticSystem:
+    """A clock and an energy counter that advance one noisy step at a time."""
+
+    profile: SyntheticProfile
+    seed: int = 0
+    limit: float = 0.0
+    now: float = 0.0
+    energy: float = 0.0
+    backend: str = "synthetic"
+    _rng: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+        self.limit = self.profile.max_limit
+
+    def clock(self) -> float:
+        return self.now
+
+    def step(self) -> None:
+        t, e = self.profile.step_cost(self.limit)
+        sigma = self.profile.noise
+        factor = max(0.0, 1.0 + sigma * self._rng.gauss(0.0, 1.0))
+        power_factor = max(0.0, 1.0 + sigma / 2 * self._rng.gauss(0.0, 1.0))
+        self.now += t * factor
+        self.energy += e * factor * power_factor
+
+
+class SyntheticMonitor:
+    """Monitor windows over a :class:`SyntheticSystem`; call :meth:`step` once per training step."""
+
+    persist_power_limits = False  # nothing outlives the process: no restore state file
+
+    def __init__(self, profile: SyntheticProfile, seed: int = 0):
+        self.system = SyntheticSystem(profile, seed)
+        self.gpus = [SyntheticGPU(self.system)]
+        self._windows: dict[str, tuple[float, float]] = {}
+
+    def step(self) -> None:
+        self.system.step()
+
+    def begin_window(self, key: str, sync_execution: bool | None = None) -> None:
+        self._windows[key] = (self.system.now, self.system.energy)
+
+    def end_window(
+        self, key: str, sync_execution: bool | None = None, cancel: bool = False
+    ) -> Measurement:
+        t0, e0 = self._windows.pop(key)
+        if cancel:
+            return Measurement(0.0, {0: 0.0})
+        return Measurement(self.system.now - t0, {0: self.system.energy - e0})

@@ -1,0 +1,60 @@
+"""What the three entry points share: ``python -m zeus_nb.train.<mode>`` and ``<mode>.train()``."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from zeus_nb.errors import ZeusNbError
+from zeus_nb.train.config import TrainConfig, config_from_args, with_overrides
+
+log = logging.getLogger(__name__)
+
+
+def trainer(mode: str) -> Callable[..., dict[str, Any]]:
+    """The ``train(config=None, **overrides)`` function of ``zeus_nb.train.<mode>``."""
+
+    def train(config: TrainConfig | None = None, **overrides: Any) -> dict[str, Any]:
+        """Run training in this process; keyword overrides replace fields of ``config``."""
+        from zeus_nb.train.loop import run
+
+        return run(mode, with_overrides(config, overrides))
+
+    train.__qualname__ = train.__name__ = "train"
+    train.__module__ = f"zeus_nb.train.{mode}"
+    return train
+
+
+def _show_progress_lines() -> None:
+    """The command line shows the training's INFO lines (rank 0's progress) on stderr."""
+    package = logging.getLogger("zeus_nb")
+    if not package.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        package.addHandler(handler)
+    if package.level == logging.NOTSET or package.level > logging.INFO:
+        package.setLevel(logging.INFO)
+
+
+def main(mode: str, argv: list[str] | None = None) -> int:
+    """Command-line entry: errors that say what to do are shown without a traceback."""
+    from zeus_nb.train.loop import run
+
+    _show_progress_lines()
+    try:
+        run(mode, config_from_args(mode, argv))
+    except (ZeusNbError, ValueError) as e:
+        log.error("error: %s", e)
+        return 2
+    if mode != "single" and os.environ.get("LOCAL_RANK") is not None:
+        # Results are written, limits restored and the process group is gone. torch's C++
+        # threads can still abort a finished gloo worker during interpreter teardown
+        # ("terminate called without an active exception"), turning a good run into a
+        # failure under torchrun, so a worker that finished leaves without that teardown.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+    return 0

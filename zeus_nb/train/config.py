@@ -1,0 +1,156 @@
+"""What one training run needs: :class:`TrainConfig`, its command line, the slowdown factor."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, fields
+from typing import Any
+
+DEFAULT_MAX_SLOWDOWN = 1.1
+
+
+@dataclass
+class TrainConfig:
+    """Everything one training run needs; the command-line flags map onto these fields."""
+
+    data: str = "synthetic"  # ImageNet-layout folder, or "synthetic"
+    arch: str = "tiny"  # "tiny" or a torchvision model name
+    epochs: int = 2
+    batch_size: int = 32  # per process
+    lr: float = 0.05
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    lr_step_epochs: int = 30  # StepLR: divide the learning rate by 10 every this many epochs
+    image_size: int | None = None  # default 224 for folders, 32 for synthetic
+    workers: int | None = None  # DataLoader workers; default 0 (synthetic) or up to 8 (folders)
+    max_steps_per_epoch: int | None = None  # cap for quick runs
+    num_classes: int = 10  # synthetic data only
+    train_size: int = 2048  # synthetic data only
+    val_size: int = 128  # synthetic data only
+    backend: str | None = None  # zeus-nb device backend: auto, sim or nvml
+    device: str = "auto"  # torch device: auto (CUDA if available), cuda or cpu
+    gpu: int = 0  # GPU index of a single-process run
+    power_limit_optimizer: bool = True
+    adaptive: bool = True  # skip power limits that cannot win (False: profile every one)
+    max_slowdown: float | None = None  # default: ZEUS_NB_MAX_SLOWDOWN, else 1.1
+    wait_steps: int = 1
+    warmup_steps: int = 10
+    profile_steps: int = 40
+    pl_step: int = 25
+    profile_path: str | None = None
+    results: str | None = None  # default runs/train_<mode>.json
+    seed: int = 0
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "profile_steps", "lr_step_epochs"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_steps_per_epoch is not None and self.max_steps_per_epoch < 1:
+            raise ValueError("max_steps_per_epoch must be >= 1")
+        if self.device not in ("auto", "cuda", "cpu"):
+            raise ValueError(f"device must be auto, cuda or cpu, got {self.device!r}")
+
+
+def max_slowdown_factor(value: float | None = None) -> float:
+    """The slowdown factor: ``value``, else ``ZEUS_NB_MAX_SLOWDOWN``, else 1.1."""
+    if value is None:
+        raw = os.environ.get("ZEUS_NB_MAX_SLOWDOWN", "").strip()
+        if not raw:
+            return DEFAULT_MAX_SLOWDOWN
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError(
+                f"ZEUS_NB_MAX_SLOWDOWN={raw!r} is not a number; use e.g. 1.1 (10% slower at most)"
+            ) from None
+    if not value >= 1.0:
+        raise ValueError(f"the maximum slowdown factor must be >= 1.0 (1.0 = none), got {value}")
+    return float(value)
+
+
+def with_overrides(config: TrainConfig | None, overrides: dict[str, Any]) -> TrainConfig | None:
+    """``config`` with some fields replaced (keyword arguments of the modules' ``train``)."""
+    if not overrides:
+        return config
+    base = vars(config).copy() if config is not None else {}
+    return TrainConfig(**{**base, **overrides})
+
+
+LAUNCH_COMMANDS = {
+    "single": "python -m zeus_nb.train.single",
+    "dp": "torchrun --nproc_per_node N -m zeus_nb.train.dp",
+    "fsdp": "torchrun --nproc_per_node N -m zeus_nb.train.fsdp",
+}
+
+
+def _add_optimizer_flags(p: argparse.ArgumentParser, d: TrainConfig) -> None:
+    p.add_argument(
+        "--no-power-limit-optimizer",
+        dest="power_limit_optimizer",
+        action="store_false",
+        help="train at the current power limit",
+    )
+    p.add_argument(
+        "--exhaustive",
+        dest="adaptive",
+        action="store_false",
+        help="profile every power limit (default: skip limits that cannot win)",
+    )
+    p.add_argument("--max-slowdown", type=float, help="default: ZEUS_NB_MAX_SLOWDOWN or 1.1")
+    p.add_argument("--wait-steps", type=int, default=d.wait_steps)
+    p.add_argument("--warmup-steps", type=int, default=d.warmup_steps)
+    p.add_argument("--profile-steps", type=int, default=d.profile_steps)
+    p.add_argument("--pl-step", type=int, default=d.pl_step, help="W between profiled limits")
+    p.add_argument("--profile-path", help="reuse (or save) the power-limit profile here")
+
+
+def parser(mode: str) -> argparse.ArgumentParser:
+    """The command line of ``zeus_nb.train.<mode>``; every flag is a :class:`TrainConfig` field."""
+    p = argparse.ArgumentParser(
+        prog=LAUNCH_COMMANDS[mode],
+        description=(
+            "Train an image classifier while the power-limit optimizer picks the lowest GPU power "
+            "limit within the allowed slowdown (ZEUS_NB_MAX_SLOWDOWN, default 1.1)."
+        ),
+    )
+    d = TrainConfig()
+    p.add_argument(
+        "--data",
+        default=os.environ.get("ZEUS_NB_DATA_DIR", d.data),
+        help="ImageNet-layout folder, or 'synthetic' (default: $ZEUS_NB_DATA_DIR, else synthetic)",
+    )
+    p.add_argument("--arch", default=d.arch, help="'tiny' or a torchvision model (resnet50)")
+    p.add_argument("--epochs", type=int, default=d.epochs)
+    p.add_argument("--batch-size", type=int, default=d.batch_size, help="per process")
+    p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--momentum", type=float, default=d.momentum)
+    p.add_argument("--weight-decay", type=float, default=d.weight_decay)
+    p.add_argument(
+        "--lr-step-epochs", type=int, default=d.lr_step_epochs, help="StepLR period (x0.1)"
+    )
+    p.add_argument("--image-size", type=int, help="default 224 (folders) or 32 (synthetic)")
+    p.add_argument("--workers", type=int, help="DataLoader workers (default 0 or up to 8)")
+    p.add_argument("--max-steps-per-epoch", type=int, help="cap steps per epoch (quick runs)")
+    p.add_argument("--num-classes", type=int, default=d.num_classes, help="synthetic data")
+    p.add_argument("--train-size", type=int, default=d.train_size, help="synthetic data")
+    p.add_argument("--val-size", type=int, default=d.val_size, help="synthetic data")
+    p.add_argument(
+        "--backend", choices=("auto", "sim", "nvml"), help="zeus-nb GPU backend (default: auto)"
+    )
+    p.add_argument("--device", choices=("auto", "cuda", "cpu"), default=d.device)
+    if mode == "single":
+        p.add_argument("--gpu", type=int, default=d.gpu, help="GPU index to train on")
+    _add_optimizer_flags(p, d)
+    p.add_argument("--results", help=f"results JSON (default runs/train_{mode}.json)")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--no-progress", dest="progress", action="store_false")
+    return p
+
+
+def config_from_args(mode: str, argv: list[str] | None = None) -> TrainConfig:
+    """Parse ``argv`` (default: ``sys.argv[1:]``) into a :class:`TrainConfig`."""
+    args = vars(parser(mode).parse_args(argv))
+    known = {f.name for f in fields(TrainConfig)}
+    return TrainConfig(**{k: v for k, v in args.items() if k in known})

@@ -1,0 +1,101 @@
+"""A ready-made ``train_fn`` for live sweeps of small torchvision models (``zeus_nb.torch_train``).
+
+:func:`torch_train_fn` trains a fresh model per configuration, one epoch per call, calling
+``zeus_nb.step(batch_size=...)`` once per step, and returns the validation accuracy. It runs on
+CUDA when torch sees a GPU and on the CPU otherwise; the GPU's time and energy come from whatever
+backend is current (a simulated GPU charges the traced cost of each step).
+
+:func:`synthetic_images` is :func:`zeus_nb.data.synthetic_datasets` as a (train, validation) pair
+split 4:1, so a sweep can run where no dataset can be downloaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+
+def synthetic_images(
+    num_samples: int = 1280,
+    num_classes: int = 10,
+    image_size: int = 16,
+    noise: float = 2.0,
+    seed: int = 0,
+):
+    """(train, validation) TensorDatasets from :func:`zeus_nb.data.synthetic_datasets`.
+
+    1/5 of the ``num_samples`` validate. With the defaults, ResNet-18 reaches 90 % validation
+    accuracy in about 2 epochs at batch size 32, 3 at 128, and not within 5 at 512: like real
+    data, large batches need more epochs.
+    """
+    from zeus_nb.data import synthetic_datasets
+
+    if num_samples < 10 or num_classes < 2:
+        raise ValueError("need at least 10 samples and 2 classes")
+    n_val = num_samples // 5
+    d = synthetic_datasets(num_classes, num_samples - n_val, n_val, image_size, noise, seed)
+    return d.train, d.val
+
+
+def torch_train_fn(
+    model_fn: Callable[[], torch.nn.Module],
+    train_data,
+    val_data,
+    *,
+    optimizer: str = "adadelta",
+    lr: float = 1.0,
+    seed: int = 0,
+    device: str | None = None,
+) -> Callable[[int, int], float]:
+    """``train_fn(batch_size, epoch) -> validation accuracy`` for :func:`zeus_nb.sweep.run_sweep`.
+
+    At epoch 0 a fresh model (``model_fn()``) and optimizer (``adadelta``, ``adam``, ``adamw`` or
+    ``sgd``, learning rate ``lr``) are made with torch seeded by ``seed``, so every configuration
+    starts from the same weights.
+    """
+    import torch
+    from torch.utils.data import DataLoader
+
+    from zeus_nb import device as zdevice
+    from zeus_nb.train.loaders import accuracy_counts
+
+    optimizers: dict[str, Any] = {
+        "adadelta": torch.optim.Adadelta,
+        "adam": torch.optim.Adam,
+        "adamw": torch.optim.AdamW,
+        "sgd": torch.optim.SGD,
+    }
+    if optimizer.lower() not in optimizers:
+        raise ValueError(f"unknown optimizer {optimizer!r}; use one of {', '.join(optimizers)}")
+    opt_cls = optimizers[optimizer.lower()]
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    state: dict[str, Any] = {}
+
+    def train_fn(batch_size: int, epoch: int) -> float:
+        bs = int(batch_size)
+        if epoch == 0 or state.get("batch_size") != bs:
+            torch.manual_seed(seed)
+            model = model_fn().to(dev)
+            state.update(
+                batch_size=bs,
+                model=model,
+                opt=opt_cls(model.parameters(), lr=lr),
+                gen=torch.Generator().manual_seed(seed),
+            )
+        model, opt = state["model"], state["opt"]
+        loss_fn = torch.nn.CrossEntropyLoss()
+        loader = DataLoader(train_data, batch_size=bs, shuffle=True, generator=state["gen"])
+        model.train()
+        for x, y in loader:
+            opt.zero_grad()
+            loss_fn(model(x.to(dev)), y.to(dev)).backward()
+            opt.step()
+            zdevice.step(batch_size=bs)
+        val = DataLoader(val_data, batch_size=max(bs, 256))
+        right, total = accuracy_counts(model, val, dev)
+        return right / max(total, 1)
+
+    return train_fn
