@@ -61,7 +61,9 @@ def apply_plan(trainer, path: str) -> dict[str, Any]:
             f"{path} plans {plan.num_stages} stages x {plan.num_microbatches} microbatches; this "
             f"pipeline runs {layout.pp} x {config.num_microbatches}"
         )
-    trainer.clock.optimizer = PipelineFrequencyOptimizer(plan, layout.stage, trainer.clock.gpu)
+    trainer.clock.optimizer = PipelineFrequencyOptimizer(
+        plan, layout.stage, trainer.clock.gpu, backend=trainer.system.backend
+    )
     return {
         "path": str(path),
         "predicted_iteration_time_s": point.get("iteration_time"),

@@ -79,6 +79,7 @@ def profile(trainer) -> dict[str, Any]:
     """Profile the clocks still missing from the CSV; rank 0 returns a summary and writes it."""
     import torch.distributed as dist
 
+    from zeus_nb.device.guard import SettingsGuard
     from zeus_nb.train.pipeline import _describe, _gather, _write_results
 
     config, layout = trainer.config, trainer.layout
@@ -96,6 +97,9 @@ def profile(trainer) -> dict[str, Any]:
     }
     written = 0
     step = 0
+    # the original clocks come back at the end, on errors and signals, or by `zeus-nb restore`
+    guard = SettingsGuard([trainer.clock.gpu], ("locked_clocks",), backend=trainer.system.backend)
+    guard.record()
     try:
         for clock in todo[0]:
             trainer.clock.lock_clock(clock)
@@ -110,7 +114,7 @@ def profile(trainer) -> dict[str, Any]:
             if layout.rank == 0:
                 written += append_rows(path, _average_replicas(gathered), metadata)
     finally:
-        trainer.clock.lock_clock(None)
+        guard.restore()
     results = _describe(trainer)
     results.update(
         profile_path=str(path),
