@@ -209,6 +209,10 @@ def test_config_errors_say_what_to_pass():
         PipelineConfig(profile=True, num_microbatches=4)
     with pytest.raises(ValueError, match="exclude each other"):
         PipelineConfig(profile=True, num_microbatches=1, plan="p.json")
+    with pytest.raises(ValueError, match="either --plan"):
+        PipelineConfig(plan="p.json", plan_profile="prof.csv")
+    with pytest.raises(ValueError, match="needs --plan-profile"):
+        PipelineConfig(plan_deadline=1.0)
     # Merak's underscore spelling works too
     c = config_from_args(
         ["--partition_method", "uniform", "--max_steps", "3", "--profile", "false"]

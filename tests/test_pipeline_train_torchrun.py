@@ -179,17 +179,47 @@ def test_a_planned_run_meets_the_prediction_with_less_energy_than_max_clocks(pro
 
     tmp = profiled[0]
     frontier = solve_frontier(load_profile(tmp / "prof.csv"), 2, 4)
-    point = frontier.fastest()
-    assert point.energy < frontier.max_clock.energy  # the unbalanced pipeline has slack
-    (tmp / "plan.json").write_text(json.dumps(point.to_json()))
+    fastest = frontier.fastest()
+    assert fastest.energy < frontier.max_clock.energy  # the unbalanced pipeline has slack
+    # the plan file comes from the command line, as a user would write it
+    cli = [sys.executable, "-m", "zeus_nb", "perseus", "plan", str(tmp / "prof.csv")]
+    cli += ["--stages", "2", "--microbatches", "4", "--json"]
+    cli += ["--deadline", repr(fastest.iteration_time)]
+    proc = subprocess.run(cli, capture_output=True, text=True, timeout=120, check=True)
+    (tmp / "plan.json").write_text(proc.stdout)
+    point = json.loads(proc.stdout)
+    assert point["energy"] == pytest.approx(frontier.for_deadline(fastest.iteration_time).energy)
+
     common = ["--model", "tiny-gpt", "--partition-method", "layers:3,7", "--num-microbatches", "4"]
     common += ["--max-steps", "3", "--num-warmup-steps", "1", "--num-prof-steps", "2"]
     planned = torchrun(tmp, 2, *common, "--plan", str(tmp / "plan.json"))
     max_clocks = torchrun(tmp, 2, *common)
-    assert planned["plan"]["predicted_iteration_time_s"] == pytest.approx(point.iteration_time)
-    assert planned["iteration_time_s"] == pytest.approx(point.iteration_time, rel=0.05)
-    assert planned["energy_j"] == pytest.approx(point.energy, rel=0.05)
+    assert planned["plan"]["predicted_iteration_time_s"] == pytest.approx(point["iteration_time"])
+    assert planned["iteration_time_s"] == pytest.approx(point["iteration_time"], rel=0.05)
+    assert planned["energy_j"] == pytest.approx(point["energy"], rel=0.05)
     assert max_clocks["iteration_time_s"] == pytest.approx(
         frontier.max_clock.iteration_time, rel=0.05
     )
+    assert max_clocks["energy_j"] == pytest.approx(frontier.max_clock.energy, rel=0.05)
     assert planned["energy_j"] < max_clocks["energy_j"]
+
+
+def test_a_straggler_deadline_planned_in_the_job_saves_more(profiled):
+    """Rank 0 plans from the profile for a 10 % longer iteration and broadcasts the plan."""
+    from zeus_nb.optimizer.pipeline_frequency import load_profile, solve_frontier
+
+    tmp = profiled[0]
+    frontier = solve_frontier(load_profile(tmp / "prof.csv"), 2, 4)
+    deadline = 1.1 * frontier.fastest().iteration_time
+    expected = frontier.for_deadline(deadline)
+    r = torchrun(
+        tmp, 2, "--model", "tiny-gpt", "--partition-method", "layers:3,7",
+        "--num-microbatches", "4", "--max-steps", "2", "--num-warmup-steps", "0",
+        "--num-prof-steps", "2", "--plan-profile", str(tmp / "prof.csv"),
+        "--plan-deadline", repr(deadline),
+    )  # fmt: skip
+    assert r["plan"]["predicted_energy_j"] == pytest.approx(expected.energy, rel=1e-9)
+    assert r["iteration_time_s"] == pytest.approx(expected.iteration_time, rel=0.05)
+    assert r["iteration_time_s"] <= deadline * 1.05
+    assert r["energy_j"] == pytest.approx(expected.energy, rel=0.05)
+    assert expected.energy <= frontier.fastest().energy

@@ -50,6 +50,8 @@ class PipelineConfig:
     profile_clocks: str | None = None  # all, every:N or MHz list
     profile_path: str | None = None
     plan: str | None = None
+    plan_profile: str | None = None  # plan in-process from this profile (rank 0, broadcast)
+    plan_deadline: float | None = None  # with plan_profile: seconds per iteration at most
     results_json: str | None = None
     backend: str | None = None
     lr: float = 1e-3
@@ -71,8 +73,12 @@ class PipelineConfig:
             raise ValueError(
                 "instruction profiling runs one microbatch at a time: pass --num-microbatches 1"
             )
-        if self.profile and self.plan:
+        if self.profile and (self.plan or self.plan_profile):
             raise ValueError("--profile and --plan exclude each other: profile first, then plan")
+        if self.plan and self.plan_profile:
+            raise ValueError("give either --plan (a plan file) or --plan-profile (plan here)")
+        if self.plan_deadline is not None and not self.plan_profile:
+            raise ValueError("--plan-deadline needs --plan-profile PROFILE.csv")
 
 
 @dataclass
@@ -287,10 +293,14 @@ def run(config: PipelineConfig | None = None) -> dict[str, Any]:
 
 def train(trainer: Trainer) -> dict[str, Any]:
     """``max_steps`` iterations; measured: ``num_prof_steps`` after ``num_warmup_steps``."""
-    from zeus_nb.train.pipeline_plan import apply_plan
+    from zeus_nb.train.pipeline_plan import apply_plan, plan_here
 
     config = trainer.config
-    plan = apply_plan(trainer, config.plan) if config.plan else None
+    plan = None
+    if config.plan:
+        plan = apply_plan(trainer, config.plan)
+    elif config.plan_profile:
+        plan = plan_here(trainer, config.plan_profile, config.plan_deadline)
     warm = min(config.num_warmup_steps, config.max_steps - 1)
     measured_steps = range(warm, min(config.max_steps, warm + config.num_prof_steps))
     try:
@@ -428,6 +438,13 @@ def parser() -> argparse.ArgumentParser:
     opt("profile-clocks", help="all (default), every:N, or MHz values like 1740,1500")
     opt("profile-path", help="profile CSV (default runs/profile_<model>_mb<size>.csv)")
     opt("plan", help="frequency plan JSON (one frontier point of `zeus-nb perseus plan --json`)")
+    opt("plan-profile", help="plan in-process from this profile CSV (rank 0 solves, broadcasts)")
+    opt(
+        "plan-deadline",
+        type=float,
+        help="with --plan-profile: least-energy plan within this many seconds per iteration "
+        "(default: the fastest plan)",
+    )
     opt("results-json", help="results JSON (default runs/pipeline_<model>.json)")
     opt("backend", choices=("auto", "sim", "nvml"), help="zeus-nb GPU backend")
     opt("lr", type=float, default=d.lr)
