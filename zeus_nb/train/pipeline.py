@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.train.pipeline_layout import Layout, all_reduce_grads, setup_layout, teardown
 
 SCHEDULES = ("1f1b", "gpipe")
 
@@ -79,82 +80,6 @@ class PipelineConfig:
             raise ValueError("give either --plan (a plan file) or --plan-profile (plan here)")
         if self.plan_deadline is not None and not self.plan_profile:
             raise ValueError("--plan-deadline needs --plan-profile PROFILE.csv")
-
-
-@dataclass
-class Layout:
-    """Where this rank sits: its stage, its data-parallel replica, and the groups it talks in."""
-
-    rank: int
-    world_size: int
-    pp: int
-    dp: int
-    stage: int
-    replica: int
-    pp_group: Any
-    link_group: Any
-    dp_group: Any
-
-    @property
-    def is_first(self) -> bool:
-        return self.stage == 0
-
-    @property
-    def is_last(self) -> bool:
-        return self.stage == self.pp - 1
-
-
-def setup_layout(config: PipelineConfig) -> Layout:
-    """Join torchrun's process group (gloo) and build the pipeline and data-parallel groups.
-
-    Rank ``r`` runs stage ``r % pp`` of replica ``r // pp``. Every rank creates every group, in
-    the same order, as ``torch.distributed.new_group`` requires.
-    """
-    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
-        raise ZeusNbError(
-            "zeus_nb.train.pipeline runs one process per stage under torchrun, e.g.\n"
-            "  torchrun --nproc_per_node 2 -m zeus_nb.train.pipeline --model tiny-gpt --backend sim"
-        )
-    import torch.distributed as dist
-
-    if not dist.is_initialized():
-        dist.init_process_group(backend="gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    pp = config.pp or world // config.dp
-    if pp * config.dp != world:
-        raise ZeusNbError(
-            f"--pp {pp} x --dp {config.dp} = {pp * config.dp} processes, but torchrun started "
-            f"{world}; pass --nproc_per_node {pp * config.dp}"
-        )
-    stage, replica = rank % pp, rank // pp
-    pp_ranks = [[r * pp + s for s in range(pp)] for r in range(config.dp)]
-    dp_ranks = [[r * pp + s for r in range(config.dp)] for s in range(pp)]
-    pp_groups = [dist.new_group(ranks) for ranks in pp_ranks]
-    link_groups = [dist.new_group(ranks) for ranks in pp_ranks]
-    dp_groups = [dist.new_group(ranks) for ranks in dp_ranks]
-    return Layout(
-        rank,
-        world,
-        pp,
-        config.dp,
-        stage,
-        replica,
-        pp_groups[replica],
-        link_groups[replica],
-        dp_groups[stage],
-    )
-
-
-def _all_reduce_grads(module, layout: Layout) -> None:
-    """Average gradients over the data-parallel replicas of this stage."""
-    if layout.dp == 1:
-        return
-    import torch.distributed as dist
-
-    for p in module.parameters():
-        if p.grad is not None:
-            dist.all_reduce(p.grad, group=layout.dp_group)
-            p.grad /= layout.dp
 
 
 class Trainer:
@@ -230,7 +155,7 @@ class Trainer:
         self.schedule.step(*args, **kwargs)
         if hooks is not None:
             hooks.on_step_end()
-        _all_reduce_grads(self.module, self.layout)
+        all_reduce_grads(self.module, self.layout)
         self.optimizer.step()
         self.clock.end_iteration()
         return self._loss(losses)
@@ -284,7 +209,7 @@ def run(config: PipelineConfig | None = None) -> dict[str, Any]:
         ok = True
         return results
     finally:
-        _teardown(layout, ok)
+        teardown(layout, ok)
         if saved is None:
             os.environ.pop("ZEUS_NB_BACKEND", None)
         else:
@@ -391,15 +316,6 @@ def _write_results(trainer: Trainer, results: dict[str, Any]) -> None:
         f"{results.get('energy_j', 0):.6g} J; results in {path}",
         flush=True,
     )
-
-
-def _teardown(layout: Layout | None, ok: bool) -> None:
-    import torch.distributed as dist
-
-    if layout is not None and dist.is_initialized():
-        if ok:
-            dist.barrier()
-        dist.destroy_process_group()
 
 
 # --- command line -----------------------------------------------------------------------------
