@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 from zeus_nb.device.frequency import frequency_model
 from zeus_nb.train import pipeline_models as pm
 from zeus_nb.train.pipeline_cost import InstructionWork
+from zeus_nb.train.pipeline_launch import command, launch
 from zeus_nb.train.pipeline_stages import partition, stage_work
 
 pytestmark = pytest.mark.slow
@@ -20,20 +20,25 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def torchrun(cwd: Path, nproc: int, *args: str) -> dict:
-    """Run ``zeus_nb.train.pipeline`` and return rank 0's results JSON."""
+    """Run ``zeus_nb.train.pipeline`` through :func:`launch`; rank 0's results JSON.
+
+    ``args`` are command-line flags (``"--max-steps", "3"``), turned into config fields here.
+    """
+    from zeus_nb.train.pipeline import config_from_args
+
+    config = config_from_args([*args])
+    given = {a[2:].replace("-", "_") for a in args if a.startswith("--")}
+    options = {k: v for k, v in vars(config).items() if k in given}
     out = cwd / f"results_{len(list(cwd.glob('results_*.json')))}.json"
-    env = dict(os.environ)
-    env.update(
-        ZEUS_NB_SIM_GPU="a40",
-        OMP_NUM_THREADS="1",
-        PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
+    return launch(
+        nproc,
+        echo=False,
+        env={"ZEUS_NB_SIM_GPU": "a40"},
+        timeout=300,
+        backend="sim",
+        results_json=str(out),
+        **options,
     )
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-    cmd += ["--nproc_per_node", str(nproc), "-m", "zeus_nb.train.pipeline", "--backend", "sim"]
-    cmd += [*args, "--results-json", str(out)]
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return json.loads(out.read_text())
 
 
 def one_f_one_b_time(fwd: list[float], bwd: list[float], microbatches: int) -> float:
@@ -223,3 +228,16 @@ def test_a_straggler_deadline_planned_in_the_job_saves_more(profiled):
     assert r["iteration_time_s"] <= deadline * 1.05
     assert r["energy_j"] == pytest.approx(expected.energy, rel=0.05)
     assert expected.energy <= frontier.fastest().energy
+
+
+def test_launch_builds_the_torchrun_command_and_checks_options_first():
+    cmd = command(4, model="tiny-gpt", profile=True, num_microbatches=1, plan=None)
+    assert cmd[1:6] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "4"]
+    assert cmd[6:] == [
+        "-m", "zeus_nb.train.pipeline", "--model", "tiny-gpt", "--profile", "true",
+        "--num-microbatches", "1",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="unknown pipeline options"):
+        command(2, epochs=3)
+    with pytest.raises(ValueError, match="--num-microbatches 1"):
+        command(2, profile=True)
