@@ -20,15 +20,14 @@ import itertools
 import os
 import re
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.execute import KERNEL
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
-KERNEL = "python3"
 
 
 class NotebookNotFoundError(ZeusNbError, FileNotFoundError):
@@ -162,30 +161,18 @@ def is_complete(output: str | Path) -> bool:
     return bool(pm) and pm.get("end_time") is not None and not pm.get("exception")
 
 
-@contextlib.contextmanager
-def kernel_environment(extra: dict[str, str] | None = None) -> Iterator[None]:
+def kernel_environment(extra: dict[str, str] | None = None) -> contextlib.AbstractContextManager:
     """Environment papermill kernels inherit, restored afterwards.
 
     Kernels run headless (controls step aside) and import this process's ``zeus_nb`` first;
     ``extra`` adds variables such as ``ZEUS_NB_RECORD_FILE`` or ``ZEUS_NB_BACKEND``.
     """
-    changes = {
-        "ZEUS_NB_HEADLESS": "1",
-        "PYTHONPATH": os.pathsep.join(
-            p for p in (str(PACKAGE_ROOT.parent), os.environ.get("PYTHONPATH", "")) if p
-        ),
-        **(extra or {}),
-    }
-    saved = {k: os.environ.get(k) for k in changes}
-    os.environ.update(changes)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    from zeus_nb._env import temp_environ
+
+    path = os.pathsep.join(
+        p for p in (str(PACKAGE_ROOT.parent), os.environ.get("PYTHONPATH", "")) if p
+    )
+    return temp_environ(ZEUS_NB_HEADLESS="1", PYTHONPATH=path, **(extra or {}))
 
 
 def run_notebook(
@@ -201,9 +188,7 @@ def run_notebook(
 
     ``cwd`` defaults to the output's directory; ``timeout`` is per cell, in seconds.
     """
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
+    from zeus_nb.execute import execute
     from zeus_nb.records import sidecar_of
 
     nb = Path(notebook)
@@ -213,20 +198,6 @@ def run_notebook(
     side.unlink(missing_ok=True)
     params = dict(parameters or {})
     start = time.monotonic()
-    error = ""
     with kernel_environment({"ZEUS_NB_RECORD_FILE": str(side)}):
-        try:
-            papermill.execute_notebook(
-                str(nb),
-                str(out),
-                parameters=params,
-                kernel_name=kernel_name,
-                cwd=str(cwd or out.parent),
-                progress_bar=progress,
-                execution_timeout=timeout,
-            )
-        except PapermillExecutionError as e:
-            error = f"{e.ename}: {e.evalue} (cell {e.exec_count})"
-        except Exception as e:  # kernel died, timeout, bad notebook: report and go on
-            error = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e) else ''}"
-    return RunResult(nb, out, params, not error, time.monotonic() - start, error)
+        outcome = execute(nb, out, params, cwd, kernel_name, timeout, progress)
+    return RunResult(nb, out, params, outcome.ok, time.monotonic() - start, outcome.error)

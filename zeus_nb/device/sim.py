@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
-from zeus_nb.device.frequency import CLOCKS, FrequencyModel, Work, frequency_model
+from zeus_nb.device.frequency import CLOCKS, ClockSpec, FrequencyModel, Work, frequency_model
 from zeus_nb.errors import UnsupportedError
 from zeus_nb.traces import GPU_NAMES, get_workload, load_power_trace, power_curves
 
@@ -66,7 +66,7 @@ class SimulatedGPU(GPU):
 
     # --- SM clocks: the calibrated frequency model of zeus_nb.device.frequency ---------------
     def supported_clocks(self) -> list[int]:
-        return list(self._system.frequency_model.clocks)
+        return self._system.clock_spec.clocks()
 
     def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
         lo, hi = self.check_clock(min_mhz), self.check_clock(max_mhz)
@@ -227,15 +227,21 @@ class SimulatedSystem(GPUSystem):
             listener(t0, self._now, powers)
 
     @property
-    def frequency_model(self) -> FrequencyModel:
-        """The calibrated clock/power model of this GPU (bundled traces only)."""
+    def clock_spec(self) -> ClockSpec:
+        """The SM clocks of this GPU model (bundled traces only)."""
         key = self.source.lower()
         if key not in CLOCKS:
             raise UnsupportedError(
                 f"the simulated GPU {self.source!r} has no frequency model; SM clocks are "
                 f"modelled for the bundled GPUs only: {', '.join(CLOCKS)}"
             )
-        return frequency_model(key)
+        return CLOCKS[key]
+
+    @property
+    def frequency_model(self) -> FrequencyModel:
+        """The calibrated clock/power model of this GPU (fitted on first use, then cached)."""
+        self.clock_spec  # noqa: B018 - raises for GPUs without clock data
+        return frequency_model(self.source.lower())
 
     def run_work(self, work: Work, indices: list[int] | None = None) -> float:
         """Run ``work`` on the given GPUs (all by default) at each one's clock; returns seconds.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from zeus_nb.plots._common import save_figure
 from zeus_nb.plots.batch_size import bso_costs, bso_posterior
+from zeus_nb.plots.live import LiveSeries, plot_live
 from zeus_nb.plots.pipeline import (
     cost_model_fit,
     frequency_fit,
@@ -26,6 +27,7 @@ from zeus_nb.plots.tradeoff import (
 )
 
 __all__ = [
+    "LiveSeries",
     "bso_costs",
     "bso_posterior",
     "cost_model_fit",
@@ -34,6 +36,7 @@ __all__ = [
     "pipeline_timeline",
     "timelines_before_after",
     "energy_time_scatter",
+    "plot_live",
     "plot_power_timeline",
     "power_limit_profile",
     "save_figure",

@@ -10,6 +10,7 @@ Communication time is not modelled (it is part of the blocking time).
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 
@@ -36,10 +37,14 @@ def stage_order(stage: int, stages: int, microbatches: int) -> list[tuple[str, i
     return order
 
 
-def dependencies(stages: int, microbatches: int) -> dict[Op, list[Op]]:
-    """Each instruction's predecessors in the iteration's DAG (insertion order is topological)."""
+@functools.lru_cache(maxsize=32)
+def dependencies(stages: int, microbatches: int) -> dict[Op, tuple[Op, ...]]:
+    """Each instruction's predecessors in the iteration's DAG, in a topological order.
+
+    Cached: treat the returned mapping as read-only.
+    """
     orders = {s: stage_order(s, stages, microbatches) for s in range(stages)}
-    preds: dict[Op, list[Op]] = {}
+    preds: dict[Op, tuple[Op, ...]] = {}
     for s, order in orders.items():
         prev = None
         for inst, j in order:
@@ -49,17 +54,25 @@ def dependencies(stages: int, microbatches: int) -> dict[Op, list[Op]]:
                 p.append((s - 1, "forward", j))
             if inst == "backward" and s < stages - 1:
                 p.append((s + 1, "backward", j))
-            preds[op] = p
+            preds[op] = tuple(p)
             prev = op
-    # order topologically (Kahn), so one pass computes earliest starts
-    done: dict[Op, list[Op]] = {}
-    pending = dict(preds)
-    while pending:
-        ready = [op for op, p in pending.items() if all(q in done for q in p)]
-        if not ready:
-            raise AssertionError("1F1B dependencies have a cycle")
-        for op in ready:
-            done[op] = pending.pop(op)
+    # Kahn's algorithm, so one pass over the result computes earliest starts
+    waiting = {op: len(p) for op, p in preds.items()}
+    succs: dict[Op, list[Op]] = {op: [] for op in preds}
+    for op, p in preds.items():
+        for q in p:
+            succs[q].append(op)
+    ready = [op for op, n in waiting.items() if n == 0]
+    done: dict[Op, tuple[Op, ...]] = {}
+    while ready:
+        op = ready.pop()
+        done[op] = preds[op]
+        for nxt in succs[op]:
+            waiting[nxt] -= 1
+            if waiting[nxt] == 0:
+                ready.append(nxt)
+    if len(done) != len(preds):
+        raise AssertionError("1F1B dependencies have a cycle")
     return done
 
 
@@ -155,12 +168,13 @@ def evaluate(plan: FrequencyPlan, profile: InstructionProfile) -> Timeline:
     stages, mbs = plan.num_stages, plan.num_microbatches
     profile.check_stages(stages)
     deps = dependencies(stages, mbs)
+    clocks = {(s, i, j): f for s, stage in enumerate(plan.stages) for i, j, f in stage}
     spans: dict[Op, tuple[float, float, int]] = {}
     busy = [0.0] * stages
     energy = 0.0
     for op, preds in deps.items():
         s, inst, j = op
-        f = plan.frequency(s, inst, j)
+        f = clocks[op]
         m = profile.at(s, inst, f)
         start = max((spans[p][1] for p in preds), default=0.0)
         spans[op] = (start, start + m.time, f)
