@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -108,6 +109,7 @@ def _convex_fallback(quant_times: np.ndarray, costs: np.ndarray):
 def _cost_model(options):
     """lowtime's exponential model fitted from a data-driven guess; convex fallback otherwise."""
     from lowtime.cost_model import ExponentialModel
+    from scipy.optimize import OptimizeWarning
 
     q = np.array([o.quant_time for o in options.options], float)
     c = np.array([o.cost for o in options.options], float)
@@ -115,7 +117,9 @@ def _cost_model(options):
         c0 = c.min() - 0.05 * np.ptp(c)
         slope, intercept = np.polyfit(q, np.log(c - c0), 1)
         try:
-            model = ExponentialModel(options, initial_guess=(math.exp(intercept), slope, c0))
+            with warnings.catch_warnings():  # the fit's covariance is never used
+                warnings.simplefilter("ignore", OptimizeWarning)
+                model = ExponentialModel(options, initial_guess=(math.exp(intercept), slope, c0))
             a, b, _ = model.coefficients
             if a > 0 and b < 0 and np.all(np.isfinite(model.coefficients)):
                 return model
