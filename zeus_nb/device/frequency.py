@@ -22,10 +22,13 @@ states how close they are (``tests/test_frequency_model.py`` asserts it).
 from __future__ import annotations
 
 import functools
+import hashlib
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from zeus_nb._diskcache import cached
 from zeus_nb.traces import load_power_trace
 
 
@@ -158,6 +161,17 @@ def _model_rows(x: np.ndarray, curve: np.ndarray, limit: np.ndarray, f_ratio_min
     return t_max * (share / r + 1.0 - share), p_static + p_dyn * r**alpha
 
 
+FIT_VERSION = 1  # bump when the fit below changes, so cached fits are not reused
+
+
+def _data_digest(*arrays) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.asarray(a, dtype=float).tobytes())
+        h.update(b"|")
+    return h.hexdigest()
+
+
 @functools.lru_cache(maxsize=4)
 def calibrate(gpu: str = "a40") -> Calibration:
     """Fit static power, ``alpha`` (shared by the GPU) and each curve's work to the trace.
@@ -165,8 +179,7 @@ def calibrate(gpu: str = "a40") -> Calibration:
     Least squares on relative time and power errors over every row of the bundled trace; the
     work's ``time_at_max`` is the time of one epoch at the maximum clock.
     """
-    from scipy.optimize import least_squares
-    from scipy.sparse import lil_matrix
+    from importlib.metadata import version
 
     gpu = gpu.lower()
     if gpu not in CLOCKS:
@@ -192,13 +205,38 @@ def calibrate(gpu: str = "a40") -> Calibration:
         x0 += [t_min, 0.5, max(p_max - min_power / 3, 1.0)]
         lo += [t_min * 0.5, 0.0, 0.0]
         hi += [t_min * 1.5, 1.0, float(g["power_limit"].max()) * 2]
-    sparsity = lil_matrix((2 * len(curve), len(x0)), dtype=int)
-    for row, c in enumerate(np.concatenate([curve, curve])):
-        sparsity[row, [0, 1, 2 + 3 * c, 3 + 3 * c, 4 + 3 * c]] = 1
-    fit = least_squares(
-        residuals, np.array(x0), bounds=(np.array(lo), np.array(hi)), jac_sparsity=sparsity
+
+    def fit() -> list[float]:
+        from scipy.optimize import least_squares
+        from scipy.sparse import lil_matrix
+
+        sparsity = lil_matrix((2 * len(curve), len(x0)), dtype=int)
+        for row, c in enumerate(np.concatenate([curve, curve])):
+            sparsity[row, [0, 1, 2 + 3 * c, 3 + 3 * c, 4 + 3 * c]] = 1
+        found = least_squares(
+            residuals, np.array(x0), bounds=(np.array(lo), np.array(hi)), jac_sparsity=sparsity
+        )
+        return [float(v) for v in found.x]
+
+    # Each pipeline rank would refit the same trace: cache the fit under the data it fits.
+    key = {
+        "fit": FIT_VERSION,
+        "gpu": gpu,
+        "clocks": clocks,
+        "data": _data_digest(curve, limit, time, power, x0, lo, hi),
+        "scipy": version("scipy"),
+        "numpy": np.__version__,
+    }
+    x = cached(
+        "frequency-fit",
+        key,
+        fit,
+        valid=lambda v: (
+            isinstance(v, list)
+            and len(v) == len(x0)
+            and all(isinstance(a, float) and math.isfinite(a) for a in v)
+        ),
     )
-    x = fit.x
     model = FrequencyModel(gpu, clocks, float(x[0]), float(x[1]))
     works = {
         key: Work(float(x[2 + 3 * i]), float(x[3 + 3 * i]), float(x[4 + 3 * i]))

@@ -16,13 +16,37 @@ from __future__ import annotations
 
 import functools
 
+from zeus_nb._diskcache import cached
+
 REFERENCE_WORKLOAD = ("imagenet", 256)
 INSTRUCTIONS = ("forward", "backward")
 
 
 @functools.cache
 def reference_flops(batch_size: int) -> dict[str, float]:
-    """FLOPs of one ResNet-50 training step's forward and backward at 224 px."""
+    """FLOPs of one ResNet-50 training step's forward and backward at 224 px.
+
+    Counted once per torch/torchvision version and kept on disk (:mod:`zeus_nb._diskcache`):
+    every pipeline rank needs it at start-up.
+    """
+    from importlib.metadata import version
+
+    import torch
+
+    key = {"batch_size": batch_size, "torch": torch.__version__, "vision": version("torchvision")}
+    return cached(
+        "resnet50-flops",
+        key,
+        lambda: _count_reference_flops(batch_size),
+        valid=lambda v: (
+            isinstance(v, dict)
+            and set(v) == set(INSTRUCTIONS)
+            and all(isinstance(x, float) and x > 0 for x in v.values())
+        ),
+    )
+
+
+def _count_reference_flops(batch_size: int) -> dict[str, float]:
     import torch
     import torchvision
     from torch.utils.flop_counter import FlopCounterMode
