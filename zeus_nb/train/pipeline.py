@@ -309,11 +309,14 @@ def _write_results(trainer: Trainer, results: dict[str, Any]) -> None:
     path = Path(trainer.config.results_json or f"runs/pipeline_{trainer.config.model}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2) + "\n")
+    if trainer.config.profile:
+        what = f"{len(results.get('clocks_profiled', []))} clock(s) profiled"
+    else:
+        what = f"iteration {results['iteration_time_s']:.6g} s, {results['energy_j']:.6g} J"
     kind = "profile" if trainer.config.profile else "training"
     print(
         f"zeus-nb pipeline {kind}: {trainer.config.model}, {trainer.layout.pp} stages x "
-        f"{trainer.layout.dp} replicas; iteration {results.get('iteration_time_s', 0):.6g} s, "
-        f"{results.get('energy_j', 0):.6g} J; results in {path}",
+        f"{trainer.layout.dp} replicas; {what}; results in {path}",
         flush=True,
     )
 
