@@ -149,7 +149,7 @@ def tour(tmp_path_factory):
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,  # six notebooks; about 400 s on a busy 2-core machine
     )
     return work / "executed", out
 
