@@ -45,7 +45,7 @@ def test_crash_is_reported_with_hint():
 
 def test_iteration_energy_counts_blocking_power():
     def right(energies, times, iteration, powers):
-        return sum(e + p * (iteration - t) for e, t, p in zip(energies, times, powers))
+        return sum(e + p * (iteration - t) for e, t, p in zip(energies, times, powers, strict=True))
 
     assert check.iteration_energy(right)
     with pytest.raises(check.CheckError, match="blocking"):
