@@ -57,7 +57,13 @@ from zeus_nb.optimizer.pipeline_frequency import (
     stage_order,
     synthetic_profile,
 )
-from zeus_nb.plots import cost_model_fit, frontier_plot, pipeline_timeline, timelines_before_after
+from zeus_nb.plots import (
+    cost_model_fit,
+    frequency_fit,
+    frontier_plot,
+    pipeline_timeline,
+    timelines_before_after,
+)
 from zeus_nb.train.pipeline_launch import launch
 
 weights = [float(w) for w in parse_values(stage_weights, "float", "stage_weights")]
@@ -215,6 +221,18 @@ step = max((slowest - fastest.iteration_time) / 50, 1e-9)
 slider = widgets.float_slider(start, fastest.iteration_time, slowest, step, "deadline_s", headless)
 chosen = widgets.live_output(plan_for, {"deadline_s": slider}, headless)
 display(chosen)
+
+# %% [markdown]
+# ## Where a simulated instruction's numbers come from
+#
+# A simulated GPU runs an instruction as work with a compute-bound share (stretching as the clock
+# drops) and a dynamic power (falling with the clock), on top of the GPU's static power. These
+# parameters are fitted to the shipped Zeus power-limit measurements: under a power limit the GPU
+# runs at the clock that limit allows, so each measured (limit, time, power) is a point of the
+# model. Dots: measured; lines: the model.
+
+# %%
+fig = frequency_fit(sim_gpu)
 
 # %% [markdown]
 # ## Live: profile a 4-stage pipeline on simulated GPUs
