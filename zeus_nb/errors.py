@@ -23,6 +23,10 @@ class PowerLimitPermissionError(ZeusNbError, PermissionError):
     """This process may not change GPU power limits."""
 
 
+class ClockPermissionError(ZeusNbError, PermissionError):
+    """This process may not lock or reset GPU clocks."""
+
+
 class UnsupportedError(ZeusNbError):
     """The GPU does not support a feature (for example the energy counter)."""
 

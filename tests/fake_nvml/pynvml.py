@@ -77,6 +77,12 @@ def default_device(i: int, **overrides) -> dict:
         "power_instant_mw": None,
         "power_average_mw": None,
         "memory_power_mw": None,
+        # SM clocks, A40-like (boost 1740 MHz, 15 MHz steps), one memory clock; clock_error
+        # injects an error into the lock/reset calls, locked_clocks is [min, max] or None.
+        "memory_clocks_mhz": [7251],
+        "graphics_clocks_mhz": list(range(1740, 209, -15)),
+        "locked_clocks": None,
+        "clock_error": None,
     }
     dev.update(overrides)
     return dev
@@ -89,6 +95,7 @@ def default_state(num_gpus: int = 2) -> dict:
         "nvml": "12.550.54.15",
         "devices": [default_device(i) for i in range(num_gpus)],
         "set_calls": [],
+        "clock_calls": [],
     }
 
 
@@ -258,3 +265,38 @@ def nvmlDeviceGetFieldValues(handle: _Handle, field_ids: list) -> list[_FieldVal
         else:
             out.append(_FieldValue(NVML_SUCCESS, int(value)))
     return out
+
+
+def nvmlDeviceGetSupportedMemoryClocks(handle: _Handle) -> list[int]:
+    return list(_dev(handle).get("memory_clocks_mhz", []))
+
+
+def nvmlDeviceGetSupportedGraphicsClocks(handle: _Handle, memory_clock_mhz: int) -> list[int]:
+    d = _dev(handle)
+    if memory_clock_mhz not in d.get("memory_clocks_mhz", []):
+        raise _ERRORS["InvalidArgument"]()
+    return list(d["graphics_clocks_mhz"])
+
+
+def _clock_state(handle: _Handle) -> tuple[dict, dict]:
+    _check_init()
+    state = load_state()
+    d = state["devices"][handle.index]
+    _raise(d.get("clock_error"))
+    return state, d
+
+
+def nvmlDeviceSetGpuLockedClocks(handle: _Handle, min_mhz: int, max_mhz: int) -> None:
+    state, d = _clock_state(handle)
+    if min_mhz > max_mhz:
+        raise _ERRORS["InvalidArgument"]()
+    d["locked_clocks"] = [int(min_mhz), int(max_mhz)]
+    state.setdefault("clock_calls", []).append([handle.index, int(min_mhz), int(max_mhz)])
+    save_state(state)
+
+
+def nvmlDeviceResetGpuLockedClocks(handle: _Handle) -> None:
+    state, d = _clock_state(handle)
+    d["locked_clocks"] = None
+    state.setdefault("clock_calls", []).append([handle.index, "reset"])
+    save_state(state)

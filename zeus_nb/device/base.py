@@ -82,6 +82,43 @@ class GPU(ABC):
 
         raise UnsupportedError(f"GPU {self.index} ({self.name}) reports no temperature")
 
+    # --- SM clocks (pipeline frequency planning); backends without them raise UnsupportedError
+    def supported_clocks(self) -> list[int]:
+        """Supported SM (graphics) clocks in MHz, highest first."""
+        from zeus_nb.errors import UnsupportedError
+
+        raise UnsupportedError(f"GPU {self.index}: this backend cannot list SM clocks")
+
+    def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        """Keep the SM clock within [min_mhz, max_mhz]; raises ClockPermissionError."""
+        from zeus_nb.errors import UnsupportedError
+
+        raise UnsupportedError(f"GPU {self.index}: this backend cannot lock SM clocks")
+
+    def reset_locked_clocks(self) -> None:
+        """Let the driver choose SM clocks again (undo :meth:`set_locked_clocks`)."""
+        from zeus_nb.errors import UnsupportedError
+
+        raise UnsupportedError(f"GPU {self.index}: this backend cannot reset SM clocks")
+
+    def locked_clocks(self) -> tuple[int, int] | None:
+        """The (min, max) SM clocks this GPU is locked to, or None when the driver chooses."""
+        from zeus_nb.errors import UnsupportedError
+
+        raise UnsupportedError(f"GPU {self.index}: this backend cannot lock SM clocks")
+
+    def check_clock(self, mhz: int) -> int:
+        """Validate a requested SM clock against :meth:`supported_clocks`; returns it as int."""
+        clocks = self.supported_clocks()
+        f = int(mhz)
+        if f not in clocks:
+            near = min(clocks, key=lambda c: abs(c - f))
+            raise ValueError(
+                f"{f} MHz is not a supported SM clock of GPU {self.index} "
+                f"(range {clocks[-1]}-{clocks[0]} MHz; nearest: {near} MHz)"
+            )
+        return f
+
     def check_power_limit(self, watts: float) -> float:
         """Validate a requested limit against the constraints; returns it as float."""
         lo, hi = self.power_limit_constraints()

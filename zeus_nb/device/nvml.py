@@ -16,6 +16,7 @@ from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.errors import (
     NO_DRIVER_HINT,
     NO_PERMISSION_HINT,
+    ClockPermissionError,
     DeviceError,
     NoGPUError,
     PowerLimitPermissionError,
@@ -103,6 +104,8 @@ class NvmlGPU(GPU):
         self.handle = handle
         self._integrator: _PowerIntegrator | None = None
         self._counter: bool | None = None
+        # NVML cannot report locked clocks: this process's own locks, None when unlocked by it.
+        self._locked: tuple[int, int] | None = None
 
     def _call(self, what: str, fn, *args):
         try:
@@ -217,6 +220,44 @@ class NvmlGPU(GPU):
                 "reading the temperature", nv.nvmlDeviceGetTemperature, nv.NVML_TEMPERATURE_GPU
             )
         )
+
+    # --- SM clocks ---------------------------------------------------------------------------
+    def _clock_call(self, what: str, fn, *args):
+        """Like _call, but a missing privilege is a ClockPermissionError."""
+        try:
+            return fn(self.handle, *args)
+        except _pynvml().NVMLError as e:
+            if _err_is(e, "NVML_ERROR_NO_PERMISSION"):
+                hint = NO_PERMISSION_HINT.replace("power limits", "clocks")
+                raise ClockPermissionError(f"GPU {self.index}: {what}: {hint}") from e
+            raise _translate(e, f"GPU {self.index}: {what}") from e
+
+    def supported_clocks(self) -> list[int]:
+        nv = _pynvml()
+        mem = self._clock_call("reading memory clocks", nv.nvmlDeviceGetSupportedMemoryClocks)
+        if not mem:
+            raise UnsupportedError(f"GPU {self.index}: NVML lists no memory clock")
+        clocks = self._clock_call(
+            "reading SM clocks", nv.nvmlDeviceGetSupportedGraphicsClocks, max(mem)
+        )
+        return sorted({int(c) for c in clocks}, reverse=True)
+
+    def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        lo, hi = self.check_clock(min_mhz), self.check_clock(max_mhz)
+        if lo > hi:
+            raise ValueError(f"locked clock range is empty: {lo} MHz > {hi} MHz")
+        self._clock_call(
+            f"locking SM clocks to {lo}-{hi} MHz", _pynvml().nvmlDeviceSetGpuLockedClocks, lo, hi
+        )
+        self._locked = (lo, hi)
+
+    def reset_locked_clocks(self) -> None:
+        self._clock_call("resetting locked SM clocks", _pynvml().nvmlDeviceResetGpuLockedClocks)
+        self._locked = None
+
+    def locked_clocks(self) -> tuple[int, int] | None:
+        """The lock this process set (NVML has no query for it); None: the driver chooses."""
+        return self._locked
 
     def can_set_power_limit(self) -> tuple[bool, str]:
         if has_sys_admin():

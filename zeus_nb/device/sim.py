@@ -27,7 +27,9 @@ import numpy as np
 
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.device.cpu import CPU, SimulatedCPU
-from zeus_nb.errors import InputError
+from zeus_nb.device.frequency import CLOCKS as SM_CLOCKS
+from zeus_nb.device.frequency import ClockSpec, FrequencyModel, Work, frequency_model
+from zeus_nb.errors import InputError, UnsupportedError
 from zeus_nb.traces import GPU_NAMES, get_workload, load_power_trace, power_curves
 from zeus_nb.validate import CPU_TDP, DRAM_SIZE, NOISE, integer, number
 
@@ -53,6 +55,7 @@ class SimulatedGPU(GPU):
         self._limit = system.max_limit
         self._energy = 0.0
         self._power = 0.0
+        self._locked: tuple[int, int] | None = None
 
     @property
     def name(self) -> str:
@@ -95,6 +98,29 @@ class SimulatedGPU(GPU):
 
     def can_set_power_limit(self) -> tuple[bool, str]:
         return True, "simulated GPU: power limits can always be changed"
+
+    # --- SM clocks: the calibrated frequency model of zeus_nb.device.frequency ---------------
+    def supported_clocks(self) -> list[int]:
+        return self._system.clock_spec.clocks()
+
+    def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        lo, hi = self.check_clock(min_mhz), self.check_clock(max_mhz)
+        if lo > hi:
+            raise ValueError(f"locked clock range is empty: {lo} MHz > {hi} MHz")
+        self._locked = (lo, hi)
+
+    def reset_locked_clocks(self) -> None:
+        self._locked = None
+
+    def locked_clocks(self) -> tuple[int, int] | None:
+        """The locked (min, max) SM clocks in MHz, or None when the driver chooses."""
+        return self._locked
+
+    def clock_for(self, work: Work) -> float:
+        """The SM clock ``work`` runs at: the locked maximum, lowered further by the power cap."""
+        model = self._system.frequency_model
+        capped = model.clock_under_cap(work, self._limit)
+        return min(capped, float(self._locked[1])) if self._locked else capped
 
 
 class SimulatedSystem(GPUSystem):
@@ -319,6 +345,57 @@ class SimulatedSystem(GPUSystem):
         self._now = t0 + dt
         for listener in self._listeners:
             listener(t0, self._now, powers)
+
+    @property
+    def clock_spec(self) -> ClockSpec:
+        """The SM clocks of this GPU model (bundled traces only)."""
+        key = self.source.lower()
+        if key not in SM_CLOCKS:
+            raise UnsupportedError(
+                f"the simulated GPU {self.source!r} has no frequency model; SM clocks are "
+                f"modelled for the bundled GPUs only: {', '.join(SM_CLOCKS)}"
+            )
+        return SM_CLOCKS[key]
+
+    @property
+    def frequency_model(self) -> FrequencyModel:
+        """The calibrated clock/power model of this GPU (fitted on first use, then cached)."""
+        self.clock_spec  # noqa: B018 - raises for GPUs without clock data
+        return frequency_model(self.source.lower())
+
+    def run_work(self, work: Work, indices: list[int] | None = None) -> float:
+        """Run ``work`` on the given GPUs (all by default) at each one's clock; returns seconds.
+
+        Virtual time advances by the slowest GPU's time; each GPU is charged its own energy.
+        """
+        model = self.frequency_model
+        gpus = self.gpus if indices is None else [self.gpu(i) for i in indices]
+        t0, dt, powers = self._now, 0.0, {}
+        for g in gpus:
+            f = g.clock_for(work)
+            busy, watts = model.time(work, f), model.power(work, f)
+            g._energy += watts * busy
+            g._power = watts
+            powers[g.index] = watts
+            dt = max(dt, busy)
+        self._now = t0 + dt
+        for listener in self._listeners:
+            listener(t0, self._now, powers)
+        return dt
+
+    def block(self, seconds: float, indices: list[int] | None = None) -> None:
+        """Let ``seconds`` pass while the GPUs wait on communication, at blocking power."""
+        if seconds < 0:
+            raise ValueError("cannot go back in time")
+        watts = self.frequency_model.blocking_power()
+        gpus = self.gpus if indices is None else [self.gpu(i) for i in indices]
+        t0 = self._now
+        for g in gpus:
+            g._energy += watts * seconds
+            g._power = watts
+        self._now += seconds
+        for listener in self._listeners:
+            listener(t0, self._now, {g.index: watts for g in gpus})
 
     def advance_idle(self, seconds: float) -> None:
         """Let virtual time pass with no GPU work (the trace has no idle power: 0 J is added)."""
