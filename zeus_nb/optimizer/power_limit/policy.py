@@ -43,6 +43,12 @@ INDIFFERENT = "it could not beat the best by more than the tolerance"
 NO_SPREAD = 1e-9  # relative step-to-step spread below this is rounding: no noise information
 
 
+def student_t(z: float, dof: int) -> float:
+    """The Student-t quantile with ``dof`` degrees of freedom at the normal quantile ``z``
+    (Cornish-Fisher expansion): a spread estimated from few steps gets a wider bound."""
+    return z + (z**3 + z) / (4 * dof) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * dof**2)
+
+
 @dataclass(frozen=True)
 class Abandon:
     """Stop the open window: why, the time (s) to remember for it (maybe extrapolated), whether
@@ -85,6 +91,12 @@ class WindowStats:
         )
         return spread / math.sqrt(self.steps) if spread > NO_SPREAD else None
 
+    def bound(self, z: float) -> float | None:
+        """Relative half-width of the mean's confidence bound, ``z`` standard errors wide for
+        a known spread and wider for one estimated from few steps; None without spread."""
+        rse = self.rse()
+        return None if rse is None else student_t(z, self.steps - 1) * rse
+
 
 @dataclass
 class AdaptivePolicy:
@@ -103,7 +115,7 @@ class AdaptivePolicy:
     last_limit: float | None = None
     window: WindowStats = field(default_factory=WindowStats)
     window_limit: float = 0.0
-    errors: dict[float, float | None] = field(default_factory=dict)  # limit -> rse
+    bounds: dict[float, float | None] = field(default_factory=dict)  # limit -> half-width
 
     def order(self, limits: list[float]) -> list[float]:
         """The order to measure ``limits`` (given highest first) in."""
@@ -115,11 +127,11 @@ class AdaptivePolicy:
         self.window, self.window_limit = WindowStats(), limit
 
     def _margin(self, measurements: Sequence[PowerLimitMeasurement]) -> float | None:
-        """``z`` standard errors of the least precise measurement; None if one has no spread."""
-        errors = [self.errors.get(m.power_limit) for m in measurements]
-        if not errors or any(e is None for e in errors):
+        """The widest bound of ``measurements``; None if one has no spread."""
+        bounds = [self.bounds.get(m.power_limit) for m in measurements]
+        if not bounds or any(b is None for b in bounds):
             return None
-        return self.z * max(errors)
+        return max(bounds)
 
     def observe(
         self,
@@ -136,19 +148,19 @@ class AdaptivePolicy:
         verdict = self.abandon_partial(measurements, time, energy, steps_done, steps_total)
         if verdict is not None:
             return verdict
-        rse, margin = self.window.rse(), self._margin(measurements)
-        if rse is None or margin is None or steps_done < self.min_steps:
+        width, margin = self.window.bound(self.z), self._margin(measurements)
+        if width is None or margin is None or steps_done < self.min_steps:
             return None
-        sel, width = self.selector, self.z * rse
+        sel = self.selector
         scale = steps_total / steps_done
         e_hat, t_hat = energy * scale, time * scale
         lo, hi = 1.0 - width, 1.0 + width
         if sel.rules_out(measurements, e_hat * lo, t_hat * lo, margin + self.noise_margin):
             return Abandon("its partial window lost beyond its noise", t_hat)
-        if sel.rules_out(measurements, e_hat * lo, t_hat * lo, margin - self.tolerance):
+        if sel.cannot_gain(measurements, e_hat * lo, t_hat * lo, margin, self.tolerance):
             return Abandon(INDIFFERENT, t_hat, lost=False)
         if width <= self.precision and sel.wins(measurements, e_hat * hi, t_hat * hi, margin):
-            self.errors[self.window_limit] = rse
+            self.bounds[self.window_limit] = width
             return Abandon("its partial window won", t_hat, lost=False, estimate=(e_hat, t_hat))
         return None
 
@@ -180,12 +192,11 @@ class AdaptivePolicy:
         precision; whether it lost."""
         if self.window.steps:
             self.window.add(time, energy)  # the last step, read when the window closed
-        rse = self.window.rse()
-        self.errors[limit] = rse
+        width = self.bounds[limit] = self.window.bound(self.z)
         margin = self._margin(measurements)
-        if rse is None or margin is None:
+        if width is None or margin is None:
             return self.lost(measurements, time, energy)
-        lo = 1.0 - self.z * rse
+        lo = 1.0 - width
         return self.selector.rules_out(
             measurements, energy * lo, time * lo, margin + self.noise_margin
         )

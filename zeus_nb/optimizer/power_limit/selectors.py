@@ -76,6 +76,21 @@ class OptimumSelector(ABC):
         """
         return False
 
+    def cannot_gain(
+        self,
+        measurements: Sequence[PowerLimitMeasurement],
+        energy: float,
+        time: float,
+        margin: float,
+        tolerance: float,
+    ) -> bool:
+        """Whether a limit using at least ``energy`` J and ``time`` s could improve on the
+        measurements' choice by ``tolerance`` (relative) at most, with them off by ``margin``.
+
+        A selector with no criterion to be ``tolerance`` worse on answers as :meth:`rules_out`.
+        """
+        return self.rules_out(measurements, energy, time, margin)
+
     def adaptive_order(self, limits: list[float]) -> list[float]:
         """The order adaptive profiling measures ``limits`` (given highest first) in."""
         return list(limits)
@@ -112,6 +127,9 @@ class _ArgminSelector(OptimumSelector):
             return False
         best = min(self.score(m.energy, m.time, measurements) for m in measurements)
         return self.score(energy, time, measurements) > best * (1.0 + margin)
+
+    def cannot_gain(self, measurements, energy, time, margin, tolerance) -> bool:
+        return self.rules_out(measurements, energy, time, margin - tolerance)
 
     def wins(self, measurements, energy, time, margin) -> bool:
         if not measurements:
