@@ -80,22 +80,25 @@ class WindowStats:
             self.mean[i] += d / self.steps
             self.m2[i] += d * (x - self.mean[i])
 
-    def rse(self) -> float | None:
-        """Relative standard error of the per-step mean (the larger of time's and energy's);
-        None without at least two steps or without step-to-step spread."""
+    def spread(self) -> float | None:
+        """Relative step-to-step standard deviation (the larger of time's and energy's); None
+        without at least two steps or without step-to-step spread."""
         if self.steps < 2 or min(self.mean) <= 0:
             return None
         spread = max(
             math.sqrt(max(m2, 0.0) / (self.steps - 1)) / mean
             for m2, mean in zip(self.m2, self.mean, strict=True)
         )
-        return spread / math.sqrt(self.steps) if spread > NO_SPREAD else None
+        return spread if spread > NO_SPREAD else None
 
-    def bound(self, z: float) -> float | None:
-        """Relative half-width of the mean's confidence bound, ``z`` standard errors wide for
-        a known spread and wider for one estimated from few steps; None without spread."""
-        rse = self.rse()
-        return None if rse is None else student_t(z, self.steps - 1) * rse
+    def bound(self, z: float, pooled: float = 0.0) -> float | None:
+        """Relative half-width of the mean's confidence bound: ``z`` standard errors, widened
+        for a spread estimated from few steps; the spread is at least ``pooled`` (that of the
+        windows before), so a window whose first steps happen to agree is not trusted more."""
+        spread = self.spread()
+        if spread is None:
+            return None
+        return student_t(z, self.steps - 1) * max(spread, pooled) / math.sqrt(self.steps)
 
 
 @dataclass
@@ -106,22 +109,34 @@ class AdaptivePolicy:
     noise_margin: float = 0.05
     patience: int = 3
     min_fraction: float = 0.25  # of the window run before extrapolating from it (no spread)
-    z: float = 3.0  # confidence bounds, in standard errors
-    tolerance: float = 0.01  # a limit that cannot beat the best by more stops early
-    precision: float = 0.015  # a winning window stops once its bound is this tight
-    min_steps: int = 8  # steps before a window's spread is trusted
+    z: float = 2.0  # confidence bounds, in standard errors (Student-t corrected)
+    tolerance: float = 0.02  # a limit that cannot beat the best by more stops early
+    precision: float = 0.02  # a winning window stops once its bound is this tight
+    min_steps: int = 5  # steps before a window's spread is trusted
     losses: int = 0
     recent_times: list[float] = field(default_factory=list)
     last_limit: float | None = None
     window: WindowStats = field(default_factory=WindowStats)
     window_limit: float = 0.0
     bounds: dict[float, float | None] = field(default_factory=dict)  # limit -> half-width
+    pooled: tuple[float, int] = (0.0, 0)  # earlier windows: sum of (steps - 1) x spread², dof
 
     def order(self, limits: list[float]) -> list[float]:
         """The order to measure ``limits`` (given highest first) in."""
         return self.selector.adaptive_order(limits)
 
     # --- the open window ------------------------------------------------------------------------
+    def _pooled(self) -> float:
+        """The step-to-step spread pooled over the windows measured before (0 if none)."""
+        total, dof = self.pooled
+        return math.sqrt(total / dof) if dof else 0.0
+
+    def _pool(self) -> None:
+        spread = self.window.spread()
+        if spread is not None:
+            total, dof = self.pooled
+            self.pooled = (total + (self.window.steps - 1) * spread**2, dof + self.window.steps - 1)
+
     def start_window(self, limit: float) -> None:
         """A window at ``limit`` opens (its first step comes next)."""
         self.window, self.window_limit = WindowStats(), limit
@@ -146,9 +161,15 @@ class AdaptivePolicy:
         if not measurements:
             return None
         verdict = self.abandon_partial(measurements, time, energy, steps_done, steps_total)
+        if verdict is None:
+            verdict = self._bounded(measurements, time, energy, steps_done, steps_total)
         if verdict is not None:
-            return verdict
-        width, margin = self.window.bound(self.z), self._margin(measurements)
+            self._pool()
+        return verdict
+
+    def _bounded(self, measurements, time, energy, steps_done, steps_total) -> Abandon | None:
+        """The rules from confidence bounds (None where the readings have no spread)."""
+        width, margin = self.window.bound(self.z, self._pooled()), self._margin(measurements)
         if width is None or margin is None or steps_done < self.min_steps:
             return None
         sel = self.selector
@@ -192,7 +213,8 @@ class AdaptivePolicy:
         precision; whether it lost."""
         if self.window.steps:
             self.window.add(time, energy)  # the last step, read when the window closed
-        width = self.bounds[limit] = self.window.bound(self.z)
+        width = self.bounds[limit] = self.window.bound(self.z, self._pooled())
+        self._pool()
         margin = self._margin(measurements)
         if width is None or margin is None:
             return self.lost(measurements, time, energy)
