@@ -207,12 +207,15 @@ class AdaptivePolicy:
         return None
 
     def finish(
-        self, measurements: Sequence[PowerLimitMeasurement], limit: float, time: float, energy: float
+        self,
+        measurements: Sequence[PowerLimitMeasurement],
+        limit: float,
+        time: float,
+        energy: float,
     ) -> bool:
         """A full window at ``limit`` (``time``, ``energy``: its totals): remember its
         precision; whether it lost."""
-        if self.window.steps:
-            self.window.add(time, energy)  # the last step, read when the window closed
+        self.window.add(time, energy)  # the last step, read when the window closed
         width = self.bounds[limit] = self.window.bound(self.z, self._pooled())
         self._pool()
         margin = self._margin(measurements)
@@ -242,7 +245,10 @@ class AdaptivePolicy:
         if self.last_limit is not None and limit > self.last_limit:
             self.losses = 0  # a new descent starts (e.g. after MaxSlowdown's probe of the bottom)
         self.last_limit = limit
-        self.losses = self.losses + 1 if lost else 0
+        # A loss says the descent went past the optimum only if the choice lies above: one that
+        # lost to a lower limit (the probed bottom) lies on the way down to it.
+        rising = lost and bool(measurements) and self.selector.select(measurements) > limit
+        self.losses = self.losses + 1 if rising else 0
         self.recent_times = [*self.recent_times[-1:], time]
         floor = min(self.recent_times) * (1.0 - self.noise_margin)
         time_bound = len(self.recent_times) >= 2 and self.selector.rules_out(
