@@ -26,10 +26,10 @@ from zeus_nb.optimizer.power_limit.policy import (
 from zeus_nb.optimizer.power_limit.synthetic import (
     CURVES,
     OPTIMA,
+    LoggedProfile,
     SyntheticMonitor,
     SyntheticProfile,
 )
-from zeus_nb.optimizer.replay import load_profile_log
 
 M = PowerLimitMeasurement
 BEST = [M(300, 1000.0, 10.0)]  # one measured limit: 1000 J, 10 s
@@ -298,16 +298,6 @@ def test_with_noise_estimates_the_lowest_limit_is_probed_second():
     assert policy.reorder(best, [275.0, 250.0, 225.0]) == [225.0, 275.0, 250.0]
 
 
-class LoggedCurve(SyntheticProfile):
-    """The A40 ShuffleNet-v2 profiling log as a noise-free curve, with synthetic step noise."""
-
-    def step_cost(self, limit):
-        log = load_profile_log(
-            files("zeus_nb") / "resources/zeus_profiles/A40+shufflenetv2+gpu0.csv"
-        )
-        return log.elapsed[limit] / 40, log.energy[limit][0] / 40
-
-
 def run_on(profile, selector, adaptive, seed):
     monitor = SyntheticMonitor(profile, seed)
     plo = GlobalPowerLimitOptimizer(
@@ -323,7 +313,8 @@ def run_on(profile, selector, adaptive, seed):
 @pytest.mark.parametrize("noise", [0.01, 0.05])
 def test_a_real_plateau_then_drop_with_step_noise_is_found(noise):
     """329 J at every limit from 300 W to 200 W, then 269 J at 150 W (a real A40 log)."""
-    profile = LoggedCurve(9, noise=noise)
+    log = files("zeus_nb") / "resources/zeus_profiles/A40+shufflenetv2+gpu0.csv"
+    profile = LoggedProfile.from_log(log, noise)
     exhaustive = run_on(profile, Energy(), False, seed=4)
     adaptive = run_on(profile, Energy(), True, seed=4)
     assert exhaustive.optimal_power_limit == adaptive.optimal_power_limit == 150.0
@@ -340,3 +331,16 @@ def test_on_a_synthetic_profile_every_limit_is_visited_in_less_time():
     assert adaptive.profiling_time < 0.6 * exhaustive.profiling_time
     assert [m.power_limit for m in adaptive.measurements][:2] == [300.0, 100.0]  # bottom probe
     assert all(why != CANNOT_WIN for why in adaptive.abandoned.values())
+
+
+def test_the_bottom_probe_does_not_cut_a_u_shaped_descent_short():
+    """The bottom beats the top; the limits below the top lose to the bottom, yet the optimum
+    lies between them (energies made up for the test, noise 1 %)."""
+    joules = [140.0, 130.0, 125.0, 120.0, 90.0, 95.0, 100.0]
+    limits = [300.0 - 25 * i for i in range(7)]
+    profile = LoggedProfile(
+        7, noise=0.01, steps={w: (1.0, j) for w, j in zip(limits, joules, strict=True)}
+    )
+    adaptive = run_on(profile, Energy(), True, seed=1)
+    assert [m.power_limit for m in adaptive.measurements][:2] == [300.0, 150.0]
+    assert adaptive.optimal_power_limit == 200.0

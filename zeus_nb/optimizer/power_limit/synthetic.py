@@ -31,6 +31,7 @@ from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement
 
 __all__ = [
     "CURVES",
+    "LoggedProfile",
     "OPTIMA",
     "SyntheticMonitor",
     "SyntheticProfile",
@@ -83,6 +84,37 @@ class SyntheticProfile:
             t, e = self.step_cost(w)
             out.append(PowerLimitMeasurement(w, e * steps, t * steps))
         return out
+
+
+@dataclass(frozen=True)
+class LoggedProfile(SyntheticProfile):
+    """A real profiling log's per-limit time and energy as the noise-free curve, plus step noise.
+
+    One step at limit W costs the logged window's time and energy (summed over the log's GPUs,
+    seen as one GPU) divided by ``steps_per_window``. Build it with :meth:`from_log`.
+    """
+
+    steps: dict[float, tuple[float, float]] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_log(cls, path, noise: float, steps_per_window: int = 40) -> LoggedProfile:
+        from zeus_nb.device.replay import load_profile_log
+
+        log = load_profile_log(path)
+        limits = log.power_limits
+        strides = {round(a - b, 6) for a, b in zip(limits, limits[1:], strict=False)}
+        if len(strides) != 1:
+            raise ValueError(f"{path}: the logged limits are not evenly spaced: {limits}")
+        steps = {
+            w: (log.elapsed[w] / steps_per_window, sum(log.energy[w].values()) / steps_per_window)
+            for w in limits
+        }
+        return cls(
+            len(limits), noise=noise, max_limit=limits[0], pl_step=strides.pop(), steps=steps
+        )
+
+    def step_cost(self, limit: float) -> tuple[float, float]:
+        return self.steps[limit]
 
 
 class SyntheticGPU:
