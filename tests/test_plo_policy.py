@@ -144,6 +144,30 @@ def test_synthetic_monitor_windows_add_up_the_noisy_steps():
         mon.gpus[0].set_power_limit(50.0)
 
 
+def _windows(monitor, order, steps=3):
+    """Per limit in ``order``: (s, J) of ``steps`` steps there."""
+    out = {}
+    for limit in order:
+        monitor.gpus[0].set_power_limit(limit)
+        monitor.begin_window("w")
+        for _ in range(steps):
+            monitor.step()
+        m = monitor.end_window("w")
+        out[limit] = (m.time, m.total_energy)
+    return out
+
+
+def test_one_seed_gives_the_same_steps_at_a_limit_whatever_ran_before():
+    """Common random numbers: adaptive and exhaustive runs with one seed read the same steps."""
+    p = SyntheticProfile(5, "middle", "steep", noise=0.05)
+    forward = _windows(SyntheticMonitor(p, seed=3), [300.0, 250.0, 200.0])
+    backward = _windows(SyntheticMonitor(p, seed=3), [200.0, 300.0])
+    for w, (t, e) in backward.items():  # equal up to the clock's rounding
+        assert (t, e) == pytest.approx(forward[w], rel=1e-12)
+    other = _windows(SyntheticMonitor(p, seed=4), [200.0, 300.0])
+    assert all(other[w][0] != pytest.approx(backward[w][0], rel=1e-6) for w in other)
+
+
 # --- thresholds from the measured step-to-step noise ---------------------------------------------
 
 
