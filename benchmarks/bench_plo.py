@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from importlib import resources
 
 import zeus_nb
@@ -183,34 +184,90 @@ def logged_noise_section(logs, margin: float, warmup: int, steps: int, seeds: ra
     return out
 
 
+@dataclass
+class Tally:
+    """Adaptive vs exhaustive over a group of cases."""
+
+    cases: int = 0
+    exhaustive_s: float = 0.0
+    adaptive_s: float = 0.0
+    worst: float = -1.0  # worst regret, every selector
+    worst_score: float = -1.0  # worst regret, the selectors that minimise a score
+    over: int = 0  # adaptive choices more than WORSE worse than exhaustive's
+    floor: int = 0  # second exhaustive runs (other noise) more than WORSE worse
+
+    def add(self, sel, ex, ad, regret: float, regret2: float) -> None:
+        self.cases += 1
+        self.exhaustive_s += ex.profiling_time
+        self.adaptive_s += ad.profiling_time
+        self.worst = max(self.worst, regret)
+        if not isinstance(sel, MaxSlowdownConstraint):
+            self.worst_score = max(self.worst_score, regret)
+        self.over += regret > WORSE + 1e-12
+        self.floor += regret2 > WORSE + 1e-12
+
+    @property
+    def saving(self) -> float:
+        return 100.0 * (1.0 - self.adaptive_s / self.exhaustive_s)
+
+    @staticmethod
+    def header(label: str) -> str:
+        return (
+            f"  {label:<18} {'cases':>5} {'saving':>7} {'worst regret':>13} {'(score)':>8} "
+            f"{'> 3%':>5} {'exh2 > 3%':>10}"
+        )
+
+    def row(self, label: str) -> str:
+        score = f"{100 * self.worst_score:>7.2f}%" if self.worst_score >= 0 else f"{'-':>8}"
+        return (
+            f"  {label:<18} {self.cases:>5} {self.saving:>6.1f}% {100 * self.worst:>12.2f}% "
+            f"{score} {self.over:>5} {self.floor:>10}"
+        )
+
+    def summary(self) -> dict:
+        return {
+            "cases": self.cases,
+            "saving_pct": self.saving,
+            "worst_regret_pct": 100 * self.worst,
+            "worst_score_regret_pct": 100 * self.worst_score,
+            "over_3pct": self.over,
+            "second_exhaustive_over_3pct": self.floor,
+        }
+
+
+SYNTHETIC_LIMITS = range(5, 10)
+SYNTHETIC_NOISE = (0.01, 0.03, 0.05)
+
+
 def synthetic_section(margin: float, warmup: int, steps: int, seeds: range) -> dict[str, dict]:
     """Adaptive vs exhaustive on the synthetic family of zeus_nb.optimizer.power_limit.synthetic.
 
     Per shape (energy optimum x curve), over 5 to 9 limits, 1/3/5 % step noise, the selectors of
-    SYNTHETIC_SELECTORS and ``seeds`` seeds (the same seed for both runs): the profiling-time
-    saving and the worst regret, i.e. how much worse the adaptive choice is than the exhaustive
-    one on the noise-free criterion (MaxSlowdownConstraint: its energy; a broken constraint
-    counts as worse), for all selectors and for the two that minimise a score. Last, how often
-    each choice is more than 3% worse: adaptive vs exhaustive, and as the noise floor, a second
-    exhaustive run with other noise vs the first.
+    SYNTHETIC_SELECTORS and ``seeds`` seeds (the same seed for both runs, so both read the same
+    steps at every limit they visit): the profiling-time saving and the worst regret, i.e. how
+    much worse the adaptive choice is than the exhaustive one on the noise-free criterion
+    (MaxSlowdownConstraint: its energy; a broken constraint counts as worse), for all selectors
+    and for the two that minimise a score. Then how often each choice is more than 3% worse:
+    adaptive vs exhaustive, and as the noise floor, a second exhaustive run with other noise vs
+    the first. Last, the same figures over all shapes per limit count, noise level and selector.
     """
     print()
     print(
         f"synthetic profiles (5 to 9 limits, 1/3/5% step noise, {len(SYNTHETIC_SELECTORS)} "
         f"selectors, seeds {_span(seeds)} per case):"
     )
-    print(
-        f"  {'optimum':<8} {'curve':<6} {'cases':>5} {'saving':>7} {'worst regret':>13} "
-        f"{'(score)':>8} {'> 3%':>5} {'exh2 > 3%':>10}"
-    )
-    out = {}
+    groups: dict[str, Tally] = {}
+    for key in (
+        *(f"{o}/{c}" for o in OPTIMA for c in CURVES),
+        *(f"{n} limits" for n in SYNTHETIC_LIMITS),
+        *(f"{noise:.0%} noise" for noise in SYNTHETIC_NOISE),
+        *(_label(sel) for sel in SYNTHETIC_SELECTORS),
+    ):
+        groups[key] = Tally()
     for optimum in OPTIMA:
         for curve in CURVES:
-            t_ex = t_ad = 0.0
-            worst = worst_score = -1.0
-            n = over = floor = 0
-            for limits in range(5, 10):
-                for noise in (0.01, 0.03, 0.05):
+            for limits in SYNTHETIC_LIMITS:
+                for noise in SYNTHETIC_NOISE:
                     profile = SyntheticProfile(limits, optimum, curve, noise)
                     exact = profile.exact(steps)
                     for sel in SYNTHETIC_SELECTORS:
@@ -222,32 +279,35 @@ def synthetic_section(margin: float, warmup: int, steps: int, seeds: range) -> d
                             )
                             c_ex, _ = criterion(sel, exact, ex.optimal_power_limit)
                             regret = _regret(sel, exact, ad.optimal_power_limit, c_ex)
-                            worst = max(worst, regret)
-                            if not isinstance(sel, MaxSlowdownConstraint):
-                                worst_score = max(worst_score, regret)
-                            over += regret > WORSE + 1e-12
-                            floor += _regret(sel, exact, ex2.optimal_power_limit, c_ex) > WORSE
-                            n += 1
-                            t_ex += ex.profiling_time
-                            t_ad += ad.profiling_time
-            saving = 100.0 * (1.0 - t_ad / t_ex)
-            out[f"{optimum}/{curve}"] = {
-                "saving_pct": saving,
-                "worst_regret_pct": 100 * worst,
-                "worst_score_regret_pct": 100 * worst_score,
-                "over_3pct": over,
-                "second_exhaustive_over_3pct": floor,
-            }
-            print(
-                f"  {optimum:<8} {curve:<6} {n:>5} {saving:>6.1f}% {100 * worst:>12.2f}% "
-                f"{100 * worst_score:>7.2f}% {over:>5} {floor:>10}"
-            )
-    met = all(
-        v["saving_pct"] >= 40.0 and v["worst_regret_pct"] <= 100 * WORSE for v in out.values()
-    )
+                            regret2 = _regret(sel, exact, ex2.optimal_power_limit, c_ex)
+                            for key in (
+                                f"{optimum}/{curve}",
+                                f"{limits} limits",
+                                f"{noise:.0%} noise",
+                                _label(sel),
+                            ):
+                                groups[key].add(sel, ex, ad, regret, regret2)
+    shapes = {f"{o}/{c}": groups[f"{o}/{c}"] for o in OPTIMA for c in CURVES}
+    print(Tally.header("shape"))
+    for key, tally in shapes.items():
+        print(tally.row(key))
+    met = all(t.saving >= 40.0 and t.worst <= WORSE for t in shapes.values())
     verdict = "met" if met else "NOT met"
     print(f"  targets (>= 40% saving and worst regret <= 3% on every shape): {verdict}")
-    return out
+    print(Tally.header("over all shapes"))
+    for key, tally in groups.items():
+        if key not in shapes:
+            print(tally.row(key))
+    return {key: tally.summary() for key, tally in groups.items()}
+
+
+def _label(selector) -> str:
+    """A short name: Energy, ZeusCost(0.5), MaxSlowdown(1.1)."""
+    if isinstance(selector, ZeusCost):
+        return f"ZeusCost({selector.eta_knob:g})"
+    if isinstance(selector, MaxSlowdownConstraint):
+        return f"MaxSlowdown({selector.factor:g})"
+    return type(selector).__name__
 
 
 def _span(seeds: range) -> str:
