@@ -109,7 +109,7 @@ class AdaptivePolicy:
     noise_margin: float = 0.05
     patience: int = 3
     min_fraction: float = 0.25  # of the window run before extrapolating from it (no spread)
-    z: float = 2.0  # confidence bounds, in standard errors (Student-t corrected)
+    z: float = 1.75  # confidence bounds, in standard errors (Student-t corrected)
     tolerance: float = 0.02  # a limit that cannot beat the best by more stops early
     precision: float = 0.02  # a winning window stops once its bound is this tight
     min_steps: int = 5  # steps before a window's spread is trusted
