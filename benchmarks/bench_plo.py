@@ -233,7 +233,7 @@ class Tally:
             "cases": self.cases,
             "saving_pct": self.saving,
             "worst_regret_pct": 100 * self.worst,
-            "worst_score_regret_pct": 100 * self.worst_score,
+            "worst_score_regret_pct": 100 * self.worst_score if self.worst_score >= 0 else None,
             "over_3pct": self.over,
             "second_exhaustive_over_3pct": self.floor,
         }
