@@ -342,6 +342,8 @@ class GlobalPowerLimitOptimizer:
             s.window = f"{WINDOW_PREFIX}{self._order[s.index]:g}"
             self.monitor.begin_window(s.window)
             s.segment_start = self._read() if self.adaptive else (0.0, 0.0)
+            if self.adaptive and s.steps == 0:
+                self.policy.start_window(self._order[s.index])
 
     def on_step_end(self) -> None:
         """Call after each training step."""
@@ -360,7 +362,7 @@ class GlobalPowerLimitOptimizer:
                 m = self.monitor.end_window(s.window)
                 s.window = None
                 self._finish(s, s.time + m.time, s.energy + m.total_energy)
-            elif self.adaptive and self.measurements:
+            elif self.adaptive:
                 self._check_partial(s)
 
     def _enter(self, index: int) -> WarmingUp | Profiling:
@@ -370,29 +372,39 @@ class GlobalPowerLimitOptimizer:
     def _check_partial(self, s: Profiling) -> None:
         now, energy = self._read()
         t0, e0 = s.segment_start
-        time, energy, _ = reduce_time_energy(
-            s.time + now - t0, s.energy + energy - e0, len(self.gpus)
-        )
-        verdict = self.policy.abandon_partial(
-            self.measurements, time, energy, s.steps, self.profile_steps
-        )
-        if verdict is not None:
-            self.monitor.end_window(s.window, cancel=True)
-            s.window = None
-            self.abandoned[self._order[s.index]] = verdict.why
-            self._next(s.index, verdict.time, lost=True)
+        local_time, local_energy = s.time + now - t0, s.energy + energy - e0
+        time, energy, n = reduce_time_energy(local_time, local_energy, len(self.gpus))
+        verdict = self.policy.observe(self.measurements, time, energy, s.steps, self.profile_steps)
+        if verdict is None:
+            return
+        self.monitor.end_window(s.window, cancel=True)
+        s.window = None
+        limit = self._order[s.index]
+        if verdict.estimate is None:
+            self.abandoned[limit] = verdict.why
+        else:  # it won early: its readings, extrapolated to the full window, stand for it
+            scale = self.profile_steps / s.steps
+            self.local_measurements.append(
+                PowerLimitMeasurement(
+                    limit, local_energy * scale, local_time * scale, len(self.gpus)
+                )
+            )
+            self.measurements.append(PowerLimitMeasurement(limit, *verdict.estimate, n))
+        self._next(s.index, verdict.time, lost=verdict.lost)
 
     def _finish(self, s: Profiling, time: float, energy: float) -> None:
         """A full window at ``order[s.index]``: record it (reduced across ranks), then move on."""
         limit = self._order[s.index]
         self.local_measurements.append(PowerLimitMeasurement(limit, energy, time, len(self.gpus)))
         t, e, n = reduce_time_energy(time, energy, len(self.gpus))
-        lost = self.adaptive and self.policy.lost(self.measurements, t, e)
+        lost = self.adaptive and self.policy.finish(self.measurements, limit, t, e)
         self.measurements.append(PowerLimitMeasurement(limit, e, t, n))
         self._next(s.index, t, lost)
 
     def _next(self, index: int, time: float, lost: bool) -> None:
         """After the limit ``order[index]``: the next limit, or the optimum."""
+        if self.adaptive and index == 0:
+            self._order[1:] = self.policy.reorder(self.measurements, self._order[1:])
         remaining = self._order[index + 1 :]
         if self.adaptive:
             why = self.policy.after_limit(
