@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import logging
 import warnings
-from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 from zeus_nb.device.guard import PowerLimitGuard
@@ -42,6 +40,14 @@ from zeus_nb.optimizer.power_limit.selectors import (
     PowerLimitMeasurement,
     ZeusCost,
 )
+from zeus_nb.optimizer.power_limit.states import (
+    Done,
+    Phase,
+    Profiling,
+    State,
+    Waiting,
+    WarmingUp,
+)
 from zeus_nb.train.distributed import initialized_dist, reduce_time_energy
 
 __all__ = ["Done", "GlobalPowerLimitOptimizer", "Phase", "Profiling", "Waiting", "WarmingUp"]
@@ -49,60 +55,6 @@ __all__ = ["Done", "GlobalPowerLimitOptimizer", "Phase", "Profiling", "Waiting",
 logger = logging.getLogger(__name__)
 
 WINDOW_PREFIX = "__GlobalPowerLimitOptimizer_"
-
-
-class Phase(str, Enum):
-    """Where the optimizer is; the values are the names earlier versions used."""
-
-    WAIT = "wait"
-    WARMUP = "warmup"
-    PROFILE = "profile"
-    DONE = "done"
-
-
-@dataclass
-class Waiting:
-    """Letting ``wait_steps`` steps pass before profiling; ``steps`` so far."""
-
-    steps: int = 0
-    phase = Phase.WAIT
-
-
-@dataclass
-class WarmingUp:
-    """Unmeasured steps at the limit ``order[index]``."""
-
-    index: int
-    steps: int = 0
-    phase = Phase.WARMUP
-
-
-@dataclass
-class Profiling:
-    """Measured steps at ``order[index]``; ``window`` is open between steps, None across epochs.
-
-    ``time``/``energy`` accumulate the window's paused segments; ``segment_start`` is the
-    (clock, energy) reading where the open segment began (for partial adaptive checks).
-    """
-
-    index: int
-    steps: int = 0
-    time: float = 0.0
-    energy: float = 0.0
-    window: str | None = None
-    segment_start: tuple[float, float] = (0.0, 0.0)
-    phase = Phase.PROFILE
-
-
-@dataclass
-class Done:
-    """The optimum is known; ``applied`` once it is set on the GPUs."""
-
-    applied: bool = False
-    phase = Phase.DONE
-
-
-State = Waiting | WarmingUp | Profiling | Done
 
 
 class GlobalPowerLimitOptimizer:
