@@ -214,3 +214,32 @@ def test_sdist_and_wheel_carry_every_notebook(tmp_path):
     assert packaged == SHIPPED
     assert set(SHIPPED) <= in_sdist
     assert any(n.startswith("zeus_nb/resources/zeus_traces/") for n in names)
+
+
+# --- optional extras ----------------------------------------------------------------------------
+def test_skip_unless_says_what_is_skipped_and_how_to_install(monkeypatch, capsys):
+    from zeus_nb import extras
+
+    present = {"accelerate"}
+    monkeypatch.setattr(
+        extras.importlib.util, "find_spec", lambda m: object() if m in present else None
+    )
+    reason = extras.skip_unless("hf", "the Hugging Face section")
+    assert reason == "needs transformers: pip install 'zeus-nb[hf]'"
+    assert capsys.readouterr().out == f"Skipping the Hugging Face section: it {reason}\n"
+    present.add("transformers")
+    assert extras.skip_unless("hf", "the Hugging Face section") is None
+    assert capsys.readouterr().out == ""
+    with pytest.raises(ValueError, match="unknown extra 'gpu'"):
+        extras.missing("gpu")
+
+
+def test_extras_match_pyproject():
+    from zeus_nb.extras import EXTRAS
+
+    text = (REPO / "pyproject.toml").read_text()
+    for extra, modules in EXTRAS.items():
+        line = re.search(rf"^{extra} = \[(.*)\]$", text, re.M)
+        assert line, f"no [{extra}] extra in pyproject.toml"
+        packages = re.findall(r'"([A-Za-z0-9_.-]+)', line.group(1))
+        assert sorted(packages) == sorted(modules)
