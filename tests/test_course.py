@@ -371,9 +371,8 @@ def real_course(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "notebook",
-    REAL_NOTEBOOKS
-    or [pytest.param(None, marks=pytest.mark.skip(reason="notebooks/ has no notebooks yet"))],
-    ids=lambda p: p.stem if p else "none",
+    REAL_NOTEBOOKS,
+    ids=lambda p: p.stem,
 )
 def test_shipped_notebook_course_versions(notebook, real_course, tmp_path):
     """Solutions run to the end in smoke mode; student copies stop at their first exercise."""

@@ -108,6 +108,9 @@ def test_sweep_goes_on_past_a_failing_point(tmp_path):
     assert res.returncode == 1
     assert "a=3,b=0.5: FAILED: RuntimeError: a == 3 is not allowed" in res.stdout
     assert "a=3,b=0.5" in res.stderr
+    # the failing point shows its own error and nothing of the kernel's transport
+    assert "IPKernelApp" not in res.stdout + res.stderr
+    assert "without encryption" not in res.stdout + res.stderr
     table = pd.read_csv(out / "results.csv")
     assert table.set_index("a").status.to_dict() == {3: "failed", 4: "ok"}
     assert table.set_index("a")["product"][4] == 2.0
@@ -149,3 +152,20 @@ def test_interrupted_sweep_resumes_to_all_results(tmp_path):
     assert len(table) == 6 and set(table.status) == {"ok"}
     assert sorted(table["product"]) == sorted(a * b for a in (1, 2) for b in (1, 10, 100))
     assert all(is_complete(out / name) for name in done_before)  # untouched, still done
+
+
+def test_kernel_environment_is_restored_even_after_an_error(monkeypatch):
+    from zeus_nb._env import temp_environ
+    from zeus_nb.notebooks import kernel_environment
+
+    monkeypatch.setenv("ZEUS_NB_BACKEND", "nvml")
+    monkeypatch.delenv("ZEUS_NB_HEADLESS", raising=False)
+    before = dict(os.environ)
+    with pytest.raises(KeyError), kernel_environment({"ZEUS_NB_BACKEND": "sim"}):
+        assert os.environ["ZEUS_NB_HEADLESS"] == "1" and os.environ["ZEUS_NB_BACKEND"] == "sim"
+        assert os.environ["PYTHONPATH"].split(os.pathsep)[0] == str(REPO)
+        raise KeyError
+    assert dict(os.environ) == before
+    with temp_environ(ZEUS_NB_BACKEND=None):
+        assert "ZEUS_NB_BACKEND" not in os.environ
+    assert os.environ["ZEUS_NB_BACKEND"] == "nvml"

@@ -102,19 +102,29 @@ def test_selector_picker_widget(shown):
     assert widgets.selector_picker("Energy", headless=True).value == ("Energy", None)
 
 
-def test_sweep_grid_editor(shown):
-    c = widgets.sweep_grid_editor({"batch_size": [64, 128], "power_limit": [150.0]})
-    boxes = c.widget.children
-    assert boxes[0].value == "64,128" and "2 point(s)" in boxes[-1].value
-    boxes[0].value = "32, 64,256"
-    assert c.value == {"batch_size": [32, 64, 256], "power_limit": [150.0]}
-    assert "3 point(s)" in boxes[-1].value
-    boxes[0].value = "32,abc"
-    assert "not a valid int" in boxes[-1].value
-    with pytest.raises(ValueError, match="batch_size"):
-        c.value  # noqa: B018
-    headless = widgets.sweep_grid_editor({"a": [1]}, headless=True)
-    assert headless.widget is None and headless.value == {"a": [1]}
+def test_live_output_recomputes_when_the_slider_moves(shown):
+    calls = []
+
+    def compute(eta_knob, scale):
+        calls.append(eta_knob)
+        print(f"knob {eta_knob}")
+        return eta_knob * scale
+
+    knob = widgets.float_slider(0.5, 0.0, 1.0, 0.1, "eta_knob")
+    view = widgets.live_output(compute, {"eta_knob": knob, "scale": widgets.Control(10.0)})
+    slider, _out = view.widget.children
+    assert slider is knob.widget and calls == [0.5] and view.value == 5.0
+    slider.value = 0.2
+    assert calls == [0.5, 0.2] and view.value == pytest.approx(2.0)
+
+
+def test_live_output_headless_runs_once_with_the_parameters(capsys):
+    knob = widgets.float_slider(0.3, 0.0, 1.0, 0.1, "eta_knob", headless=True)
+    view = widgets.live_output(lambda eta_knob: print(eta_knob) or -eta_knob, {"eta_knob": knob})
+    assert knob.widget is None and view.widget is None and view.value == -0.3
+    assert capsys.readouterr().out == "0.3\n"
+    with pytest.raises(ValueError, match=r"eta_knob must be in \[0, 1\]"):
+        widgets.float_slider(1.5, 0.0, 1.0, 0.1, "eta_knob")
 
 
 def test_live_series_paces_redraws():
@@ -165,14 +175,11 @@ def test_run_panel_shows_errors(shown):
     assert "boom" in status.value and not button.disabled
 
 
-def test_backend_choices(shown):
-    system = widgets.apply_backend("sim:v100", workload="cifar100")
-    assert system.backend == "sim" and "V100" in system.gpus[0].name
-    assert widgets.gpu_options(system) == [(f"GPU 0: {system.gpus[0].name}", 0)]
-    assert widgets.backend_picker("sim:a40").widget.value == "sim:a40"
-    assert widgets.gpu_picker(system, 0, headless=True).value == 0
-    with pytest.raises(ValueError, match="unknown backend choice"):
-        widgets.backend_picker("tpu")
+def test_plot_live_moved_to_plots_and_stays_importable_from_widgets():
+    from zeus_nb.plots import LiveSeries, plot_live
+
+    assert widgets.plot_live is plot_live and widgets.LiveSeries is LiveSeries
+    assert not hasattr(widgets, "backend_picker")
 
 
 def test_power_limit_explorer_trains_an_epoch_at_the_limit_and_restores_it(gpu, shown, capsys):

@@ -22,6 +22,7 @@ _LAZY = {
     "BatchSizeOptimizer": "zeus_nb.optimizer.batch_size",
     "record": "zeus_nb.records",
     "collect": "zeus_nb.records",
+    "notebook_setup": "zeus_nb.nbsetup",
 }
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from zeus_nb.errors import ZeusNbError as ZeusNbError
     from zeus_nb.monitor import Measurement as Measurement
     from zeus_nb.monitor import ZeusMonitor as ZeusMonitor
+    from zeus_nb.nbsetup import notebook_setup as notebook_setup
     from zeus_nb.optimizer.batch_size import BatchSizeOptimizer as BatchSizeOptimizer
     from zeus_nb.records import collect as collect
     from zeus_nb.records import record as record

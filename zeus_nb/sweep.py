@@ -27,7 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.validate import DURATION, ENERGY, POWER_LIMIT, Quantity, integer, number
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,27 +59,57 @@ def _key(batch_size: float, power_limit: float) -> tuple[int, float]:
     return int(batch_size), float(power_limit)
 
 
+_MEASURED_TIME = Quantity("time", "s", 0.0, DURATION.high)  # 0 s: train_fn never stepped
+
+
+def _checked(rec: object, where: str) -> dict:
+    """A results line with every number checked (a NaN energy would pick a wrong optimum)."""
+    if not isinstance(rec, dict):
+        raise InputError(f"{where}: not a JSON object")
+    out = dict(rec)
+    out["batch_size"] = integer(rec.get("batch_size"), f"{where}, batch_size", 1, 10**7)
+    out["power_limit"] = number(rec.get("power_limit"), f"{where}, power_limit", POWER_LIMIT)
+    for field, q in (("time", _MEASURED_TIME), ("energy", ENERGY), ("metric", None)):
+        if field in rec:
+            out[field] = number(rec[field], f"{where}, {field}", q, text_ok=False)
+    if "target_metric" in rec:
+        out["target_metric"] = number(rec["target_metric"], f"{where}, target_metric")
+    for field, least in (("epochs", 0), ("max_epochs", 1)):
+        if field in rec:
+            out[field] = integer(rec[field], f"{where}, {field}", least, 10**7, text_ok=False)
+    if "reached" in rec and not isinstance(rec["reached"], bool):
+        raise InputError(f"{where}, reached: {rec['reached']!r} is not true or false")
+    return out
+
+
 def read_results(path: str | Path) -> list[dict]:
     """Finished configurations recorded in a results file (empty if it does not exist).
 
     A last line without its newline is what a killed process may leave behind: it is ignored.
+    Every number is checked; a configuration recorded twice (files written before writers took
+    the lock) counts once, its first record.
     """
     p = Path(path)
     if not p.exists():
         return []
     records = []
+    seen: set[tuple[int, float]] = set()
     lines = p.read_bytes().split(b"\n")
     for n, raw in enumerate(lines[:-1], start=1):  # the part after the last newline is partial
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw)
-            _key(rec["batch_size"], rec["power_limit"])
+            rec = _checked(json.loads(raw), f"{p}: line {n}")
         except (ValueError, KeyError, TypeError) as e:
             raise SweepResultsError(
                 f"{p}: line {n} is not a sweep result ({e}); pass another results_path or "
                 "delete the file to start over"
             ) from None
+        key = _key(rec["batch_size"], rec["power_limit"])
+        if key in seen:
+            log.warning("%s: line %d repeats batch size %d at %g W; using the first", p, n, *key)
+            continue
+        seen.add(key)
         records.append(rec)
     return records
 
@@ -93,17 +124,40 @@ def _drop_partial_tail(p: Path) -> None:
             f.truncate(data.rfind(b"\n") + 1)
 
 
-def _append(p: Path, record: dict) -> None:
-    """Append one JSON line with a single write(2) on an O_APPEND descriptor, then fsync."""
-    line = (json.dumps(record, sort_keys=False) + "\n").encode()
-    fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        written = os.write(fd, line)
-        if written != len(line):
-            raise OSError(f"short write to {p}: {written} of {len(line)} bytes")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _recorded(path: Path) -> set[tuple[int, float]]:
+    return {_key(r["batch_size"], r["power_limit"]) for r in read_results(path)}
+
+
+def results_lock(path: str | Path):
+    """The lock every writer of a results file holds (processes and threads alike)."""
+    from filelock import FileLock
+
+    return FileLock(f"{path}.lock", timeout=600)
+
+
+def _append(p: Path, record: dict) -> bool:
+    """Append one JSON line under the file's lock, unless its configuration is there already.
+
+    Two sweeps over one file (two processes, or threads) may both run a configuration; only the
+    first to finish records it, so the file never holds a duplicate or a torn line. Returns
+    whether the line was written.
+    """
+    line = (json.dumps(record, sort_keys=False, allow_nan=False) + "\n").encode()
+    key = _key(record["batch_size"], record["power_limit"])
+    with results_lock(p):
+        _drop_partial_tail(p)
+        if key in _recorded(p):
+            log.info("%s already records batch size %d at %g W; not written twice", p, *key)
+            return False
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            written = os.write(fd, line)
+            if written != len(line):
+                raise OSError(f"short write to {p}: {written} of {len(line)} bytes")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return True
 
 
 def _reached(metric: float, target: float, higher_is_better: bool) -> bool:
@@ -160,7 +214,8 @@ def run_sweep(
 
     path = Path(results_path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _drop_partial_tail(path)
+    with results_lock(path):
+        _drop_partial_tail(path)
     done = set()
     for rec in read_results(path):
         if (float(rec.get("target_metric", target)), int(rec.get("max_epochs", cap))) != (
@@ -199,6 +254,11 @@ def run_sweep(
     try:
         with power_limits_restored(monitor.gpus, backend=monitor.system.backend):
             for bs, pl in todo:
+                if (bs, pl) in _recorded(path):
+                    log.info("batch size %d at %g W was recorded by another sweep", bs, pl)
+                    if bar is not None:
+                        bar.update(1)
+                    continue
                 if bar is not None:
                     bar.set_postfix_str(f"batch {bs}, {pl:g} W")
                 for g in monitor.gpus:

@@ -10,21 +10,21 @@ not shown, and Run buttons never wait for a click, when the run is *headless*:
   execute requests with ``allow_stdin=False``, which JupyterLab, Notebook and VS Code never do, or
 * there is no Jupyter kernel at all (plain Python, IPython in a terminal).
 
-The decisions behind each control (bounds, snapping, knobs, grids, progress, redraw pacing) are
-plain functions and classes here, testable without a browser; ipywidgets is imported only to build
-the visible widgets.
+A control a notebook shows changes what the notebook computes: :func:`live_output` re-runs a
+computation in place whenever its controls move, a Run button (:func:`run_panel`) trains when
+clicked. The decisions behind each control (bounds, snapping, knobs, progress) are plain functions
+here, testable without a browser; ipywidgets is imported only to build the visible widgets, and
+the live plot lives in :mod:`zeus_nb.plots.live`.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from zeus_nb.notebooks import grid_points, parse_values
 from zeus_nb.optimizer.power_limit.registry import SELECTORS as _REGISTRY
 from zeus_nb.optimizer.power_limit.registry import (  # noqa: F401  (re-exported)
     Knob,
@@ -96,54 +96,65 @@ class Control:
         return f"Control(value={self.value!r}, {state})"
 
 
-# --- backend and GPU ------------------------------------------------------------------------------
-
-BACKEND_CHOICES: list[tuple[str, str]] = [
-    ("auto: a real GPU if NVML finds one, else simulated", "auto"),
-    ("simulated NVIDIA A40", "sim:a40"),
-    ("simulated NVIDIA V100", "sim:v100"),
-    ("real NVIDIA GPUs (NVML)", "nvml"),
-]
+# --- controls that recompute in place ------------------------------------------------------------
 
 
-def apply_backend(choice: str, workload: str | None = None):
-    """Make the chosen backend current (``auto``, ``nvml``, ``sim``, ``sim:a40``...); returns it."""
-    from zeus_nb import device
-
-    name, _, gpu = choice.partition(":")
-    if device.resolve_backend(name) == "sim":
-        kwargs = {"workload": workload} if workload else {}
-        return device.use_simulated(gpu=gpu or "a40", **kwargs)
-    return device.current(name)
-
-
-def gpu_options(system) -> list[tuple[str, int]]:
-    """Dropdown options ``(label, index)`` for the GPUs of a system."""
-    return [(f"GPU {g.index}: {g.name}", g.index) for g in system.gpus]
-
-
-def backend_picker(backend: str = "auto", headless: bool | None = None) -> Control:
-    """Dropdown of backends; its value is a choice for :func:`apply_backend`."""
-    values = [v for _, v in BACKEND_CHOICES]
-    if backend not in values:
-        raise ValueError(f"unknown backend choice {backend!r}; use one of {values}")
+def float_slider(
+    value: float,
+    minimum: float,
+    maximum: float,
+    step: float,
+    description: str,
+    headless: bool | None = None,
+) -> Control:
+    """A slider over ``[minimum, maximum]`` starting at the parameter ``value``."""
+    if not minimum <= value <= maximum:
+        raise ValueError(f"{description} must be in [{minimum:g}, {maximum:g}], got {value:g}")
     if is_headless(headless):
-        return Control(backend)
+        return Control(value)
     import ipywidgets as w
 
-    return Control(
-        backend, w.Dropdown(options=BACKEND_CHOICES, value=backend, description="Backend")
+    slider = w.FloatSlider(
+        value=value,
+        min=minimum,
+        max=maximum,
+        step=step,
+        description=description,
+        continuous_update=False,
+        style={"description_width": "initial"},
     )
+    return Control(value, slider)
 
 
-def gpu_picker(system, index: int = 0, headless: bool | None = None) -> Control:
-    """Dropdown of the system's GPUs; its value is a GPU index."""
-    system.gpu(index)  # validates
-    if is_headless(headless):
-        return Control(index)
+def live_output(
+    compute: Callable[..., Any], controls: dict[str, Control], headless: bool | None = None
+) -> Control:
+    """Call ``compute(**values)`` now, and again each time a shown control moves.
+
+    What ``compute`` prints or displays goes to an output area under the controls, replaced on
+    every move, so the cell's result follows the controls. The returned control's ``value`` is
+    ``compute``'s latest result; later cells read it when they run. Headless (or with no control
+    shown) ``compute`` runs once with the parameter values and its output is the cell's.
+    """
+    state: dict[str, Any] = {}
+
+    def run(**values: Any) -> None:
+        state["value"] = compute(**values)
+
+    shown = {k: c.widget for k, c in controls.items() if c.shown}
+    if is_headless(headless) or not shown:
+        run(**{k: c.value for k, c in controls.items()})
+        return Control(state["value"])
+    import functools
+
     import ipywidgets as w
 
-    return Control(index, w.Dropdown(options=gpu_options(system), value=index, description="GPU"))
+    for name, c in controls.items():
+        if c.shown and c._read is not None:
+            raise ValueError(f"control {name!r} is a composite widget; pass one slider or dropdown")
+    fixed = {k: c.value for k, c in controls.items() if not c.shown}
+    out = w.interactive_output(functools.partial(run, **fixed), shown)  # runs ``compute`` once
+    return Control(state.get("value"), w.VBox([*shown.values(), out]), lambda: state["value"])
 
 
 # --- power limit --------------------------------------------------------------------------------
@@ -250,114 +261,7 @@ def selector_picker(
     return Control(default, w.VBox([dropdown, w.HBox([slider, note])]), read)
 
 
-# --- sweep grid -----------------------------------------------------------------------------------
-
-
-def parse_grid(texts: dict[str, str], types: dict[str, str] | None = None) -> dict[str, list]:
-    """``{"batch_size": "64,128"}`` -> ``{"batch_size": [64, 128]}`` typed per ``types``."""
-    types = types or {}
-    grid = {}
-    for name, text in texts.items():
-        try:
-            grid[name] = parse_values(text, types.get(name))
-        except ValueError as e:
-            raise ValueError(f"{name}: {e}") from None
-    return grid
-
-
-def format_values(values: list) -> str:
-    return ",".join(str(v) for v in values)
-
-
-def sweep_grid_editor(grid: dict[str, list], headless: bool | None = None) -> Control:
-    """One text box per parameter (comma-separated values); value is the parsed grid."""
-    if not grid:
-        raise ValueError("the grid needs at least one parameter")
-    grid_points(grid)  # validates
-    types = {k: type(v[0]).__name__ for k, v in grid.items()}
-    if is_headless(headless):
-        return Control(dict(grid))
-    import ipywidgets as w
-
-    boxes = {
-        k: w.Text(value=format_values(v), description=k, style={"description_width": "initial"})
-        for k, v in grid.items()
-    }
-    count = w.HTML()
-
-    def refresh(*_):
-        try:
-            n = len(grid_points(parse_grid({k: b.value for k, b in boxes.items()}, types)))
-            count.value = f"{n} point(s)"
-        except ValueError as e:
-            count.value = f"<span style='color:#b00'>{e}</span>"
-
-    for b in boxes.values():
-        b.observe(refresh, names="value")
-    refresh()
-    return Control(
-        dict(grid),
-        w.VBox([*boxes.values(), count]),
-        lambda: parse_grid({k: b.value for k, b in boxes.items()}, types),
-    )
-
-
 # --- Run button with live plot ------------------------------------------------------------------
-
-
-@dataclass
-class LiveSeries:
-    """Samples of a running job and when to redraw: at most ``frames`` redraws, plus the last."""
-
-    total_steps: int
-    frames: int = 20
-    times: list[float] = field(default_factory=list)
-    powers: list[float] = field(default_factory=list)
-    energies: list[float] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if self.total_steps < 1:
-            raise ValueError(f"total_steps must be >= 1, got {self.total_steps}")
-
-    @property
-    def steps(self) -> int:
-        return len(self.times)
-
-    def add(self, time_s: float, power_w: float, energy_j: float) -> bool:
-        """Add one step's sample; returns whether the plot should be redrawn now."""
-        self.times.append(float(time_s))
-        self.powers.append(float(power_w))
-        self.energies.append(float(energy_j))
-        every = max(1, math.ceil(self.total_steps / self.frames))
-        return self.steps % every == 0 or self.steps >= self.total_steps
-
-    @property
-    def progress(self) -> float:
-        return min(1.0, self.steps / self.total_steps)
-
-    def summary(self) -> str:
-        if not self.times:
-            return "no steps yet"
-        e = self.energies[-1]
-        return f"{self.steps}/{self.total_steps} steps, {self.times[-1]:.2f} s, {e:.1f} J"
-
-
-def plot_live(series: LiveSeries, title: str = ""):
-    """Power and cumulative energy over time (a matplotlib Figure)."""
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3))
-    times = [0.0, *series.times]  # each step's power holds from the previous sample to its own
-    ax1.plot(times, series.powers[:1] + series.powers, drawstyle="steps-pre")
-    ax1.set(xlabel="time (s)", ylabel="power (W)", title="power")
-    ax1.set_ylim(bottom=0)
-    ax2.plot(times, [0.0, *series.energies], marker=".")
-    ax2.set(xlabel="time (s)", ylabel="energy (J)", title="cumulative energy")
-    ax2.set_ylim(bottom=0)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
 
 
 Report = Callable[[float, float, float], None]
@@ -389,6 +293,8 @@ def run_panel(
 
     def on_click(_):
         import matplotlib.pyplot as plt
+
+        from zeus_nb.plots.live import LiveSeries, plot_live
 
         button.disabled = True
         series = LiveSeries(total_steps)
@@ -450,3 +356,12 @@ def power_limit_explorer(
                 report(system.clock() - t0, gpu.power(), gpu.energy() - e0)
 
     return run_panel(explore, steps_per_epoch, {"power_limit": limit}, headless=headless)
+
+
+def __getattr__(name: str) -> Any:
+    """``LiveSeries`` and ``plot_live`` live in :mod:`zeus_nb.plots.live` (loads matplotlib)."""
+    if name in ("LiveSeries", "plot_live"):
+        from zeus_nb.plots import live
+
+        return getattr(live, name)
+    raise AttributeError(f"module 'zeus_nb.widgets' has no attribute {name!r}")

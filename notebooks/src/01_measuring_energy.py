@@ -39,15 +39,13 @@ import torchvision
 from torchvision import transforms
 
 import zeus_nb
-from zeus_nb import check, device, widgets
+from zeus_nb import check, widgets
 
 if smoke:
     epochs, steps_per_epoch = 2, 4
-torch.manual_seed(seed)
-# "auto" lets ZEUS_NB_BACKEND decide, else finds a real GPU, else simulates one.
-system = device.current(None if backend == "auto" else backend)
-if system.backend == "sim":
-    system = device.use_simulated(gpu=sim_gpu, workload=sim_workload, noise=0.02, seed=seed)
+system = zeus_nb.notebook_setup(
+    backend, seed, sim_gpu=sim_gpu, sim_workload=sim_workload, sim_noise=0.02
+)
 gpu = system.gpu(gpu_index)
 compute = "cuda" if torch.cuda.is_available() else "cpu"
 print(f"measuring {gpu.name} on the {system.backend} backend; the model runs on {compute}")

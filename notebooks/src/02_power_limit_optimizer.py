@@ -42,7 +42,7 @@ import torch
 from IPython.display import display
 
 import zeus_nb
-from zeus_nb import check, device, widgets
+from zeus_nb import check, widgets
 from zeus_nb.optimizer import (
     Energy,
     GlobalPowerLimitOptimizer,
@@ -56,14 +56,10 @@ from zeus_nb.traces import resource_path
 
 if smoke:
     warmup_steps, profile_steps, epochs, steps_per_epoch = 1, 4, 3, 25
-torch.manual_seed(seed)
 out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="zeus-nb-02-"))
 out.mkdir(parents=True, exist_ok=True)
 log_path = resource_path("zeus_profiles", profile_log)
-# "auto" lets ZEUS_NB_BACKEND decide, else finds a real GPU, else simulates one.
-system = device.current(None if backend == "auto" else backend)
-if system.backend == "sim":
-    system = device.use_simulated(gpu="a40", workload="imagenet", noise=0.02, seed=seed)
+system = zeus_nb.notebook_setup(backend, seed, sim_workload="imagenet", sim_noise=0.02)
 gpu = system.gpu(0)
 print(f"live runs on {gpu.name} ({system.backend}); replaying {log_path.name}")
 
@@ -218,45 +214,13 @@ print(f"profile reused: done={again.done}, limit {applied:g} W from {profile_fil
 # %%
 hf_limit = None
 if run_hf:
-    import transformers
-
+    from zeus_nb.demos import tiny_bert_trainer
     from zeus_nb.optimizer import HFGlobalPowerLimitOptimizer
 
-    transformers.logging.set_verbosity_error()
-    g = torch.Generator().manual_seed(seed)
-    tokens = torch.randint(0, 32, (64, 8), generator=g)
-    labels = torch.randint(0, 2, (64,), generator=g)
-    dataset = [{"input_ids": t, "labels": lab} for t, lab in zip(tokens, labels, strict=True)]
-    config = transformers.BertConfig(
-        vocab_size=32,
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=16,
-        num_labels=2,
-    )
     hf_plo = HFGlobalPowerLimitOptimizer(
         monitor, Energy(), warmup_steps=1, profile_steps=2, pl_step=50, verbose=False
     )
-    args = transformers.TrainingArguments(
-        output_dir=str(out / "hf"),
-        max_steps=40,
-        per_device_train_batch_size=8,
-        use_cpu=True,
-        report_to="none",
-        save_strategy="no",
-        logging_strategy="no",
-        disable_tqdm=True,
-        seed=seed,
-    )
-    trainer = transformers.Trainer(
-        model=transformers.BertForSequenceClassification(config),
-        args=args,
-        train_dataset=dataset,
-        callbacks=[hf_plo],
-    )
-    trainer.train()
+    tiny_bert_trainer(out / "hf", callbacks=[hf_plo], max_steps=40, seed=seed).train()
     hf_limit = hf_plo.optimizer.optimal_power_limit
     print(f"Trainer callback chose {hf_limit:g} W; limit restored to {gpu.get_power_limit():g} W")
 

@@ -35,11 +35,11 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
-import torch
 from IPython.display import display
 
 import zeus_nb
-from zeus_nb import check, device, widgets
+from zeus_nb import check, widgets
+from zeus_nb.demos import small_classifier
 from zeus_nb.plots import energy_time_scatter, savings_bars, trace_tradeoff_figure
 from zeus_nb.sweep import run_sweep
 from zeus_nb.torch_train import synthetic_images, torch_train_fn
@@ -52,10 +52,7 @@ if smoke:
     batch_sizes, power_limits, max_epochs = batch_sizes[-2:], power_limits[::2], 4
 out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="zeus-nb-03-"))
 out.mkdir(parents=True, exist_ok=True)
-# "auto" lets ZEUS_NB_BACKEND decide, else finds a real GPU, else simulates one.
-system = device.current(None if backend == "auto" else backend)
-if system.backend == "sim":
-    system = device.use_simulated(gpu="a40", workload="cifar100", seed=seed)
+system = zeus_nb.notebook_setup(backend, seed)
 print(f"traces: {workload} on {trace_gpu}; live sweep on {system.gpus[0].name}")
 
 # %% [markdown]
@@ -98,25 +95,27 @@ print(front[["batch_size", "power_limit", "tta", "eta"]].round(0).to_string(inde
 
 # %% [markdown]
 # The least-cost configuration depends on `eta_knob`: 1 picks the least energy, 0 the least
-# time, and values between walk along the front.
+# time, and values between walk along the front. Move the slider: the choice below follows it
+# (the results at the end record the latest one).
+
 
 # %%
-knob = widgets.Control(eta_knob)
-if not widgets.is_headless(headless):
-    import ipywidgets
+def least_cost(eta_knob: float) -> pd.Series:
+    best = min_cost(trace, eta_knob)
+    print(f"eta_knob={eta_knob:.2f}: batch size {best.batch_size}, {best.power_limit:g} W")
+    return best
 
-    knob = widgets.Control(
-        eta_knob,
-        ipywidgets.FloatSlider(value=eta_knob, min=0, max=1, step=0.1, description="eta_knob"),
-    )
-    display(knob)
-optimum = min_cost(trace, knob.value)
+
+knob = widgets.float_slider(eta_knob, 0.0, 1.0, 0.05, "eta_knob", headless)
+optimum = widgets.live_output(least_cost, {"eta_knob": knob}, headless)
+display(optimum)
+
+# %%
 along = {
     f"{eta:.1f}": [int(r.batch_size), float(r.power_limit)]
     for eta in (0.0, 0.5, 1.0)
     for r in [min_cost(trace, eta)]
 }
-print(f"eta_knob={knob.value}: batch size {optimum.batch_size}, {optimum.power_limit:g} W")
 print(pd.DataFrame(along, index=["batch_size", "power_limit"]))
 
 # %% [markdown]
@@ -131,16 +130,10 @@ print(pd.DataFrame(along, index=["batch_size", "power_limit"]))
 train_data, val_data = synthetic_images(512, num_classes=10, image_size=8, noise=0.6, seed=seed)
 
 
-def small_model() -> torch.nn.Module:
-    return torch.nn.Sequential(
-        torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10)
-    )
-
-
 results_file = out / "live_sweep.jsonl"
 results_file.unlink(missing_ok=True)
 live = run_sweep(
-    torch_train_fn(small_model, train_data, val_data, seed=seed),
+    torch_train_fn(small_classifier, train_data, val_data, seed=seed),
     batch_sizes,
     power_limits,
     results_path=results_file,
@@ -180,7 +173,9 @@ zeus_nb.record(
     [[int(b), float(p)] for b, p in zip(front.batch_size, front.power_limit, strict=True)],
 )
 zeus_nb.record("student_front_size", len(mine))
-zeus_nb.record("optimum", [int(optimum.batch_size), float(optimum.power_limit)])
+best = optimum.value  # the latest choice of the eta_knob slider
+zeus_nb.record("eta_knob", knob.value)
+zeus_nb.record("optimum", [int(best.batch_size), float(best.power_limit)])
 zeus_nb.record("optimum_by_eta", along)
 zeus_nb.record("live_configurations", len(live))
 zeus_nb.record("live_reached", int(live.reached.sum()))

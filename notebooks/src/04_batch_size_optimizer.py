@@ -35,10 +35,10 @@ headless: bool = False  # True: show no interactive controls (automatic under pa
 import math
 
 import pandas as pd
-import torch
 
 import zeus_nb
-from zeus_nb import check, device
+from zeus_nb import check
+from zeus_nb.demos import small_classifier
 from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, PaperBatchSizeOptimizer
 from zeus_nb.optimizer.batch_size_sim import simulate
 from zeus_nb.optimizer.batch_size_store import MemoryStore
@@ -49,10 +49,7 @@ if smoke:
     live_recurrences = 6
     compare_seeds = min(compare_seeds, 3)
 candidates = [int(b) for b in live_batch_sizes.split(",")]
-# "auto" lets ZEUS_NB_BACKEND decide, else finds a real GPU, else simulates one.
-system = device.current(None if backend == "auto" else backend)
-if system.backend == "sim":
-    system = device.use_simulated(gpu="a40", workload="cifar100", seed=seed)
+system = zeus_nb.notebook_setup(backend, seed)
 print(f"simulating {workload} on {trace_gpu}; live job on {system.gpus[0].name}")
 
 # %% [markdown]
@@ -159,13 +156,7 @@ check.should_stop_early(should_stop_early)
 train_data, val_data = synthetic_images(512, num_classes=10, image_size=8, noise=0.6, seed=seed)
 
 
-def small_model() -> torch.nn.Module:
-    return torch.nn.Sequential(
-        torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10)
-    )
-
-
-train_epoch = torch_train_fn(small_model, train_data, val_data, seed=seed)
+train_epoch = torch_train_fn(small_classifier, train_data, val_data, seed=seed)
 bso = BatchSizeOptimizer(
     "live-demo",
     MemoryStore(),
@@ -208,8 +199,11 @@ print(f"phase: {bso.phase}, surviving batch sizes: {bso.survivors}")
 zeus_nb.record("simulation", summary)
 zeus_nb.record("knobs", knobs)
 zeus_nb.record("paired", paired)
+zeus_nb.record("live_candidates", candidates)
 zeus_nb.record("live_batch_sizes", live.batch_size.tolist())
 zeus_nb.record("live_reached", live.reached.tolist())
+zeus_nb.record("live_time", live.time.tolist())
+zeus_nb.record("live_energy", live.energy.tolist())
 zeus_nb.record("live_phase", bso.phase)
 zeus_nb.record("live_survivors", bso.survivors)
 

@@ -36,15 +36,14 @@ headless: bool = False  # True: show no interactive controls (automatic under pa
 import pandas as pd
 
 import zeus_nb
-from zeus_nb import check, device
+from zeus_nb import check
 from zeus_nb.optimizer import PowerLimitMeasurement
 from zeus_nb.plots import power_limit_profile
 from zeus_nb.train.launch import launch
 
 if smoke:
     epochs, train_size = 2, 512
-# "auto" lets ZEUS_NB_BACKEND decide, else finds a real GPU, else simulates one.
-gpu_backend = device.current(None if backend == "auto" else backend).backend
+gpu_backend = zeus_nb.notebook_setup(backend, seed).backend
 options = dict(
     data=data,
     arch=arch,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from zeus_nb.plots._common import save_figure
 from zeus_nb.plots.batch_size import bso_costs, bso_posterior
+from zeus_nb.plots.live import LiveSeries, plot_live
 from zeus_nb.plots.power_limit import power_limit_profile
 from zeus_nb.plots.timeline import plot_power_timeline
 from zeus_nb.plots.tradeoff import (
@@ -19,9 +20,11 @@ from zeus_nb.plots.tradeoff import (
 )
 
 __all__ = [
+    "LiveSeries",
     "bso_costs",
     "bso_posterior",
     "energy_time_scatter",
+    "plot_live",
     "plot_power_timeline",
     "power_limit_profile",
     "save_figure",

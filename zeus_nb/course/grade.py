@@ -1,0 +1,136 @@
+"""Grade students' submissions exercise by exercise."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zeus_nb.course.markers import EXERCISE_TAG, PASSED_MARK, CourseError, strip_outputs
+from zeus_nb.course.verify import _environ
+
+
+@dataclass
+class ExerciseResult:
+    """One exercise of one graded submission."""
+
+    submission: str
+    exercise: int
+    status: str  # "passed", "failed" or "not run"
+    detail: str
+
+
+def _grade_cells(nb: Any) -> list[tuple[str, str]]:
+    """(status, detail) of each exercise cell of an executed notebook, in order."""
+    out = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or EXERCISE_TAG not in cell.metadata.get("tags", []):
+            continue
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        text = "".join(
+            o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream"
+        )
+        if errors:
+            e = errors[0]
+            if e.get("ename") == "NotImplementedError":
+                out.append(("failed", "not attempted (NotImplementedError)"))
+            else:
+                out.append(("failed", f"{e.get('ename')}: {e.get('evalue')}"))
+        elif cell.get("execution_count") is None:
+            out.append(("not run", "an earlier cell failed"))
+        elif PASSED_MARK in text:
+            out.append(("passed", text.strip().splitlines()[-1]))
+        else:
+            out.append(("failed", "no check result: keep the check call at the end of the cell"))
+    return out
+
+
+def _unique_output(out: Path, path: Path, taken: set[Path]) -> Path:
+    base = f"{path.parent.name}_{path.name}" if path.parent.name else path.name
+    target, n = out / base, 1
+    while target in taken:
+        n += 1
+        target = out / f"{Path(base).stem}_{n}.ipynb"
+    taken.add(target)
+    return target
+
+
+def _grade_one(
+    path: Path,
+    target: Path,
+    parameters: Mapping[str, Any] | None,
+    kernel_name: str,
+    timeout: float | None,
+) -> list[ExerciseResult]:
+    """Execute one submission into ``target`` and judge its exercise cells."""
+    import nbformat
+
+    from zeus_nb.execute import execute
+
+    name = str(path)
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as e:
+        return [ExerciseResult(name, 0, "failed", f"not a readable notebook: {e}")]
+    strip_outputs(nb)
+    exercise_cells = [c for c in nb.cells if EXERCISE_TAG in c.metadata.get("tags", [])]
+    if not exercise_cells:
+        return [ExerciseResult(name, 0, "failed", "no cells tagged 'exercise' to grade")]
+    for cell in exercise_cells:
+        cell.metadata["tags"].append("raises-exception")  # go on to the next exercise
+    # a failing cell is judged cell by cell below; a timeout or a dead kernel is the problem
+    problem = execute(nb, target, parameters, path.parent, kernel_name, timeout).problem
+    graded = _grade_cells(nbformat.read(target, as_version=4)) if target.exists() else []
+    if len(graded) != len(exercise_cells):
+        graded = [("not run", "")] * len(exercise_cells)
+    results = []
+    for number, (status, detail) in enumerate(graded, start=1):
+        if problem and (status == "not run" or detail.startswith("KeyboardInterrupt")):
+            detail = f"execution stopped: {problem}"
+        results.append(ExerciseResult(name, number, status, detail))
+    return results
+
+
+def grade(
+    submissions: Iterable[str | os.PathLike],
+    out_dir: str | os.PathLike = "graded",
+    parameters: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    kernel_name: str = "python3",
+    timeout: float | None = 600.0,
+    jobs: int = 1,
+) -> list[ExerciseResult]:
+    """Execute students' notebooks and judge every exercise cell.
+
+    Submissions are notebooks (or folders of them, searched deeply) built by :func:`build`, so
+    their exercise cells carry the ``exercise`` tag. A failing exercise does not stop the run, so
+    later exercises are graded too; a failing cell outside the exercises does, and the exercises
+    after it count as not run, as do those after a cell that runs longer than ``timeout`` seconds
+    (None: no limit). Executed copies go to ``out_dir``; ``jobs`` submissions run at once.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    files: list[Path] = []
+    for p in map(Path, submissions):
+        if p.is_dir():
+            files += sorted(q for q in p.rglob("*.ipynb") if ".ipynb_checkpoints" not in q.parts)
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise CourseError(f"{p}: no such notebook or folder")
+    if not files:
+        raise CourseError("no submissions (*.ipynb) found")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    taken: set[Path] = set()
+    targets = [_unique_output(out, path, taken) for path in files]
+    with _environ(env), ThreadPoolExecutor(max_workers=jobs) as pool:
+        per_file = pool.map(
+            lambda pair: _grade_one(pair[0], pair[1], parameters, kernel_name, timeout),
+            zip(files, targets, strict=True),
+        )
+        return [r for results in per_file for r in results]

@@ -1,0 +1,89 @@
+"""The one setup call at the top of every notebook.
+
+``notebook_setup(backend=..., seed=...)`` picks the GPU backend the way every notebook does,
+seeds torch (when installed), shows INFO log lines of the ``zeus_nb`` loggers in the cell
+output, and prints one line saying which GPU the notebook measures, so a reader without a GPU
+knows the numbers come from the simulator.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from zeus_nb import device
+from zeus_nb.device.base import GPUSystem
+
+_HANDLER_NAME = "zeus_nb.notebook"
+
+
+class _StdoutHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stdout`` is at the time: the output of the running cell."""
+
+    @property
+    def stream(self):
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
+def show_logs(level: int = logging.INFO) -> None:
+    """Print ``zeus_nb`` log records at ``level`` and above to stdout (the cell's output).
+
+    Calling it again changes the level; it never adds a second handler.
+    """
+    logger = logging.getLogger("zeus_nb")
+    logger.setLevel(level)
+    handler = next((h for h in logger.handlers if h.get_name() == _HANDLER_NAME), None)
+    if handler is None:
+        handler = _StdoutHandler()
+        handler.set_name(_HANDLER_NAME)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        logger.addHandler(handler)
+    handler.setLevel(level)
+
+
+def describe(system: GPUSystem) -> str:
+    """One friendly line about the backend ``system`` measures."""
+    names = sorted({g.name for g in system.gpus})
+    count = f"{len(system.gpus)} x " if len(system.gpus) > 1 else ""
+    gpus = f"{count}{', '.join(names)}"
+    if system.backend == "sim":
+        return (
+            f"GPU backend: simulated {gpus} (time and power per step come from real Zeus "
+            "measurements; no GPU needed)"
+        )
+    return f"GPU backend: {system.backend}, measuring {gpus}"
+
+
+def notebook_setup(
+    backend: str = "auto",
+    seed: int = 0,
+    sim_gpu: str = "a40",
+    sim_workload: str = "cifar100",
+    sim_noise: float = 0.0,
+    quiet: bool = False,
+) -> GPUSystem:
+    """Pick the backend, seed torch, show INFO logs; returns the current GPU system.
+
+    ``backend="auto"`` lets ``ZEUS_NB_BACKEND`` decide, else finds a real GPU (NVML), else
+    simulates one. A simulated backend is configured afresh as ``sim_gpu`` running
+    ``sim_workload`` with ``sim_noise`` relative step noise, seeded with ``seed``.
+    """
+    system = device.current(None if backend == "auto" else backend)
+    if system.backend == "sim":
+        system = device.use_simulated(
+            gpu=sim_gpu, workload=sim_workload, noise=sim_noise, seed=seed
+        )
+    try:
+        import torch
+    except ImportError:
+        pass
+    else:
+        torch.manual_seed(seed)
+    show_logs()
+    if not quiet:
+        print(describe(system))
+    return system
