@@ -188,6 +188,7 @@ def test_every_page_loads_with_working_links_and_images(served_site):
         figure.scroll_into_view_if_needed()
         box = figure.bounding_box()
         assert box and box["width"] > 300 and box["height"] > 200
+        page.wait_for_timeout(500)  # the header's title switch on scrolling is animated
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "site-tradeoff.png"))
         browser.close()
