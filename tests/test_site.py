@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import threading
 from pathlib import Path
 from urllib.parse import urldefrag, urlparse
@@ -118,9 +119,22 @@ def test_docs_build_outside_a_checkout_says_what_is_needed(monkeypatch, tmp_path
 # --- the built site in a browser ----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def served_site(tmp_path_factory):
-    """The site built with executed notebooks, served on 127.0.0.1."""
+    """The site built with executed notebooks, served on 127.0.0.1.
+
+    Built from an empty working folder, which must stay empty: the build writes to its output
+    folder only (no MkDocs or mkdocs-jupyter cache in whatever folder it runs from).
+    """
     site = tmp_path_factory.mktemp("site") / "site"
-    assert cli.main(["docs", "build", str(site)]) == 0
+    cwd = tmp_path_factory.mktemp("cwd")
+    before = os.getcwd()
+    os.chdir(cwd)  # contextlib.chdir needs Python 3.11
+    try:
+        assert cli.main(["docs", "build", str(site)]) == 0
+    finally:
+        os.chdir(before)
+    assert not list(cwd.iterdir()), (
+        f"the build left files in its working folder: {list(cwd.iterdir())}"
+    )
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
     handler.log_message = lambda *a: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
