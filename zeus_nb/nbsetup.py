@@ -83,6 +83,9 @@ def notebook_setup(
         pass
     else:
         torch.manual_seed(seed)
+    from zeus_nb import check
+
+    check.use_seed(seed)  # the exercises' random cases follow the notebook's seed
     show_logs()
     if not quiet:
         print(describe(system))

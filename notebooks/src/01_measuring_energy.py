@@ -139,7 +139,7 @@ def average_power(m: zeus_nb.Measurement) -> float:
     # END SOLUTION
 
 
-check.average_power(average_power)
+average_power = check.average_power(average_power)
 print(f"average power over training: {average_power(training):.1f} W")
 
 # %% [markdown]
@@ -155,7 +155,7 @@ def energy_per_step(m: zeus_nb.Measurement, steps: int) -> float:
     # END SOLUTION
 
 
-check.energy_per_step(energy_per_step)
+energy_per_step = check.energy_per_step(energy_per_step)
 total_steps = epochs * steps_per_epoch
 per_step = energy_per_step(training, total_steps)
 print(f"energy per step: {per_step:.2f} J over {total_steps} steps")

@@ -113,7 +113,7 @@ def zeus_cost(energy: float, time: float, eta: float, max_power: float) -> float
     # END SOLUTION
 
 
-check.zeus_cost(zeus_cost)
+zeus_cost = check.zeus_cost(zeus_cost)
 max_power = profile.index.max()
 costs = {pl: zeus_cost(r.energy_j, r.time_s, 0.5, max_power) for pl, r in profile.iterrows()}
 by_hand = min(costs, key=costs.get)

@@ -142,7 +142,7 @@ def should_stop_early(cost: float, best_cost: float | None, beta: float) -> bool
     # END SOLUTION
 
 
-check.should_stop_early(should_stop_early)
+should_stop_early = check.should_stop_early(should_stop_early)
 
 # %% [markdown]
 # ## Live: a recurring job on this backend

@@ -88,7 +88,7 @@ def aggregate_data_parallel(times: list[float], energies: list[float]) -> tuple[
     # END SOLUTION
 
 
-check.aggregate_data_parallel(aggregate_data_parallel)
+aggregate_data_parallel = check.aggregate_data_parallel(aggregate_data_parallel)
 job_time, job_energy = aggregate_data_parallel(list(ranks.time_s), list(ranks.energy_j))
 print(f"from the ranks: {job_time:.2f} s, {job_energy:.1f} J (results: {dp['energy_j']:.1f} J)")
 

@@ -10,14 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zeus_nb.check import FAILED_MARK, NOT_DONE_MARK, PASSED_MARK  # noqa: F401 (re-exported)
 from zeus_nb.errors import ZeusNbError
 
 BEGIN = "# BEGIN SOLUTION"
 END = "# END SOLUTION"
-STUB = 'raise NotImplementedError("Exercise: replace this line with your solution")'
+STUB = 'raise NotImplementedError("your turn: replace this line with your code")'
 VERSIONS = ("student", "solution")
+EDITION_KEY = "zeus_nb"  # notebook metadata: {"edition": "student" | "instructor"}
 EXERCISE_TAG = "exercise"
-PASSED_MARK = "\N{CHECK MARK}"  # what a passing ``zeus_nb.check`` call prints
 
 
 class CourseError(ZeusNbError, ValueError):
@@ -131,6 +132,8 @@ def split_notebook(nb: Any, name: str = "notebook") -> tuple[Any, Any, int]:
             if EXERCISE_TAG not in tags:
                 tags.append(EXERCISE_TAG)
         exercises += 1
+    student.metadata[EDITION_KEY] = {"edition": "student"}
+    solution.metadata[EDITION_KEY] = {"edition": "instructor"}
     return strip_outputs(student), strip_outputs(solution), exercises
 
 
@@ -198,3 +201,30 @@ def build(
             targets[version] = target
         built.append(BuiltNotebook(path.name, exercises, targets["student"], targets["solution"]))
     return built
+
+
+def write_edition(
+    dest: str | os.PathLike,
+    solutions: bool = False,
+    notebooks: Iterable[str | os.PathLike] | None = None,
+) -> list[Path]:
+    """Write the student edition (or, with ``solutions``, the instructor edition) into ``dest``.
+
+    The shipped notebooks hold each exercise's solution between markers; what a student opens is
+    this function's output: exercise bodies replaced by a "your turn" stub that the check reads as
+    "not done yet". ``notebooks`` defaults to the shipped ones. Returns the written files.
+    """
+    import nbformat
+
+    out = Path(dest)
+    written = []
+    for path in _collect(notebooks):
+        try:
+            nb = nbformat.read(path, as_version=4)
+        except Exception as e:
+            raise CourseError(f"{path}: not a readable notebook ({e})") from e
+        student, solution, _ = split_notebook(nb, path.name)
+        out.mkdir(parents=True, exist_ok=True)
+        nbformat.write(solution if solutions else student, out / path.name)
+        written.append(out / path.name)
+    return written
