@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from zeus_nb import device
 
 FAKE_NVML_DIR = Path(__file__).parent / "fake_nvml"
 REPO = Path(__file__).resolve().parents[1]
+
+# Property tests draw the same examples on every run by default, so CI is never red by chance;
+# ZEUS_NB_HYPOTHESIS=explore draws fresh random examples on each run to hunt for new bugs.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore", max_examples=1000, print_blob=True)
+settings.load_profile(os.environ.get("ZEUS_NB_HYPOTHESIS", "ci"))
 
 
 @pytest.fixture(autouse=True)

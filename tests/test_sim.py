@@ -139,7 +139,7 @@ def test_user_trace_csv(tmp_path):
         (
             "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n"
             "toy,mlp,32,sgd,100,0,90.0\n",
-            r"row 2 \(file line\): column 'time_per_epoch' must be > 0",
+            r"row 2 \(file line\): column 'time_per_epoch' has '0'; expected a finite time \(> 0 s",
         ),
     ],
 )

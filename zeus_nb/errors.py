@@ -27,8 +27,16 @@ class UnsupportedError(ZeusNbError):
     """The GPU does not support a feature (for example the energy counter)."""
 
 
-class TraceFormatError(ZeusNbError, ValueError):
+class InputError(ZeusNbError, ValueError):
+    """A number or value from outside (file, parameter, environment) is unusable; says which."""
+
+
+class TraceFormatError(InputError):
     """A trace or log file does not follow the expected schema."""
+
+
+class CallbackOrderError(ZeusNbError, RuntimeError):
+    """Training-loop hooks were called out of their documented order."""
 
 
 class WindowError(ZeusNbError, ValueError):

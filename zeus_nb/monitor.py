@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,8 @@ from pathlib import Path
 from zeus_nb import device
 from zeus_nb.device.base import GPUSystem, PowerSampler
 from zeus_nb.errors import WindowError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -68,6 +71,7 @@ class ZeusMonitor:
         self.gpus = [self.system.gpu(i) for i in self.gpu_indices]
         self.sync_execution = sync_execution
         self._windows: dict[str, tuple[float, list[float]]] = {}
+        self._unwritten: list[list[str]] = []  # log rows an I/O error kept from the file
         self._log_path = Path(log_file) if log_file is not None else None
         if self._log_path is not None:
             self._init_log(self._log_path)
@@ -99,11 +103,31 @@ class ZeusMonitor:
             csv.writer(f).writerow(header)
 
     def _log(self, name: str, start: float, m: Measurement) -> None:
+        """Append the window's row; on an I/O error keep it (and later ones) for the next try.
+
+        A full disk or a vanished folder must not cost the measurement: the caller still gets
+        it, the failure is logged as a warning, and the rows not yet written go out with the
+        next window that can be written.
+        """
         if self._log_path is None:
             return
         row = [repr(start), name, repr(m.time)] + [repr(m.gpu_energy[i]) for i in self.gpu_indices]
-        with self._log_path.open("a", newline="") as f:
-            csv.writer(f).writerow(row)
+        self._unwritten.append(row)
+        try:
+            with self._log_path.open("a", newline="") as f:
+                csv.writer(f).writerows(self._unwritten)
+        except OSError as e:
+            log.warning(
+                "could not append window %r to the log file %s (%s); the measurement is "
+                "returned, and %d unwritten row(s) will be written with the next window. "
+                "Free disk space or fix the folder's permissions",
+                name,
+                self._log_path,
+                e.strerror or e,
+                len(self._unwritten),
+            )
+            return
+        self._unwritten.clear()
 
     # --- windows ---------------------------------------------------------------------------
     def _read(self, sync: bool) -> tuple[float, list[float]]:
@@ -135,11 +159,12 @@ class ZeusMonitor:
                 f"measurement window {key!r} was never begun (open windows: {opened}); "
                 "call begin_window first"
             )
-        start, e0 = self._windows.pop(key)
         if cancel:
+            self._windows.pop(key)
             return Measurement(0.0, {i: 0.0 for i in self.gpu_indices})
         sync = self.sync_execution if sync_execution is None else sync_execution
-        now, e1 = self._read(sync)
+        now, e1 = self._read(sync)  # before forgetting the window: a failed read can be retried
+        start, e0 = self._windows.pop(key)
         m = Measurement(
             time=now - start,
             gpu_energy={i: b - a for i, a, b in zip(self.gpu_indices, e0, e1, strict=True)},

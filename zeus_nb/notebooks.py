@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import hashlib
 import itertools
+import json
+import math
 import os
 import re
 import time
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.execute import KERNEL
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
@@ -83,46 +86,66 @@ def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
 _CASTS = {"int": int, "float": float, "str": str}
 
 
-def parse_value(text: str, type_name: str | None = None) -> Any:
-    """One parameter value from text, typed like the notebook declares it (``int``, ``bool``...)."""
+def parse_value(text: str, type_name: str | None = None, name: str = "") -> Any:
+    """One parameter value from text, typed like the notebook declares it (``int``, ``bool``...).
+
+    ``nan`` and ``inf`` are refused for numbers: no notebook parameter means anything with them.
+    Errors are :class:`~zeus_nb.errors.InputError`, naming the parameter when ``name`` is given.
+    """
     t = (type_name or "").strip().lower()
     s = text.strip()
+    where = f"parameter {name!r}: " if name else ""
     if t == "bool":
         if s.lower() in ("true", "1", "yes"):
             return True
         if s.lower() in ("false", "0", "no"):
             return False
-        raise ValueError(f"{text!r} is not a boolean; use true or false")
+        raise InputError(f"{where}{text!r} is not a boolean; use true or false")
     if t in _CASTS:
         try:
-            return _CASTS[t](s)
+            value = _CASTS[t](s)
         except ValueError:
-            raise ValueError(f"{text!r} is not a valid {t}") from None
-    try:
-        return ast.literal_eval(s)
-    except (ValueError, SyntaxError):
-        return s
+            raise InputError(f"{where}{text!r} is not a valid {t}") from None
+    else:
+        try:
+            value = ast.literal_eval(s)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return s
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{where}{text!r} is not a finite number")
+    return value
 
 
-def parse_values(text: str, type_name: str | None = None) -> list[Any]:
+def parse_values(text: str, type_name: str | None = None, name: str = "") -> list[Any]:
     """Comma-separated values (``"64,128,256"``) as a list of typed values."""
     parts = [p for p in text.split(",") if p.strip()]
     if not parts:
-        raise ValueError(f"no values in {text!r}; give comma-separated values like 64,128,256")
-    return [parse_value(p, type_name) for p in parts]
+        where = f"parameter {name!r}: " if name else ""
+        raise InputError(
+            f"{where}no values in {text!r}; give comma-separated values like 64,128,256"
+        )
+    return [parse_value(p, type_name, name) for p in parts]
 
 
 def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     """Every combination of the values, first parameter varying slowest."""
     for name, values in grid.items():
         if not values:
-            raise ValueError(f"parameter {name!r} has no values")
+            raise InputError(f"parameter {name!r} has no values")
     names = list(grid)
     return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*grid.values())]
 
 
+_SAFE = re.compile(r"[A-Za-z0-9._+-]+")
+_MAX_LABEL = 150
+
+
 def point_name(params: dict[str, Any]) -> str:
-    """A file-name-safe label of a grid point: ``batch_size=64,power_limit=150``."""
+    """A file-name-safe label of a grid point: ``batch_size=64,power_limit=150``.
+
+    Readable but lossy (``/tmp/x/a`` and ``/tmp/x_a`` both read ``_tmp_x_a``): a point's files
+    are named by :func:`point_file`, which is not.
+    """
     if not params:
         return "default"
 
@@ -130,6 +153,63 @@ def point_name(params: dict[str, Any]) -> str:
         return re.sub(r"[^A-Za-z0-9._+-]", "_", str(v))
 
     return ",".join(f"{clean(k)}={clean(v)}" for k, v in params.items())
+
+
+def point_identity(notebook: str | Path, params: dict[str, Any]) -> str:
+    """What makes a sweep point itself: the notebook and every parameter it runs with (``smoke``
+    included), as canonical JSON."""
+    return json.dumps(
+        {"notebook": Path(notebook).name, "parameters": params}, sort_keys=True, default=repr
+    )
+
+
+def _lossless(params: dict[str, Any]) -> bool:
+    """Whether :func:`point_name` can be read back into exactly these parameters."""
+    for k, v in params.items():
+        text = str(v)
+        if not (_SAFE.fullmatch(str(k)) and _SAFE.fullmatch(text)):
+            return False
+        if not isinstance(v, (bool, int, float, str)) or parse_value(text) != v:
+            return False  # e.g. the string "1", which reads back as the int 1
+        if type(parse_value(text)) is not type(v):
+            return False
+    return True
+
+
+def point_file(notebook: str | Path, point: dict[str, Any], smoke: bool = False) -> str:
+    """The file stem of a sweep point's outputs; distinct points never share one.
+
+    It is :func:`point_name` when that label says everything (``batch_size=64``); otherwise a
+    digest of :func:`point_identity` follows a ``~`` (a character labels never contain), and a
+    smoke run ends in ``~smoke``, so it is never mistaken for (or overwrites) a full run.
+    """
+    label = point_name(point)
+    stem = label
+    if not _lossless(point) or len(label) > _MAX_LABEL:
+        digest = hashlib.sha256(point_identity(notebook, point).encode()).hexdigest()[:12]
+        stem = f"{label[:_MAX_LABEL]}~{digest}"
+    return f"{stem}~smoke" if smoke else stem
+
+
+def same_point(output: str | Path, notebook: str | Path, parameters: dict[str, Any]) -> bool:
+    """Whether ``output`` is a finished run of ``notebook`` with exactly ``parameters``.
+
+    Resuming a sweep reuses an output only then: a smoke run, another notebook's output or a run
+    with other parameters under the same name is run again.
+    """
+    import nbformat
+
+    if not is_complete(output):
+        return False
+    try:
+        pm = nbformat.read(Path(output), as_version=4).metadata.get("papermill", {})
+    except Exception:
+        return False
+    ran = pm.get("parameters") or {}
+    same_params = json.dumps(ran, sort_keys=True, default=repr) == json.dumps(
+        parameters, sort_keys=True, default=repr
+    )
+    return same_params and Path(str(pm.get("input_path", ""))).name == Path(notebook).name
 
 
 # --- execution ----------------------------------------------------------------------------------
@@ -192,7 +272,9 @@ def run_notebook(
     from zeus_nb.records import sidecar_of
 
     nb = Path(notebook)
-    out = Path(output)
+    # Absolute: the kernel runs in ``cwd``, so a relative record path would land below it again.
+    out = Path(output).absolute()
+    cwd = Path(cwd).absolute() if cwd is not None else None
     out.parent.mkdir(parents=True, exist_ok=True)
     side = sidecar_of(out)
     side.unlink(missing_ok=True)

@@ -20,11 +20,16 @@ from __future__ import annotations
 import dataclasses
 import glob
 import json
+import logging
 import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from zeus_nb.errors import ZeusNbError
+
+log = logging.getLogger(__name__)
 
 MIMETYPE = "application/vnd.zeus-nb.record+json"
 SIDECAR_SUFFIX = ".records.json"
@@ -129,8 +134,9 @@ def record(name: str, value: Any, display: bool = True) -> Any:
         existing: dict[str, Any] = {}
         if path.exists():
             try:
-                existing = json.loads(path.read_text()).get("records", {})
-            except (json.JSONDecodeError, AttributeError):
+                existing = _read_sidecar(path)
+            except ZeusNbError as e:
+                log.warning("%s; starting it afresh with %r", e, name)
                 existing = {}
         existing[name] = plain
         _write_sidecar(path, existing)
@@ -149,29 +155,58 @@ def sidecar_of(notebook: str | Path) -> Path:
     return p.with_name(p.stem + SIDECAR_SUFFIX)
 
 
-def read_notebook(path: str | Path) -> dict[str, Any]:
-    """Records, papermill parameters and status of one executed notebook (or sidecar file)."""
+def _read_sidecar(path: Path) -> dict[str, Any]:
+    """The records of a sidecar file; a damaged one is a :class:`ZeusNbError` naming it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ZeusNbError(f"{path}: not a readable records file ({e})") from None
+    records = data.get("records") if isinstance(data, dict) else None
+    if not isinstance(records, dict):
+        raise ZeusNbError(f"{path}: no 'records' object; delete the file or re-run its notebook")
+    return records
+
+
+def _read_ipynb(path: Path):
     import nbformat
 
+    try:
+        return nbformat.read(path, as_version=4)
+    except (OSError, ValueError, AttributeError, KeyError, TypeError) as e:
+        # nbformat's NotJSONError and ValidationError are ValueErrors
+        raise ZeusNbError(
+            f"{path}: not a readable notebook ({type(e).__name__}: {str(e)[:200]}); "
+            "re-run it or leave it out"
+        ) from None
+
+
+def read_notebook(path: str | Path) -> dict[str, Any]:
+    """Records, papermill parameters and status of one executed notebook (or sidecar file).
+
+    A file that cannot be read raises :class:`ZeusNbError` naming it; reading never writes.
+    """
     p = Path(path)
     if p.name.endswith(SIDECAR_SUFFIX):
-        data = json.loads(p.read_text())
-        return {"notebook": str(p), "status": "ok", "parameters": {}, "records": data["records"]}
-    nb = nbformat.read(p, as_version=4)
+        records = _read_sidecar(p)
+        return {"notebook": str(p), "status": "ok", "parameters": {}, "records": records}
+    nb = _read_ipynb(p)
     records: dict[str, Any] = {}
     for cell in nb.cells:
         for out in cell.get("outputs", []):
-            item = out.get("data", {}).get(MIMETYPE)
-            if item is not None:
+            data = out.get("data")
+            item = data.get(MIMETYPE) if isinstance(data, dict) else None
+            if isinstance(item, dict) and isinstance(item.get("name"), str) and "value" in item:
                 records[item["name"]] = item["value"]
     side = sidecar_of(p)
     if side.exists():  # the sidecar has values the notebook could not display (e.g. no shell)
         try:
-            for k, v in json.loads(side.read_text()).get("records", {}).items():
+            for k, v in _read_sidecar(side).items():
                 records.setdefault(k, v)
-        except json.JSONDecodeError:
-            pass
+        except ZeusNbError as e:
+            log.warning("%s; using the records shown in the notebook only", e)
     pm = nb.metadata.get("papermill", {})
+    if not isinstance(pm, dict):
+        pm = {}
     if pm.get("exception"):
         status = "failed"
     elif pm and pm.get("end_time") is None:
@@ -213,13 +248,20 @@ def collect(paths: str | Path | Iterable[str | Path]):
     """One DataFrame row per executed notebook: notebook, status, parameters, then records.
 
     ``paths`` are notebooks, sidecar files, directories (all ``*.ipynb`` in them) or glob patterns.
-    A record named like a parameter gets the column ``result.<name>``.
+    A record named like a parameter gets the column ``result.<name>``. A file that cannot be
+    read does not stop the others: its row has status ``unreadable`` and the reason in
+    ``error`` (also logged as a warning). Nothing is written.
     """
     import pandas as pd
 
     rows = []
     for p in _expand(paths):
-        info = read_notebook(p)
+        try:
+            info = read_notebook(p)
+        except ZeusNbError as e:
+            log.warning("%s", e)
+            rows.append({"notebook": str(p), "status": "unreadable", "error": str(e)})
+            continue
         row: dict[str, Any] = {"notebook": info["notebook"], "status": info["status"]}
         row.update(info["parameters"])
         for k, v in info["records"].items():

@@ -27,7 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.validate import DURATION, ENERGY, POWER_LIMIT, Quantity, integer, number
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,27 +59,57 @@ def _key(batch_size: float, power_limit: float) -> tuple[int, float]:
     return int(batch_size), float(power_limit)
 
 
+_MEASURED_TIME = Quantity("time", "s", 0.0, DURATION.high)  # 0 s: train_fn never stepped
+
+
+def _checked(rec: object, where: str) -> dict:
+    """A results line with every number checked (a NaN energy would pick a wrong optimum)."""
+    if not isinstance(rec, dict):
+        raise InputError(f"{where}: not a JSON object")
+    out = dict(rec)
+    out["batch_size"] = integer(rec.get("batch_size"), f"{where}, batch_size", 1, 10**7)
+    out["power_limit"] = number(rec.get("power_limit"), f"{where}, power_limit", POWER_LIMIT)
+    for field, q in (("time", _MEASURED_TIME), ("energy", ENERGY), ("metric", None)):
+        if field in rec:
+            out[field] = number(rec[field], f"{where}, {field}", q, text_ok=False)
+    if "target_metric" in rec:
+        out["target_metric"] = number(rec["target_metric"], f"{where}, target_metric")
+    for field, least in (("epochs", 0), ("max_epochs", 1)):
+        if field in rec:
+            out[field] = integer(rec[field], f"{where}, {field}", least, 10**7, text_ok=False)
+    if "reached" in rec and not isinstance(rec["reached"], bool):
+        raise InputError(f"{where}, reached: {rec['reached']!r} is not true or false")
+    return out
+
+
 def read_results(path: str | Path) -> list[dict]:
     """Finished configurations recorded in a results file (empty if it does not exist).
 
     A last line without its newline is what a killed process may leave behind: it is ignored.
+    Every number is checked; a configuration recorded twice (files written before writers took
+    the lock) counts once, its first record.
     """
     p = Path(path)
     if not p.exists():
         return []
     records = []
+    seen: set[tuple[int, float]] = set()
     lines = p.read_bytes().split(b"\n")
     for n, raw in enumerate(lines[:-1], start=1):  # the part after the last newline is partial
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw)
-            _key(rec["batch_size"], rec["power_limit"])
+            rec = _checked(json.loads(raw), f"{p}: line {n}")
         except (ValueError, KeyError, TypeError) as e:
             raise SweepResultsError(
                 f"{p}: line {n} is not a sweep result ({e}); pass another results_path or "
                 "delete the file to start over"
             ) from None
+        key = _key(rec["batch_size"], rec["power_limit"])
+        if key in seen:
+            log.warning("%s: line %d repeats batch size %d at %g W; using the first", p, n, *key)
+            continue
+        seen.add(key)
         records.append(rec)
     return records
 
@@ -93,21 +124,133 @@ def _drop_partial_tail(p: Path) -> None:
             f.truncate(data.rfind(b"\n") + 1)
 
 
-def _append(p: Path, record: dict) -> None:
-    """Append one JSON line with a single write(2) on an O_APPEND descriptor, then fsync."""
-    line = (json.dumps(record, sort_keys=False) + "\n").encode()
-    fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        written = os.write(fd, line)
-        if written != len(line):
-            raise OSError(f"short write to {p}: {written} of {len(line)} bytes")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _recorded(path: Path) -> set[tuple[int, float]]:
+    return {_key(r["batch_size"], r["power_limit"]) for r in read_results(path)}
+
+
+def results_lock(path: str | Path):
+    """The lock every writer of a results file holds (processes and threads alike)."""
+    from filelock import FileLock
+
+    return FileLock(f"{path}.lock", timeout=600)
+
+
+def _append(p: Path, record: dict) -> bool:
+    """Append one JSON line under the file's lock, unless its configuration is there already.
+
+    Two sweeps over one file (two processes, or threads) may both run a configuration; only the
+    first to finish records it, so the file never holds a duplicate or a torn line. Returns
+    whether the line was written.
+    """
+    line = (json.dumps(record, sort_keys=False, allow_nan=False) + "\n").encode()
+    key = _key(record["batch_size"], record["power_limit"])
+    with results_lock(p):
+        _drop_partial_tail(p)
+        if key in _recorded(p):
+            log.info("%s already records batch size %d at %g W; not written twice", p, *key)
+            return False
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            written = os.write(fd, line)
+            if written != len(line):
+                raise OSError(f"short write to {p}: {written} of {len(line)} bytes")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return True
 
 
 def _reached(metric: float, target: float, higher_is_better: bool) -> bool:
     return metric >= target if higher_is_better else metric <= target
+
+
+def _settings(
+    workload: str | None,
+    target_metric: float | None,
+    max_epochs: int | None,
+    higher_is_better: bool | None,
+) -> tuple[float, int, bool]:
+    """Target, epoch cap and direction: the given values, else the traced workload's defaults."""
+    if workload is not None:
+        from zeus_nb.traces import get_workload
+
+        wl = get_workload(workload)
+        target_metric = wl.target_metric if target_metric is None else target_metric
+        max_epochs = wl.max_epochs if max_epochs is None else max_epochs
+        higher_is_better = wl.higher_is_better if higher_is_better is None else higher_is_better
+    if target_metric is None or max_epochs is None:
+        raise ValueError("give target_metric and max_epochs, or a traced workload= for defaults")
+    if int(max_epochs) < 1:
+        raise ValueError(f"max_epochs must be >= 1, got {max_epochs}")
+    higher = True if higher_is_better is None else bool(higher_is_better)
+    return float(target_metric), int(max_epochs), higher
+
+
+def _done_keys(path: Path, target: float, cap: int) -> set[tuple[int, float]]:
+    """Configurations ``path`` already holds; a file of another sweep is refused, not mixed."""
+    with results_lock(path):
+        _drop_partial_tail(path)
+    done = set()
+    for rec in read_results(path):
+        theirs = (float(rec.get("target_metric", target)), int(rec.get("max_epochs", cap)))
+        if theirs != (target, cap):
+            raise SweepResultsError(
+                f"{path} holds a sweep with target {rec.get('target_metric')} and "
+                f"{rec.get('max_epochs')} max epochs, not {target:g} and {cap}; pass another "
+                "results_path"
+            )
+        done.add(_key(rec["batch_size"], rec["power_limit"]))
+    return done
+
+
+def _train_one(
+    monitor, train_fn: TrainFn, bs: int, pl: float, target: float, cap: int, higher: bool
+) -> dict:
+    """Train one configuration at power limit ``pl`` until the target or the cap; its record."""
+    window = "__zeus_nb_sweep"
+    for g in monitor.gpus:
+        g.set_power_limit(pl)
+    monitor.begin_window(window, restart=True)
+    metric, epochs = math.nan, 0
+    try:
+        for epoch in range(cap):
+            metric = float(train_fn(bs, epoch))
+            epochs = epoch + 1
+            if math.isnan(metric):
+                raise ValueError(
+                    f"train_fn returned NaN at batch size {bs}, epoch {epoch}; it must "
+                    "return the validation metric"
+                )
+            if _reached(metric, target, higher):
+                break
+    except BaseException:
+        monitor.end_window(window, cancel=True)
+        raise
+    m = monitor.end_window(window)
+    reached = _reached(metric, target, higher)
+    log.info(
+        "batch size %d at %g W: metric %g after %d epoch(s), %.1f s, %.0f J%s",
+        bs,
+        pl,
+        metric,
+        epochs,
+        m.time,
+        m.total_energy,
+        "" if reached else " (target not reached)",
+    )
+    return {
+        "batch_size": bs,
+        "power_limit": pl,
+        "epochs": epochs,
+        "metric": metric,
+        "reached": reached,
+        "time": m.time,
+        "energy": m.total_energy,
+        "target_metric": target,
+        "max_epochs": cap,
+        "higher_is_better": higher,
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 def run_sweep(
@@ -137,21 +280,10 @@ def run_sweep(
     Returns the results of the whole grid (earlier runs included) as :func:`load_results` does.
     The power limits in force before the sweep are restored afterwards, also on errors.
     """
+    from zeus_nb.device.guard import power_limits_restored
     from zeus_nb.monitor import ZeusMonitor
 
-    if workload is not None:
-        from zeus_nb.traces import get_workload
-
-        wl = get_workload(workload)
-        target_metric = wl.target_metric if target_metric is None else target_metric
-        max_epochs = wl.max_epochs if max_epochs is None else max_epochs
-        higher_is_better = wl.higher_is_better if higher_is_better is None else higher_is_better
-    if target_metric is None or max_epochs is None:
-        raise ValueError("give target_metric and max_epochs, or a traced workload= for defaults")
-    if int(max_epochs) < 1:
-        raise ValueError(f"max_epochs must be >= 1, got {max_epochs}")
-    target, cap = float(target_metric), int(max_epochs)
-    higher = True if higher_is_better is None else bool(higher_is_better)
+    target, cap, higher = _settings(workload, target_metric, max_epochs, higher_is_better)
     grid = [_key(b, p) for b in batch_sizes for p in power_limits]
     if not grid:
         raise ValueError("empty sweep: give at least one batch size and one power limit")
@@ -160,20 +292,7 @@ def run_sweep(
 
     path = Path(results_path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _drop_partial_tail(path)
-    done = set()
-    for rec in read_results(path):
-        if (float(rec.get("target_metric", target)), int(rec.get("max_epochs", cap))) != (
-            target,
-            cap,
-        ):
-            raise SweepResultsError(
-                f"{path} holds a sweep with target {rec.get('target_metric')} and "
-                f"{rec.get('max_epochs')} max epochs, not {target:g} and {cap}; pass another "
-                "results_path"
-            )
-        done.add(_key(rec["batch_size"], rec["power_limit"]))
-
+    done = _done_keys(path, target, cap)
     monitor = ZeusMonitor(gpu_indices=gpu_indices)
     for _, pl in grid:  # validate every limit before changing anything
         for g in monitor.gpus:
@@ -191,61 +310,17 @@ def run_sweep(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(grid), initial=len(grid) - len(todo), desc="sweep", unit="config")
-    from zeus_nb.device.guard import power_limits_restored
-
-    window = "__zeus_nb_sweep"
     # Limits come back afterwards (errors, Ctrl-C and SIGTERM included). Only changed limits are
     # set back, so a permission error on the first change surfaces as it is.
     try:
         with power_limits_restored(monitor.gpus, backend=monitor.system.backend):
             for bs, pl in todo:
-                if bar is not None:
-                    bar.set_postfix_str(f"batch {bs}, {pl:g} W")
-                for g in monitor.gpus:
-                    g.set_power_limit(pl)
-                monitor.begin_window(window, restart=True)
-                metric, epochs = math.nan, 0
-                try:
-                    for epoch in range(cap):
-                        metric = float(train_fn(bs, epoch))
-                        epochs = epoch + 1
-                        if math.isnan(metric):
-                            raise ValueError(
-                                f"train_fn returned NaN at batch size {bs}, epoch {epoch}; it must "
-                                "return the validation metric"
-                            )
-                        if _reached(metric, target, higher):
-                            break
-                except BaseException:
-                    monitor.end_window(window, cancel=True)
-                    raise
-                m = monitor.end_window(window)
-                log.info(
-                    "batch size %d at %g W: metric %g after %d epoch(s), %.1f s, %.0f J%s",
-                    bs,
-                    pl,
-                    metric,
-                    epochs,
-                    m.time,
-                    m.total_energy,
-                    "" if _reached(metric, target, higher) else " (target not reached)",
-                )
-                _append(
-                    path,
-                    {
-                        "batch_size": bs,
-                        "power_limit": pl,
-                        "epochs": epochs,
-                        "metric": metric,
-                        "reached": _reached(metric, target, higher),
-                        "time": m.time,
-                        "energy": m.total_energy,
-                        "target_metric": target,
-                        "max_epochs": cap,
-                        "higher_is_better": higher,
-                        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                    },
-                )
+                if (bs, pl) in _recorded(path):
+                    log.info("batch size %d at %g W was recorded by another sweep", bs, pl)
+                else:
+                    if bar is not None:
+                        bar.set_postfix_str(f"batch {bs}, {pl:g} W")
+                    _append(path, _train_one(monitor, train_fn, bs, pl, target, cap, higher))
                 if bar is not None:
                     bar.update(1)
     finally:

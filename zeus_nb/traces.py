@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zeus_nb.errors import TraceFormatError
+from zeus_nb.validate import AVERAGE_POWER, DURATION, POWER_LIMIT, Quantity
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,8 +94,37 @@ def resource_path(*parts: str) -> Path:
     return Path(str(resources.files("zeus_nb").joinpath("resources", *parts)))
 
 
-def _validate(df: pd.DataFrame, columns: tuple[str, ...], numeric: dict[str, bool], src: str):
-    """Check columns and numeric cells; name the first bad row (1-based file line) or column."""
+@dataclass(frozen=True)
+class _Column:
+    """What a numeric trace column may hold: a range, integers only, empty cells (never)."""
+
+    quantity: Quantity
+    integer: bool = False
+    empty_ok: bool = False
+
+
+# Physical ranges (zeus_nb.validate): a power or time 1000x off (mW, ms) is refused.
+_POWER_COLUMNS = {
+    "batch_size": _Column(Quantity("batch size", "", 1, 1e7), integer=True),
+    "power_limit": _Column(POWER_LIMIT),
+    "time_per_epoch": _Column(DURATION),
+    "average_power": _Column(AVERAGE_POWER),
+}
+_TRAIN_COLUMNS = {
+    "batch_size": _Column(Quantity("batch size", "", 1, 1e7), integer=True),
+    "run": _Column(Quantity("run number", "", 0, 1e9), integer=True),
+    "target_metric": _Column(Quantity("target metric", "", -1e12, 1e12)),
+    "target_epoch": _Column(Quantity("epoch", "", 0, 1e7), empty_ok=True),
+}
+
+
+def _validate(df: pd.DataFrame, columns: tuple[str, ...], numeric: dict[str, _Column], src: str):
+    """Check columns and numeric cells; name the first bad row (1-based file line) or column.
+
+    Numeric cells must be finite and in their column's physical range; ``inf``, ``nan``, a
+    negative time or a power in mW are errors, never values that reach a printed result.
+    """
+    import numpy as np
     import pandas as pd
 
     missing = [c for c in columns if c not in df.columns]
@@ -105,21 +135,27 @@ def _validate(df: pd.DataFrame, columns: tuple[str, ...], numeric: dict[str, boo
     df = df[list(columns)].copy()
     for col in ("dataset", "network", "optimizer"):
         if col in df.columns:
-            bad = df[col].isna()
+            bad = df[col].isna() | (df[col].astype(str).str.strip() == "")
             if bad.any():
                 line = int(bad.to_numpy().nonzero()[0][0]) + 2
                 raise TraceFormatError(f"{src}: row {line} (file line): column {col!r} is empty")
             df[col] = df[col].astype(str).str.strip()
-    for col, nan_ok in numeric.items():
-        values = pd.to_numeric(df[col], errors="coerce")
-        bad = (values.isna() & df[col].notna()) | (values < 0)
-        if not nan_ok:
-            bad |= values.isna()
+    for col, spec in numeric.items():
+        values = pd.to_numeric(df[col], errors="coerce").astype(float)
+        q = spec.quantity
+        with np.errstate(invalid="ignore"):
+            below = values <= q.low if q.open_low else values < q.low
+            bad = ~np.isfinite(values) | below | (values > q.high)
+            if spec.integer:
+                bad |= values != np.round(values)
+        if spec.empty_ok:
+            bad &= df[col].notna()
         if bad.any():
             i = int(bad.to_numpy().nonzero()[0][0])
+            kind = "an integer " if spec.integer else "a finite "
             raise TraceFormatError(
                 f"{src}: row {i + 2} (file line): column {col!r} has {df[col].iloc[i]!r}; "
-                "expected a non-negative number"
+                f"expected {kind}{q.describe()}" + ("" if not spec.empty_ok else " or empty")
             )
         df[col] = values
     return df
@@ -136,8 +172,17 @@ def _read_csv(path: Path, src: str) -> pd.DataFrame:
         raise TraceFormatError(f"{src}: not a readable CSV file ({e})") from e
 
 
+def _stamp(source: str) -> tuple[int, int] | None:
+    """A file's (mtime, size), so an edited trace is read again rather than served stale."""
+    try:
+        st = Path(source).stat()
+    except (OSError, ValueError):
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
 @functools.lru_cache(maxsize=16)
-def _load_power_trace_cached(source: str) -> pd.DataFrame:
+def _load_power_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
     if source.lower() in BUNDLED_GPUS:
         path, src = resource_path("zeus_traces", f"summary_power_{source.lower()}.csv"), source
     else:
@@ -145,19 +190,9 @@ def _load_power_trace_cached(source: str) -> pd.DataFrame:
     df = _validate(
         _read_csv(path, src),
         POWER_COLUMNS,
-        {
-            "batch_size": False,
-            "power_limit": False,
-            "time_per_epoch": False,
-            "average_power": False,
-        },
+        _POWER_COLUMNS,
         src,
     )
-    for col in ("time_per_epoch", "average_power", "power_limit", "batch_size"):
-        zero = df[col] <= 0
-        if zero.any():
-            i = int(zero.to_numpy().nonzero()[0][0])
-            raise TraceFormatError(f"{src}: row {i + 2} (file line): column {col!r} must be > 0")
     df["batch_size"] = df["batch_size"].astype(int)
     df["optimizer"] = df["optimizer"].str.lower()
     dup = df.duplicated(["dataset", "network", "batch_size", "optimizer", "power_limit"])
@@ -175,17 +210,19 @@ def load_power_trace(gpu: str | Path = "v100") -> pd.DataFrame:
 
     Returns a fresh copy, so callers may modify it.
     """
-    return _load_power_trace_cached(str(gpu)).copy()
+    source = str(gpu)
+    stamp = None if source.lower() in BUNDLED_GPUS else _stamp(source)
+    return _load_power_trace_cached(source, stamp).copy()
 
 
 @functools.lru_cache(maxsize=4)
-def _load_train_trace_cached(source: str) -> pd.DataFrame:
+def _load_train_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
     path = resource_path("zeus_traces", "summary_train.csv") if source == "" else Path(source)
     src = source or "summary_train.csv"
     df = _validate(
         _read_csv(path, src),
         TRAIN_COLUMNS,
-        {"batch_size": False, "run": False, "target_metric": False, "target_epoch": True},
+        _TRAIN_COLUMNS,
         src,
     )
     df["batch_size"] = df["batch_size"].astype(int)
@@ -196,7 +233,8 @@ def _load_train_trace_cached(source: str) -> pd.DataFrame:
 
 def load_train_trace(path: str | Path | None = None) -> pd.DataFrame:
     """The bundled train trace, or a CSV file of the same schema. ``target_epoch`` NaN: never."""
-    return _load_train_trace_cached("" if path is None else str(path)).copy()
+    source = "" if path is None else str(path)
+    return _load_train_trace_cached(source, _stamp(source) if source else None).copy()
 
 
 def power_curves(

@@ -123,7 +123,8 @@ def run_show(args) -> int:
     from zeus_nb.optimizer.batch_size.store import SQLiteStore, StoreError, default_path
 
     path = Path(args.store).expanduser() if args.store else default_path()
-    if not path.exists():
+    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
+        # A read command: a missing or empty store is reported, never created.
         if args.job is not None:
             raise StoreError(f"no batch-size optimizer state at {path}")
         print(json.dumps({"store": str(path), "jobs": []}) if args.json else f"{path}: no jobs")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import errno
 from pathlib import Path
 
 
@@ -99,7 +100,9 @@ def _literal(text: str):
 
 def run_build(args) -> int:
     from zeus_nb.course import build
+    from zeus_nb.validate import writable_dir
 
+    writable_dir(args.output, "-o")
     built = build(args.notebooks or None, args.output)
     out = Path(args.output)
     for nb in built:
@@ -114,8 +117,11 @@ def run_build(args) -> int:
 
 def run_verify(args) -> int:
     from zeus_nb.course import timings, timings_table, verify
+    from zeus_nb.validate import writable_dir
 
     params, env = _parameters_and_env(args)
+    if Path(args.dir).is_dir():  # else verify() says the course folder is missing
+        writable_dir(args.output or Path(args.dir) / "executed", "-o")
     results = verify(args.dir, args.output, params, env, args.kernel, args.jobs)
     for r in results:
         print(f"{'PASS' if r.ok else 'FAIL'} {r.version:8} {r.notebook}: {r.detail}")
@@ -135,8 +141,10 @@ def run_grade(args) -> int:
     import csv
 
     from zeus_nb.course import grade
+    from zeus_nb.validate import writable_dir
 
     params, env = _parameters_and_env(args)
+    writable_dir(args.output, "-o")
     results = grade(
         args.submissions, args.output, params, env, args.kernel, args.timeout, args.jobs
     )
@@ -164,6 +172,8 @@ def run_timings(args) -> int:
     from zeus_nb.course import timings, timings_table
 
     table = timings_table(timings(args.paths))
+    if args.output and Path(args.output).is_dir():
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", args.output)
     print(table, end="")
     if args.output:
         Path(args.output).write_text(table)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from zeus_nb.validate import finite_float
+
 
 def register(sub) -> None:
     p = sub.add_parser("demo", help="measure a short simulated training run, epoch by epoch")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--gpu", default="a40", help="simulated GPU: a40, v100 or a power-trace CSV")
     p.add_argument("--workload", default="cifar100", help="traced workload (dataset name)")
-    p.add_argument("--power-limit", type=float, default=None, help="W (default: the maximum)")
+    p.add_argument(
+        "--power-limit", type=finite_float, default=None, help="W (default: the maximum)"
+    )
     p.set_defaults(func=run)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from zeus_nb.optimizer.power_limit import registry
+from zeus_nb.validate import finite_float
 
 CLI_SELECTORS = tuple(spec.cli_name for spec in registry.SELECTORS.values())
 
@@ -18,8 +19,10 @@ def register(sub) -> None:
     )
     r.add_argument("log", help="ZeusMonitor CSV log of a profiling run")
     r.add_argument("--selector", choices=CLI_SELECTORS, default="zeus-cost")
-    r.add_argument("--eta", type=float, default=0.5, help="zeus-cost energy-time knob in [0, 1]")
-    r.add_argument("--factor", type=float, default=1.1, help="max-slowdown factor (>= 1)")
+    r.add_argument(
+        "--eta", type=finite_float, default=0.5, help="zeus-cost energy-time knob in [0, 1]"
+    )
+    r.add_argument("--factor", type=finite_float, default=1.1, help="max-slowdown factor (>= 1)")
     r.add_argument("--adaptive", action="store_true", help="skip limits that cannot win")
     r.add_argument("--pl-step", type=int, default=25, help="W between profiled limits")
     r.add_argument("--json", action="store_true", help="print one JSON object")
@@ -63,7 +66,8 @@ def run_replay(args) -> int:
                     "profiling_time": plo.profiling_time,
                     "profiling_energy": plo.profiling_energy,
                     "limits": rows,
-                }
+                },
+                allow_nan=False,  # strict JSON: a NaN here would be a bug, never output
             )
         )
         return 0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+from pathlib import Path
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -20,7 +23,9 @@ def register(sub) -> None:
 def run(args) -> int:
     from zeus_nb.device.guard import restore_from_state_files, state_dir
 
-    folder = args.state_dir or state_dir()
+    folder = Path(args.state_dir).expanduser() if args.state_dir else state_dir()
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(folder))
     results = restore_from_state_files(folder, force=args.force)
     if not results:
         print(f"nothing to restore (no state files in {folder})")

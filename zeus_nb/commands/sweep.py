@@ -47,19 +47,18 @@ def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
             raise ValueError(f"{notebook.name} has no parameter {name!r}; its parameters: {names}")
         if name in grid:
             raise ValueError(f"parameter {name!r} given twice; list all its values in one -p")
-        grid[name] = parse_values(text, declared[name].get("inferred_type_name"))
+        grid[name] = parse_values(text, declared[name].get("inferred_type_name"), name)
     return grid
 
 
 def run(args) -> int:
-    from zeus_nb.notebooks import find_notebook, grid_points, is_complete, point_name, run_notebook
-    from zeus_nb.records import collect
+    from zeus_nb.notebooks import find_notebook, grid_points, point_file, run_notebook, same_point
+    from zeus_nb.validate import writable_dir
 
     notebook = find_notebook(args.notebook)
     grid = build_grid(notebook, args.param)
     points = grid_points(grid) if grid else [{}]
-    out_dir = Path(args.output_dir or Path("runs") / notebook.stem)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = writable_dir(args.output_dir or Path("runs") / notebook.stem, "-o")
     print(f"sweep {notebook.name}: {len(points)} point(s) -> {out_dir}/", flush=True)
 
     failed, skipped, outputs = [], 0, []
@@ -67,10 +66,12 @@ def run(args) -> int:
         params = dict(point)
         if args.smoke:
             params["smoke"] = True
-        output = out_dir / f"{point_name(point)}.ipynb"
+        label = point_file(notebook, point, args.smoke)
+        output = out_dir / f"{label}.ipynb"
+        if output in outputs:  # a grid listing one value twice: one run, one row
+            continue
         outputs.append(output)
-        label = point_name(point)
-        if not args.force and is_complete(output):
+        if not args.force and same_point(output, notebook, params):
             skipped += 1
             print(f"[{i}/{len(points)}] {label}: done already, skipped", flush=True)
             continue
@@ -81,9 +82,7 @@ def run(args) -> int:
             failed.append((label, res.error))
             print(f"[{i}/{len(points)}] {label}: FAILED: {res.error}", flush=True)
 
-    table = collect([o for o in outputs if o.exists()])
-    csv = out_dir / "results.csv"
-    table.to_csv(csv, index=False)
+    csv, table = write_results(out_dir, [o for o in outputs if o.exists()])
     shown = table.drop(columns=["notebook"]).to_string(index=False, max_colwidth=40)
     print(shown)
     done = len(points) - len(failed)
@@ -94,3 +93,36 @@ def run(args) -> int:
             print(f"  {label}: {err}", file=sys.stderr)
         return 1
     return 0
+
+
+def write_results(out_dir: Path, outputs: list[Path]):
+    """Write ``results.csv``: this sweep's rows, plus rows other sweeps wrote there before.
+
+    Under a file lock and through a temporary file, so two sweeps into one folder never leave
+    a duplicate or a torn row. Returns (path, this sweep's table).
+    """
+    import os
+
+    import pandas as pd
+    from filelock import FileLock
+
+    from zeus_nb.records import collect
+
+    table = collect(outputs) if outputs else pd.DataFrame(columns=["notebook", "status"])
+    csv = out_dir / "results.csv"
+    with FileLock(f"{csv}.lock", timeout=600):
+        merged = table
+        if csv.exists() and csv.stat().st_size > 0:
+            try:
+                before = pd.read_csv(csv)
+            except (ValueError, UnicodeDecodeError):  # a damaged table is rebuilt from ours
+                before = None
+            if before is not None and "notebook" in before.columns:
+                ours = set(table["notebook"].astype(str))
+                keep = before[~before["notebook"].astype(str).isin(ours)]
+                keep = keep[[Path(str(n)).exists() for n in keep["notebook"]]]
+                merged = pd.concat([keep, table], ignore_index=True) if len(keep) else table
+        tmp = csv.with_name(f".{csv.name}.{os.getpid()}.tmp")
+        merged.to_csv(tmp, index=False)
+        os.replace(tmp, csv)
+    return csv, table

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 
 def register(sub) -> None:
@@ -33,6 +32,7 @@ def _short(value) -> str:
 def run(args) -> int:
     from zeus_nb.notebooks import find_notebook, list_notebooks, run_notebook
     from zeus_nb.records import read_notebook
+    from zeus_nb.validate import writable_dir
 
     if args.only:
         notebooks = [find_notebook(n.strip()) for n in args.only.split(",") if n.strip()]
@@ -40,7 +40,7 @@ def run(args) -> int:
         notebooks = list_notebooks()
     if not notebooks:
         raise ValueError("no notebooks to run")
-    out_dir = Path(args.output_dir)
+    out_dir = writable_dir(args.output_dir, "-o")
     params = {"smoke": True} if args.smoke else {}
     mode = "smoke" if args.smoke else "full"
     print(f"tour ({mode}): {len(notebooks)} notebook(s) -> {out_dir}/", flush=True)

@@ -39,19 +39,15 @@ def run_savings(args) -> int:
 
     table = potential_savings(args.gpu, train_trace=_train(args))
     if args.json:
-        out = [
-            {
-                "workload": r.workload,
-                "best_batch_size_ratio": r.best_batch_size_ratio,
-                "best_power_limit_ratio": r.best_power_limit_ratio,
-                "best_both_ratio": r.best_both_ratio,
-                "optimal_batch_size": int(r.optimal_batch_size),
-                "optimal_power_limit": float(r.optimal_power_limit),
-            }
-            for r in table.itertuples()
-        ]
-        print(json.dumps(out, indent=2))
-        return 0
+        return _print_json(
+            table,
+            workload=str,
+            best_batch_size_ratio=float,
+            best_power_limit_ratio=float,
+            best_both_ratio=float,
+            optimal_batch_size=int,
+            optimal_power_limit=float,
+        )
     print(f"ETA relative to the default batch size b0 at the highest power limit ({args.gpu})")
     head = f"{'workload':<14}{'b0':>6}{'best bs':>9}{'best PL':>9}{'both':>8}  optimum"
     print(head)
@@ -65,6 +61,13 @@ def run_savings(args) -> int:
     return 0
 
 
+def _print_json(frame, **columns) -> int:
+    """Print ``frame``'s rows as a JSON list, each named column cast to plain Python."""
+    out = [{c: cast(getattr(r, c)) for c, cast in columns.items()} for r in frame.itertuples()]
+    print(json.dumps(out, indent=2))
+    return 0
+
+
 def run_pareto(args) -> int:
     from zeus_nb.traces import get_workload, tta_eta
     from zeus_nb.tradeoff import pareto_front
@@ -72,17 +75,7 @@ def run_pareto(args) -> int:
     wl = get_workload(args.workload)
     front = pareto_front(tta_eta(wl.dataset, args.gpu, train_trace=_train(args)))
     if args.json:
-        out = [
-            {
-                "batch_size": int(r.batch_size),
-                "power_limit": float(r.power_limit),
-                "tta": float(r.tta),
-                "eta": float(r.eta),
-            }
-            for r in front.itertuples()
-        ]
-        print(json.dumps(out, indent=2))
-        return 0
+        return _print_json(front, batch_size=int, power_limit=float, tta=float, eta=float)
     print(f"Pareto front of {wl.dataset}/{wl.network} on {args.gpu}, fastest first")
     head = f"{'batch size':>10}{'limit (W)':>11}{'TTA (h)':>10}{'ETA (MJ)':>10}"
     print(head)

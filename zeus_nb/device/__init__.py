@@ -19,9 +19,10 @@ import logging
 import os
 from pathlib import Path
 
+from zeus_nb import validate
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.device.nvml import FROM_ENV
-from zeus_nb.errors import NoGPUError
+from zeus_nb.errors import InputError, NoGPUError, TraceFormatError
 
 __all__ = [
     "GPU",
@@ -59,27 +60,34 @@ def resolve_backend(backend: str | None = None) -> str:
     return name
 
 
-def _env_int(name: str, default: int | None) -> int | None:
-    value = os.environ.get(name)
-    if value in (None, ""):
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{name}={value!r} is not an integer") from None
+_SIM_VARS = ("ZEUS_NB_SIM_GPU", "ZEUS_NB_SIM_WORKLOAD", "ZEUS_NB_SIM_BATCH_SIZE")
 
 
 def _sim_from_env(seed_offset: int = 0):
+    """A simulated system configured by the ``ZEUS_NB_SIM_*`` variables, each one checked."""
     from zeus_nb.device.sim import SimulatedSystem
 
-    return SimulatedSystem(
-        gpu=os.environ.get("ZEUS_NB_SIM_GPU", "a40"),
-        workload=os.environ.get("ZEUS_NB_SIM_WORKLOAD", "imagenet"),
-        batch_size=_env_int("ZEUS_NB_SIM_BATCH_SIZE", None),
-        num_gpus=_env_int("ZEUS_NB_SIM_GPUS", _env_int("LOCAL_WORLD_SIZE", 1)) or 1,
-        noise=float(os.environ.get("ZEUS_NB_SIM_NOISE", "0") or 0),
-        seed=(_env_int("ZEUS_NB_SIM_SEED", 0) or 0) + seed_offset,
+    settings = dict(
+        batch_size=validate.env_integer("ZEUS_NB_SIM_BATCH_SIZE", None, low=1),
+        num_gpus=validate.env_integer(
+            "ZEUS_NB_SIM_GPUS", validate.env_integer("LOCAL_WORLD_SIZE", 1, 1, 1024), 1, 1024
+        )
+        or 1,
+        noise=validate.env_number("ZEUS_NB_SIM_NOISE", 0.0, validate.NOISE),
+        seed=(validate.env_integer("ZEUS_NB_SIM_SEED", 0, 0, 2**32 - 1) or 0) + seed_offset,
     )
+    gpu = os.environ.get("ZEUS_NB_SIM_GPU", "a40")
+    workload = os.environ.get("ZEUS_NB_SIM_WORKLOAD", "imagenet")
+    try:
+        return SimulatedSystem(gpu=gpu, workload=workload, **settings)
+    except TraceFormatError:
+        raise  # a bad trace file: its message names the file, line and column
+    except ValueError as e:
+        given = ", ".join(f"{v}={os.environ[v]!r}" for v in _SIM_VARS if v in os.environ)
+        raise InputError(
+            f"{e} (simulated GPU from the environment: {given or 'defaults'}); fix or unset "
+            + ", ".join(_SIM_VARS)
+        ) from None
 
 
 def create(

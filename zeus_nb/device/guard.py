@@ -36,8 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zeus_nb import validate
 from zeus_nb.device.base import GPU
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.validate import integer, number
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,8 @@ class SettingKind:
     read: Callable[[GPU], Any]
     write: Callable[[GPU, Any], None]
     unit: str = ""
+    # check(value, where) -> value: validates a value read back from a state file.
+    check: Callable[[Any, str], Any] | None = None
 
     def describe(self, value: Any) -> str:
         return f"{value:g} {self.unit}".strip() if isinstance(value, float) else f"{value}"
@@ -70,8 +74,17 @@ def _set_power_limit(gpu: GPU, watts: Any) -> None:
     gpu.set_power_limit(float(watts))
 
 
+def _check_power_limit(value: Any, where: str) -> float:
+    fix = "restore that GPU by hand (nvidia-smi -pl)"
+    return number(value, where, validate.POWER_LIMIT, fix, text_ok=False)
+
+
 POWER_LIMIT = SettingKind(
-    "power_limit", lambda g: float(g.get_power_limit()), _set_power_limit, "W"
+    "power_limit",
+    lambda g: float(g.get_power_limit()),
+    _set_power_limit,
+    "W",
+    _check_power_limit,
 )
 SETTING_KINDS: dict[str, SettingKind] = {POWER_LIMIT.name: POWER_LIMIT}
 
@@ -325,18 +338,42 @@ def _pid_alive(pid: int) -> bool:
 
 
 def read_state(path: Path) -> dict:
-    """A state file as a dict with a ``settings`` list (format-1 files are converted)."""
+    """A state file as a checked dict with a ``settings`` list (format-1 files are converted).
+
+    Every field is checked (``pid`` a positive integer, each entry's ``gpu`` an index and
+    ``original`` a valid value of its kind), so a damaged file is a :class:`ZeusNbError` naming
+    it, never a wrong setting written to a GPU.
+    """
     try:
-        state = json.loads(path.read_text())
+        state = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise ZeusNbError(f"{path}: not a readable GPU settings state file ({e})") from None
     if not isinstance(state, dict) or state.get("format") not in (FORMAT, LEGACY_FORMAT):
         raise ZeusNbError(f"{path}: not a zeus-nb GPU settings state file")
+    fix = "restore that GPU by hand (nvidia-smi -pl) and delete the file"
     if state["format"] == LEGACY_FORMAT:
+        gpus = state.get("gpus")
+        if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
+            raise ZeusNbError(f"{path}: 'gpus' is not a list of GPU entries; {fix}")
         state["settings"] = [
-            {"gpu": g["index"], "kind": "power_limit", "original": g["power_limit"]}
-            for g in state.get("gpus", [])
+            {"gpu": g.get("index"), "kind": "power_limit", "original": g.get("power_limit")}
+            for g in gpus
         ]
+    state["pid"] = integer(state.get("pid"), f"{path}: field 'pid'", 1, 2**31 - 1, fix, False)
+    for key in ("host", "backend", "cuda_visible_devices"):
+        if state.get(key) is not None and not isinstance(state[key], str):
+            raise ZeusNbError(f"{path}: field {key!r} is {state[key]!r}, not a string; {fix}")
+    settings = state.get("settings")
+    if not isinstance(settings, list) or not all(isinstance(e, dict) for e in settings):
+        raise ZeusNbError(f"{path}: 'settings' is not a list of entries; {fix}")
+    for n, entry in enumerate(settings):
+        where = f"{path}: settings[{n}]"
+        entry["gpu"] = integer(entry.get("gpu"), f"{where}.gpu", 0, 1 << 16, fix, False)
+        if not isinstance(entry.get("kind"), str):
+            raise ZeusNbError(f"{where}.kind is {entry.get('kind')!r}, not a setting name; {fix}")
+        kind = SETTING_KINDS.get(entry["kind"])
+        if kind is not None and kind.check is not None:
+            entry["original"] = kind.check(entry.get("original"), f"{where}.original")
     return state
 
 
@@ -369,26 +406,29 @@ def restore_from_state_files(
     host = socket.gethostname()
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
-            state = read_state(path)
-        except ZeusNbError as e:
-            results.append(RestoreResult(path, "failed", str(e)))
-            continue
-        pid = int(state.get("pid", -1))
-        if state.get("host") != host:
-            results.append(RestoreResult(path, "skipped", f"written on host {state.get('host')}"))
-            continue
-        if pid != os.getpid() and _pid_alive(pid) and not force:
-            results.append(
-                RestoreResult(
-                    path,
-                    "skipped",
-                    f"process {pid} is still running (it restores its GPUs itself; "
-                    "pass --force to restore now)",
-                )
-            )
-            continue
-        try:
-            results.append(_restore_file(path, state))
-        except (ZeusNbError, ValueError, KeyError, TypeError) as e:
-            results.append(RestoreResult(path, "failed", str(e)))
+            results.append(_restore_one(path, host, force))
+        except Exception as e:  # one damaged file must not keep the others unrestored
+            log.debug("restoring from %s failed", path, exc_info=True)
+            results.append(RestoreResult(path, "failed", f"{type(e).__name__}: {e}"))
     return results
+
+
+def _restore_one(path: Path, host: str, force: bool) -> RestoreResult:
+    try:
+        state = read_state(path)
+    except ZeusNbError as e:
+        return RestoreResult(path, "failed", str(e))
+    pid = state["pid"]
+    if state.get("host") != host:
+        return RestoreResult(path, "skipped", f"written on host {state.get('host')}")
+    if pid != os.getpid() and _pid_alive(pid) and not force:
+        return RestoreResult(
+            path,
+            "skipped",
+            f"process {pid} is still running (it restores its GPUs itself; "
+            "pass --force to restore now)",
+        )
+    try:
+        return _restore_file(path, state)
+    except (ZeusNbError, OSError, ValueError, KeyError, TypeError) as e:
+        return RestoreResult(path, "failed", str(e))

@@ -13,12 +13,14 @@ exactly what the real run measured. Limits the log does not hold are refused rat
 from __future__ import annotations
 
 import csv
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
-from zeus_nb.errors import TraceFormatError, UnsupportedError
+from zeus_nb.errors import InputError, TraceFormatError, UnsupportedError
+from zeus_nb.validate import DURATION, ENERGY, POWER_LIMIT, number, power_of
 
 _WINDOW = re.compile(r"^__GlobalPowerLimitOptimizer_(\d+(?:\.\d+)?)$")
 _ENERGY = re.compile(r"^gpu(\d+)_energy$")
@@ -46,53 +48,89 @@ def _gpu_name_from_path(path: Path) -> str:
 
 
 def load_profile_log(path: str | Path, gpu_name: str | None = None) -> ProfileLog:
-    """Parse a ZeusMonitor log; rows of one limit split over several windows are summed."""
+    """Parse a ZeusMonitor log; rows of one limit split over several windows are summed.
+
+    Every number is checked (:mod:`zeus_nb.validate`): a NaN, infinite, zero-length or
+    implausible row (an average power outside 1..2000 W per GPU, e.g. energy in mJ) and a row
+    cut short are errors naming the line and column, never a silently wrong choice.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no profiling log at {path}")
-    with path.open(newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if not header or header[:3] != ["start_time", "window_name", "elapsed_time"]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise TraceFormatError(
+            f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})"
+        ) from None
+    if text and not text.endswith(("\n", "\r")):
+        last = text.count("\n") + 1
+        raise TraceFormatError(
+            f"{path}, line {last}: the last row has no line end, so the file looks cut short"
+            " (a run still writing it, or an interrupted copy); copy the log again, or "
+            "delete that row if it is incomplete"
+        )
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        rows = [(reader.line_num, row) for row in reader]
+    except csv.Error as e:
+        raise TraceFormatError(f"{path}: not a CSV file ({e})") from None
+    header = rows[0][1] if rows else None
+    if not header or header[:3] != ["start_time", "window_name", "elapsed_time"]:
+        raise TraceFormatError(
+            f"{path}: not a ZeusMonitor log; the header must start with "
+            "start_time,window_name,elapsed_time followed by gpu<i>_energy columns"
+        )
+    indices = []
+    for col in header[3:]:
+        m = _ENERGY.match(col)
+        if not m:
+            raise TraceFormatError(f"{path}: unexpected column {col!r}; want gpu<i>_energy")
+        indices.append(int(m.group(1)))
+    if not indices:
+        raise TraceFormatError(f"{path}: the log has no gpu<i>_energy column")
+    elapsed: dict[float, float] = {}
+    energy: dict[float, dict[int, float]] = {}
+    for n, row in rows[1:]:
+        if not row:
+            continue
+        if len(row) != len(header):
             raise TraceFormatError(
-                f"{path}: not a ZeusMonitor log; the header must start with "
-                "start_time,window_name,elapsed_time followed by gpu<i>_energy columns"
+                f"{path}, line {n}: {len(row)} fields, expected {len(header)} "
+                f"({','.join(header)}); the row is cut short or has extra cells"
             )
-        indices = []
-        for col in header[3:]:
-            m = _ENERGY.match(col)
-            if not m:
-                raise TraceFormatError(f"{path}: unexpected column {col!r}; want gpu<i>_energy")
-            indices.append(int(m.group(1)))
-        if not indices:
-            raise TraceFormatError(f"{path}: the log has no gpu<i>_energy column")
-        elapsed: dict[float, float] = {}
-        energy: dict[float, dict[int, float]] = {}
-        for n, row in enumerate(reader, start=2):
-            if not row:
-                continue
-            m = _WINDOW.match(row[1]) if len(row) > 1 else None
-            if m is None:
-                continue  # other windows of the same run
-            if len(row) != len(header):
-                raise TraceFormatError(
-                    f"{path}, line {n}: {len(row)} fields, expected {len(header)}"
-                )
-            try:
-                limit = float(m.group(1))
-                t = float(row[2])
-                es = [float(x) for x in row[3:]]
-            except ValueError:
-                raise TraceFormatError(f"{path}, line {n}: a number does not parse") from None
-            if t < 0 or any(e < 0 for e in es):
-                raise TraceFormatError(f"{path}, line {n}: negative time or energy")
-            elapsed[limit] = elapsed.get(limit, 0.0) + t
-            per_gpu = energy.setdefault(limit, dict.fromkeys(indices, 0.0))
-            for i, e in zip(indices, es, strict=True):
-                per_gpu[i] += e
+        m = _WINDOW.match(row[1])
+        if m is None:
+            continue  # other windows of the same run
+        limit, t, es = _window_row(path, n, header, row, m.group(1))
+        elapsed[limit] = elapsed.get(limit, 0.0) + t
+        per_gpu = energy.setdefault(limit, dict.fromkeys(indices, 0.0))
+        for i, e in zip(indices, es, strict=True):
+            per_gpu[i] += e
     if not elapsed:
         raise TraceFormatError(f"{path}: no __GlobalPowerLimitOptimizer_<W> window in the log")
     return ProfileLog(path, indices, elapsed, energy, gpu_name or _gpu_name_from_path(path))
+
+
+def _window_row(
+    path: Path, n: int, header: list[str], row: list[str], limit: str
+) -> tuple[float, float, list[float]]:
+    """(limit W, elapsed s, per-GPU J) of one profiling window row, each number checked."""
+    fix = "fix or delete that row (re-profile the limit if its numbers are lost)"
+
+    def where(col: int) -> str:
+        return f"{path}, line {n}, column {header[col]}"
+
+    try:
+        number(row[0], where(0), fix=fix)
+        w = number(limit, f"{path}, line {n}, window {row[1]}", POWER_LIMIT, fix)
+        t = number(row[2], where(2), DURATION, fix)
+        es = [number(row[c], where(c), ENERGY, fix) for c in range(3, len(header))]
+        for c, e in zip(range(3, len(header)), es, strict=True):
+            power_of(e, t, where(c), "check that energy is in J and time in s")
+    except InputError as e:
+        raise TraceFormatError(str(e)) from None
+    return w, t, es
 
 
 class ReplayGPU(GPU):

@@ -17,7 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
+from zeus_nb.errors import InputError
 from zeus_nb.traces import GPU_NAMES, get_workload, load_power_trace, power_curves
+from zeus_nb.validate import NOISE, integer, number
 
 # (t0, t1, {gpu index: watts}) for every advance of the virtual clock.
 Listener = Callable[[float, float, dict[int, float]], None]
@@ -87,10 +89,10 @@ class SimulatedSystem(GPUSystem):
         seed: int = 0,
         num_samples: int | None = None,
     ):
-        if num_gpus < 1:
-            raise ValueError(f"num_gpus must be >= 1, got {num_gpus}")
-        if noise < 0:
-            raise ValueError(f"noise must be >= 0, got {noise}")
+        num_gpus = integer(num_gpus, "parameter num_gpus", 1, 1024)
+        # NaN noise once made every step 10x shorter and every joule 100x smaller, silently.
+        noise = number(noise, "parameter noise", NOISE, "use e.g. 0.02 for 2% noise, or 0")
+        seed = integer(seed, "parameter seed", 0, 2**32 - 1)
         self.source = str(gpu)
         self.trace = load_power_trace(gpu)
         key = self.source.lower()
@@ -151,7 +153,7 @@ class SimulatedSystem(GPUSystem):
     def _check_batch_size(self, batch_size: int) -> int:
         bs = int(batch_size)
         if bs not in self._curves:
-            raise ValueError(
+            raise InputError(
                 f"the {self.source} trace has no batch size {bs} for {self.workload}; "
                 f"use one of {self.batch_sizes}"
             )

@@ -83,7 +83,7 @@ def energy_time_scatter(
     ``time`` and ``energy`` columns for that); where those are unknown (traces) they are left out
     and counted in the title.
     """
-    from zeus_nb.tradeoff import min_cost, pareto_front
+    from zeus_nb.tradeoff import pareto_front
 
     _check(data, ("batch_size", "power_limit", "tta", "eta"))
     ok = data.dropna(subset=["tta", "eta"])
@@ -104,6 +104,45 @@ def energy_time_scatter(
     marker = {p: MARKERS[i % len(MARKERS)] for i, p in enumerate(limits)}
 
     fig, ax = plt.subplots(figsize=(8.5, 5.2))
+    handles = _draw_points(ax, ok, failed, color, marker, (ts, es))
+    if front and len(ok):
+        pf = pareto_front(ok)
+        (line,) = ax.plot(
+            pf["tta"] / ts, pf["eta"] / es, color="crimson", lw=1.6, zorder=2, label="Pareto front"
+        )
+        handles.append(line)
+    top = max(limits)
+    if default_batch_size is not None:
+        _annotate_default(ax, ok, failed, default_batch_size, top, (ts, es), all_e)
+    if len(ok):
+        _annotate_best(ax, ok, eta_knob, (ts, es))
+    if log is None:
+        log = bool(max(all_t) > 8 * min(all_t) or max(all_e) > 8 * min(all_e))
+    if log:
+        _log_axes(ax)
+    scale = " (log scale)" if log else ""
+    ax.set_xlabel(f"Time to target ({tu}){scale}")
+    ax.set_ylabel(f"Energy to target ({eu}){scale}")
+    ax.grid(alpha=0.3)
+
+    def count(df):
+        return df[["batch_size", "power_limit"]].drop_duplicates().shape[0]
+
+    missing = count(data) - count(ok) - count(failed)
+    full_title = title or "Energy-time tradeoff"
+    if missing:
+        full_title += f"\n({missing} configuration(s) never reached the target: not shown)"
+    elif ok.empty:
+        full_title += "\n(no configuration reached the target)"
+    ax.set_title(full_title)
+    _legends(fig, ax, color, marker, handles)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def _draw_points(ax, ok, failed, color: dict, marker: dict, scales) -> list:
+    """Reached configurations filled, the others hollow at what they spent; legend handles."""
+    ts, es = scales
     for (b, p), g in ok.groupby(["batch_size", "power_limit"]):
         ax.scatter(
             g["tta"] / ts,
@@ -139,72 +178,66 @@ def energy_time_scatter(
                 label="target not reached\n(time, energy spent)",
             )
         )
-    if front and len(ok):
-        pf = pareto_front(ok)
-        (line,) = ax.plot(
-            pf["tta"] / ts, pf["eta"] / es, color="crimson", lw=1.6, zorder=2, label="Pareto front"
-        )
-        handles.append(line)
-    top = max(limits)
-    if default_batch_size is not None:
-        base = ok[(ok["batch_size"] == default_batch_size) & (ok["power_limit"] == top)]
-        base_t, base_e = "tta", "eta"
-        if base.empty:
-            base = failed[
-                (failed["batch_size"] == default_batch_size) & (failed["power_limit"] == top)
-            ]
-            base_t, base_e = "time", "energy"
-        if not base.empty:
-            x, y = base[base_t].iloc[0] / ts, base[base_e].iloc[0] / es
-            high = y > (max(all_e) / es + min(all_e) / es) / 2  # keep the label inside
-            ax.annotate(
-                f"default\n(b={default_batch_size}, {top:g} W)",
-                (x, y),
-                xytext=(18, -38 if high else 18),
-                textcoords="offset points",
-                arrowprops={"arrowstyle": "->", "color": "black"},
-                fontsize=9,
-                bbox={"boxstyle": "round", "fc": "white", "alpha": 0.85},
-            )
+    return handles
+
+
+def _annotate_default(ax, ok, failed, batch_size, top, scales, all_e) -> None:
+    """Point at the default configuration (where it never reached the target: what it spent)."""
+    ts, es = scales
+    base = ok[(ok["batch_size"] == batch_size) & (ok["power_limit"] == top)]
+    base_t, base_e = "tta", "eta"
+    if base.empty:
+        base = failed[(failed["batch_size"] == batch_size) & (failed["power_limit"] == top)]
+        base_t, base_e = "time", "energy"
+    if base.empty:
+        return
+    x, y = base[base_t].iloc[0] / ts, base[base_e].iloc[0] / es
+    high = y > (max(all_e) / es + min(all_e) / es) / 2  # keep the label inside
+    ax.annotate(
+        f"default\n(b={batch_size}, {top:g} W)",
+        (x, y),
+        xytext=(18, -38 if high else 18),
+        textcoords="offset points",
+        arrowprops={"arrowstyle": "->", "color": "black"},
+        fontsize=9,
+        bbox={"boxstyle": "round", "fc": "white", "alpha": 0.85},
+    )
+
+
+def _annotate_best(ax, ok, eta_knob, scales) -> None:
+    """Point at the least-cost configuration for ``eta_knob``."""
+    from zeus_nb.tradeoff import min_cost
+
+    ts, es = scales
     what = "least energy" if eta_knob == 1.0 else f"least cost (eta={eta_knob:g})"
-    best = min_cost(ok, eta_knob) if len(ok) else None
-    if best is not None:
-        ax.annotate(
-            f"{what}\n(b={int(best['batch_size'])}, {best['power_limit']:g} W)",
-            (best["tta"] / ts, best["eta"] / es),
-            xytext=(40, 12),
-            textcoords="offset points",
-            arrowprops={"arrowstyle": "->", "color": "crimson"},
-            fontsize=9,
-            color="crimson",
-            bbox={"boxstyle": "round", "fc": "white", "alpha": 0.85},
-        )
-    if log is None:
-        log = bool(max(all_t) > 8 * min(all_t) or max(all_e) > 8 * min(all_e))
-    if log:
-        from matplotlib.ticker import ScalarFormatter
+    best = min_cost(ok, eta_knob)
+    ax.annotate(
+        f"{what}\n(b={int(best['batch_size'])}, {best['power_limit']:g} W)",
+        (best["tta"] / ts, best["eta"] / es),
+        xytext=(40, 12),
+        textcoords="offset points",
+        arrowprops={"arrowstyle": "->", "color": "crimson"},
+        fontsize=9,
+        color="crimson",
+        bbox={"boxstyle": "round", "fc": "white", "alpha": 0.85},
+    )
 
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        for axis in (ax.xaxis, ax.yaxis):
-            axis.set_major_formatter(ScalarFormatter())
-            axis.set_minor_formatter(ScalarFormatter())
-        ax.tick_params(which="minor", labelsize=7)
-    scale = " (log scale)" if log else ""
-    ax.set_xlabel(f"Time to target ({tu}){scale}")
-    ax.set_ylabel(f"Energy to target ({eu}){scale}")
-    ax.grid(alpha=0.3)
 
-    def count(df):
-        return df[["batch_size", "power_limit"]].drop_duplicates().shape[0]
+def _log_axes(ax) -> None:
+    """Log axes with plain numbers on the ticks (a factor of 8 spans few decades)."""
+    from matplotlib.ticker import ScalarFormatter
 
-    missing = count(data) - count(ok) - count(failed)
-    full_title = title or "Energy-time tradeoff"
-    if missing:
-        full_title += f"\n({missing} configuration(s) never reached the target: not shown)"
-    elif ok.empty:
-        full_title += "\n(no configuration reached the target)"
-    ax.set_title(full_title)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(ScalarFormatter())
+        axis.set_minor_formatter(ScalarFormatter())
+    ax.tick_params(which="minor", labelsize=7)
+
+
+def _legends(fig, ax, color: dict, marker: dict, extra: list) -> None:
+    """Batch-size and power-limit legends beside the axes."""
+    sizes, limits = sorted(color), sorted(marker)
     bs_handles = [
         Line2D([], [], ls="", marker="o", color=color[b], markeredgecolor="black", label=str(b))
         for b in sizes
@@ -226,15 +259,13 @@ def energy_time_scatter(
         ncol=2 if len(sizes) > 7 else 1,
     )
     fig.legend(
-        handles=pl_handles + handles,
+        handles=pl_handles + extra,
         title="power limit (W)",
         loc="lower left",
         bbox_to_anchor=(1.01, 0.0),
         bbox_transform=ax.transAxes,
         fontsize=8,
     )
-    fig.tight_layout()
-    return save_figure(fig, path)
 
 
 def trace_tradeoff_figure(

@@ -28,7 +28,7 @@ from enum import Enum
 from pathlib import Path
 
 from zeus_nb.device.guard import PowerLimitGuard
-from zeus_nb.errors import PowerLimitPermissionError
+from zeus_nb.errors import CallbackOrderError, PowerLimitPermissionError
 from zeus_nb.optimizer.power_limit.policy import AdaptivePolicy
 from zeus_nb.optimizer.power_limit.profile_file import ProfileKey, load_profile, save_profile
 from zeus_nb.optimizer.power_limit.selectors import (
@@ -193,6 +193,7 @@ class GlobalPowerLimitOptimizer:
         self.profiling_time = 0.0  # s from the first profiled step to the optimum (this rank)
         self.profiling_energy = 0.0  # J on this rank's GPUs over the same span
         self._start: tuple[float, float] | None = None
+        self._in_step = False  # between on_step_begin and on_step_end
 
         if self.profile_path is not None and self.profile_path.exists():
             self._load_profile(self.profile_path)
@@ -272,13 +273,29 @@ class GlobalPowerLimitOptimizer:
         return isinstance(self.state, Done)
 
     # --- training-loop hooks: the transitions ----------------------------------------------------
+    def _check_order(self, hook: str, in_step: bool) -> None:
+        """Refuse a hook called out of order: it would silently change the measurements."""
+        if self._in_step == in_step:
+            return
+        if in_step:
+            problem = f"{hook}() was called without on_step_begin() before it"
+        else:
+            problem = f"{hook}() was called after on_step_begin() and before on_step_end()"
+        raise CallbackOrderError(
+            f"{problem}; the power-limit optimizer's hooks go: on_epoch_begin(), then per "
+            "training step on_step_begin() ... on_step_end(), then on_epoch_end(). (If a step "
+            "raised an error midway, call on_step_end() once before going on.)"
+        )
+
     def on_epoch_begin(self) -> None:
         """Call at the start of each epoch."""
+        self._check_order("on_epoch_begin", in_step=False)
         if isinstance(self.state, Done) and not self.state.applied:
             self._apply()
 
     def on_epoch_end(self) -> None:
         """Call at the end of each epoch: pauses an open profiling window until the next step."""
+        self._check_order("on_epoch_end", in_step=False)
         s = self.state
         if isinstance(s, Profiling) and s.window is not None:
             m = self.monitor.end_window(s.window)
@@ -288,6 +305,8 @@ class GlobalPowerLimitOptimizer:
 
     def on_step_begin(self) -> None:
         """Call before each training step."""
+        self._check_order("on_step_begin", in_step=False)
+        self._in_step = True
         s = self.state
         if isinstance(s, Done):
             if not s.applied:
@@ -309,6 +328,8 @@ class GlobalPowerLimitOptimizer:
 
     def on_step_end(self) -> None:
         """Call after each training step."""
+        self._check_order("on_step_end", in_step=True)
+        self._in_step = False
         s = self.state
         if isinstance(s, Waiting):
             s.steps += 1

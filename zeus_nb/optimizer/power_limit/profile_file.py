@@ -12,8 +12,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement
+from zeus_nb.validate import DURATION, ENERGY, POWER_LIMIT, integer, number, power_of
 
 __all__ = ["PROFILE_FORMAT", "ProfileError", "ProfileKey", "load_profile", "save_profile"]
 
@@ -43,26 +44,46 @@ class ProfileKey:
         }
 
 
+def _measurement(m: Any, where: str, lo: float, hi: float) -> PowerLimitMeasurement:
+    """A saved measurement, each number checked: a NaN or negative one would pick a wrong limit."""
+    if not isinstance(m, dict):
+        raise InputError(f"{where} is {m!r}, not an object")
+    limit = number(m.get("power_limit"), f"{where}.power_limit", POWER_LIMIT, text_ok=False)
+    if not lo <= limit <= hi:
+        raise InputError(f"{where}.power_limit: {limit:g} W is outside [{lo:g}, {hi:g}] W")
+    energy = number(m.get("energy"), f"{where}.energy", ENERGY, text_ok=False)
+    time = number(m.get("time"), f"{where}.time", DURATION, text_ok=False)
+    gpus = integer(m.get("num_gpus", 1), f"{where}.num_gpus", 1, 1 << 16, text_ok=False)
+    power_of(energy / gpus, time, f"{where} (per GPU)")
+    return PowerLimitMeasurement(limit, energy, time, gpus)
+
+
 def load_profile(path: Path, key: ProfileKey) -> tuple[list[PowerLimitMeasurement], str | None]:
-    """(measurements, the selector repr it was pruned for or None) of a profile matching ``key``."""
+    """(measurements, the selector repr it was pruned for or None) of a profile matching ``key``.
+
+    Every number is checked (:mod:`zeus_nb.validate`); a damaged profile is refused with a
+    :class:`ProfileError` naming the field, never applied.
+    """
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict) or data.get("format") != PROFILE_FORMAT:
             raise ValueError("not a zeus-nb power-limit profile")
-        measurements = [
-            PowerLimitMeasurement(
-                float(m["power_limit"]),
-                float(m["energy"]),
-                float(m["time"]),
-                int(m.get("num_gpus", 1)),
-            )
-            for m in data["measurements"]
-        ]
-        if not measurements:
-            raise ValueError("it holds no measurements")
         model = data["gpu_model"]
-        lo, hi = (float(x) for x in data["power_limit_constraints"])
+        bounds = data["power_limit_constraints"]
+        if not isinstance(bounds, list) or len(bounds) != 2:
+            raise ValueError("power_limit_constraints is not a [min, max] pair")
+        lo, hi = (number(x, "power_limit_constraints", POWER_LIMIT, text_ok=False) for x in bounds)
         step = data["pl_step"]
+        raw = data["measurements"]
+        if not isinstance(raw, list) or not raw:
+            raise ValueError("it holds no measurements")
+        measurements = [_measurement(m, f"measurements[{i}]", lo, hi) for i, m in enumerate(raw)]
+        limits = [m.power_limit for m in measurements]
+        if len(set(limits)) != len(limits):
+            raise ValueError("a power limit is measured twice")
+        pruned = data.get("pruned_for")
+        if pruned is not None and not isinstance(pruned, str):
+            raise ValueError("pruned_for is not a string")
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ProfileError(
             f"power-limit profile {path} is unreadable ({e}); delete it to profile again"
@@ -78,7 +99,7 @@ def load_profile(path: Path, key: ProfileKey) -> tuple[list[PowerLimitMeasuremen
             f"power-limit profile {path} used pl_step={step}, not {key.pl_step}; "
             "pass the same pl_step or delete the file"
         )
-    return measurements, data.get("pruned_for")
+    return measurements, pruned
 
 
 def save_profile(
