@@ -434,6 +434,33 @@ def test_shipped_notebook_course_versions(notebook, real_course, tmp_path):
     assert student_run.ok, f"{notebook.name} student: {student_run.detail}"
 
 
+@pytest.mark.parametrize("notebook", REAL_NOTEBOOKS, ids=lambda p: p.stem)
+def test_student_edition_holds_no_solution(notebook, tmp_path):
+    """What a student opens has a "your turn" line per exercise and none of the solution code."""
+    source = nbformat.read(notebook, as_version=4)
+    solution_lines = set()
+    for cell in source.cells:
+        inside = False
+        for line in _source(cell).splitlines():
+            if line.strip() in (BEGIN, END):
+                inside = line.strip() == BEGIN
+            elif inside and len(line.strip()) > 8 and not line.strip().startswith("#"):
+                solution_lines.add(line.strip())
+    assert solution_lines, f"{notebook.name} has no exercise"
+    student = course.edition_text(notebook)
+    text = "\n".join(_source(c) for c in nbformat.reads(student, as_version=4).cells)
+    leaked = sorted(line for line in solution_lines if line in text)
+    assert not leaked, f"{notebook.name} student edition shows solution lines: {leaked}"
+    assert text.count(STUB) >= 1 and BEGIN not in text
+    assert nbformat.reads(student, as_version=4).metadata.zeus_nb == {"edition": "student"}
+    instructor = nbformat.reads(course.edition_text(notebook, solutions=True), as_version=4)
+    instructor_text = "\n".join(_source(c) for c in instructor.cells)
+    assert all(line in instructor_text for line in solution_lines)
+    assert STUB not in instructor_text and BEGIN not in instructor_text
+    written = course.write_edition(tmp_path / "s", notebooks=[notebook])
+    assert [p.read_text() for p in written] == [student]
+
+
 def test_fixture_is_committed_clean():
     """The fixture has markers in the expected places and no outputs (it is built, not run)."""
     nb = nbformat.read(FIXTURE, as_version=4)

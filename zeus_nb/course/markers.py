@@ -203,6 +203,28 @@ def build(
     return built
 
 
+def edition(nb: Any, solutions: bool = False, name: str = "notebook") -> Any:
+    """The student edition of notebook node ``nb`` (instructor edition with ``solutions``)."""
+    student, solution, _ = split_notebook(nb, name)
+    return solution if solutions else student
+
+
+def edition_text(path: str | os.PathLike, solutions: bool = False) -> str:
+    """The student (or instructor) edition of the notebook file ``path``, as ``.ipynb`` text.
+
+    What anything that hands notebooks to students writes (``zeus-nb notebooks``, the Docker
+    image, the docs site): the same bytes for the same source, so copies can be compared.
+    """
+    import nbformat
+
+    p = Path(path)
+    try:
+        nb = nbformat.read(p, as_version=4)
+    except Exception as e:
+        raise CourseError(f"{p}: not a readable notebook ({e})") from e
+    return nbformat.writes(edition(nb, solutions, p.name)) + "\n"
+
+
 def write_edition(
     dest: str | os.PathLike,
     solutions: bool = False,
@@ -214,17 +236,9 @@ def write_edition(
     this function's output: exercise bodies replaced by a "your turn" stub that the check reads as
     "not done yet". ``notebooks`` defaults to the shipped ones. Returns the written files.
     """
-    import nbformat
-
     out = Path(dest)
-    written = []
-    for path in _collect(notebooks):
-        try:
-            nb = nbformat.read(path, as_version=4)
-        except Exception as e:
-            raise CourseError(f"{path}: not a readable notebook ({e})") from e
-        student, solution, _ = split_notebook(nb, path.name)
-        out.mkdir(parents=True, exist_ok=True)
-        nbformat.write(solution if solutions else student, out / path.name)
-        written.append(out / path.name)
-    return written
+    texts = {path.name: edition_text(path, solutions) for path in _collect(notebooks)}
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in texts.items():
+        (out / name).write_text(text, encoding="utf-8")
+    return [out / name for name in texts]
