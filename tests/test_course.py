@@ -466,3 +466,26 @@ def test_fixture_is_committed_clean():
     nb = nbformat.read(FIXTURE, as_version=4)
     assert sum(_source(c).count(BEGIN) for c in nb.cells) == 2
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+
+
+def test_slides_from_the_student_edition(tmp_path, capsys):
+    """Headings start slides, a source's own slide metadata wins, no solution reaches a slide."""
+    nb = nbformat.read(FIXTURE, as_version=4)
+    nb.cells[0].metadata["slideshow"] = {"slide_type": "skip"}  # the title cell: skipped
+    src = tmp_path / "in" / FIXTURE.name
+    src.parent.mkdir()
+    nbformat.write(nb, src)
+    assert main(["course", "slides", str(src), "-o", str(tmp_path / "s")]) == 0
+    page = (tmp_path / "s" / "exercises.slides.html").read_text()
+    assert "reveal" in page and "Course kit fixture" not in page  # skipped
+    assert "Exercise 1: average power" in page and "Exercise 2: the Zeus cost" in page
+    assert "measurement.total_energy / measurement.time" not in page  # the solution
+    assert "your turn" in page
+    from zeus_nb.course.slides import with_slide_types
+
+    deck = with_slide_types(nbformat.read(src, as_version=4))
+    kinds = [c.metadata["slideshow"]["slide_type"] for c in deck.cells]
+    headings = [c.source.startswith("## ") for c in deck.cells]
+    assert kinds[0] == "skip"
+    assert [k == "slide" for k in kinds[1:]] == headings[1:]
+    assert "exercises.slides.html" in capsys.readouterr().out
