@@ -215,6 +215,17 @@ zeus_nb.record("average_power_w", average_power(training))
 zeus_nb.record("energy_per_step_j", per_step)
 zeus_nb.record("epoch_energy_j", [m.total_energy for m in epoch_results])
 zeus_nb.record("power_samples", len(timeline))
+print(f"{len(zeus_nb.recorded())} results recorded (zeus_nb.collect reads them)")
+
+# %% [markdown]
+# ## What you learned
+#
+# - A measurement window (`begin_window`/`end_window`) gives the time and the energy of any block
+#   of training code, per GPU; windows can nest (the run, each epoch, each step).
+# - Average power is total energy (all GPUs) over time; energy per step is energy over the number
+#   of steps.
+# - The power timeline shows *when* the energy is drawn; the power limit changes both how fast a
+#   step runs and how much it draws.
 
 # %% [markdown]
 # **Next**: notebook 02 uses these measurements to *choose* a power limit automatically.

@@ -123,7 +123,8 @@ print(f"least cost at {by_hand:g} W; the selector chose {choices['ZeusCost(eta_k
 # ## The slowdown knob
 #
 # `MaxSlowdownConstraint(factor)` takes the lowest limit whose time stays within `factor` times
-# the time at the maximum limit. Loosening the knob buys energy with time:
+# the time at the maximum limit. Does a looser knob always buy energy with time? The table and
+# the lines under it (computed from this profile) say where it stops paying:
 
 # %%
 rows = []
@@ -133,6 +134,20 @@ for factor in (1.0, 1.02, 1.05, 1.1, 1.2, 1.5, 2.0):
     rows.append((factor, chosen, profile.time_s[chosen], profile.energy_j[chosen]))
 slowdown = pd.DataFrame(rows, columns=["factor", "limit_w", "time_s", "energy_j"])
 print(slowdown.round(2).to_string(index=False))
+energy_optimal = profile.energy_j.idxmin()
+saving = slowdown[slowdown.limit_w >= energy_optimal]
+wasting = slowdown[slowdown.limit_w < energy_optimal]
+print(f"\nleast energy of this profile: {energy_optimal:g} W")
+print(
+    f"factor up to {saving.factor.max():g}: lower limits, more time, "
+    f"{'less' if saving.energy_j.is_monotonic_decreasing else 'not always less'} energy"
+)
+if len(wasting):
+    print(
+        f"factor {wasting.factor.min():g} and looser: below {energy_optimal:g} W time grows "
+        "faster than power falls, so energy rises again "
+        f"({wasting.energy_j.max():.0f} J vs {profile.energy_j.min():.0f} J at best)"
+    )
 
 # %% [markdown]
 # ## Live: the optimizer in a training loop
@@ -254,6 +269,18 @@ zeus_nb.record("live_choice", plo.optimal_power_limit)
 zeus_nb.record("live_limits_per_epoch", limits_seen)
 zeus_nb.record("profile_reused", again.done and applied == plo.optimal_power_limit)
 zeus_nb.record("hf_choice", hf_limit)
+print(f"{len(zeus_nb.recorded())} results recorded (zeus_nb.collect reads them)")
+
+# %% [markdown]
+# ## What you learned
+#
+# - The power-limit optimizer profiles each limit for a few steps, then keeps the one its selector
+#   prefers: `Time()` the fastest, `Energy()` the least energy, `ZeusCost(eta_knob)` a weighted
+#   mix, `MaxSlowdownConstraint(factor)` the lowest limit within a slowdown budget.
+# - The energy-optimal limit is not the lowest one: below it a step slows down more than its power
+#   falls, so a job uses *more* energy (the slowdown table above shows where for this profile).
+# - Four calls wire the optimizer into any training loop, a saved profile skips profiling next
+#   time, and the Hugging Face `Trainer` takes it as a callback.
 
 # %% [markdown]
 # **Next**: notebook 03 widens the view from the power limit alone to batch size x power limit.
