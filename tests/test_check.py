@@ -24,6 +24,7 @@ RIGHT = {
     "average_power": lambda m: m.total_energy / m.time if m.time else 0.0,
     "energy_per_step": lambda m, n: m.total_energy / n,
     "zeus_cost": lambda e, t, eta, p: eta * e + (1 - eta) * p * t,
+    "energy_optimal_limit": lambda profile: float(profile.energy_j.idxmin()),
     "pareto_front": _front,
     "should_stop_early": lambda c, best, beta: best is not None and c > beta * best,
     "aggregate_data_parallel": lambda ts, es: (max(ts), sum(es)),
@@ -34,6 +35,8 @@ PARTLY = {
     "energy_per_step": lambda m, n: m.gpu_energy[0] / n,
     # ignores eta: right only where eta weighs nothing in particular... (eta=1 case)
     "zeus_cost": lambda e, t, eta, p: e,
+    # the lowest limit: right only where energy keeps falling
+    "energy_optimal_limit": lambda profile: float(profile.index.min()),
     # forgets ties: sorted but keeps equal-time points
     "pareto_front": lambda pts: sorted(pts)[:1],
     # stops at equality too
@@ -45,6 +48,7 @@ CONSTANT = {
     "average_power": lambda m: 38.2,
     "energy_per_step": lambda m, n: 10.0,
     "zeus_cost": lambda e, t, eta, p: 1650.0,
+    "energy_optimal_limit": lambda profile: 200.0,
     "pareto_front": lambda pts: [(1.0, 10.0), (2.0, 5.0), (4.0, 1.0)],
     "should_stop_early": lambda c, best, beta: True,
     "aggregate_data_parallel": lambda ts, es: (1.5, 220.0),

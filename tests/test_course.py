@@ -23,7 +23,7 @@ SIM_ENV = {"ZEUS_NB_BACKEND": "sim"}
 # The checks each shipped notebook's exercises call, by notebook number.
 EXPECTED_CHECKS = {
     "01": ["average_power", "energy_per_step"],
-    "02": ["zeus_cost"],
+    "02": ["zeus_cost", "energy_optimal_limit"],
     "03": ["pareto_front"],
     "04": ["should_stop_early"],
     "05": ["aggregate_data_parallel"],

@@ -310,10 +310,53 @@ def _aggregate_cases() -> list[Case]:
     ]
 
 
+def _energy_optimal_ref(profile: Any) -> float:
+    return float(profile.energy_j.idxmin())
+
+
+def _profile(limits: Sequence[float], times: Sequence[float], energies: Sequence[float]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(
+        {"power_limit": list(limits), "time_s": list(times), "energy_j": list(energies)}
+    ).set_index("power_limit")
+
+
+def _energy_optimal_cases() -> list[Case]:
+    r = _rng("energy_optimal_limit")
+    which = "the least *energy* (column energy_j), not the least time or the lowest limit"
+    limits = [300.0, 275.0, 250.0, 225.0, 200.0, 175.0, 150.0, 125.0]
+    # below a random limit, time grows faster than power falls: energy is U-shaped
+    turn = r.randrange(2, len(limits) - 2)
+    times = [10.0 * (1 + 0.01 * i + (0.2 * (i - turn) ** 2 if i > turn else 0)) for i in range(8)]
+    power = [w * r.uniform(0.7, 0.9) for w in limits]
+    energies = [round(t * p, 1) for t, p in zip(times, power, strict=True)]
+    random_energy = [round(r.uniform(1000, 9000), 1) for _ in limits]
+    return [
+        Case(
+            "a U-shaped profile",
+            (_profile(limits, times, energies),),
+            "the lowest limit is not the answer: below the optimum, energy rises again",
+        ),
+        Case(
+            "energy falling with the limit",
+            (_profile([300.0, 250.0, 200.0], [10.0, 10.5, 11.0], [3000.0, 2600.0, 2200.0]),),
+            which,
+        ),
+        Case("a random profile", (_profile(limits, times, random_energy),), which),
+        Case(
+            "another GPU's limits",  # other limits: one remembered number cannot pass both
+            (_profile([w + 5 for w in limits], times, random_energy[::-1]),),
+            which,
+        ),
+    ]
+
+
 EXERCISES: dict[str, tuple[Callable, Callable[[], list[Case]]]] = {
     "average_power": (_average_power_ref, _average_power_cases),
     "energy_per_step": (_energy_per_step_ref, _energy_per_step_cases),
     "zeus_cost": (_zeus_cost, _zeus_cost_cases),
+    "energy_optimal_limit": (_energy_optimal_ref, _energy_optimal_cases),
     "pareto_front": (_pareto_ref, _pareto_cases),
     "should_stop_early": (_should_stop_ref, _should_stop_cases),
     "aggregate_data_parallel": (_aggregate_ref, _aggregate_cases),
@@ -334,6 +377,7 @@ def _check(name: str) -> Callable[[Any], Callable]:
 average_power = _check("average_power")  # fn(measurement) -> W over the window, 0 if empty
 energy_per_step = _check("energy_per_step")  # fn(measurement, steps) -> J per step
 zeus_cost = _check("zeus_cost")  # fn(energy J, time s, eta, max_power W) -> cost
+energy_optimal_limit = _check("energy_optimal_limit")  # fn(profile DataFrame) -> W
 pareto_front = _check("pareto_front")  # fn([(time, energy)]) -> non-dominated, by time
 should_stop_early = _check("should_stop_early")  # fn(cost, best or None, beta) -> stop?
 aggregate_data_parallel = _check("aggregate_data_parallel")  # fn(times, energies) -> (t, e)

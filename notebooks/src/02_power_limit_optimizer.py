@@ -120,6 +120,27 @@ by_hand = min(costs, key=costs.get)
 print(f"least cost at {by_hand:g} W; the selector chose {choices['ZeusCost(eta_knob=0.5)']:g} W")
 
 # %% [markdown]
+# ## Exercise: the energy-optimal limit
+#
+# Write `energy_optimal_limit(profile)`: the power limit (the table's index) whose energy is the
+# least. Compare it with the time-optimal limit the line below prints: they differ, and the next
+# section shows what happens below the energy-optimal one.
+
+
+# %%
+def energy_optimal_limit(profile: pd.DataFrame) -> float:
+    # BEGIN SOLUTION
+    return float(profile.energy_j.idxmin())
+    # END SOLUTION
+
+
+energy_optimal_limit = check.energy_optimal_limit(energy_optimal_limit)
+print(
+    f"energy-optimal limit: {energy_optimal_limit(profile):g} W; "
+    f"time-optimal limit: {profile.time_s.idxmin():g} W"
+)
+
+# %% [markdown]
 # ## The slowdown knob
 #
 # `MaxSlowdownConstraint(factor)` takes the lowest limit whose time stays within `factor` times
@@ -134,7 +155,7 @@ for factor in (1.0, 1.02, 1.05, 1.1, 1.2, 1.5, 2.0):
     rows.append((factor, chosen, profile.time_s[chosen], profile.energy_j[chosen]))
 slowdown = pd.DataFrame(rows, columns=["factor", "limit_w", "time_s", "energy_j"])
 print(slowdown.round(2).to_string(index=False))
-energy_optimal = profile.energy_j.idxmin()
+energy_optimal = energy_optimal_limit(profile)  # your function from the exercise
 saving = slowdown[slowdown.limit_w >= energy_optimal]
 wasting = slowdown[slowdown.limit_w < energy_optimal]
 print(f"\nleast energy of this profile: {energy_optimal:g} W")
