@@ -215,7 +215,7 @@ zeus_nb.record("average_power_w", average_power(training))
 zeus_nb.record("energy_per_step_j", per_step)
 zeus_nb.record("epoch_energy_j", [m.total_energy for m in epoch_results])
 zeus_nb.record("power_samples", len(timeline))
-print(f"{len(zeus_nb.recorded())} results recorded (zeus_nb.collect reads them)")
+print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect reads them)")
 
 # %% [markdown]
 # ## What you learned

@@ -290,7 +290,7 @@ zeus_nb.record("live_choice", plo.optimal_power_limit)
 zeus_nb.record("live_limits_per_epoch", limits_seen)
 zeus_nb.record("profile_reused", again.done and applied == plo.optimal_power_limit)
 zeus_nb.record("hf_choice", hf_limit)
-print(f"{len(zeus_nb.recorded())} results recorded (zeus_nb.collect reads them)")
+print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect reads them)")
 
 # %% [markdown]
 # ## What you learned

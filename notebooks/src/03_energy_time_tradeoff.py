@@ -187,7 +187,7 @@ zeus_nb.record(
     ],
 )
 zeus_nb.record("best_both_ratio", dict(zip(savings.workload, savings.best_both_ratio, strict=True)))
-print(f"{len(zeus_nb.recorded())} results recorded (zeus_nb.collect reads them)")
+print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect reads them)")
 
 # %% [markdown]
 # ## What you learned

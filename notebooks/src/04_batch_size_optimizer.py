@@ -206,7 +206,7 @@ zeus_nb.record("live_time", live.time.tolist())
 zeus_nb.record("live_energy", live.energy.tolist())
 zeus_nb.record("live_phase", bso.phase)
 zeus_nb.record("live_survivors", bso.survivors)
-print(f"{len(zeus_nb.recorded())} results recorded (zeus_nb.collect reads them)")
+print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect reads them)")
 
 # %% [markdown]
 # ## What you learned
