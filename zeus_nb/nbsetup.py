@@ -96,9 +96,10 @@ def describe(system: GPUSystem) -> str:
     count = f"{len(system.gpus)} x " if len(system.gpus) > 1 else ""
     gpus = f"{count}{', '.join(names)}"
     if system.backend == "sim":
+        said = all("simulated" in n.lower() for n in names)  # "NVIDIA A40 (simulated)"
         return (
-            f"GPU backend: simulated {gpus} (time and power per step come from real Zeus "
-            "measurements; no GPU needed)"
+            f"GPU backend: {'' if said else 'simulated '}{gpus} (time and power per step come "
+            "from real Zeus measurements; no GPU needed)"
         )
     return f"GPU backend: {system.backend}, measuring {gpus}"
 
