@@ -208,15 +208,6 @@ def test_notebook_runs_in_jupyterlab_with_widget(lab):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
             _open_and_run_all(page, url)
-            # the selector picker says what is picked, and that the next cell applies it
-            choice = page.locator(".zeus-nb-selector-choice").first
-            choice.wait_for(state="visible", timeout=30_000)
-            before = choice.inner_text()
-            page.locator(".widget-dropdown select").first.select_option("Energy")
-            page.wait_for_function(
-                "el => el.innerText.includes('Energy')", arg=choice.element_handle()
-            )
-            assert choice.inner_text() != before and "next cell" in choice.inner_text()
             slider = page.locator(".zeus-nb-power-limit")
             slider.wait_for(state="visible", timeout=30_000)
             assert "Power limit" in slider.inner_text()
@@ -234,6 +225,15 @@ def test_notebook_runs_in_jupyterlab_with_widget(lab):
             assert panel.locator("img").first.get_attribute("src") != first_plot
             slider.scroll_into_view_if_needed()
             page.screenshot(path=str(shot))
+            # the selector picker says what is picked, and that the next cell applies it
+            choice = page.locator(".zeus-nb-selector-choice").first
+            choice.scroll_into_view_if_needed(timeout=30_000)
+            choice.wait_for(state="visible", timeout=30_000)
+            before = choice.inner_text()
+            picker = page.locator(".widget-vbox", has=choice).last
+            picker.locator("select").first.select_option(label="Energy")
+            choice.filter(has_text="Picked Energy").wait_for(timeout=30_000)
+            assert choice.inner_text() != before and "next cell" in choice.inner_text()
         except Exception:
             page.screenshot(path=str(ARTIFACTS / f"browser-{stem}-failed.png"))
             raise
