@@ -7,6 +7,12 @@
 # CPU wheels (no CUDA libraries). /workspace/notebooks holds the student edition (exercises blank);
 # `--build-arg EDITION=instructor` keeps the solutions.
 #
+# As a Dask worker for `zeus-nb sweep --scheduler tcp://HOST:8786` (one container per GPU; see
+# docs/cluster.md):
+#
+#   docker run --rm --gpus '"device=0"' --network host zeus-nb \
+#       dask worker tcp://HOST:8786 --nthreads 1 --resources GPU=1
+#
 # Measuring energy needs only `--gpus all`. Changing power limits (the optimizers) also needs
 # `--cap-add SYS_ADMIN --user root` (and a volume for the power-limit record); see the README.
 ARG VARIANT=gpu

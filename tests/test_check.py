@@ -28,6 +28,9 @@ RIGHT = {
     "pareto_front": _front,
     "should_stop_early": lambda c, best, beta: best is not None and c > beta * best,
     "aggregate_data_parallel": lambda ts, es: (max(ts), sum(es)),
+    "iteration_energy": lambda es, ts, it, ps: sum(
+        e + p * (it - t) for e, t, p in zip(es, ts, ps, strict=True)
+    ),
 }
 PARTLY = {
     # only GPU 0's energy: right for one GPU, wrong for two
@@ -43,6 +46,8 @@ PARTLY = {
     "should_stop_early": lambda c, best, beta: best is not None and c >= beta * best,
     # adds times up
     "aggregate_data_parallel": lambda ts, es: (sum(ts), sum(es)),
+    # forgets the blocking power while a stage waits
+    "iteration_energy": lambda es, ts, it, ps: sum(es),
 }
 CONSTANT = {
     "average_power": lambda m: 38.2,
@@ -52,6 +57,7 @@ CONSTANT = {
     "pareto_front": lambda pts: [(1.0, 10.0), (2.0, 5.0), (4.0, 1.0)],
     "should_stop_early": lambda c, best, beta: True,
     "aggregate_data_parallel": lambda ts, es: (1.5, 220.0),
+    "iteration_energy": lambda es, ts, it, ps: 72.0,
 }
 
 

@@ -352,6 +352,43 @@ def _energy_optimal_cases() -> list[Case]:
     ]
 
 
+def _iteration_energy_ref(
+    busy_energy: Sequence[float],
+    busy_time: Sequence[float],
+    iteration_time: float,
+    blocking_power: Sequence[float],
+) -> float:
+    return sum(
+        e + p * (iteration_time - t)
+        for e, t, p in zip(busy_energy, busy_time, blocking_power, strict=True)
+    )
+
+
+def _iteration_energy_cases() -> list[Case]:
+    r = _rng("iteration_energy")
+    blocking = (
+        "every GPU draws power the whole iteration: its instructions' energy plus its blocking "
+        "power while it waits (iteration time minus its busy time)"
+    )
+    n = r.randint(3, 6)
+    busy = [round(r.uniform(0.1, 1.0), 3) for _ in range(n)]
+    iteration = round(max(busy) * r.uniform(1.0, 1.5), 3)
+    return [
+        Case("two stages", ([10.0, 12.0], [1.0, 1.5], 2.0, [50.0, 60.0]), blocking),
+        Case("a stage that never waits", ([5.0], [2.0], 2.0, [40.0]), "no wait, no blocking"),
+        Case(
+            "random stages",
+            (
+                [round(r.uniform(1, 50), 2) for _ in range(n)],
+                busy,
+                iteration,
+                [round(r.uniform(20, 90), 1) for _ in range(n)],
+            ),
+            blocking,
+        ),
+    ]
+
+
 EXERCISES: dict[str, tuple[Callable, Callable[[], list[Case]]]] = {
     "average_power": (_average_power_ref, _average_power_cases),
     "energy_per_step": (_energy_per_step_ref, _energy_per_step_cases),
@@ -360,6 +397,7 @@ EXERCISES: dict[str, tuple[Callable, Callable[[], list[Case]]]] = {
     "pareto_front": (_pareto_ref, _pareto_cases),
     "should_stop_early": (_should_stop_ref, _should_stop_cases),
     "aggregate_data_parallel": (_aggregate_ref, _aggregate_cases),
+    "iteration_energy": (_iteration_energy_ref, _iteration_energy_cases),
 }
 
 
@@ -381,3 +419,5 @@ energy_optimal_limit = _check("energy_optimal_limit")  # fn(profile DataFrame) -
 pareto_front = _check("pareto_front")  # fn([(time, energy)]) -> non-dominated, by time
 should_stop_early = _check("should_stop_early")  # fn(cost, best or None, beta) -> stop?
 aggregate_data_parallel = _check("aggregate_data_parallel")  # fn(times, energies) -> (t, e)
+# fn(per-stage busy energy J, busy time s, iteration time s, blocking power W) -> J
+iteration_energy = _check("iteration_energy")

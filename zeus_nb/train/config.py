@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -33,7 +34,7 @@ class TrainConfig:
     gpu: int = 0  # GPU index of a single-process run
     power_limit_optimizer: bool = True
     adaptive: bool = True  # skip power limits that cannot win (False: profile every one)
-    max_slowdown: float | None = None  # default: ZEUS_NB_MAX_SLOWDOWN, else 1.1
+    max_slowdown: float | None = None  # default: ZEUS_MAX_SLOWDOWN / ZEUS_NB_MAX_SLOWDOWN, else 1.1
     wait_steps: int = 1
     warmup_steps: int = 10
     profile_steps: int = 40
@@ -53,18 +54,42 @@ class TrainConfig:
             raise ValueError(f"device must be auto, cuda or cpu, got {self.device!r}")
 
 
-def max_slowdown_factor(value: float | None = None) -> float:
-    """The slowdown factor: ``value``, else ``ZEUS_NB_MAX_SLOWDOWN``, else 1.1."""
-    if value is None:
-        raw = os.environ.get("ZEUS_NB_MAX_SLOWDOWN", "").strip()
+#: Environment variables of the slowdown factor: Zeus's name (seed examples set it) and ours.
+SLOWDOWN_VARS = ("ZEUS_MAX_SLOWDOWN", "ZEUS_NB_MAX_SLOWDOWN")
+
+
+def _slowdown_from_env() -> float | None:
+    """The factor set by ``ZEUS_MAX_SLOWDOWN`` or its alias ``ZEUS_NB_MAX_SLOWDOWN`` (None: unset).
+
+    Both may be set if they agree; different values are an error rather than a silent pick.
+    """
+    found: dict[str, float] = {}
+    for name in SLOWDOWN_VARS:
+        raw = os.environ.get(name, "").strip()
         if not raw:
-            return DEFAULT_MAX_SLOWDOWN
+            continue
         try:
-            value = float(raw)
+            found[name] = float(raw)
         except ValueError:
             raise ValueError(
-                f"ZEUS_NB_MAX_SLOWDOWN={raw!r} is not a number; use e.g. 1.1 (10% slower at most)"
+                f"{name}={raw!r} is not a number; use e.g. 1.1 (10% slower at most)"
             ) from None
+    if len(set(found.values())) > 1:
+        a, b = SLOWDOWN_VARS
+        raise ValueError(
+            f"{a}={found[a]:g} and {b}={found[b]:g} disagree; they name the same setting, so "
+            f"unset one of them (zeus-nb reads both; {a} is Zeus's name)"
+        )
+    return next(iter(found.values()), None)
+
+
+def max_slowdown_factor(value: float | None = None) -> float:
+    """The slowdown factor: ``value``, else ``ZEUS_MAX_SLOWDOWN`` / ``ZEUS_NB_MAX_SLOWDOWN``
+    (the same setting under Zeus's name and ours), else 1.1."""
+    if value is None:
+        value = _slowdown_from_env()
+        if value is None:
+            return DEFAULT_MAX_SLOWDOWN
     if not value >= 1.0:
         raise ValueError(f"the maximum slowdown factor must be >= 1.0 (1.0 = none), got {value}")
     return float(value)
@@ -98,7 +123,11 @@ def _add_optimizer_flags(p: argparse.ArgumentParser, d: TrainConfig) -> None:
         action="store_false",
         help="profile every power limit (default: skip limits that cannot win)",
     )
-    p.add_argument("--max-slowdown", type=float, help="default: ZEUS_NB_MAX_SLOWDOWN or 1.1")
+    p.add_argument(
+        "--max-slowdown",
+        type=float,
+        help="default: ZEUS_MAX_SLOWDOWN (or ZEUS_NB_MAX_SLOWDOWN), else 1.1",
+    )
     p.add_argument("--wait-steps", type=int, default=d.wait_steps)
     p.add_argument("--warmup-steps", type=int, default=d.warmup_steps)
     p.add_argument("--profile-steps", type=int, default=d.profile_steps)
@@ -112,10 +141,16 @@ def parser(mode: str) -> argparse.ArgumentParser:
         prog=LAUNCH_COMMANDS[mode],
         description=(
             "Train an image classifier while the power-limit optimizer picks the lowest GPU power "
-            "limit within the allowed slowdown (ZEUS_NB_MAX_SLOWDOWN, default 1.1)."
+            "limit within the allowed slowdown (ZEUS_MAX_SLOWDOWN, default 1.1)."
         ),
     )
     d = TrainConfig()
+    p.add_argument(
+        "data_dir",
+        nargs="?",
+        metavar="DATA_DIR",
+        help="the same as --data (Zeus's example scripts take the data directory first)",
+    )
     p.add_argument(
         "--data",
         default=os.environ.get("ZEUS_NB_DATA_DIR", d.data),
@@ -151,6 +186,14 @@ def parser(mode: str) -> argparse.ArgumentParser:
 
 def config_from_args(mode: str, argv: list[str] | None = None) -> TrainConfig:
     """Parse ``argv`` (default: ``sys.argv[1:]``) into a :class:`TrainConfig`."""
-    args = vars(parser(mode).parse_args(argv))
+    p = parser(mode)
+    args = vars(p.parse_args(argv))
+    data_dir = args.pop("data_dir", None)
+    if data_dir is not None:
+        words = argv if argv is not None else sys.argv[1:]
+        given = any(w == "--data" or w.startswith("--data=") for w in words)
+        if given and args["data"] != data_dir:
+            p.error(f"DATA_DIR {data_dir!r} and --data {args['data']!r} disagree; give one")
+        args["data"] = data_dir
     known = {f.name for f in fields(TrainConfig)}
     return TrainConfig(**{k: v for k, v in args.items() if k in known})
