@@ -3,6 +3,10 @@
 #   docker build -t zeus-nb .
 #   docker run --rm -it --gpus all -p 8888:8888 -e JUPYTER_TOKEN=change-me zeus-nb
 #
+# For laptops without an NVIDIA GPU: `--build-arg VARIANT=cpu` builds on plain Ubuntu with PyTorch's
+# CPU wheels (no CUDA libraries). /workspace/notebooks holds the student edition (exercises blank);
+# `--build-arg EDITION=instructor` keeps the solutions.
+#
 # As a Dask worker for `zeus-nb sweep --scheduler tcp://HOST:8786` (one container per GPU; see
 # docs/cluster.md):
 #
@@ -11,7 +15,13 @@
 #
 # Measuring energy needs only `--gpus all`. Changing power limits (the optimizers) also needs
 # `--cap-add SYS_ADMIN --user root` (and a volume for the power-limit record); see the README.
-FROM nvidia/cuda:12.6.3-cudnn-runtime-ubuntu24.04
+ARG VARIANT=gpu
+FROM nvidia/cuda:12.6.3-cudnn-runtime-ubuntu24.04 AS base-gpu
+FROM ubuntu:24.04 AS base-cpu
+# hadolint ignore=DL3006
+FROM base-${VARIANT}
+ARG VARIANT
+ARG EDITION=student
 
 # PyTorch wheels built for the base image's CUDA version; pip falls back to the default wheels
 # (which bring their own CUDA libraries) when this index lacks the required torch release.
@@ -51,9 +61,18 @@ ENV VIRTUAL_ENV=/opt/zeus-nb \
 
 USER ${USER_NAME}
 COPY --chown=${USER_NAME}:${USER_NAME} . /tmp/zeus-nb-src
-RUN /tmp/zeus-nb-src/docker/install.sh /opt/zeus-nb --extra-index-url "${TORCH_INDEX_URL}" \
+# The CPU variant installs PyTorch's CPU wheels first, so the package install finds torch in place.
+RUN if [ "${VARIANT}" = cpu ]; then \
+        python3 -m venv /opt/zeus-nb \
+        && /opt/zeus-nb/bin/pip install --no-cache-dir torch torchvision \
+            --index-url https://download.pytorch.org/whl/cpu; \
+    fi \
+    && /tmp/zeus-nb-src/docker/install.sh /opt/zeus-nb --extra-index-url "${TORCH_INDEX_URL}" \
     && mkdir -p /workspace/notebooks \
     && cp /tmp/zeus-nb-src/notebooks/*.ipynb /workspace/notebooks/ \
+    && python -c "import sys; from zeus_nb.course import write_edition; \
+write_edition('/workspace/notebooks', sys.argv[1] == 'instructor', ['/workspace/notebooks'])" \
+        "${EDITION}" \
     && cp -r /tmp/zeus-nb-src/data_scripts /workspace/data_scripts \
     && rm -rf /tmp/zeus-nb-src
 

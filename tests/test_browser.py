@@ -46,18 +46,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _notebook() -> Path:
+def _notebook(prefix: str = "02") -> Path:
     nbs = REPO / "notebooks"
-    found = sorted(nbs.glob("02_*.ipynb")) or sorted(nbs.glob("01_*.ipynb"))
+    found = sorted(nbs.glob(f"{prefix}_*.ipynb")) or sorted(nbs.glob("01_*.ipynb"))
     return found[0]
 
 
 @pytest.fixture
-def lab(tmp_path):
-    """JupyterLab on 127.0.0.1 with a token, serving a root with one (smoke-mode) notebook."""
+def lab(tmp_path, request):
+    """JupyterLab on 127.0.0.1 with a token, serving a root with one (smoke-mode) notebook.
+
+    The notebook is 02 unless the test is parametrized indirectly with another number.
+    """
     root = tmp_path / "root"
     root.mkdir()
-    src = _notebook()
+    src = _notebook(getattr(request, "param", "02"))
     text = src.read_text().replace("smoke: bool = False", "smoke: bool = True")
     assert "smoke: bool = True" in text
     (root / src.name).write_text(text)
@@ -146,6 +149,55 @@ def _counted_cells(page) -> int:
     )
 
 
+def _open_and_run_all(page, url: str) -> None:
+    """Open the notebook, wait for its kernel, run all cells; fail on a traceback."""
+    page.goto(url)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    deadline = time.monotonic() + 120
+    while not page.evaluate(KERNEL_READY):
+        assert time.monotonic() < deadline, "the notebook's kernel never became ready"
+        _accept_dialogs(page)
+        page.wait_for_timeout(500)
+    idle = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
+    # the first run command can be lost while the kernel starts: retry once idle
+    deadline = time.monotonic() + 90
+    while _counted_cells(page) == 0:
+        assert time.monotonic() < deadline, "no cell ever ran"
+        _accept_dialogs(page)
+        page.wait_for_selector(idle, timeout=60_000)
+        page.evaluate(RUN_ALL)
+        page.wait_for_timeout(2000)
+    total = page.locator(".jp-CodeCell").count()
+    deadline = time.monotonic() + 240
+    last, stalled_since, retries = -1, time.monotonic(), 0
+    while (done := _counted_cells(page)) < total:
+        errors = page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")
+        tracebacks = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
+        assert not tracebacks, tracebacks[0][:2000]
+        assert time.monotonic() < deadline, f"{done}/{total} cells ran"
+        _accept_dialogs(page)
+        if done != last:
+            last, stalled_since = done, time.monotonic()
+        elif page.locator(idle).count() and time.monotonic() - stalled_since > 5:
+            # an idle kernel with cells left: the run was cut short (e.g. by a late
+            # kernel selection); run all again
+            assert retries < 3, f"run all stopped {retries + 1} times at {done}/{total}"
+            retries += 1
+            page.evaluate(RUN_ALL)
+            stalled_since = time.monotonic()
+        page.wait_for_timeout(1000)
+
+
+def _set_slider(page, slider, value: float) -> None:
+    """Type ``value`` into an ipywidgets slider's editable readout (as a person can)."""
+    readout = slider.locator(".widget-readout")
+    readout.scroll_into_view_if_needed()
+    readout.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type(f"{value:g}")
+    page.keyboard.press("Enter")
+
+
 def test_notebook_runs_in_jupyterlab_with_widget(lab):
     sync_api = pytest.importorskip("playwright.sync_api")
     url, stem = lab
@@ -155,45 +207,7 @@ def test_notebook_runs_in_jupyterlab_with_widget(lab):
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
-            page.goto(url)
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-            deadline = time.monotonic() + 120
-            while not page.evaluate(KERNEL_READY):
-                assert time.monotonic() < deadline, "the notebook's kernel never became ready"
-                _accept_dialogs(page)
-                page.wait_for_timeout(500)
-            idle = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
-            # the first run command can be lost while the kernel starts: retry once idle
-            deadline = time.monotonic() + 90
-            while _counted_cells(page) == 0:
-                assert time.monotonic() < deadline, "no cell ever ran"
-                _accept_dialogs(page)
-                page.wait_for_selector(idle, timeout=60_000)
-                page.evaluate(RUN_ALL)
-                page.wait_for_timeout(2000)
-            total = page.locator(".jp-CodeCell").count()
-            deadline = time.monotonic() + 240
-            last, stalled_since, retries = -1, time.monotonic(), 0
-            while (done := _counted_cells(page)) < total:
-                errors = page.locator(
-                    ".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']"
-                )
-                tracebacks = [
-                    t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t
-                ]
-                assert not tracebacks, tracebacks[0][:2000]
-                assert time.monotonic() < deadline, f"{done}/{total} cells ran"
-                _accept_dialogs(page)
-                if done != last:
-                    last, stalled_since = done, time.monotonic()
-                elif page.locator(idle).count() and time.monotonic() - stalled_since > 5:
-                    # an idle kernel with cells left: the run was cut short (e.g. by a late
-                    # kernel selection); run all again
-                    assert retries < 3, f"run all stopped {retries + 1} times at {done}/{total}"
-                    retries += 1
-                    page.evaluate(RUN_ALL)
-                    stalled_since = time.monotonic()
-                page.wait_for_timeout(1000)
+            _open_and_run_all(page, url)
             slider = page.locator(".zeus-nb-power-limit")
             slider.wait_for(state="visible", timeout=30_000)
             assert "Power limit" in slider.inner_text()
@@ -203,11 +217,52 @@ def test_notebook_runs_in_jupyterlab_with_widget(lab):
             panel.get_by_role("button", name="Run").click()
             panel.get_by_text(re.compile(r"(\d+)/\1 steps,")).wait_for(timeout=60_000)
             panel.locator("img").first.wait_for(timeout=60_000)
+            first_plot = panel.locator("img").first.get_attribute("src")
+            # a second run at another limit: the status names it and the plot changes
+            _set_slider(page, slider, 150)
+            panel.get_by_role("button", name="Run").click()
+            panel.get_by_text(re.compile(r"150 W: (\d+)/\1 steps,")).wait_for(timeout=60_000)
+            assert panel.locator("img").first.get_attribute("src") != first_plot
             slider.scroll_into_view_if_needed()
             page.screenshot(path=str(shot))
+            # the selector picker says what is picked, and that the next cell applies it
+            choice = page.locator(".zeus-nb-selector-choice").first
+            choice.scroll_into_view_if_needed(timeout=30_000)
+            choice.wait_for(state="visible", timeout=30_000)
+            before = choice.inner_text()
+            picker = page.locator(".widget-vbox", has=choice).last
+            picker.locator("select").first.select_option(label="Energy")
+            choice.filter(has_text="Picked Energy").wait_for(timeout=30_000)
+            assert choice.inner_text() != before and "next cell" in choice.inner_text()
         except Exception:
             page.screenshot(path=str(ARTIFACTS / f"browser-{stem}-failed.png"))
             raise
         finally:
             browser.close()
     assert shot.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("lab", ["03"], indirect=True)
+def test_eta_knob_slider_redraws_the_choice_in_place(lab):
+    """Notebook 03: moving eta_knob changes the least-cost line under it, showing the value used."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    url, stem = lab
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            _open_and_run_all(page, url)
+            slider = page.locator(".widget-slider", has_text="eta_knob").first
+            slider.wait_for(state="visible", timeout=30_000)
+            box = page.locator(".widget-vbox", has=slider).last
+            box.get_by_text("eta_knob=1.00").wait_for(timeout=30_000)
+            _set_slider(page, slider, 0)
+            box.get_by_text("eta_knob=0.00").wait_for(timeout=30_000)
+            assert "eta_knob=1.00" not in box.inner_text()
+            page.screenshot(path=str(ARTIFACTS / f"browser-{stem}.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / f"browser-{stem}-failed.png"))
+            raise
+        finally:
+            browser.close()

@@ -23,7 +23,7 @@ SIM_ENV = {"ZEUS_NB_BACKEND": "sim"}
 # The checks each shipped notebook's exercises call, by notebook number.
 EXPECTED_CHECKS = {
     "01": ["average_power", "energy_per_step"],
-    "02": ["zeus_cost"],
+    "02": ["zeus_cost", "energy_optimal_limit"],
     "03": ["pareto_front"],
     "04": ["should_stop_early"],
     "05": ["aggregate_data_parallel"],
@@ -244,25 +244,46 @@ def test_timings_reject_notebooks_papermill_did_not_run(tmp_path, capsys):
 # --- executing built notebooks --------------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_fixture_course_executes_as_intended(tmp_path, capsys):
-    """`course verify`: solutions run to the end, student copies stop at their first exercise."""
-    assert main(["course", "build", str(FIXTURE), "-o", str(tmp_path / "c")]) == 0
-    code = main(["course", "verify", str(tmp_path / "c"), "--smoke", "--backend", "sim"])
-    out = capsys.readouterr().out
-    assert code == 0, out
-    assert "PASS solution exercises.ipynb: ran to the end" in out
-    assert "PASS student  exercises.ipynb: stopped at its first exercise" in out
+def _shown(nb) -> str:
+    """Everything an executed notebook printed or displayed, as text."""
+    from zeus_nb.course.feedback import cell_text
 
-    executed = tmp_path / "c" / "executed"
+    return "\n".join(cell_text(c) for c in nb.cells if c.cell_type == "code")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["relative", "absolute"])
+def test_fixture_course_executes_as_intended(form, tmp_path, monkeypatch, capsys):
+    """`course verify` as the README writes it: both editions run to the end.
+
+    The solution passes every check; the student edition says "not done yet" per exercise and
+    goes on with the reference answers. Relative and absolute paths give the same result.
+    """
+    monkeypatch.chdir(tmp_path)
+    course_dir = "course" if form == "relative" else str(tmp_path / "course")
+    assert main(["course", "build", str(FIXTURE), "-o", course_dir]) == 0
+    code = main(["course", "verify", course_dir, "--smoke", "--backend", "sim"])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert "PASS solution exercises.ipynb: ran to the end, every exercise passed" in out
+    assert "PASS student  exercises.ipynb: ran to the end, every exercise says not done" in out
+    assert sorted(p.name for p in (tmp_path / "course").iterdir()) == [
+        "executed",
+        "solution",
+        "student",
+    ]  # no stray course/solution/course/... folder
+
+    executed = tmp_path / "course" / "executed"
     solution = nbformat.read(executed / "solution" / FIXTURE.name, as_version=4)
-    printed = [o.get("text", "") for c in solution.cells for o in c.get("outputs", [])]
-    assert any("✓ average_power" in t for t in printed) and any("✓ zeus_cost" in t for t in printed)
-    assert any(re.search(r"\d+\.\d W over 3 steps", t) for t in printed)  # smoke parameter used
+    shown = _shown(solution)
+    assert "✓ average_power" in shown and "✓ zeus_cost" in shown
+    assert re.search(r"\d+\.\d W over 3 steps", shown)  # smoke parameter used
     student = nbformat.read(executed / "student" / FIXTURE.name, as_version=4)
-    assert student.metadata.papermill.exception is True
-    errors = [o for c in student.cells for o in c.get("outputs", []) if o.output_type == "error"]
-    assert [e.ename for e in errors] == ["NotImplementedError"]
+    assert not student.metadata.papermill.get("exception")
+    assert not [o for c in student.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    shown = _shown(student)
+    assert shown.count("not done yet") == 2 and "Traceback" not in shown
+    assert re.search(r"\d+\.\d W over 3 steps", shown)  # went on with the reference
 
     duration = solution.metadata.papermill.duration
     assert duration > 0
@@ -272,12 +293,12 @@ def test_fixture_course_executes_as_intended(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_verify_catches_broken_courses(tmp_path):
-    """A wrong solution fails its check; a student copy must stop at its first stub only."""
+    """A wrong solution fails loudly; a student edition runs to the end, each stub "not done"."""
     wrong = _write_nb(
         tmp_path / "in" / "wrong.ipynb",
         "from zeus_nb import check",
         f"def zeus_cost(e, t, eta, p):\n    {BEGIN}\n    return e\n    {END}\n\n"
-        "check.zeus_cost(zeus_cost)",
+        "zeus_cost = check.zeus_cost(zeus_cost)",
     )
     uncalled = _write_nb(
         tmp_path / "in" / "uncalled.ipynb", f"def f():\n    {BEGIN}\n    return 1\n    {END}"
@@ -285,7 +306,7 @@ def test_verify_catches_broken_courses(tmp_path):
     early = _write_nb(
         tmp_path / "in" / "early.ipynb",
         "raise NotImplementedError('not an exercise')",
-        f"{BEGIN}\nx = 1\n{END}",
+        f"def f():\n    {BEGIN}\n    return 1\n    {END}",
     )
     c = tmp_path / "c"
     course.build([wrong, uncalled, early], c)
@@ -300,64 +321,82 @@ def test_verify_catches_broken_courses(tmp_path):
         c / "student/early.ipynb", "student", run / "3.ipynb", env=SIM_ENV
     )
     assert not wrong_solution.ok and "CheckError" in wrong_solution.detail
-    assert not uncalled_student.ok and "ran to the end" in uncalled_student.detail
-    assert not early_student.ok and "before the first exercise" in early_student.detail
+    assert "of 4 cases right" in wrong_solution.detail
+    assert not uncalled_student.ok and "no check result" in uncalled_student.detail
+    assert not early_student.ok and "NotImplementedError: not an exercise" in early_student.detail
 
 
 @pytest.mark.slow
-def test_grade_reports_every_exercise(tmp_path, capsys):
+@pytest.mark.parametrize("form", ["relative", "absolute"])
+def test_grade_reports_every_exercise(form, tmp_path, monkeypatch, capsys):
+    """`course grade` as the README writes it, with relative or absolute paths."""
     course.build([FIXTURE], tmp_path / "c")
-    subs = tmp_path / "subs"
-    (subs / "alice").mkdir(parents=True)
-    (subs / "bob").mkdir()
-    (subs / "carol").mkdir()
+    subs = tmp_path / "submissions"
+    solution_nb = tmp_path / "c/solution" / FIXTURE.name
+
+    def submit(who: str, *edits: tuple[int, str, str]) -> None:
+        nb = nbformat.read(solution_nb, as_version=4)
+        ex = [c for c in nb.cells if "exercise" in c.metadata.get("tags", [])]
+        for index, old, new in edits:
+            assert old in _source(ex[index])
+            ex[index].source = _source(ex[index]).replace(old, new)
+        (subs / who).mkdir(parents=True)
+        nbformat.write(nb, subs / who / FIXTURE.name)
+
     # alice hands in the untouched student copy, bob the solution
+    (subs / "alice").mkdir(parents=True)
     (subs / "alice" / FIXTURE.name).write_bytes(
         (tmp_path / "c/student" / FIXTURE.name).read_bytes()
     )
-    (subs / "bob" / FIXTURE.name).write_bytes((tmp_path / "c/solution" / FIXTURE.name).read_bytes())
-    # carol gets exercise 1 wrong and deletes the check call of exercise 2
-    nb = nbformat.read(tmp_path / "c/solution" / FIXTURE.name, as_version=4)
-    ex = [c for c in nb.cells if "exercise" in c.metadata.get("tags", [])]
-    ex[0].source = _source(ex[0]).replace("measurement.total_energy / measurement.time", "1.0")
-    ex[1].source = _source(ex[1]).replace("check.zeus_cost(zeus_cost)", "")
-    nbformat.write(nb, subs / "carol" / FIXTURE.name)
+    submit("bob")
+    # carol answers exercise 1 with a constant and deletes the check call of exercise 2
+    energy = "measurement.total_energy / measurement.time"
+    submit("carol", (0, energy, "38.2"), (1, "zeus_cost = check.zeus_cost(zeus_cost)", ""))
     _write_nb(subs / "dave" / "untagged.ipynb", "x = 1")
     # erin's first exercise never finishes
-    nb = nbformat.read(tmp_path / "c/solution" / FIXTURE.name, as_version=4)
-    ex = [c for c in nb.cells if "exercise" in c.metadata.get("tags", [])]
-    ex[0].source = "while True:\n    pass"
-    (subs / "erin").mkdir()
-    nbformat.write(nb, subs / "erin" / FIXTURE.name)
+    submit("erin", (0, "if measurement.time == 0:", "while True:\n        pass\n    if True:"))
+    # frank's second exercise cell raises before its check
+    submit("frank", (1, "zeus_cost = check", "undefined_name\nzeus_cost = check"))
 
+    monkeypatch.chdir(tmp_path)
+    where = (lambda p: str(p)) if form == "absolute" else (lambda p: str(p.relative_to(tmp_path)))
     graded = tmp_path / "graded"
     code = main(
-        ["course", "grade", str(subs), "-o", str(graded), "--backend", "sim", "--timeout", "4"]
+        [
+            "course",
+            "grade",
+            where(subs) + "/",
+            "-o",
+            where(graded),
+            "--smoke",
+            "--backend",
+            "sim",
+            "--timeout",
+            "4",
+        ]
     )
-    assert code == 0
-    rows = list(csv.DictReader((tmp_path / "graded" / "grades.csv").open()))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    rows = list(csv.DictReader((graded / "grades.csv").open()))
     got = {(Path(r["submission"]).parent.name, r["exercise"]): r for r in rows}
-    assert len(rows) == 9
-    assert (
-        got["alice", "1"]["status"] == "failed" and "not attempted" in got["alice", "1"]["detail"]
-    )
-    assert got["alice", "2"]["status"] == "not run"
+    assert len(rows) == 11
+    assert got["alice", "1"]["status"] == got["alice", "2"]["status"] == "not attempted"
     assert got["bob", "1"]["status"] == got["bob", "2"]["status"] == "passed"
     assert got["carol", "1"]["status"] == "failed"
-    assert (
-        "CheckError" in got["carol", "1"]["detail"]
-        and "expected 200.0" in got["carol", "1"]["detail"]
-    )
+    detail = got["carol", "1"]["detail"]
+    assert re.search(r"\d of 4 cases right", detail) and "expected" not in detail
     assert (
         got["carol", "2"]["status"] == "failed" and "no check result" in got["carol", "2"]["detail"]
     )
     assert got["dave", "0"]["status"] == "failed" and "tagged" in got["dave", "0"]["detail"]
     assert got["erin", "1"]["status"] == "failed" and "timed out" in got["erin", "1"]["detail"]
-    assert got["erin", "2"]["status"] == "not run" and "timed out" in got["erin", "2"]["detail"]
-    out = capsys.readouterr().out
-    assert f"{subs / 'bob' / FIXTURE.name}: 2/2 passed" in out
-    assert f"{subs / 'carol' / FIXTURE.name}: 0/2 passed" in out
-    assert len(list(graded.glob("*.ipynb"))) == 4
+    assert got["erin", "2"]["status"] == "failed" and "timed out" in got["erin", "2"]["detail"]
+    assert got["frank", "1"]["status"] == "passed"
+    assert got["frank", "2"]["status"] == "error"
+    assert "NameError" in got["frank", "2"]["detail"] and "cell" in got["frank", "2"]["detail"]
+    bob = str(Path(where(subs)) / "bob" / FIXTURE.name)
+    assert f"{bob}: 2/2 passed" in out
+    assert len(list(graded.glob("*.ipynb"))) == 5
 
 
 # --- the shipped notebooks ------------------------------------------------------------------
@@ -376,7 +415,7 @@ def real_course(tmp_path_factory):
     ids=lambda p: p.stem,
 )
 def test_shipped_notebook_course_versions(notebook, real_course, tmp_path):
-    """Solutions run to the end in smoke mode; student copies stop at their first exercise."""
+    """Both editions run to the end in smoke mode: solutions pass, student stubs say so."""
     built = real_course
     b = built[notebook.name]
     assert b.exercises >= 1, f"{notebook.name} has no exercise markers"
@@ -396,8 +435,58 @@ def test_shipped_notebook_course_versions(notebook, real_course, tmp_path):
     assert student_run.ok, f"{notebook.name} student: {student_run.detail}"
 
 
+@pytest.mark.parametrize("notebook", REAL_NOTEBOOKS, ids=lambda p: p.stem)
+def test_student_edition_holds_no_solution(notebook, tmp_path):
+    """What a student opens has a "your turn" line per exercise and none of the solution code."""
+    source = nbformat.read(notebook, as_version=4)
+    solution_lines = set()
+    for cell in source.cells:
+        inside = False
+        for line in _source(cell).splitlines():
+            if line.strip() in (BEGIN, END):
+                inside = line.strip() == BEGIN
+            elif inside and len(line.strip()) > 8 and not line.strip().startswith("#"):
+                solution_lines.add(line.strip())
+    assert solution_lines, f"{notebook.name} has no exercise"
+    student = course.edition_text(notebook)
+    text = "\n".join(_source(c) for c in nbformat.reads(student, as_version=4).cells)
+    leaked = sorted(line for line in solution_lines if line in text)
+    assert not leaked, f"{notebook.name} student edition shows solution lines: {leaked}"
+    assert text.count(STUB) >= 1 and BEGIN not in text
+    assert nbformat.reads(student, as_version=4).metadata.zeus_nb == {"edition": "student"}
+    instructor = nbformat.reads(course.edition_text(notebook, solutions=True), as_version=4)
+    instructor_text = "\n".join(_source(c) for c in instructor.cells)
+    assert all(line in instructor_text for line in solution_lines)
+    assert STUB not in instructor_text and BEGIN not in instructor_text
+    written = course.write_edition(tmp_path / "s", notebooks=[notebook])
+    assert [p.read_text() for p in written] == [student]
+
+
 def test_fixture_is_committed_clean():
     """The fixture has markers in the expected places and no outputs (it is built, not run)."""
     nb = nbformat.read(FIXTURE, as_version=4)
     assert sum(_source(c).count(BEGIN) for c in nb.cells) == 2
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+
+
+def test_slides_from_the_student_edition(tmp_path, capsys):
+    """Headings start slides, a source's own slide metadata wins, no solution reaches a slide."""
+    nb = nbformat.read(FIXTURE, as_version=4)
+    nb.cells[0].metadata["slideshow"] = {"slide_type": "skip"}  # the title cell: skipped
+    src = tmp_path / "in" / FIXTURE.name
+    src.parent.mkdir()
+    nbformat.write(nb, src)
+    assert main(["course", "slides", str(src), "-o", str(tmp_path / "s")]) == 0
+    page = (tmp_path / "s" / "exercises.slides.html").read_text()
+    assert "reveal" in page and "Course kit fixture" not in page  # skipped
+    assert "Exercise 1: average power" in page and "Exercise 2: the Zeus cost" in page
+    assert "measurement.total_energy / measurement.time" not in page  # the solution
+    assert "your turn" in page
+    from zeus_nb.course.slides import with_slide_types
+
+    deck = with_slide_types(nbformat.read(src, as_version=4))
+    kinds = [c.metadata["slideshow"]["slide_type"] for c in deck.cells]
+    headings = [c.source.startswith("## ") for c in deck.cells]
+    assert kinds[0] == "skip"
+    assert [k == "slide" for k in kinds[1:]] == headings[1:]
+    assert "exercises.slides.html" in capsys.readouterr().out

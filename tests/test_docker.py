@@ -67,8 +67,13 @@ def test_hadolint_catches_a_bad_dockerfile(tmp_path):
 def test_dockerfile_runs_the_install_script_into_a_venv_outside_the_workdir():
     instr = _instructions()
     base = [args for word, args in instr if word == "FROM"]
-    assert len(base) == 1 and base[0].startswith("nvidia/cuda:")
-    assert not base[0].endswith(":latest") and "runtime" in base[0]
+    # two named bases (GPU: CUDA runtime, CPU: plain Ubuntu), the image from the one VARIANT picks
+    gpu = [b for b in base if b.endswith(" AS base-gpu")]
+    cpu = [b for b in base if b.endswith(" AS base-cpu")]
+    assert len(gpu) == len(cpu) == 1 and base[-1] == "base-${VARIANT}"
+    assert gpu[0].startswith("nvidia/cuda:") and "runtime" in gpu[0] and ":latest" not in gpu[0]
+    assert cpu[0].startswith("ubuntu:") and ":latest" not in cpu[0]
+    assert "VARIANT=gpu" in [args for word, args in instr if word == "ARG"]
 
     runs = [args for word, args in instr if word == "RUN"]
     calls = [r for r in runs if "docker/install.sh" in r]
@@ -103,6 +108,9 @@ def test_install_script_is_executable_and_rejects_a_missing_venv_argument():
 def test_what_the_image_copies_into_the_working_folder_exists():
     runs = " ".join(args for word, args in _instructions() if word == "RUN")
     assert "zeus-nb-src/notebooks/*.ipynb /workspace/notebooks/" in runs
+    # what the image opens is the student edition unless EDITION=instructor
+    assert "write_edition('/workspace/notebooks'" in runs and '"${EDITION}"' in runs
+    assert "EDITION=student" in [args for word, args in _instructions() if word == "ARG"]
     assert "zeus-nb-src/data_scripts /workspace/data_scripts" in runs
     assert (REPO / "data_scripts").is_dir()
     ignored = (REPO / ".dockerignore").read_text().split()

@@ -171,6 +171,25 @@ def test_tour_output_holds_no_kernel_transport_warning(tour):
     assert "without encryption" not in out.stdout + out.stderr
 
 
+# Output a notebook shows on purpose on stderr or as an error: (notebook stem, text in it).
+EXPECTED_STDERR: list[tuple[str, str]] = []
+
+
+def test_executed_notebooks_show_no_stderr_or_traceback(tour):
+    """Information is not dressed as an error: no stderr box, no traceback, in any notebook."""
+    out_dir, _ = tour
+    for path in NOTEBOOKS:
+        nb = nbformat.read(out_dir / path.name, as_version=4)
+        for cell in nb.cells:
+            for o in cell.get("outputs", []):
+                if o.get("output_type") == "error":
+                    pytest.fail(f"{path.name}: {o.get('ename')}: {o.get('evalue')}")
+                if o.get("output_type") == "stream" and o.get("name") == "stderr":
+                    text = o.get("text", "")
+                    if not any(s == path.stem and w in text for s, w in EXPECTED_STDERR):
+                        pytest.fail(f"{path.name} writes to stderr: {text[:300]!r}")
+
+
 def _records(tour, stem: str) -> dict:
     out_dir, out = tour
     info = read_notebook(out_dir / f"{stem}.ipynb")
@@ -368,6 +387,32 @@ def test_05_data_parallel_records(tour):
     assert 100 <= r["dp_optimal_power_limit"] <= 300
     assert len(set(r["fsdp_power_limits"])) == 1 and r["fsdp"]["world_size"] == 2
     assert 0 <= r["fsdp"]["accuracy"] <= 1 and r["fsdp"]["energy_j"] > 0
+
+
+def test_no_gpu_notice_is_one_line_on_stdout_not_stderr(monkeypatch, capsys):
+    """Without a GPU the fallback is information: part of the backend line, nothing on stderr."""
+    import logging
+
+    from zeus_nb.device import nvml
+    from zeus_nb.errors import NoGPUError
+
+    def no_gpu(*_a, **_k):
+        raise NoGPUError("no NVIDIA driver found; install one")
+
+    monkeypatch.delenv("ZEUS_NB_BACKEND", raising=False)
+    monkeypatch.setattr(nvml, "NvmlSystem", no_gpu)
+    device.reset()
+    try:
+        system = zeus_nb.notebook_setup("auto")
+        out, err = capsys.readouterr()
+        assert system.backend == "sim" and err == ""
+        assert out.count("\n") == 1 and "simulated" in out and "no NVIDIA driver found" in out
+    finally:
+        device.reset()
+        logger = logging.getLogger("zeus_nb")
+        for handler in [h for h in logger.handlers if h.get_name() == "zeus_nb.notebook"]:
+            logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
 
 
 def _one_f_one_b(fwd: list[float], bwd: list[float], microbatches: int) -> float:

@@ -98,3 +98,15 @@ def test_without_transformers_the_error_names_the_extra(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 1
     assert "pip install 'zeus-nb[hf]'" in proc.stderr
+
+
+def test_demo_trainer_prints_no_raw_metrics_dict(tmp_path, capsys):
+    """The notebook's Trainer says nothing itself: no ``{'train_runtime': ...}`` line."""
+    from zeus_nb.demos import tiny_bert_trainer
+
+    trainer = tiny_bert_trainer(tmp_path / "hf", max_steps=2)
+    assert not any(
+        isinstance(c, transformers.PrinterCallback) for c in trainer.callback_handler.callbacks
+    )
+    trainer.train()
+    assert "train_runtime" not in capsys.readouterr().out

@@ -114,3 +114,11 @@ def test_collect_reads_lone_sidecars_and_globs(tmp_path):
     assert zeus_nb.collect(str(tmp_path / "*.ipynb")).k.tolist() == [4]
     with pytest.raises(FileNotFoundError, match="no notebook matches"):
         zeus_nb.collect(tmp_path / "missing-*.ipynb")
+
+
+def test_display_rounds_floats_for_people_and_the_record_keeps_every_digit():
+    from zeus_nb.records import _for_people
+
+    value = {"time_s": 24.011604165658326, "rows": [6224.8859999924825, 3], "name": "a"}
+    assert _for_people(value) == {"time_s": 24.012, "rows": [6224.9, 3], "name": "a"}
+    assert _for_people(float("inf")) == float("inf")

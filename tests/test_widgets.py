@@ -93,10 +93,12 @@ def test_selector_kwargs_and_knobs():
 def test_selector_picker_widget(shown):
     c = widgets.selector_picker("ZeusCost", 0.8)
     assert c.value == ("ZeusCost", 0.8)
-    dropdown, row = c.widget.children
+    dropdown, row, applies = c.widget.children
     slider = row.children[0]
+    assert "ZeusCost" in applies.value and "0.8" in applies.value and "next cell" in applies.value
     dropdown.value = "Time"
     assert c.value == ("Time", None) and slider.layout.display == "none"
+    assert "Time" in applies.value and "ZeusCost" not in applies.value  # says what changed
     dropdown.value = "MaxSlowdownConstraint"
     assert c.value == ("MaxSlowdownConstraint", 1.1) and slider.max == 3.0  # slider end only
     assert widgets.selector_picker("Energy", headless=True).value == ("Energy", None)
@@ -212,3 +214,52 @@ def test_power_limit_explorer_trains_an_epoch_at_the_limit_and_restores_it(gpu, 
     assert seen == [300.0] * 5 and gpu.get_power_limit() == 300.0
     assert "keeping 300 W: no permission" in capsys.readouterr().out
     assert widgets.power_limit_explorer(system, gpu, train_epoch, 5, headless=True) is None
+
+
+def test_explorer_overlays_runs_with_fixed_axes_and_a_legend_of_limits(gpu, shown):
+    """Two runs of the power-limit explorer stay comparable: both drawn, labelled, same scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from unittest import mock
+
+    from zeus_nb.plots import live
+
+    system = device.current()
+    drawn = []
+    real = live.plot_runs
+
+    def spy(runs, bounds=None, **kw):
+        fig = real(runs, bounds, **kw)
+        ax_power, ax_energy = fig.axes
+        drawn.append(
+            (
+                [label for label, _ in runs],
+                ax_energy.get_xlim(),
+                ax_energy.get_ylim(),
+                [t.get_text() for t in ax_energy.get_legend().get_texts()],
+            )
+        )
+        return fig
+
+    def train_epoch():
+        for _ in range(6):
+            system.step(batch_size=64)
+            yield
+
+    with mock.patch.object(live, "plot_runs", spy):
+        panel = widgets.power_limit_explorer(system, gpu, train_epoch, 6, value=300)
+        slider, row, _out = panel.children
+        button, _bar, status = row.children
+        button.click()
+        assert "300 W" in status.value
+        slider.value = 150
+        button.click()
+    assert "150 W" in status.value
+    labels, xlim, ylim, legend = drawn[-1]
+    assert labels == legend == ["300 W", "150 W"]  # the earlier run is kept, the limits named
+    first_full = next(d for d in drawn if d[0] == ["300 W"] and d is not drawn[0])
+    # axes never shrink between frames or runs: the second run is drawn on at least the first's
+    assert xlim[1] >= first_full[1][1] and ylim[1] >= first_full[2][1]
+    for a, b in zip(drawn, drawn[1:], strict=False):
+        assert b[1][1] >= a[1][1] and b[2][1] >= a[2][1]

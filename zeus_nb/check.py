@@ -1,22 +1,89 @@
-"""Checks for the notebook exercises: run a student's function on small inputs, say what is wrong.
+"""Checks for the notebook exercises: feedback for people, never the checker's answers.
 
-Each ``check.<exercise>(fn)`` calls ``fn`` on a few cases, compares with the reference answer and
-raises :class:`CheckError` (an AssertionError) naming the failing input, the expected and the actual
-value. On success it prints one line and returns True, so a notebook cell shows the result.
+``f = check.<exercise>(f)`` runs a student's function on a few kinds of cases (fixed ones and
+random ones drawn from the notebook's seed, so one memorized number cannot pass) and shows one
+short line (HTML in Jupyter): how many cases were right, which kind of case went wrong, in words,
+and a hint at the concept (units, which energy, which sign). It never shows the expected value of
+a case, and never a traceback.
+
+It returns the function the notebook should go on with: the student's when every case is right,
+else the reference one, so later cells and plots still work while an exercise is unsolved
+(``NotImplementedError`` from the student edition's stub reads as "not done yet").
+
+A *strict* check raises :class:`CheckError` on a wrong answer instead of going on: that is how a
+wrong reference solution fails the instructor edition and CI loudly. ``ZEUS_NB_CHECKS=strict`` or
+``lenient`` decides; unset, checks are strict when no person drives the kernel (papermill, a plain
+Python process) and lenient in JupyterLab. "Not done yet" is never an error: the student edition
+runs to the end in CI.
 """
 
 from __future__ import annotations
 
+import html
 import math
+import os
+import random
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from zeus_nb.monitor import Measurement
 from zeus_nb.tradeoff import zeus_cost as _zeus_cost
 
+PASSED_MARK = "\N{CHECK MARK}"
+FAILED_MARK = "\N{BALLOT X}"
+NOT_DONE_MARK = "\N{HOURGLASS}"
+NOT_DONE = "not done yet"
+
+_seed = 0
+
 
 class CheckError(AssertionError):
-    """A student's answer differs from the reference."""
+    """A function differs from the reference (raised by strict checks only)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input of a check: ``kind`` names it for people, ``hint`` points at the concept."""
+
+    kind: str
+    args: tuple
+    hint: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a check found: shown to the student, read by ``zeus-nb course grade``."""
+
+    name: str
+    status: str  # "passed", "failed", "not done"
+    right: int
+    total: int
+    message: str
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+def use_seed(seed: int) -> None:
+    """Seed the random cases (``notebook_setup`` passes the notebook's seed)."""
+    global _seed
+    _seed = int(seed)
+
+
+def _rng(name: str) -> random.Random:
+    return random.Random(f"{name}:{_seed}")
+
+
+def strict() -> bool:
+    """Whether a wrong answer raises (see the module doc)."""
+    mode = os.environ.get("ZEUS_NB_CHECKS", "").strip().lower()
+    if mode in ("strict", "lenient"):
+        return mode == "strict"
+    from zeus_nb.widgets import _interactive_kernel
+
+    return not _interactive_kernel()
 
 
 def _close(a: Any, b: Any, rel: float = 1e-6) -> bool:
@@ -30,60 +97,155 @@ def _close(a: Any, b: Any, rel: float = 1e-6) -> bool:
         return False
 
 
-def _run(name: str, fn: Callable, cases: Sequence[tuple[tuple, Any]], hint: str) -> bool:
+def _judge(name: str, fn: Any, reference: Callable, cases: Sequence[Case]) -> Outcome:
+    total = len(cases)
     if not callable(fn):
-        raise CheckError(f"{name}: expected a function, got {type(fn).__name__}")
-    for args, expected in cases:
-        shown = ", ".join(repr(a) for a in args)
+        msg = f"{name}: expected a function, got {type(fn).__name__}; define it with def"
+        return Outcome(name, "failed", 0, total, msg)
+    right, wrong = 0, []  # wrong: (kind, hint, what happened)
+    for case in cases:
         try:
-            got = fn(*args)
+            got = fn(*case.args)
         except NotImplementedError:
-            raise
-        except Exception as e:
-            raise CheckError(f"{name}({shown}) raised {type(e).__name__}: {e}. Hint: {hint}") from e
-        if not _close(got, expected):
-            raise CheckError(
-                f"{name}({shown}) returned {got!r}, expected {expected!r}. Hint: {hint}"
-            )
-    print(f"✓ {name}: all {len(cases)} cases correct")
-    return True
-
-
-def average_power(fn: Callable[[Measurement], float]) -> bool:
-    """fn(measurement) -> average power in W over the window (0 for an empty window)."""
-    cases = [
-        ((Measurement(2.0, {0: 100.0, 1: 300.0}),), 200.0),
-        ((Measurement(0.5, {0: 60.0}),), 120.0),
-        ((Measurement(0.0, {0: 0.0}),), 0.0),
-    ]
-    return _run(
-        "average_power", fn, cases, "total energy (all GPUs) divided by time; 0 if time is 0"
+            return Outcome(name, "not done", 0, total, f"{name}: {NOT_DONE}")
+        except Exception as e:  # the student's code crashed: name the error, not our numbers
+            wrong.append((case, f"raised {type(e).__name__}"))
+            continue
+        if _close(got, reference(*case.args)):
+            right += 1
+        else:
+            wrong.append((case, "gave a different answer"))
+    if not wrong:
+        return Outcome(name, "passed", right, total, f"{name}: all {total} cases right")
+    first, what = wrong[0]
+    kinds = sorted({c.kind for c, _ in wrong}, key=[c.kind for c in cases].index)
+    msg = (
+        f"{name}: {right} of {total} cases right; wrong on {', '.join(kinds)} "
+        f"(on {first.kind} it {what}). Hint: {first.hint}"
     )
+    return Outcome(name, "failed", right, total, msg)
 
 
-def energy_per_step(fn: Callable[[Measurement, int], float]) -> bool:
-    """fn(measurement, steps) -> joules per training step."""
-    cases = [
-        ((Measurement(10.0, {0: 500.0}), 50), 10.0),
-        ((Measurement(3.0, {0: 90.0, 1: 30.0}), 4), 30.0),
-    ]
-    return _run("energy_per_step", fn, cases, "use measurement.total_energy over the step count")
+def _show(outcome: Outcome, going_on: bool) -> None:
+    mark = {"passed": PASSED_MARK, "failed": FAILED_MARK}.get(outcome.status, NOT_DONE_MARK)
+    tail = " The notebook goes on with the reference answer." if going_on else ""
+    text = f"{mark} {outcome.message}.{tail}"
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        get_ipython = None  # type: ignore[assignment]
+    if get_ipython is not None and getattr(get_ipython(), "kernel", None) is not None:
+        from IPython.display import display
 
-
-def zeus_cost(fn: Callable[[float, float, float, float], float]) -> bool:
-    """fn(energy J, time s, eta, max_power W) -> eta*E + (1-eta)*MaxPower*T."""
-    cases = [
-        (args, _zeus_cost(*args))
-        for args in (
-            (1000.0, 10.0, 0.5, 300.0),
-            (1000.0, 10.0, 1.0, 300.0),
-            (50.0, 2.0, 0.0, 250.0),
+        colour = {"passed": "#1b5e20", "failed": "#b71c1c"}.get(outcome.status, "#6d4c00")
+        background = {"passed": "#e8f5e9", "failed": "#ffebee"}.get(outcome.status, "#fff8e1")
+        body = html.escape(text)
+        if outcome.status == "not done":
+            body = html.escape(f"{mark} {outcome.name}: your turn, {NOT_DONE}.{tail}")
+        style = (
+            f"padding:4px 8px;border-left:4px solid {colour};background:{background};"
+            f"color:{colour};font-family:sans-serif"
         )
+        display({"text/plain": text, "text/html": f'<div style="{style}">{body}</div>'}, raw=True)
+    else:
+        print(text)
+
+
+def _run(name: str, fn: Any, reference: Callable, cases: Sequence[Case]) -> Callable:
+    outcome = _judge(name, fn, reference, cases)
+    if outcome.passed:
+        _show(outcome, going_on=False)
+        return fn
+    if outcome.status == "failed" and strict():
+        _show(outcome, going_on=False)
+        raise CheckError(outcome.message)
+    _show(outcome, going_on=True)
+    return reference
+
+
+def judge(name: str, fn: Any) -> Outcome:
+    """The outcome of exercise ``name`` for ``fn``, shown nowhere (for tests and tools)."""
+    reference, make_cases = EXERCISES[name]
+    return _judge(name, fn, reference, make_cases())
+
+
+# --- the exercises: reference, cases ------------------------------------------------------------
+
+
+def _average_power_ref(m: Measurement) -> float:
+    return m.total_energy / m.time if m.time > 0 else 0.0
+
+
+def _average_power_cases() -> list[Case]:
+    r = _rng("average_power")
+    units = "power (W) is energy (J) divided by time (s)"
+    t, e = round(r.uniform(0.5, 30), 3), round(r.uniform(50, 9000), 1)
+    e2 = round(r.uniform(50, 9000), 1)
+    return [
+        Case("one GPU", (Measurement(t, {0: e}),), units),
+        Case(
+            "two GPUs",
+            (Measurement(t, {0: e, 1: e2}),),
+            "count the energy of every GPU: measurement.total_energy",
+        ),
+        Case("an empty window (0 s)", (Measurement(0.0, {0: 0.0}),), "0 s of time means 0 W"),
+        Case(
+            "a random window",
+            (Measurement(round(r.uniform(0.1, 5), 3), {0: round(r.uniform(1, 500), 1)}),),
+            units,
+        ),
     ]
-    return _run("zeus_cost", fn, cases, "eta weighs energy, (1 - eta) weighs max_power x time")
 
 
-def _pareto(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+def _energy_per_step_ref(m: Measurement, steps: int) -> float:
+    return m.total_energy / steps
+
+
+def _energy_per_step_cases() -> list[Case]:
+    r = _rng("energy_per_step")
+    per = "joules per step: the window's energy over the number of steps"
+    return [
+        Case("one GPU", (Measurement(10.0, {0: round(r.uniform(100, 900), 1)}), 50), per),
+        Case(
+            "two GPUs",
+            (Measurement(3.0, {0: round(r.uniform(50, 150), 1), 1: 30.0}), 4),
+            "count the energy of every GPU: measurement.total_energy",
+        ),
+        Case(
+            "a random window",
+            (Measurement(r.uniform(1, 9), {0: round(r.uniform(10, 5000), 1)}), r.randint(2, 99)),
+            per + " (time plays no part)",
+        ),
+    ]
+
+
+def _zeus_cost_cases() -> list[Case]:
+    r = _rng("zeus_cost")
+    weights = "eta weighs energy, (1 - eta) weighs max_power x time (both in joules)"
+    return [
+        Case("eta between 0 and 1", (1000.0, 10.0, 0.5, 300.0), weights),
+        Case(
+            "eta = 1 (only energy)", (1000.0, 10.0, 1.0, 300.0), "with eta = 1 only energy counts"
+        ),
+        Case(
+            "eta = 0 (only time)",
+            (50.0, 2.0, 0.0, 250.0),
+            "with eta = 0 the cost is max_power x time",
+        ),
+        Case(
+            "random energy, time and eta",
+            (
+                round(r.uniform(100, 1e5), 1),
+                round(r.uniform(1, 500), 2),
+                round(r.uniform(0, 1), 2),
+                float(r.choice((250, 300, 400))),
+            ),
+            weights,
+        ),
+    ]
+
+
+def _pareto_ref(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
     front: list[tuple[float, float]] = []
     for t, e in sorted(points, key=lambda p: (p[0], p[1])):
         if not front or e < front[-1][1]:
@@ -91,54 +253,106 @@ def _pareto(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
     return front
 
 
-def pareto_front(fn: Callable[[list[tuple[float, float]]], list[tuple[float, float]]]) -> bool:
-    """fn(list of (time, energy)) -> the non-dominated points sorted by time."""
-    sets = [
-        [(1.0, 10.0), (2.0, 5.0), (3.0, 6.0), (4.0, 1.0)],
-        [(5.0, 5.0)],
-        [(2.0, 3.0), (1.0, 4.0), (1.0, 5.0), (3.0, 3.0)],
+def _pareto_cases() -> list[Case]:
+    r = _rng("pareto_front")
+    keep = "keep a point unless another is no slower and uses less energy"
+    random_points = [(round(r.uniform(1, 100), 2), round(r.uniform(1, 100), 2)) for _ in range(12)]
+    return [
+        Case("a mixed set", ([(1.0, 10.0), (2.0, 5.0), (3.0, 6.0), (4.0, 1.0)],), keep),
+        Case("a single point", ([(5.0, 5.0)],), "one point is its own front"),
+        Case(
+            "ties in time or energy",
+            ([(2.0, 3.0), (1.0, 4.0), (1.0, 5.0), (3.0, 3.0)],),
+            "of two points with the same time keep the lower energy; sort by time",
+        ),
+        Case("random points", (random_points,), keep + "; sort the result by time"),
     ]
-    cases = [((list(s),), _pareto(s)) for s in sets]
-    return _run(
-        "pareto_front",
-        fn,
-        cases,
-        "keep a point unless another is no slower and uses less energy; sort by time",
-    )
 
 
-def should_stop_early(fn: Callable[[float, float | None, float], bool]) -> bool:
-    """fn(cost so far, best cost so far or None, beta) -> whether to stop this recurrence."""
-    cases = [
-        ((250.0, 100.0, 2.0), True),
-        ((150.0, 100.0, 2.0), False),
-        ((200.0, 100.0, 2.0), False),
-        ((1e9, 100.0, math.inf), False),
-        ((500.0, None, 2.0), False),
+def _should_stop_ref(cost: float, best: float | None, beta: float) -> bool:
+    if best is None or math.isinf(beta):
+        return False
+    return cost > beta * best
+
+
+def _should_stop_cases() -> list[Case]:
+    r = _rng("should_stop_early")
+    best = round(r.uniform(50, 500), 1)
+    beta = round(r.uniform(1.2, 3), 2)
+    past = "stop once the cost passes beta x the best cost (strictly more)"
+    return [
+        Case("a cost past beta x best", (round(best * beta * 1.3, 1), best, beta), past),
+        Case("a cost below beta x best", (round(best * beta * 0.7, 1), best, beta), past),
+        Case("a cost exactly beta x best", (200.0, 100.0, 2.0), "at exactly beta x best, go on"),
+        Case("beta = inf", (1e9, 100.0, math.inf), "beta = inf means never stop"),
+        Case("no best cost yet", (500.0, None, 2.0), "with no successful run yet, never stop"),
     ]
-    return _run(
-        "should_stop_early",
-        fn,
-        cases,
-        "stop once the cost passes beta x best cost; never with no best cost or with beta=inf",
-    )
 
 
-def aggregate_data_parallel(fn: Callable[[list[float], list[float]], tuple[float, float]]) -> bool:
-    """fn(per-rank times, per-rank energies) -> (time, energy) of the whole job."""
-    cases = [
-        (([1.0, 1.5], [100.0, 120.0]), (1.5, 220.0)),
-        (([2.0], [50.0]), (2.0, 50.0)),
+def _aggregate_ref(times: list[float], energies: list[float]) -> tuple[float, float]:
+    return max(times), sum(energies)
+
+
+def _aggregate_cases() -> list[Case]:
+    r = _rng("aggregate_data_parallel")
+    n = r.randint(3, 8)
+    times = [round(r.uniform(1, 20), 2) for _ in range(n)]
+    energies = [round(r.uniform(10, 900), 1) for _ in range(n)]
+    parallel = "ranks run side by side: the job lasts as long as its slowest rank"
+    return [
+        Case("two ranks", ([1.0, 1.5], [100.0, 120.0]), parallel),
+        Case("one rank", ([2.0], [50.0]), "one rank's time and energy are the job's"),
+        Case(
+            "random ranks",
+            (times, energies),
+            "every rank's GPU draws power: the job's energy is the sum over ranks",
+        ),
     ]
-    return _run(
-        "aggregate_data_parallel",
-        fn,
-        cases,
-        "ranks run in parallel: the job takes the slowest rank's time and all ranks' energy",
-    )
 
 
-def _iteration_energy(
+def _energy_optimal_ref(profile: Any) -> float:
+    return float(profile.energy_j.idxmin())
+
+
+def _profile(limits: Sequence[float], times: Sequence[float], energies: Sequence[float]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(
+        {"power_limit": list(limits), "time_s": list(times), "energy_j": list(energies)}
+    ).set_index("power_limit")
+
+
+def _energy_optimal_cases() -> list[Case]:
+    r = _rng("energy_optimal_limit")
+    which = "the least *energy* (column energy_j), not the least time or the lowest limit"
+    limits = [300.0, 275.0, 250.0, 225.0, 200.0, 175.0, 150.0, 125.0]
+    # below a random limit, time grows faster than power falls: energy is U-shaped
+    turn = r.randrange(2, len(limits) - 2)
+    times = [10.0 * (1 + 0.01 * i + (0.2 * (i - turn) ** 2 if i > turn else 0)) for i in range(8)]
+    power = [w * r.uniform(0.7, 0.9) for w in limits]
+    energies = [round(t * p, 1) for t, p in zip(times, power, strict=True)]
+    random_energy = [round(r.uniform(1000, 9000), 1) for _ in limits]
+    return [
+        Case(
+            "a U-shaped profile",
+            (_profile(limits, times, energies),),
+            "the lowest limit is not the answer: below the optimum, energy rises again",
+        ),
+        Case(
+            "energy falling with the limit",
+            (_profile([300.0, 250.0, 200.0], [10.0, 10.5, 11.0], [3000.0, 2600.0, 2200.0]),),
+            which,
+        ),
+        Case("a random profile", (_profile(limits, times, random_energy),), which),
+        Case(
+            "another GPU's limits",  # other limits: one remembered number cannot pass both
+            (_profile([w + 5 for w in limits], times, random_energy[::-1]),),
+            which,
+        ),
+    ]
+
+
+def _iteration_energy_ref(
     busy_energy: Sequence[float],
     busy_time: Sequence[float],
     iteration_time: float,
@@ -150,22 +364,60 @@ def _iteration_energy(
     )
 
 
-def iteration_energy(
-    fn: Callable[[list[float], list[float], float, list[float]], float],
-) -> bool:
-    """fn(per-stage busy energy J, busy time s, iteration time s, blocking power W) -> J."""
-    sets = [
-        ([10.0, 12.0], [1.0, 1.5], 2.0, [50.0, 60.0]),
-        ([5.0], [2.0], 2.0, [40.0]),
-        ([1.0, 1.0, 1.0], [0.5, 0.2, 0.1], 1.0, [10.0, 20.0, 30.0]),
-    ]
-    cases = [
-        ((list(b), list(t), it, list(p)), _iteration_energy(b, t, it, p)) for b, t, it, p in sets
-    ]
-    return _run(
-        "iteration_energy",
-        fn,
-        cases,
+def _iteration_energy_cases() -> list[Case]:
+    r = _rng("iteration_energy")
+    blocking = (
         "every GPU draws power the whole iteration: its instructions' energy plus its blocking "
-        "power while it waits (iteration time minus its busy time)",
+        "power while it waits (iteration time minus its busy time)"
     )
+    n = r.randint(3, 6)
+    busy = [round(r.uniform(0.1, 1.0), 3) for _ in range(n)]
+    iteration = round(max(busy) * r.uniform(1.0, 1.5), 3)
+    return [
+        Case("two stages", ([10.0, 12.0], [1.0, 1.5], 2.0, [50.0, 60.0]), blocking),
+        Case("a stage that never waits", ([5.0], [2.0], 2.0, [40.0]), "no wait, no blocking"),
+        Case(
+            "random stages",
+            (
+                [round(r.uniform(1, 50), 2) for _ in range(n)],
+                busy,
+                iteration,
+                [round(r.uniform(20, 90), 1) for _ in range(n)],
+            ),
+            blocking,
+        ),
+    ]
+
+
+EXERCISES: dict[str, tuple[Callable, Callable[[], list[Case]]]] = {
+    "average_power": (_average_power_ref, _average_power_cases),
+    "energy_per_step": (_energy_per_step_ref, _energy_per_step_cases),
+    "zeus_cost": (_zeus_cost, _zeus_cost_cases),
+    "energy_optimal_limit": (_energy_optimal_ref, _energy_optimal_cases),
+    "pareto_front": (_pareto_ref, _pareto_cases),
+    "should_stop_early": (_should_stop_ref, _should_stop_cases),
+    "aggregate_data_parallel": (_aggregate_ref, _aggregate_cases),
+    "iteration_energy": (_iteration_energy_ref, _iteration_energy_cases),
+}
+
+
+def _check(name: str) -> Callable[[Any], Callable]:
+    reference, make_cases = EXERCISES[name]
+
+    def check(fn: Any) -> Callable:
+        return _run(name, fn, reference, make_cases())
+
+    check.__name__ = name
+    check.__doc__ = f"Check ``{name}``; returns the function to go on with."
+    return check
+
+
+average_power = _check("average_power")  # fn(measurement) -> W over the window, 0 if empty
+energy_per_step = _check("energy_per_step")  # fn(measurement, steps) -> J per step
+zeus_cost = _check("zeus_cost")  # fn(energy J, time s, eta, max_power W) -> cost
+energy_optimal_limit = _check("energy_optimal_limit")  # fn(profile DataFrame) -> W
+pareto_front = _check("pareto_front")  # fn([(time, energy)]) -> non-dominated, by time
+should_stop_early = _check("should_stop_early")  # fn(cost, best or None, beta) -> stop?
+aggregate_data_parallel = _check("aggregate_data_parallel")  # fn(times, energies) -> (t, e)
+# fn(per-stage busy energy J, busy time s, iteration time s, blocking power W) -> J
+iteration_energy = _check("iteration_energy")

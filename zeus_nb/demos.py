@@ -68,9 +68,12 @@ def tiny_bert_trainer(
         disable_tqdm=True,
         seed=seed,
     )
-    return transformers.Trainer(
+    trainer = transformers.Trainer(
         model=transformers.BertForSequenceClassification(config),
         args=args,
         train_dataset=random_tokens(seed=seed) if dataset is None else dataset,
         callbacks=list(callbacks or []),
     )
+    # without tqdm the Trainer prints its final metrics as a raw dict; nothing is to be logged
+    trainer.remove_callback(transformers.PrinterCallback)
+    return trainer

@@ -77,15 +77,20 @@ def execute(
 ) -> Execution:
     """Run ``notebook`` (a path or an ``nbformat`` node) into ``output`` with papermill.
 
-    ``cwd`` defaults to the output's folder; ``timeout`` is per cell, in seconds (None: none).
+    Paths may be relative to the current directory, which this never changes. ``cwd`` (the
+    kernel's folder) defaults to the output's folder; ``timeout`` is per cell, in seconds (None:
+    none).
     The environment the kernel inherits is the caller's (see :func:`zeus_nb._env.temp_environ`).
     """
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    out = Path(output)
+    # Paths are made absolute, and the kernel gets its folder through nbclient's resources rather
+    # than papermill's ``cwd``: papermill chdirs the whole process, which races between threads
+    # (``course verify -j 2``) and left the caller in another folder.
+    out = Path(output).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
-    source = notebook if not isinstance(notebook, str | Path) else str(notebook)
+    source = notebook if not isinstance(notebook, str | Path) else str(Path(notebook).resolve())
     running = {"cell": False}  # whether a cell is executing, from nbclient's hooks
 
     def started(**_: Any) -> None:
@@ -101,7 +106,7 @@ def execute(
                 str(out),
                 parameters=dict(parameters or {}),
                 kernel_name=kernel_name,
-                cwd=str(cwd or out.parent),
+                resources={"metadata": {"path": str(Path(cwd or out.parent).resolve())}},
                 progress_bar=progress,
                 execution_timeout=timeout,
                 config=_ipc_config(sockets),

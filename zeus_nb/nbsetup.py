@@ -8,8 +8,11 @@ knows the numbers come from the simulator.
 
 from __future__ import annotations
 
+import contextlib
+import html
 import logging
 import sys
+from collections.abc import Iterator
 
 from zeus_nb import device
 from zeus_nb.device.base import GPUSystem
@@ -45,15 +48,58 @@ def show_logs(level: int = logging.INFO) -> None:
     handler.setLevel(level)
 
 
+class _Collect(logging.Handler):
+    """Keeps the records it sees, so a notice can be shown as part of one friendly line."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def _collect_warnings() -> Iterator[list[str]]:
+    """Collect ``zeus_nb`` warnings instead of letting Python print them to stderr."""
+    logger = logging.getLogger("zeus_nb")
+    handler = _Collect()
+    logger.addHandler(handler)
+    try:
+        yield handler.messages
+    finally:
+        logger.removeHandler(handler)
+
+
+def show_notice(text: str) -> None:
+    """One styled line in a notebook (plain text elsewhere): information, not an error box."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        get_ipython = None  # type: ignore[assignment]
+    if get_ipython is None or getattr(get_ipython(), "kernel", None) is None:
+        print(text)
+        return
+    from IPython.display import display
+
+    style = (
+        "padding:4px 8px;border-left:4px solid #1565c0;background:#e3f2fd;color:#0d47a1;"
+        "font-family:sans-serif"
+    )
+    body = f'<div style="{style}">{html.escape(text)}</div>'
+    display({"text/plain": text, "text/html": body}, raw=True)
+
+
 def describe(system: GPUSystem) -> str:
     """One friendly line about the backend ``system`` measures."""
     names = sorted({g.name for g in system.gpus})
     count = f"{len(system.gpus)} x " if len(system.gpus) > 1 else ""
     gpus = f"{count}{', '.join(names)}"
     if system.backend == "sim":
+        said = all("simulated" in n.lower() for n in names)  # "NVIDIA A40 (simulated)"
         return (
-            f"GPU backend: simulated {gpus} (time and power per step come from real Zeus "
-            "measurements; no GPU needed)"
+            f"GPU backend: {'' if said else 'simulated '}{gpus} (time and power per step come "
+            "from real Zeus measurements; no GPU needed)"
         )
     return f"GPU backend: {system.backend}, measuring {gpus}"
 
@@ -72,7 +118,8 @@ def notebook_setup(
     simulates one. A simulated backend is configured afresh as ``sim_gpu`` running
     ``sim_workload`` with ``sim_noise`` relative step noise, seeded with ``seed``.
     """
-    system = device.current(None if backend == "auto" else backend)
+    with _collect_warnings() as notices:  # "no NVIDIA driver": part of the line below
+        system = device.current(None if backend == "auto" else backend)
     if system.backend == "sim":
         system = device.use_simulated(
             gpu=sim_gpu, workload=sim_workload, noise=sim_noise, seed=seed
@@ -83,7 +130,11 @@ def notebook_setup(
         pass
     else:
         torch.manual_seed(seed)
+    from zeus_nb import check
+
+    check.use_seed(seed)  # the exercises' random cases follow the notebook's seed
     show_logs()
     if not quiet:
-        print(describe(system))
+        why = f" ({'; '.join(m.split(';')[0] for m in notices)})" if notices else ""
+        show_notice(describe(system) + why)
     return system

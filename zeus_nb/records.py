@@ -113,6 +113,17 @@ def _shell():
     return get_ipython()
 
 
+def _for_people(value: Any) -> Any:
+    """``value`` with floats cut to 5 significant digits, for display only."""
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.5g}")
+    if isinstance(value, dict):
+        return {k: _for_people(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_for_people(v) for v in value]
+    return value
+
+
 def record(name: str, value: Any, display: bool = True) -> Any:
     """Keep ``value`` as result ``name`` of this notebook run; returns ``value`` unchanged.
 
@@ -125,7 +136,7 @@ def record(name: str, value: Any, display: bool = True) -> Any:
     if display and _shell() is not None:
         from IPython.display import display as show
 
-        text = json.dumps(plain)
+        text = json.dumps(_for_people(plain))  # the record keeps every digit
         if len(text) > 200:
             text = text[:197] + "..."
         show({MIMETYPE: {"name": name, "value": plain}, "text/plain": f"{name} = {text}"}, raw=True)

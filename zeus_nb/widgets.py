@@ -19,6 +19,7 @@ the live plot lives in :mod:`zeus_nb.plots.live`.
 
 from __future__ import annotations
 
+import html
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -239,6 +240,17 @@ def selector_picker(
     dropdown = w.Dropdown(options=list(SELECTORS), value=name, description="Selector")
     slider = w.FloatSlider(description="knob", continuous_update=False)
     note = w.HTML()
+    # The choice governs code in a later cell: say so, and show the value that cell will use.
+    applies = w.HTML()
+    applies.add_class("zeus-nb-selector-choice")
+
+    def show_choice(*_):
+        spec = SELECTORS[dropdown.value]
+        knob_text = "" if spec is None else f" ({spec.name}={float(slider.value):g})"
+        applies.value = (
+            f"Picked <b>{html.escape(dropdown.value)}</b>{html.escape(knob_text)}: "
+            "run the next cell to train with it."
+        )
 
     def update(*_):
         spec = SELECTORS[dropdown.value]
@@ -253,12 +265,15 @@ def selector_picker(
 
     dropdown.observe(update, names="value")
     update()
+    dropdown.observe(show_choice, names="value")
+    slider.observe(show_choice, names="value")
+    show_choice()
 
     def read():
         spec = SELECTORS[dropdown.value]
         return (dropdown.value, None if spec is None else float(slider.value))
 
-    return Control(default, w.VBox([dropdown, w.HBox([slider, note])]), read)
+    return Control(default, w.VBox([dropdown, w.HBox([slider, note]), applies]), read)
 
 
 # --- Run button with live plot ------------------------------------------------------------------
@@ -273,12 +288,17 @@ def run_panel(
     controls: dict[str, Control] | None = None,
     label: str = "Run",
     headless: bool | None = None,
+    run_label: Callable[[dict[str, Any]], str] | None = None,
+    keep: int = 4,
 ):
     """A Run button that calls ``run(values, report)`` with the controls' values.
 
     ``run`` calls ``report(time_s, power_w, energy_j)`` once per step; the panel updates a progress
-    bar and a live power/energy plot. Headless, nothing is shown and nothing runs: the notebook's
-    own cells do the work with the parameter values. Returns the panel widget or None.
+    bar and a live power/energy plot. With ``run_label`` (the values -> a legend label, such as
+    "200 W") the plot keeps the last ``keep`` finished runs under the new one, on axes that only
+    grow, and the status line says which values the run used, so runs can be compared. Headless,
+    nothing is shown and nothing runs: the notebook's own cells do the work with the parameter
+    values. Returns the panel widget or None.
     """
     controls = controls or {}
     if is_headless(headless):
@@ -291,12 +311,17 @@ def run_panel(
     status = w.HTML()
     out = w.Output()
 
+    from zeus_nb.plots.live import Bounds, LiveSeries, plot_runs
+
+    history: list[tuple[str, LiveSeries]] = []  # finished runs, oldest first
+    bounds = Bounds()
+
     def on_click(_):
         import matplotlib.pyplot as plt
 
-        from zeus_nb.plots.live import LiveSeries, plot_live
-
         button.disabled = True
+        values = {k: c.value for k, c in controls.items()}
+        name = run_label(values) if run_label else ""
         series = LiveSeries(total_steps)
         bar.value = 0
         last = [0.0]
@@ -304,19 +329,23 @@ def run_panel(
         def report(t: float, p: float, e: float) -> None:
             redraw = series.add(t, p, e)
             bar.value = series.steps
-            status.value = series.summary()
+            status.value = f"{name}: {series.summary()}" if name else series.summary()
             if (redraw and time.monotonic() - last[0] > 0.2) or series.steps >= total_steps:
                 last[0] = time.monotonic()
                 with out:
                     clear_output(wait=True)
-                    fig = plot_live(series)
+                    runs = [*history[-keep:], (name, series)] if run_label else [(name, series)]
+                    fig = plot_runs(runs, bounds.cover(series) if run_label else None)
                     display(fig)
                     plt.close(fig)
 
         try:
-            run({k: c.value for k, c in controls.items()}, report)
+            run(values, report)
         except Exception as e:  # show it in the panel, keep the button usable
             status.value = f"<span style='color:#b00'>{type(e).__name__}: {e}</span>"
+        else:
+            if run_label and series.steps:
+                history.append((name, series))
         finally:
             button.disabled = False
 
@@ -355,7 +384,13 @@ def power_limit_explorer(
             for _ in train_epoch():
                 report(system.clock() - t0, gpu.power(), gpu.energy() - e0)
 
-    return run_panel(explore, steps_per_epoch, {"power_limit": limit}, headless=headless)
+    return run_panel(
+        explore,
+        steps_per_epoch,
+        {"power_limit": limit},
+        headless=headless,
+        run_label=lambda values: f"{values['power_limit']:g} W",
+    )
 
 
 def __getattr__(name: str) -> Any:

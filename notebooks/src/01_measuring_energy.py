@@ -139,7 +139,7 @@ def average_power(m: zeus_nb.Measurement) -> float:
     # END SOLUTION
 
 
-check.average_power(average_power)
+average_power = check.average_power(average_power)
 print(f"average power over training: {average_power(training):.1f} W")
 
 # %% [markdown]
@@ -155,7 +155,7 @@ def energy_per_step(m: zeus_nb.Measurement, steps: int) -> float:
     # END SOLUTION
 
 
-check.energy_per_step(energy_per_step)
+energy_per_step = check.energy_per_step(energy_per_step)
 total_steps = epochs * steps_per_epoch
 per_step = energy_per_step(training, total_steps)
 print(f"energy per step: {per_step:.2f} J over {total_steps} steps")
@@ -336,6 +336,17 @@ zeus_nb.record("average_power_w", average_power(training))
 zeus_nb.record("energy_per_step_j", per_step)
 zeus_nb.record("epoch_energy_j", [m.total_energy for m in epoch_results])
 zeus_nb.record("power_samples", len(timeline))
+print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect reads them)")
+
+# %% [markdown]
+# ## What you learned
+#
+# - A measurement window (`begin_window`/`end_window`) gives the time and the energy of any block
+#   of training code, per GPU; windows can nest (the run, each epoch, each step).
+# - Average power is total energy (all GPUs) over time; energy per step is energy over the number
+#   of steps.
+# - The power timeline shows *when* the energy is drawn; the power limit changes both how fast a
+#   step runs and how much it draws.
 
 # %% [markdown]
 # **Next**: notebook 02 uses these measurements to *choose* a power limit automatically.

@@ -113,17 +113,39 @@ def zeus_cost(energy: float, time: float, eta: float, max_power: float) -> float
     # END SOLUTION
 
 
-check.zeus_cost(zeus_cost)
+zeus_cost = check.zeus_cost(zeus_cost)
 max_power = profile.index.max()
 costs = {pl: zeus_cost(r.energy_j, r.time_s, 0.5, max_power) for pl, r in profile.iterrows()}
 by_hand = min(costs, key=costs.get)
 print(f"least cost at {by_hand:g} W; the selector chose {choices['ZeusCost(eta_knob=0.5)']:g} W")
 
 # %% [markdown]
+# ## Exercise: the energy-optimal limit
+#
+# Write `energy_optimal_limit(profile)`: the power limit (the table's index) whose energy is the
+# least. Compare it with the time-optimal limit the line below prints: they differ, and the next
+# section shows what happens below the energy-optimal one.
+
+
+# %%
+def energy_optimal_limit(profile: pd.DataFrame) -> float:
+    # BEGIN SOLUTION
+    return float(profile.energy_j.idxmin())
+    # END SOLUTION
+
+
+energy_optimal_limit = check.energy_optimal_limit(energy_optimal_limit)
+print(
+    f"energy-optimal limit: {energy_optimal_limit(profile):g} W; "
+    f"time-optimal limit: {profile.time_s.idxmin():g} W"
+)
+
+# %% [markdown]
 # ## The slowdown knob
 #
 # `MaxSlowdownConstraint(factor)` takes the lowest limit whose time stays within `factor` times
-# the time at the maximum limit. Loosening the knob buys energy with time:
+# the time at the maximum limit. Does a looser knob always buy energy with time? The table and
+# the lines under it (computed from this profile) say where it stops paying:
 
 # %%
 rows = []
@@ -133,6 +155,20 @@ for factor in (1.0, 1.02, 1.05, 1.1, 1.2, 1.5, 2.0):
     rows.append((factor, chosen, profile.time_s[chosen], profile.energy_j[chosen]))
 slowdown = pd.DataFrame(rows, columns=["factor", "limit_w", "time_s", "energy_j"])
 print(slowdown.round(2).to_string(index=False))
+energy_optimal = energy_optimal_limit(profile)  # your function from the exercise
+saving = slowdown[slowdown.limit_w >= energy_optimal]
+wasting = slowdown[slowdown.limit_w < energy_optimal]
+print(f"\nleast energy of this profile: {energy_optimal:g} W")
+print(
+    f"factor up to {saving.factor.max():g}: lower limits, more time, "
+    f"{'less' if saving.energy_j.is_monotonic_decreasing else 'not always less'} energy"
+)
+if len(wasting):
+    print(
+        f"factor {wasting.factor.min():g} and looser: below {energy_optimal:g} W time grows "
+        "faster than power falls, so energy rises again "
+        f"({wasting.energy_j.max():.0f} J vs {profile.energy_j.min():.0f} J at best)"
+    )
 
 # %% [markdown]
 # ## Live: the optimizer in a training loop
@@ -260,6 +296,18 @@ zeus_nb.record("live_limits_per_epoch", limits_seen)
 zeus_nb.record("profile_reused", again.done and applied == plo.optimal_power_limit)
 zeus_nb.record("hf_choice", hf_limit)
 zeus_nb.record("hf_skipped", hf_skipped)
+print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect reads them)")
+
+# %% [markdown]
+# ## What you learned
+#
+# - The power-limit optimizer profiles each limit for a few steps, then keeps the one its selector
+#   prefers: `Time()` the fastest, `Energy()` the least energy, `ZeusCost(eta_knob)` a weighted
+#   mix, `MaxSlowdownConstraint(factor)` the lowest limit within a slowdown budget.
+# - The energy-optimal limit is not the lowest one: below it a step slows down more than its power
+#   falls, so a job uses *more* energy (the slowdown table above shows where for this profile).
+# - Four calls wire the optimizer into any training loop, a saved profile skips profiling next
+#   time, and the Hugging Face `Trainer` takes it as a callback.
 
 # %% [markdown]
 # **Next**: notebook 03 widens the view from the power limit alone to batch size x power limit.

@@ -142,7 +142,7 @@ def should_stop_early(cost: float, best_cost: float | None, beta: float) -> bool
     # END SOLUTION
 
 
-check.should_stop_early(should_stop_early)
+should_stop_early = check.should_stop_early(should_stop_early)
 
 # %% [markdown]
 # ## Live: a recurring job on this backend
@@ -206,6 +206,18 @@ zeus_nb.record("live_time", live.time.tolist())
 zeus_nb.record("live_energy", live.energy.tolist())
 zeus_nb.record("live_phase", bso.phase)
 zeus_nb.record("live_survivors", bso.survivors)
+print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect reads them)")
+
+# %% [markdown]
+# ## What you learned
+#
+# - A recurring job can learn its batch size across runs: the optimizer first prunes batch sizes
+#   that fail to reach the target, then treats the rest as arms of a bandit and samples the next
+#   one from what earlier runs cost (Thompson sampling).
+# - Early stopping ends a run once its cost passes `beta` times the best cost so far, so a bad batch
+#   size costs little to rule out.
+# - `eta` weighs energy against time in the cost the bandit minimizes; `beta` trades how early runs
+#   are stopped against the risk of stopping one that would have done well.
 
 # %% [markdown]
 # **Next**: notebook 05 measures data-parallel training across several GPUs.

@@ -88,7 +88,7 @@ def aggregate_data_parallel(times: list[float], energies: list[float]) -> tuple[
     # END SOLUTION
 
 
-check.aggregate_data_parallel(aggregate_data_parallel)
+aggregate_data_parallel = check.aggregate_data_parallel(aggregate_data_parallel)
 job_time, job_energy = aggregate_data_parallel(list(ranks.time_s), list(ranks.energy_j))
 print(f"from the ranks: {job_time:.2f} s, {job_energy:.1f} J (results: {dp['energy_j']:.1f} J)")
 
@@ -96,7 +96,7 @@ print(f"from the ranks: {job_time:.2f} s, {job_energy:.1f} J (results: {dp['ener
 # ## What the optimizer measured
 #
 # Each profiled limit's window holds all ranks (time: the slowest, energy: the sum). Limits that
-# adaptive profiling ruled out early are shaded.
+# adaptive profiling ruled out early are drawn as dotted grey lines (listed under the plot).
 
 # %%
 profile = [
@@ -110,6 +110,8 @@ if profile:
     fig = power_limit_profile(
         profile, chosen=dp["optimal_power_limit_w"], skipped=dp.get("profile_skipped_w", [])
     )
+    skipped = dp.get("profile_skipped_w", [])
+    print(f"ruled out early: {', '.join(f'{w:g} W' for w in skipped) if skipped else 'none'}")
 
 # %% [markdown]
 # ## Fully sharded data parallel
@@ -127,6 +129,18 @@ if fsdp is not None:
         }
     )
     print(summary.round(3))
+    same = all(abs(dp[k] - fsdp[k]) <= 1e-9 * max(1.0, abs(dp[k])) for k in ("time_s", "energy_j"))
+    if same and gpu_backend == "sim":
+        print(
+            "DDP and FSDP measure the same time and energy here: the simulated GPU's step cost "
+            "depends on batch size and power limit only, not on how the model is sharded "
+            "(on real GPUs the two can differ)."
+        )
+    elif not same:
+        print(
+            f"FSDP vs DDP: {fsdp['time_s'] / dp['time_s']:.2f}x the time, "
+            f"{fsdp['energy_j'] / dp['energy_j']:.2f}x the energy"
+        )
 
 # %% [markdown]
 # ## Results
@@ -141,6 +155,16 @@ zeus_nb.record("dp_optimal_power_limit", dp["optimal_power_limit_w"])
 if fsdp is not None:
     zeus_nb.record("fsdp", {k: fsdp[k] for k in ("world_size", "time_s", "energy_j", "accuracy")})
     zeus_nb.record("fsdp_power_limits", [r["power_limit_w"] for r in fsdp["ranks"]])
+print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect reads them)")
+
+# %% [markdown]
+# ## What you learned
+#
+# - Each rank of a data-parallel job measures its own GPU; the job lasts as long as its slowest
+#   rank and its energy is the sum over ranks.
+# - The power-limit optimizer runs on every rank and agrees on one limit for the whole job.
+# - FSDP shards parameters, gradients and optimizer state across ranks; energy is measured and
+#   optimized the same way as with DDP.
 
 # %% [markdown]
 # **Where next**: run the same entry points on real GPUs (see the training guide), or sweep this

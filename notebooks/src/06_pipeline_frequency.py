@@ -135,7 +135,7 @@ def iteration_energy(
     # END SOLUTION
 
 
-check.iteration_energy(iteration_energy)
+iteration_energy = check.iteration_energy(iteration_energy)
 busy_energy = [
     sum(profile.at(s, i, f).energy for (s, i, _), (_, _, f) in max_clock.spans.items() if s == st)
     for st in range(stages)

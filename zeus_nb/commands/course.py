@@ -1,4 +1,4 @@
-"""zeus-nb course build | verify | grade | timings"""
+"""zeus-nb course build | verify | grade | timings | slides"""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def register(sub) -> None:
 
     v = course_sub.add_parser(
         "verify",
-        help="execute a built course: solutions must run, student copies must stop at an exercise",
+        help="execute a built course: both editions run to the end, solutions pass every check",
     )
     v.add_argument("dir", nargs="?", default="course", help="course folder (default: course)")
     v.add_argument(
@@ -58,6 +58,20 @@ def register(sub) -> None:
     )
     t.add_argument("-o", "--output", default=None, help="also write the table to this file")
     t.set_defaults(func=run_timings)
+
+    s = course_sub.add_parser(
+        "slides", help="reveal.js slides of the notebooks (student edition) with nbconvert"
+    )
+    s.add_argument(
+        "notebooks", nargs="*", help="notebooks or folders (default: the shipped notebooks)"
+    )
+    s.add_argument("-o", "--output", default="slides", help="output folder (default: slides)")
+    s.add_argument(
+        "--reveal-url",
+        default=None,
+        help="where browsers load reveal.js from (default: nbconvert's CDN address)",
+    )
+    s.set_defaults(func=run_slides)
 
 
 def _execution_options(p) -> None:
@@ -177,4 +191,12 @@ def run_timings(args) -> int:
     print(table, end="")
     if args.output:
         Path(args.output).write_text(table)
+    return 0
+
+
+def run_slides(args) -> int:
+    from zeus_nb.course.slides import build_slides
+
+    for path in build_slides(args.notebooks or None, args.output, args.reveal_url):
+        print(f"wrote {path}")
     return 0

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.course.markers import EXERCISE_TAG, PASSED_MARK, CourseError, strip_outputs
+from zeus_nb.course.feedback import exercise_results
+from zeus_nb.course.markers import EXERCISE_TAG, CourseError, strip_outputs
 from zeus_nb.course.verify import _environ
 
 
@@ -18,33 +19,8 @@ class ExerciseResult:
 
     submission: str
     exercise: int
-    status: str  # "passed", "failed" or "not run"
+    status: str  # "passed", "failed", "not attempted", "error" or "not run"
     detail: str
-
-
-def _grade_cells(nb: Any) -> list[tuple[str, str]]:
-    """(status, detail) of each exercise cell of an executed notebook, in order."""
-    out = []
-    for cell in nb.cells:
-        if cell.cell_type != "code" or EXERCISE_TAG not in cell.metadata.get("tags", []):
-            continue
-        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        text = "".join(
-            o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream"
-        )
-        if errors:
-            e = errors[0]
-            if e.get("ename") == "NotImplementedError":
-                out.append(("failed", "not attempted (NotImplementedError)"))
-            else:
-                out.append(("failed", f"{e.get('ename')}: {e.get('evalue')}"))
-        elif cell.get("execution_count") is None:
-            out.append(("not run", "an earlier cell failed"))
-        elif PASSED_MARK in text:
-            out.append(("passed", text.strip().splitlines()[-1]))
-        else:
-            out.append(("failed", "no check result: keep the check call at the end of the cell"))
-    return out
 
 
 def _unique_output(out: Path, path: Path, taken: set[Path]) -> Path:
@@ -82,13 +58,14 @@ def _grade_one(
         cell.metadata["tags"].append("raises-exception")  # go on to the next exercise
     # a failing cell is judged cell by cell below; a timeout or a dead kernel is the problem
     problem = execute(nb, target, parameters, path.parent, kernel_name, timeout).problem
-    graded = _grade_cells(nbformat.read(target, as_version=4)) if target.exists() else []
-    if len(graded) != len(exercise_cells):
-        graded = [("not run", "")] * len(exercise_cells)
+    graded = exercise_results(nbformat.read(target, as_version=4)) if target.exists() else []
+    pairs = [(r.status, r.detail) for r in graded]
+    if len(pairs) != len(exercise_cells):
+        pairs = [("not run", "")] * len(exercise_cells)
     results = []
-    for number, (status, detail) in enumerate(graded, start=1):
-        if problem and (status == "not run" or detail.startswith("KeyboardInterrupt")):
-            detail = f"execution stopped: {problem}"
+    for number, (status, detail) in enumerate(pairs, start=1):
+        if problem and (status == "not run" or "KeyboardInterrupt" in detail):
+            status, detail = "failed", f"execution stopped: {problem}"
         results.append(ExerciseResult(name, number, status, detail))
     return results
 
@@ -109,6 +86,8 @@ def grade(
     later exercises are graded too; a failing cell outside the exercises does, and the exercises
     after it count as not run, as do those after a cell that runs longer than ``timeout`` seconds
     (None: no limit). Executed copies go to ``out_dir``; ``jobs`` submissions run at once.
+    Paths may be relative or absolute, from any working directory; an untouched exercise is
+    "not attempted", one whose code raised is "error" with the cell named.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -128,7 +107,12 @@ def grade(
     out.mkdir(parents=True, exist_ok=True)
     taken: set[Path] = set()
     targets = [_unique_output(out, path, taken) for path in files]
-    with _environ(env), ThreadPoolExecutor(max_workers=jobs) as pool:
+    # lenient checks: a wrong answer is reported and the notebook goes on with the reference,
+    # so every later exercise is graded on its own
+    with (
+        _environ({"ZEUS_NB_CHECKS": "lenient", **dict(env or {})}),
+        ThreadPoolExecutor(max_workers=jobs) as pool,
+    ):
         per_file = pool.map(
             lambda pair: _grade_one(pair[0], pair[1], parameters, kernel_name, timeout),
             zip(files, targets, strict=True),

@@ -10,14 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zeus_nb.check import FAILED_MARK, NOT_DONE_MARK, PASSED_MARK  # noqa: F401 (re-exported)
 from zeus_nb.errors import ZeusNbError
 
 BEGIN = "# BEGIN SOLUTION"
 END = "# END SOLUTION"
-STUB = 'raise NotImplementedError("Exercise: replace this line with your solution")'
+STUB = 'raise NotImplementedError("your turn: replace this line with your code")'
 VERSIONS = ("student", "solution")
+EDITION_KEY = "zeus_nb"  # notebook metadata: {"edition": "student" | "instructor"}
 EXERCISE_TAG = "exercise"
-PASSED_MARK = "\N{CHECK MARK}"  # what a passing ``zeus_nb.check`` call prints
 
 
 class CourseError(ZeusNbError, ValueError):
@@ -131,6 +132,8 @@ def split_notebook(nb: Any, name: str = "notebook") -> tuple[Any, Any, int]:
             if EXERCISE_TAG not in tags:
                 tags.append(EXERCISE_TAG)
         exercises += 1
+    student.metadata[EDITION_KEY] = {"edition": "student"}
+    solution.metadata[EDITION_KEY] = {"edition": "instructor"}
     return strip_outputs(student), strip_outputs(solution), exercises
 
 
@@ -198,3 +201,44 @@ def build(
             targets[version] = target
         built.append(BuiltNotebook(path.name, exercises, targets["student"], targets["solution"]))
     return built
+
+
+def edition(nb: Any, solutions: bool = False, name: str = "notebook") -> Any:
+    """The student edition of notebook node ``nb`` (instructor edition with ``solutions``)."""
+    student, solution, _ = split_notebook(nb, name)
+    return solution if solutions else student
+
+
+def edition_text(path: str | os.PathLike, solutions: bool = False) -> str:
+    """The student (or instructor) edition of the notebook file ``path``, as ``.ipynb`` text.
+
+    What anything that hands notebooks to students writes (``zeus-nb notebooks``, the Docker
+    image, the docs site): the same bytes for the same source, so copies can be compared.
+    """
+    import nbformat
+
+    p = Path(path)
+    try:
+        nb = nbformat.read(p, as_version=4)
+    except Exception as e:
+        raise CourseError(f"{p}: not a readable notebook ({e})") from e
+    return nbformat.writes(edition(nb, solutions, p.name)) + "\n"
+
+
+def write_edition(
+    dest: str | os.PathLike,
+    solutions: bool = False,
+    notebooks: Iterable[str | os.PathLike] | None = None,
+) -> list[Path]:
+    """Write the student edition (or, with ``solutions``, the instructor edition) into ``dest``.
+
+    The shipped notebooks hold each exercise's solution between markers; what a student opens is
+    this function's output: exercise bodies replaced by a "your turn" stub that the check reads as
+    "not done yet". ``notebooks`` defaults to the shipped ones. Returns the written files.
+    """
+    out = Path(dest)
+    texts = {path.name: edition_text(path, solutions) for path in _collect(notebooks)}
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in texts.items():
+        (out / name).write_text(text, encoding="utf-8")
+    return [out / name for name in texts]

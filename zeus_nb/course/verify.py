@@ -1,4 +1,4 @@
-"""Execute a built course: solutions run to the end, student copies stop at their first exercise."""
+"""Execute a built course: both editions run to the end; solutions pass, student stubs say so."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.course.markers import STUB, VERSIONS, CourseError, _source
+from zeus_nb.course.feedback import exercise_results
+from zeus_nb.course.markers import VERSIONS, CourseError
 from zeus_nb.course.timings import _duration
 
 
@@ -31,16 +32,6 @@ def _environ(extra: Mapping[str, str] | None = None):
     return kernel_environment(dict(extra or {}))
 
 
-def _first_exercise_source(nb_path: Path) -> str | None:
-    import nbformat
-
-    nb = nbformat.read(nb_path, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code" and STUB in _source(cell):
-            return _source(cell)
-    return None
-
-
 def execute_version(
     notebook: Path,
     version: str,
@@ -51,11 +42,12 @@ def execute_version(
 ) -> Verification:
     """Execute one built notebook and judge it as ``version`` ("student" or "solution").
 
-    A solution passes when it runs to the end. A student copy passes when it stops with
-    ``NotImplementedError`` in its first exercise cell, or runs to the end if it has no exercises.
+    Both run to the end. A solution passes when every exercise check passes (checks are
+    strict here: a wrong reference raises); a student copy when every exercise shows its
+    "not done yet" line and the notebook went on with the reference answers.
     ``env`` is set while the kernel runs (for example ``ZEUS_NB_BACKEND=sim``).
     """
-    with _environ(env):
+    with _environ({"ZEUS_NB_CHECKS": "strict", **dict(env or {})}):
         return _run_version(notebook, version, output, parameters, kernel_name)
 
 
@@ -71,41 +63,30 @@ def _run_version(
 
     if version not in VERSIONS:
         raise ValueError(f"version must be one of {VERSIONS}, got {version!r}")
-    stub_cell = _first_exercise_source(notebook) if version == "student" else None
+    import nbformat
+
     name = notebook.name
-    run = execute(notebook, output, parameters, notebook.parent, kernel_name)
+    run = execute(notebook.resolve(), output, parameters, notebook.parent, kernel_name)
+    duration = _duration(output)
     if run.problem:  # the kernel died or would not start: report it, go on with the rest
         return Verification(
-            name, version, False, f"could not execute: {run.problem}", output, _duration(output)
+            name, version, False, f"could not execute: {run.problem}", output, duration
         )
-    error = run if run.ename else None
-    duration = _duration(output)
-    if version == "solution" or stub_cell is None:
-        if error is None:
-            return Verification(name, version, True, "ran to the end", output, duration)
+    if run.ename:
         return Verification(
-            name, version, False, f"failed: {error.ename}: {error.evalue}", output, duration
+            name, version, False, f"failed: {run.ename}: {run.evalue}", output, duration
         )
-    if error is None:
-        return Verification(
-            name, version, False, "ran to the end although it has exercises", output, duration
-        )
-    if error.ename != "NotImplementedError":
-        return Verification(
-            name, version, False, f"failed with {error.ename}: {error.evalue}", output, duration
-        )
-    if error.cell_source.strip() != stub_cell.strip():
-        return Verification(
-            name,
-            version,
-            False,
-            "NotImplementedError raised before the first exercise cell",
-            output,
-            duration,
-        )
-    return Verification(
-        name, version, True, "stopped at its first exercise (NotImplementedError)", output, duration
-    )
+    results = exercise_results(nbformat.read(output, as_version=4))
+    want = "passed" if version == "solution" else "not attempted"
+    off = [
+        f"exercise {i}: {r.status} ({r.detail})"
+        for i, r in enumerate(results, 1)
+        if r.status != want
+    ]
+    if off:
+        return Verification(name, version, False, "; ".join(off), output, duration)
+    what = "every exercise passed" if version == "solution" else "every exercise says not done yet"
+    return Verification(name, version, True, f"ran to the end, {what}", output, duration)
 
 
 def verify(
@@ -118,6 +99,8 @@ def verify(
 ) -> list[Verification]:
     """Execute every notebook of a built course, solutions and student copies.
 
+    Paths may be relative or absolute, from any working directory.
+
     Executed notebooks go to ``out_dir/<version>/`` (default ``course_dir/executed``); ``env`` is
     set while the kernels run (for example ``ZEUS_NB_BACKEND=sim``). ``jobs`` kernels run at once:
     most of a short run is kernel start-up and imports, which overlap well.
@@ -126,8 +109,8 @@ def verify(
 
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
-    course = Path(course_dir)
-    out = Path(out_dir) if out_dir is not None else course / "executed"
+    course = Path(course_dir).resolve()
+    out = Path(out_dir).resolve() if out_dir is not None else course / "executed"
     todo: list[tuple[Path, str]] = []
     for version in ("solution", "student"):
         notebooks = sorted((course / version).glob("*.ipynb"))
@@ -136,7 +119,10 @@ def verify(
                 f"{course / version} has no notebooks; run `zeus-nb course build` first"
             )
         todo += [(nb, version) for nb in notebooks]
-    with _environ(env), ThreadPoolExecutor(max_workers=jobs) as pool:
+    with (
+        _environ({"ZEUS_NB_CHECKS": "strict", **dict(env or {})}),
+        ThreadPoolExecutor(max_workers=jobs) as pool,
+    ):
         return list(
             pool.map(
                 lambda job: _run_version(

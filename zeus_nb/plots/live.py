@@ -45,16 +45,59 @@ class LiveSeries:
 
 def plot_live(series: LiveSeries, title: str = ""):
     """Power and cumulative energy over time (a matplotlib Figure)."""
+    return plot_runs([("", series)], title=title)
+
+
+@dataclass
+class Bounds:
+    """Axis limits that only grow, so runs drawn one after another share their scale."""
+
+    time_s: float = 0.0
+    power_w: float = 0.0
+    energy_j: float = 0.0
+
+    def cover(self, series: LiveSeries) -> Bounds:
+        """Grow to hold ``series`` (with 5 % headroom); returns self."""
+        if series.times:
+            self.time_s = max(self.time_s, 1.05 * max(series.times))
+            self.power_w = max(self.power_w, 1.05 * max(series.powers))
+            self.energy_j = max(self.energy_j, 1.05 * max(series.energies))
+        return self
+
+
+def plot_runs(
+    runs: list[tuple[str, LiveSeries]],
+    bounds: Bounds | None = None,
+    title: str = "",
+    legend_title: str = "",
+):
+    """Power and cumulative energy of several runs, overlaid; the last one drawn boldest.
+
+    Each run is ``(label, series)``; labels (a power limit, say) go into the legend. ``bounds``
+    fixes the axes so that two runs can be compared by eye; by default they fit the runs.
+    """
     import matplotlib.pyplot as plt
 
+    if bounds is None:
+        bounds = Bounds()
+        for _, series in runs:
+            bounds.cover(series)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3))
-    times = [0.0, *series.times]  # each step's power holds from the previous sample to its own
-    ax1.plot(times, series.powers[:1] + series.powers, drawstyle="steps-pre")
+    for i, (label, series) in enumerate(runs):
+        last = i == len(runs) - 1
+        style = {"linewidth": 2.0 if last else 1.0, "alpha": 1.0 if last else 0.55}
+        times = [0.0, *series.times]  # each step's power holds from the previous sample to its own
+        ax1.plot(
+            times, series.powers[:1] + series.powers, drawstyle="steps-pre", label=label, **style
+        )
+        ax2.plot(times, [0.0, *series.energies], marker="." if last else None, label=label, **style)
     ax1.set(xlabel="time (s)", ylabel="power (W)", title="power")
-    ax1.set_ylim(bottom=0)
-    ax2.plot(times, [0.0, *series.energies], marker=".")
     ax2.set(xlabel="time (s)", ylabel="energy (J)", title="cumulative energy")
-    ax2.set_ylim(bottom=0)
+    for ax, top in ((ax1, bounds.power_w), (ax2, bounds.energy_j)):
+        ax.set_ylim(0, top or None)
+        ax.set_xlim(0, bounds.time_s or None)
+    if any(label for label, _ in runs):
+        ax2.legend(title=legend_title or None, fontsize="small", loc="upper left")
     if title:
         fig.suptitle(title)
     fig.tight_layout()

@@ -111,6 +111,8 @@ def launch(
         run_env["PYTHONPATH"] = os.pathsep.join(
             p for p in (package_root, run_env.get("PYTHONPATH")) if p
         )
+        if mode != "single":  # torchrun sets 1 thread per worker anyway, with a banner if unset
+            run_env.setdefault("OMP_NUM_THREADS", "1")
         run_env.update(env or {})
         rc, tail = run_streaming(cmd, run_env, echo=echo, timeout=timeout)
         if rc != 0 or not results.is_file():
