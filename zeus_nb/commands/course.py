@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import errno
+import sys
 from pathlib import Path
 
 
@@ -169,12 +170,18 @@ def run_grade(args) -> int:
 
 
 def run_timings(args) -> int:
-    from zeus_nb.course import timings, timings_table
+    from zeus_nb.course import CourseError, timings, timings_table
 
-    table = timings_table(timings(args.paths))
     if args.output and Path(args.output).is_dir():
         raise IsADirectoryError(errno.EISDIR, "Is a directory", args.output)
+    problems: list[str] = []  # each unreadable notebook is named; the others still timed
+    rows = timings(args.paths, problems)
+    if not rows and problems:
+        raise CourseError("; ".join(problems))
+    table = timings_table(rows)
     print(table, end="")
     if args.output:
         Path(args.output).write_text(table)
-    return 0
+    for problem in problems:
+        print(f"zeus-nb: skipped: {problem}", file=sys.stderr)
+    return 1 if problems else 0

@@ -1,0 +1,151 @@
+"""Bad input reaching the notebooks and the read commands: notebook parameters of the wrong
+form, executed notebooks with damaged run times, read commands pointed at missing paths.
+
+Rows of docs/reliability.md name these tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import zeus_nb
+from zeus_nb import course
+from zeus_nb.cli import main
+from zeus_nb.course import CourseError
+
+ROOT = Path(zeus_nb.__file__).resolve().parents[1]
+
+# Runs a shipped notebook's first cells (parameters, then each cell up to the one that parses
+# the number-list parameters) once per override set, printing one JSON line per set: the
+# parsed lists, or the error's type and message.
+_RUNNER = r"""
+import json, sys
+cells, names, variants, out_dir = json.loads(sys.stdin.read())
+scope = {}
+for source in cells[:-1]:
+    exec(source, scope)
+for overrides in variants:
+    scope.update(overrides, out_dir=out_dir)
+    try:
+        exec(cells[-1], scope)
+        print(json.dumps({"ok": {n: scope[n] for n in names}}))
+    except Exception as e:
+        print(json.dumps({"error": [type(e).__name__, str(e)]}))
+"""
+
+
+def _first_cells(notebook: str, names: list[str]) -> list[str]:
+    """The code cells up to the one that assigns ``names`` (the parameters cell comes first)."""
+    nb = nbformat.read(ROOT / "notebooks" / notebook, as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    end = next(i for i, src in enumerate(code) if f"\n{names[-1]} = " in f"\n{src}")
+    return code[: end + 1]
+
+
+def _parse_parameters(tmp_path, notebook, names, variants) -> list[dict]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ZEUS_NB_BACKEND": "sim", "MPLBACKEND": "Agg"}
+    payload = json.dumps([_first_cells(notebook, names), names, variants, str(tmp_path)])
+    run = subprocess.run(
+        [sys.executable, "-c", _RUNNER],
+        input=payload,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+
+
+def test_notebook_number_list_parameters_take_one_number_a_list_or_text(tmp_path):
+    variants = [
+        {"live_power_limits": 500},  # `-p live_power_limits 500` passes an int
+        {"live_power_limits": "300, 200"},
+        {"live_power_limits": [250, 150.5], "live_batch_sizes": 64},
+        {"live_power_limits": "nan"},
+        {"live_power_limits": "300,200e3"},  # 200 kW: a unit mistake
+        {"live_batch_sizes": "32,6.5"},
+    ]
+    got = _parse_parameters(
+        tmp_path,
+        "03_energy_time_tradeoff.ipynb",
+        ["batch_sizes", "power_limits"],
+        variants,
+    )
+    assert [g.get("ok") for g in got[:3]] == [
+        {"batch_sizes": [32, 64, 128], "power_limits": [500.0]},
+        {"batch_sizes": [32, 64, 128], "power_limits": [300.0, 200.0]},
+        {"batch_sizes": [64], "power_limits": [250.0, 150.5]},
+    ]
+    for g, name, item in zip(
+        got[3:], ["live_power_limits", "live_power_limits", "live_batch_sizes"], [1, 2, 2]
+    ):
+        kind, message = g["error"]
+        assert kind == "InputError", g
+        assert f"notebook parameter {name}, item {item}" in message
+
+
+def test_notebook_04_batch_sizes_parameter_takes_one_number(tmp_path):
+    got = _parse_parameters(
+        tmp_path,
+        "04_batch_size_optimizer.ipynb",
+        ["candidates"],
+        [{"live_batch_sizes": 64}, {"live_batch_sizes": "16,0"}],
+    )
+    assert got[0] == {"ok": {"candidates": [64]}}
+    assert got[1]["error"][0] == "InputError"
+    assert "notebook parameter live_batch_sizes, item 2" in got[1]["error"][1]
+
+
+# --- course timings: a batch read over executed notebooks -----------------------------------
+def _executed(path: Path, duration) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["papermill"] = {"duration": duration, "exception": False, "parameters": {}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.mark.parametrize("duration", [float("nan"), float("inf"), -3.0, "12", True, 1e12])
+def test_timings_refuse_a_damaged_run_time_naming_the_notebook(tmp_path, capsys, duration):
+    good = _executed(tmp_path / "a.ipynb", 12.5)
+    bad = _executed(tmp_path / "b.ipynb", 1.0)
+    nb = json.loads(bad.read_text())
+    nb["metadata"]["papermill"]["duration"] = duration
+    bad.write_text(json.dumps(nb))  # json writes NaN/Infinity, as a damaged file may hold
+    with pytest.raises(CourseError, match=r"b\.ipynb: metadata papermill\.duration"):
+        course.timings([tmp_path])
+    problems: list[str] = []
+    rows = course.timings([tmp_path], problems)
+    assert [(r.notebook, r.seconds) for r in rows] == [("a.ipynb", 12.5)]
+    assert len(problems) == 1 and str(bad) in problems[0]
+    # the command prints the table of the others, names the bad one, and exits 1
+    assert main(["course", "timings", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert "| a.ipynb |" in captured.out and "nan" not in captured.out
+    assert "b.ipynb" not in captured.out and str(bad) in captured.err
+
+
+def test_timings_name_an_unreadable_notebook_and_time_the_others(tmp_path, capsys):
+    _executed(tmp_path / "a.ipynb", 3.0)
+    (tmp_path / "b.ipynb").write_bytes(b"\xff\xfe not a notebook")
+    (tmp_path / "c.ipynb").write_text("[1, 2]")  # JSON, not a notebook
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["course", "timings", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert "| a.ipynb |" in captured.out
+    err = captured.err.strip().splitlines()
+    assert len(err) == 2 and "Traceback" not in captured.err
+    assert str(tmp_path / "b.ipynb") in err[0] and str(tmp_path / "c.ipynb") in err[1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # a read command wrote nothing
+    # every notebook unreadable: one line, exit 2
+    assert main(["course", "timings", str(tmp_path / "b.ipynb")]) == 2
+    assert str(tmp_path / "b.ipynb") in capsys.readouterr().err
