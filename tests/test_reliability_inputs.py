@@ -86,7 +86,10 @@ def test_notebook_number_list_parameters_take_one_number_a_list_or_text(tmp_path
         {"batch_sizes": [64], "power_limits": [250.0, 150.5]},
     ]
     for g, name, item in zip(
-        got[3:], ["live_power_limits", "live_power_limits", "live_batch_sizes"], [1, 2, 2]
+        got[3:],
+        ["live_power_limits", "live_power_limits", "live_batch_sizes"],
+        [1, 2, 2],
+        strict=True,
     ):
         kind, message = g["error"]
         assert kind == "InputError", g
@@ -116,7 +119,7 @@ def _executed(path: Path, duration) -> Path:
 
 @pytest.mark.parametrize("duration", [float("nan"), float("inf"), -3.0, "12", True, 1e12])
 def test_timings_refuse_a_damaged_run_time_naming_the_notebook(tmp_path, capsys, duration):
-    good = _executed(tmp_path / "a.ipynb", 12.5)
+    _executed(tmp_path / "a.ipynb", 12.5)
     bad = _executed(tmp_path / "b.ipynb", 1.0)
     nb = json.loads(bad.read_text())
     nb["metadata"]["papermill"]["duration"] = duration

@@ -47,9 +47,7 @@ def _checked_seconds(value: object, path: Path) -> float:
     )
 
 
-def timings(
-    paths: Iterable[str | os.PathLike], problems: list[str] | None = None
-) -> list[Timing]:
+def timings(paths: Iterable[str | os.PathLike], problems: list[str] | None = None) -> list[Timing]:
     """Run times recorded by papermill in executed notebooks (files, or folders searched deeply).
 
     A notebook that cannot be read, or holds no valid run time, raises :class:`CourseError`;
