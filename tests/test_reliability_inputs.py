@@ -152,3 +152,42 @@ def test_timings_name_an_unreadable_notebook_and_time_the_others(tmp_path, capsy
     # every notebook unreadable: one line, exit 2
     assert main(["course", "timings", str(tmp_path / "b.ipynb")]) == 2
     assert str(tmp_path / "b.ipynb") in capsys.readouterr().err
+
+
+# --- the training runs' slowdown budget -----------------------------------------------------
+@pytest.mark.parametrize("raw", ["inf", "nan", "-1", "0.5", "1e4", "fast"])
+def test_max_slowdown_from_the_environment_is_checked(monkeypatch, raw):
+    from zeus_nb.errors import InputError
+    from zeus_nb.train.config import max_slowdown_factor
+
+    monkeypatch.setenv("ZEUS_NB_MAX_SLOWDOWN", raw)
+    with pytest.raises(InputError, match="environment variable ZEUS_NB_MAX_SLOWDOWN"):
+        max_slowdown_factor()
+    monkeypatch.setenv("ZEUS_NB_MAX_SLOWDOWN", " 1.25 ")
+    assert max_slowdown_factor() == 1.25
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 0.9, 1e4, "1.2", True])
+def test_max_slowdown_argument_is_checked(value):
+    from zeus_nb.train.config import max_slowdown_factor
+
+    with pytest.raises(ValueError, match="maximum slowdown factor"):
+        max_slowdown_factor(value)
+    assert max_slowdown_factor(1.0) == 1.0
+
+
+# --- a sweep's results table ----------------------------------------------------------------
+@pytest.mark.parametrize("damage", [b"\xff\xfe,,\n", b'notebook,i\n"unterminated\n'])
+def test_a_damaged_results_table_is_kept_aside_not_overwritten(tmp_path, caplog, damage):
+    import pandas as pd
+
+    from zeus_nb.commands.sweep import write_results
+
+    sidecar = tmp_path / "p1.records.json"
+    sidecar.write_text(json.dumps({"records": {"i": 1}}))
+    (tmp_path / "results.csv").write_bytes(damage)
+    with caplog.at_level("WARNING"):
+        csv, _ = write_results(tmp_path, [sidecar])
+    assert (tmp_path / "results.csv.damaged").read_bytes() == damage
+    assert "results.csv.damaged" in caplog.text and str(csv) in caplog.text
+    assert list(pd.read_csv(csv)["i"]) == [1]

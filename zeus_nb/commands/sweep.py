@@ -101,6 +101,7 @@ def write_results(out_dir: Path, outputs: list[Path]):
     Under a file lock and through a temporary file, so two sweeps into one folder never leave
     a duplicate or a torn row. Returns (path, this sweep's table).
     """
+    import logging
     import os
 
     import pandas as pd
@@ -115,8 +116,18 @@ def write_results(out_dir: Path, outputs: list[Path]):
         if csv.exists() and csv.stat().st_size > 0:
             try:
                 before = pd.read_csv(csv)
-            except (ValueError, UnicodeDecodeError):  # a damaged table is rebuilt from ours
+            except (ValueError, UnicodeDecodeError) as e:
+                # rebuilt from this sweep's notebooks; the damaged file is kept, never lost
                 before = None
+                kept = csv.with_name(f"{csv.name}.damaged")
+                os.replace(csv, kept)
+                logging.getLogger(__name__).warning(
+                    "%s: not a readable table (%s); kept as %s, and results.csv now lists "
+                    "this sweep's points only",
+                    csv,
+                    " ".join(str(e).split())[:120],
+                    kept,
+                )
             if before is not None and "notebook" in before.columns:
                 ours = set(table["notebook"].astype(str))
                 keep = before[~before["notebook"].astype(str).isin(ours)]

@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any
 
+from zeus_nb.validate import Quantity, env_number, number
+
 DEFAULT_MAX_SLOWDOWN = 1.1
 
 
@@ -53,21 +55,23 @@ class TrainConfig:
             raise ValueError(f"device must be auto, cuda or cpu, got {self.device!r}")
 
 
+# A run allowed to take 100x longer has no time budget at all; such a value is a typo.
+SLOWDOWN = Quantity("maximum slowdown factor", "", 1.0, 100.0)
+
+
 def max_slowdown_factor(value: float | None = None) -> float:
-    """The slowdown factor: ``value``, else ``ZEUS_NB_MAX_SLOWDOWN``, else 1.1."""
+    """The slowdown factor: ``value``, else ``ZEUS_NB_MAX_SLOWDOWN``, else 1.1.
+
+    Checked as every outside number is: ``inf`` or ``nan`` would lift the time budget and let
+    the optimizer pick the lowest limit whatever it costs in time.
+    """
+    fix = "use e.g. 1.1 (10% slower at most)"
     if value is None:
-        raw = os.environ.get("ZEUS_NB_MAX_SLOWDOWN", "").strip()
-        if not raw:
-            return DEFAULT_MAX_SLOWDOWN
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ValueError(
-                f"ZEUS_NB_MAX_SLOWDOWN={raw!r} is not a number; use e.g. 1.1 (10% slower at most)"
-            ) from None
+        return env_number("ZEUS_NB_MAX_SLOWDOWN", DEFAULT_MAX_SLOWDOWN, SLOWDOWN, fix)
+    value = number(value, "the maximum slowdown factor", fix=fix, text_ok=False)
     if not value >= 1.0:
         raise ValueError(f"the maximum slowdown factor must be >= 1.0 (1.0 = none), got {value}")
-    return float(value)
+    return number(value, "the maximum slowdown factor", SLOWDOWN, fix)
 
 
 def with_overrides(config: TrainConfig | None, overrides: dict[str, Any]) -> TrainConfig | None:
