@@ -191,3 +191,55 @@ def test_a_damaged_results_table_is_kept_aside_not_overwritten(tmp_path, caplog,
     assert (tmp_path / "results.csv.damaged").read_bytes() == damage
     assert "results.csv.damaged" in caplog.text and str(csv) in caplog.text
     assert list(pd.read_csv(csv)["i"]) == [1]
+
+
+# --- relative output paths (the runner `zeus-nb tour` and `sweep` share) ---------------------
+def test_a_relative_tour_output_keeps_the_records_beside_the_notebook(tmp_path, monkeypatch):
+    from zeus_nb.notebooks import run_notebook
+
+    nb = nbformat.v4.new_notebook()
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = kernel
+    nb.cells = [nbformat.v4.new_code_cell("import zeus_nb\nzeus_nb.record('seen', 7)")]
+    nbformat.write(nb, tmp_path / "toy.ipynb")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.delenv("ZEUS_NB_RECORD_FILE", raising=False)
+    res = run_notebook("toy.ipynb", Path("runs/tour/toy.ipynb"), timeout=120)
+    assert res.ok, res.error
+    side = tmp_path / "runs" / "tour" / "toy.records.json"
+    assert json.loads(side.read_text())["records"] == {"seen": 7}
+    assert not (tmp_path / "runs" / "tour" / "runs").exists()
+
+
+# --- read commands never write ----------------------------------------------------------------
+_LOG = ROOT / "zeus_nb" / "resources" / "zeus_profiles" / "A40+resnet50+gpu0.csv"
+
+
+@pytest.mark.parametrize(
+    ("argv", "status"),
+    [
+        (["plo", "replay", str(_LOG), "--json"], 0),
+        (["tradeoff", "savings"], 0),
+        (["tradeoff", "pareto", "--workload", "imagenet"], 0),
+        (["bso", "simulate", "--workload", "cifar100", "--recurrences", "3"], 0),
+        (["bso", "show"], 0),
+        (["bso", "show", "a-job"], 2),
+        (["restore"], 0),
+        (["course", "timings", "{data}"], 0),
+        (["course", "timings", "{data}/missing"], 2),
+        (["plo", "replay", "{data}/missing.csv"], 2),
+    ],
+)
+def test_read_commands_create_nothing(tmp_path, monkeypatch, capsys, argv, status):
+    data = tmp_path / "data"
+    _executed(data / "run.ipynb", 4.0)
+    home = tmp_path / "home"
+    home.mkdir()
+    for var, value in {"HOME": home, "XDG_CACHE_HOME": home / ".cache"}.items():
+        monkeypatch.setenv(var, str(value))
+    monkeypatch.delenv("ZEUS_NB_STATE_DIR", raising=False)
+    monkeypatch.chdir(home)
+    before = sorted(tmp_path.rglob("*"))
+    assert main([a.format(data=data) for a in argv]) == status, capsys.readouterr()
+    assert sorted(tmp_path.rglob("*")) == before
