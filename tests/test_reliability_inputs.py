@@ -243,3 +243,15 @@ def test_read_commands_create_nothing(tmp_path, monkeypatch, capsys, argv, statu
     before = sorted(tmp_path.rglob("*"))
     assert main([a.format(data=data) for a in argv]) == status, capsys.readouterr()
     assert sorted(tmp_path.rglob("*")) == before
+
+
+# --- a notebook that is not one ---------------------------------------------------------------
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"cells": 5}', ""])
+def test_sweep_of_a_file_that_is_not_a_notebook_is_one_line(tmp_path, capsys, content):
+    bad = tmp_path / "bad.ipynb"
+    bad.write_text(content)
+    out = tmp_path / "out"
+    assert main(["sweep", str(bad), "-p", "a", "1", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(bad) in err and "not a readable notebook" in err
+    assert not out.exists()  # refused before the output folder was made
