@@ -110,6 +110,7 @@ def test_notebook_04_batch_sizes_parameter_takes_one_number(tmp_path):
 
 # --- course timings: a batch read over executed notebooks -----------------------------------
 def _executed(path: Path, duration) -> Path:
+    """An executed notebook as papermill leaves it (``duration`` None: killed mid-run)."""
     nb = nbformat.v4.new_notebook()
     nb.metadata["papermill"] = {"duration": duration, "exception": False, "parameters": {}}
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -255,3 +256,31 @@ def test_sweep_of_a_file_that_is_not_a_notebook_is_one_line(tmp_path, capsys, co
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(bad) in err and "not a readable notebook" in err
     assert not out.exists()  # refused before the output folder was made
+
+
+def test_verify_still_reports_every_notebook_when_one_has_no_run_time(
+    tmp_path, monkeypatch, capsys
+):
+    from types import SimpleNamespace
+
+    import zeus_nb.course as course_pkg
+
+    out = tmp_path / "executed"
+
+    def fake_verify(course_dir, out_dir, *args):
+        # one solution timed by papermill, one killed before papermill wrote its run time
+        _executed(Path(out_dir) / "solution" / "01.ipynb", 9.0)
+        _executed(Path(out_dir) / "solution" / "02.ipynb", None)
+        return [
+            SimpleNamespace(ok=True, version="solution", notebook="01.ipynb", detail="ran"),
+            SimpleNamespace(ok=False, version="solution", notebook="02.ipynb", detail="killed"),
+        ]
+
+    monkeypatch.setattr(course_pkg, "verify", fake_verify)
+    (tmp_path / "course").mkdir()
+    assert main(["course", "verify", str(tmp_path / "course"), "-o", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "FAIL solution 02.ipynb: killed" in captured.out
+    assert "1 of 2 executions failed" in captured.out
+    assert "| 01.ipynb |" in (out / "timings.md").read_text()
+    assert "02.ipynb" in captured.err and "Traceback" not in captured.err

@@ -128,9 +128,12 @@ def run_verify(args) -> int:
         print(f"{'PASS' if r.ok else 'FAIL'} {r.version:8} {r.notebook}: {r.detail}")
     out = Path(args.output) if args.output else Path(args.dir) / "executed"
     solution_dir = out / "solution"
-    table = timings_table(timings([solution_dir]))
+    problems: list[str] = []  # a notebook without a run time is named, not fatal
+    table = timings_table(timings([solution_dir], problems))
     (out / "timings.md").write_text(table)
     print(f"\nRun times of the solutions ({out / 'timings.md'}):\n\n{table}")
+    for problem in problems:
+        print(f"zeus-nb: not timed: {problem}", file=sys.stderr)
     failed = [r for r in results if not r.ok]
     if failed:
         print(f"{len(failed)} of {len(results)} executions failed")
