@@ -24,15 +24,16 @@ ROOT = Path(zeus_nb.__file__).resolve().parents[1]
 
 # Runs a shipped notebook's first cells (parameters, then each cell up to the one that parses
 # the number-list parameters) once per override set, printing one JSON line per set: the
-# parsed lists, or the error's type and message.
+# parsed lists, or the error's type and message. Each set starts from the defaults.
 _RUNNER = r"""
 import json, sys
 cells, names, variants, out_dir = json.loads(sys.stdin.read())
 scope = {}
 for source in cells[:-1]:
     exec(source, scope)
+defaults = dict(scope)
 for overrides in variants:
-    scope.update(overrides, out_dir=out_dir)
+    scope = {**defaults, **overrides, "out_dir": out_dir}
     try:
         exec(cells[-1], scope)
         print(json.dumps({"ok": {n: scope[n] for n in names}}))
@@ -42,10 +43,11 @@ for overrides in variants:
 
 
 def _first_cells(notebook: str, names: list[str]) -> list[str]:
-    """The code cells up to the one that assigns ``names`` (the parameters cell comes first)."""
+    """The parameters cell and the code cells after it up to the first that uses ``names``."""
     nb = nbformat.read(ROOT / "notebooks" / notebook, as_version=4)
     code = [c.source for c in nb.cells if c.cell_type == "code"]
-    end = next(i for i, src in enumerate(code) if f"\n{names[-1]} = " in f"\n{src}")
+    assert code[0].lstrip().startswith("backend: str")  # the parameters cell
+    end = next(i for i, src in enumerate(code) if i > 0 and names[-1] in src)
     return code[: end + 1]
 
 
@@ -284,3 +286,24 @@ def test_verify_still_reports_every_notebook_when_one_has_no_run_time(
     assert "1 of 2 executions failed" in captured.out
     assert "| 01.ipynb |" in (out / "timings.md").read_text()
     assert "02.ipynb" in captured.err and "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize(
+    ("notebook", "names", "bad"),
+    [
+        ("01_measuring_energy.ipynb", ["batch_size"], {"epochs": -1}),
+        ("01_measuring_energy.ipynb", ["batch_size"], {"steps_per_epoch": 0}),
+        ("01_measuring_energy.ipynb", ["batch_size"], {"batch_size": 2.5}),
+        ("01_measuring_energy.ipynb", ["sample_period"], {"sample_period": float("nan")}),
+        ("02_power_limit_optimizer.ipynb", ["steps_per_epoch"], {"warmup_steps": -1}),
+        ("02_power_limit_optimizer.ipynb", ["steps_per_epoch"], {"profile_steps": 0}),
+        ("02_power_limit_optimizer.ipynb", ["steps_per_epoch"], {"epochs": 2.5}),
+    ],
+)
+def test_notebook_count_parameters_must_be_whole_and_positive(tmp_path, notebook, names, bad):
+    # epochs=-1 once ran no training and recorded 0 J and 0 W with status ok
+    got = _parse_parameters(tmp_path, notebook, names, [bad, {}])
+    (name,) = bad
+    assert got[0]["error"][0] == "InputError", got
+    assert f"notebook parameter {name}" in got[0]["error"][1]
+    assert "ok" in got[1], got  # the defaults pass

@@ -35,6 +35,7 @@ __all__ = [
     "integer",
     "number",
     "number_list",
+    "notebook_counts",
     "power_of",
     "writable_dir",
 ]
@@ -174,6 +175,18 @@ def number_list(
     if integers:
         return [integer(v, f"{where}, item {i + 1}", 1, 10**7) for i, v in enumerate(items)]
     return [number(v, f"{where}, item {i + 1}", quantity) for i, v in enumerate(items)]
+
+
+def notebook_counts(low: int = 1, **values: object) -> tuple[int, ...]:
+    """Notebook parameters that count something (epochs, steps, a batch size), each a whole
+    number >= ``low``.
+
+    A count of 0 or -1 would otherwise run no training at all and record 0 J as a result.
+    """
+    return tuple(
+        integer(v, f"notebook parameter {k}", low, 10**9, "give a whole number")
+        for k, v in values.items()
+    )
 
 
 def finite_float(text: str) -> float:
