@@ -307,3 +307,11 @@ def test_notebook_count_parameters_must_be_whole_and_positive(tmp_path, notebook
     assert got[0]["error"][0] == "InputError", got
     assert f"notebook parameter {name}" in got[0]["error"][1]
     assert "ok" in got[1], got  # the defaults pass
+
+
+def test_grade_of_missing_submissions_creates_no_output_folder(tmp_path, capsys):
+    out = tmp_path / "graded"
+    missing = tmp_path / "no-such-submissions"
+    assert main(["course", "grade", str(missing), "-o", str(out)]) == 2
+    assert str(missing) in capsys.readouterr().err
+    assert not out.exists()

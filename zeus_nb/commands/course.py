@@ -144,10 +144,13 @@ def run_verify(args) -> int:
 def run_grade(args) -> int:
     import csv
 
-    from zeus_nb.course import grade
+    from zeus_nb.course import CourseError, grade
     from zeus_nb.validate import writable_dir
 
     params, env = _parameters_and_env(args)
+    missing = [s for s in args.submissions if not Path(s).exists()]
+    if missing:  # checked before the output folder is made
+        raise CourseError(f"{', '.join(missing)}: no such notebook or folder")
     writable_dir(args.output, "-o")
     results = grade(
         args.submissions, args.output, params, env, args.kernel, args.timeout, args.jobs
