@@ -315,3 +315,16 @@ def test_grade_of_missing_submissions_creates_no_output_folder(tmp_path, capsys)
     assert main(["course", "grade", str(missing), "-o", str(out)]) == 2
     assert str(missing) in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+@pytest.mark.parametrize(
+    "command", [["tour"], ["sweep", "01", "-p", "seed", "0"], ["course", "grade", "."]]
+)
+def test_cell_timeouts_must_be_finite_and_positive(tmp_path, capsys, command, value):
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--timeout", value, "-o", str(out)])
+    assert exit_.value.code == 2
+    assert "argument --timeout" in capsys.readouterr().err
+    assert not out.exists()

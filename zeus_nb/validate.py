@@ -32,6 +32,7 @@ __all__ = [
     "env_integer",
     "env_number",
     "finite_float",
+    "finite_seconds",
     "integer",
     "number",
     "number_list",
@@ -196,6 +197,17 @@ def finite_float(text: str) -> float:
 
     try:
         return number(text, "the value")
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e).replace("the value: ", "", 1)) from None
+
+
+def finite_seconds(text: str) -> float:
+    """An ``argparse`` ``type=`` for a time limit: more than 0 s, finite (``--timeout nan``
+    or ``-1`` would make every cell fail at once, or never time out)."""
+    import argparse
+
+    try:
+        return number(text, "the value", DURATION)
     except InputError as e:
         raise argparse.ArgumentTypeError(str(e).replace("the value: ", "", 1)) from None
 

@@ -7,6 +7,8 @@ import errno
 import sys
 from pathlib import Path
 
+from zeus_nb.validate import finite_seconds
+
 
 def register(sub) -> None:
     p = sub.add_parser("course", help="student and solution notebooks for teaching, run times")
@@ -43,7 +45,7 @@ def register(sub) -> None:
     _execution_options(g)
     g.add_argument(
         "--timeout",
-        type=float,
+        type=finite_seconds,
         default=600.0,
         help="seconds a cell may run before the rest of a submission counts as not run "
         "(default: 600)",

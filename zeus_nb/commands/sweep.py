@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from zeus_nb.validate import finite_seconds
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -30,7 +32,9 @@ def register(sub) -> None:
     p.add_argument("-o", "--output-dir", default=None, help="default: runs/<notebook name>")
     p.add_argument("--smoke", action="store_true", help="pass smoke=True (small, fast runs)")
     p.add_argument("--force", action="store_true", help="re-run points that already finished")
-    p.add_argument("--timeout", type=float, default=None, help="seconds per cell (default: none)")
+    p.add_argument(
+        "--timeout", type=finite_seconds, default=None, help="seconds per cell (default: none)"
+    )
     p.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: python3)")
     p.set_defaults(func=run)
 
