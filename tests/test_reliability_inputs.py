@@ -298,6 +298,9 @@ def test_verify_still_reports_every_notebook_when_one_has_no_run_time(
         ("02_power_limit_optimizer.ipynb", ["steps_per_epoch"], {"warmup_steps": -1}),
         ("02_power_limit_optimizer.ipynb", ["steps_per_epoch"], {"profile_steps": 0}),
         ("02_power_limit_optimizer.ipynb", ["steps_per_epoch"], {"epochs": 2.5}),
+        ("03_energy_time_tradeoff.ipynb", ["power_limits"], {"max_epochs": 0}),
+        ("04_batch_size_optimizer.ipynb", ["candidates"], {"live_recurrences": -2}),
+        ("04_batch_size_optimizer.ipynb", ["candidates"], {"compare_seeds": 0}),
     ],
 )
 def test_notebook_count_parameters_must_be_whole_and_positive(tmp_path, notebook, names, bad):

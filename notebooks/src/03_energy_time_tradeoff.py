@@ -48,6 +48,7 @@ from zeus_nb.tradeoff import min_cost, pareto_front, potential_savings
 
 batch_sizes = validate.number_list(live_batch_sizes, "live_batch_sizes", integers=True)
 power_limits = validate.number_list(live_power_limits, "live_power_limits", validate.POWER_LIMIT)
+(max_epochs,) = validate.notebook_counts(max_epochs=max_epochs)
 if smoke:
     batch_sizes, power_limits, max_epochs = batch_sizes[-2:], power_limits[::2], 4
 out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="zeus-nb-03-"))

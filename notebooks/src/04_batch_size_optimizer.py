@@ -45,6 +45,9 @@ from zeus_nb.optimizer.batch_size_store import MemoryStore
 from zeus_nb.plots import bso_costs, bso_posterior
 from zeus_nb.torch_train import synthetic_images, torch_train_fn
 
+compare_seeds, live_recurrences, max_epochs = validate.notebook_counts(
+    compare_seeds=compare_seeds, live_recurrences=live_recurrences, max_epochs=max_epochs
+)
 if smoke:
     live_recurrences = 6
     compare_seeds = min(compare_seeds, 3)
