@@ -3,6 +3,12 @@
 #   docker build -t zeus-nb .
 #   docker run --rm -it --gpus all -p 8888:8888 -e JUPYTER_TOKEN=change-me zeus-nb
 #
+# As a Dask worker for `zeus-nb sweep --scheduler tcp://HOST:8786` (one container per GPU; see
+# docs/cluster.md):
+#
+#   docker run --rm --gpus '"device=0"' --network host zeus-nb \
+#       dask worker tcp://HOST:8786 --nthreads 1 --resources GPU=1
+#
 # Measuring energy needs only `--gpus all`. Changing power limits (the optimizers) also needs
 # `--cap-add SYS_ADMIN --user root` (and a volume for the power-limit record); see the README.
 FROM nvidia/cuda:12.6.3-cudnn-runtime-ubuntu24.04

@@ -24,9 +24,14 @@ if [[ ! -x "$venv/bin/python" ]]; then
     "$python" -m venv "$venv"
 fi
 
-# The Hugging Face extra is included: notebook 02 demonstrates the Trainer callback.
-"$venv/bin/python" -m pip install --no-cache-dir "$@" "$src[hf]"
+# The Hugging Face extra is included (notebook 02 demonstrates the Trainer callback), and the
+# cluster extra, so the image can also run as a Dask worker and reach a PostgreSQL store.
+extras="${ZEUS_NB_EXTRAS:-hf,cluster}"
+"$venv/bin/python" -m pip install --no-cache-dir "$@" "$src[$extras]"
 
 # Fail the build here, not at the first notebook, when the install is broken.
 "$venv/bin/zeus-nb" --version
 "$venv/bin/python" -c "import zeus_nb, torch, papermill, jupyterlab, ipywidgets"
+if [[ ",$extras," == *",cluster,"* ]]; then
+    "$venv/bin/python" -c "import distributed, dask_jobqueue, sqlalchemy, psycopg"
+fi

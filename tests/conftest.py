@@ -22,13 +22,34 @@ settings.register_profile("explore", max_examples=1000, print_blob=True)
 settings.load_profile(os.environ.get("ZEUS_NB_HYPOTHESIS", "ci"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
+    """Computed-value caches go to this test session's folder, never the user's ~/.cache.
+
+    Set in ``os.environ`` so notebook kernels and torchrun ranks started by tests share it.
+    """
+    old = os.environ.get("ZEUS_NB_CACHE_DIR")
+    os.environ["ZEUS_NB_CACHE_DIR"] = str(tmp_path_factory.mktemp("computed-cache"))
+    yield
+    if old is None:
+        os.environ.pop("ZEUS_NB_CACHE_DIR", None)
+    else:
+        os.environ["ZEUS_NB_CACHE_DIR"] = old
+
+
 @pytest.fixture(autouse=True)
 def _fresh_device(monkeypatch, tmp_path):
     """Every test starts with no current GPU system and no backend from the environment.
 
     Power-limit state files go to the test's own folder, never the user's cache.
     """
-    for var in ("ZEUS_NB_BACKEND", "ZEUS_NB_SIM_GPU", "ZEUS_NB_SIM_WORKLOAD", "ZEUS_NB_SIM_GPUS"):
+    for var in (
+        "ZEUS_NB_BACKEND",
+        "ZEUS_NB_SIM_GPU",
+        "ZEUS_NB_SIM_WORKLOAD",
+        "ZEUS_NB_SIM_GPUS",
+        "ZEUS_NB_SIM_CLOCK",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("ZEUS_NB_STATE_DIR", str(tmp_path / "zeus-nb-state"))
     device.reset()

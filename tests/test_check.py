@@ -41,3 +41,12 @@ def test_student_stub_propagates_not_implemented():
 def test_crash_is_reported_with_hint():
     with pytest.raises(check.CheckError, match="ZeroDivisionError.*Hint"):
         check.average_power(lambda m: m.total_energy / m.time)
+
+
+def test_iteration_energy_counts_blocking_power():
+    def right(energies, times, iteration, powers):
+        return sum(e + p * (iteration - t) for e, t, p in zip(energies, times, powers, strict=True))
+
+    assert check.iteration_energy(right)
+    with pytest.raises(check.CheckError, match="blocking"):
+        check.iteration_energy(lambda energies, times, iteration, powers: sum(energies))

@@ -27,6 +27,7 @@ EXPECTED_CHECKS = {
     "03": ["pareto_front"],
     "04": ["should_stop_early"],
     "05": ["aggregate_data_parallel"],
+    "06": ["iteration_energy"],
 }
 
 

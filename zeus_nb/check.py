@@ -136,3 +136,36 @@ def aggregate_data_parallel(fn: Callable[[list[float], list[float]], tuple[float
         cases,
         "ranks run in parallel: the job takes the slowest rank's time and all ranks' energy",
     )
+
+
+def _iteration_energy(
+    busy_energy: Sequence[float],
+    busy_time: Sequence[float],
+    iteration_time: float,
+    blocking_power: Sequence[float],
+) -> float:
+    return sum(
+        e + p * (iteration_time - t)
+        for e, t, p in zip(busy_energy, busy_time, blocking_power, strict=True)
+    )
+
+
+def iteration_energy(
+    fn: Callable[[list[float], list[float], float, list[float]], float],
+) -> bool:
+    """fn(per-stage busy energy J, busy time s, iteration time s, blocking power W) -> J."""
+    sets = [
+        ([10.0, 12.0], [1.0, 1.5], 2.0, [50.0, 60.0]),
+        ([5.0], [2.0], 2.0, [40.0]),
+        ([1.0, 1.0, 1.0], [0.5, 0.2, 0.1], 1.0, [10.0, 20.0, 30.0]),
+    ]
+    cases = [
+        ((list(b), list(t), it, list(p)), _iteration_energy(b, t, it, p)) for b, t, it, p in sets
+    ]
+    return _run(
+        "iteration_energy",
+        fn,
+        cases,
+        "every GPU draws power the whole iteration: its instructions' energy plus its blocking "
+        "power while it waits (iteration time minus its busy time)",
+    )

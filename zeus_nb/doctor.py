@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from zeus_nb import device
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import CpuEnergyError, CpuEnergyPermissionError, ZeusNbError
 
 
 @dataclass
@@ -37,6 +37,23 @@ def _nvml_status() -> str:
     except (ZeusNbError, ImportError) as e:
         return f"not usable: {e}"
     return "available"
+
+
+def _cpu_lines(system, report: Report) -> None:
+    """CPU package and DRAM energy support (RAPL, or the simulated CPU); a note, not a blocker."""
+    try:
+        cpus = system.cpus()
+    except CpuEnergyPermissionError as e:
+        report.lines.append("CPU energy: RAPL present but not readable")
+        report.problems.append(f"CPU energy: {e} (GPU measurement still works)")
+        return
+    except CpuEnergyError as e:
+        report.lines.append(f"CPU energy: not available ({e})")
+        return
+    report.lines.append(f"CPU energy: yes, {len(cpus)} package(s)")
+    for c in cpus:
+        dram = "with DRAM" if c.supports_dram() else "no DRAM counter"
+        report.lines.append(f"  CPU {c.index}: {c.name} ({dram})")
 
 
 def diagnose(backend: str | None = None) -> Report:
@@ -72,5 +89,6 @@ def diagnose(backend: str | None = None) -> Report:
         report.lines.append(f"    may change power limits: {'yes' if ok else 'no'}")
         if not ok:
             report.problems.append(f"GPU {g.index}: {why} (measuring still works)")
+    _cpu_lines(system, report)
     report.usable = bool(system.gpus)
     return report

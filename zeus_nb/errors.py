@@ -23,6 +23,10 @@ class PowerLimitPermissionError(ZeusNbError, PermissionError):
     """This process may not change GPU power limits."""
 
 
+class ClockPermissionError(ZeusNbError, PermissionError):
+    """This process may not lock or reset GPU clocks."""
+
+
 class UnsupportedError(ZeusNbError):
     """The GPU does not support a feature (for example the energy counter)."""
 
@@ -48,3 +52,15 @@ NO_PERMISSION_HINT = (
     "changing GPU power limits needs root or the SYS_ADMIN capability; in Docker, start the "
     "container with `docker run --gpus all --cap-add SYS_ADMIN --user root ...`"
 )
+
+
+class CpuEnergyError(ZeusNbError):
+    """CPU (RAPL) energy cannot be read on this machine."""
+
+
+class CpuEnergyPermissionError(CpuEnergyError, PermissionError):
+    """The RAPL energy counters exist but this process may not read them."""
+
+
+class IntensityProviderError(ZeusNbError):
+    """A carbon-intensity or electricity-price source failed or returned nothing usable."""

@@ -8,8 +8,8 @@
 * never raises for a failing notebook: the result says what failed, and papermill keeps the
   partially executed output notebook for inspection.
 
-The notebooks directory is ``ZEUS_NB_NOTEBOOKS`` if set, else ``notebooks/`` next to the
-``zeus_nb`` package (a source checkout), whatever the current directory.
+The notebooks directory is found by :func:`zeus_nb.paths.notebooks_dir`: ``ZEUS_NB_NOTEBOOKS``,
+else a source checkout's ``notebooks/``, else the copy packaged in the wheel.
 """
 
 from __future__ import annotations
@@ -27,27 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.errors import InputError
 from zeus_nb.execute import KERNEL
+from zeus_nb.paths import NotebookNotFoundError, notebooks_dir
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
-
-
-class NotebookNotFoundError(ZeusNbError, FileNotFoundError):
-    """No notebook (or notebooks directory) by that name."""
-
-
-def notebooks_dir() -> Path:
-    """The directory with the numbered notebooks, independent of the current directory."""
-    env = os.environ.get("ZEUS_NB_NOTEBOOKS")
-    candidates = [Path(env)] if env else [PACKAGE_ROOT.parent / "notebooks"]
-    for c in candidates:
-        if c.is_dir():
-            return c.resolve()
-    raise NotebookNotFoundError(
-        f"notebooks directory not found (looked in {candidates[0]}); run from a source checkout "
-        "of zeus-nb or set ZEUS_NB_NOTEBOOKS to the directory that holds the .ipynb files"
-    )
 
 
 def list_notebooks(directory: Path | None = None) -> list[Path]:

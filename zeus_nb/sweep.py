@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -160,10 +158,6 @@ def _append(p: Path, record: dict) -> bool:
     return True
 
 
-def _reached(metric: float, target: float, higher_is_better: bool) -> bool:
-    return metric >= target if higher_is_better else metric <= target
-
-
 def _settings(
     workload: str | None,
     target_metric: float | None,
@@ -206,51 +200,23 @@ def _done_keys(path: Path, target: float, cap: int) -> set[tuple[int, float]]:
 def _train_one(
     monitor, train_fn: TrainFn, bs: int, pl: float, target: float, cap: int, higher: bool
 ) -> dict:
-    """Train one configuration at power limit ``pl`` until the target or the cap; its record."""
-    window = "__zeus_nb_sweep"
+    """Train one configuration at power limit ``pl`` here; its record, logged."""
+    from zeus_nb.sweep_points import measure_configuration
+
     for g in monitor.gpus:
         g.set_power_limit(pl)
-    monitor.begin_window(window, restart=True)
-    metric, epochs = math.nan, 0
-    try:
-        for epoch in range(cap):
-            metric = float(train_fn(bs, epoch))
-            epochs = epoch + 1
-            if math.isnan(metric):
-                raise ValueError(
-                    f"train_fn returned NaN at batch size {bs}, epoch {epoch}; it must "
-                    "return the validation metric"
-                )
-            if _reached(metric, target, higher):
-                break
-    except BaseException:
-        monitor.end_window(window, cancel=True)
-        raise
-    m = monitor.end_window(window)
-    reached = _reached(metric, target, higher)
+    row = measure_configuration(monitor, train_fn, bs, pl, target, cap, higher)
     log.info(
         "batch size %d at %g W: metric %g after %d epoch(s), %.1f s, %.0f J%s",
         bs,
         pl,
-        metric,
-        epochs,
-        m.time,
-        m.total_energy,
-        "" if reached else " (target not reached)",
+        row["metric"],
+        row["epochs"],
+        row["time"],
+        row["energy"],
+        "" if row["reached"] else " (target not reached)",
     )
-    return {
-        "batch_size": bs,
-        "power_limit": pl,
-        "epochs": epochs,
-        "metric": metric,
-        "reached": reached,
-        "time": m.time,
-        "energy": m.total_energy,
-        "target_metric": target,
-        "max_epochs": cap,
-        "higher_is_better": higher,
-        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
+    return row
 
 
 def run_sweep(
@@ -265,6 +231,7 @@ def run_sweep(
     higher_is_better: bool | None = None,
     gpu_indices: list[int] | None = None,
     progress: bool = True,
+    executor=None,
 ) -> pd.DataFrame:
     """Train every (batch size, power limit) until the target metric or ``max_epochs``.
 
@@ -276,6 +243,10 @@ def run_sweep(
             ``target_metric``, ``max_epochs`` and ``higher_is_better`` unless given.
         gpu_indices: GPUs to measure and to set the power limit of (default: all).
         progress: show a tqdm progress bar over configurations.
+        executor: run configurations in parallel on Dask workers, one GPU each: a number of
+            local workers, a scheduler address, ``"slurm"`` or a ``distributed.Client`` (see
+            docs/cluster.md). ``train_fn`` is shipped to the workers; only this process
+            writes the results file. Default: one after another, here.
 
     Returns the results of the whole grid (earlier runs included) as :func:`load_results` does.
     The power limits in force before the sweep are restored afterwards, also on errors.
@@ -293,6 +264,13 @@ def run_sweep(
     path = Path(results_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     done = _done_keys(path, target, cap)
+    if executor is not None:
+        from zeus_nb.sweep_points import sweep_on_cluster
+
+        todo = [k for k in grid if k not in done]
+        params = (target, cap, higher, gpu_indices)
+        sweep_on_cluster(train_fn, todo, params, path, executor, progress, len(grid) - len(todo))
+        return load_results(path, grid)
     monitor = ZeusMonitor(gpu_indices=gpu_indices)
     for _, pl in grid:  # validate every limit before changing anything
         for g in monitor.gpus:

@@ -66,6 +66,8 @@ AVERAGE_POWER = Quantity("average power", "W", 1.0, 2000.0)
 DURATION = Quantity("time", "s", 0.0, 3.2e7, open_low=True)
 ENERGY = Quantity("energy", "J", 0.0, 1e13)
 NOISE = Quantity("noise (relative standard deviation)", "", 0.0, 1.0)
+CPU_TDP = Quantity("CPU TDP", "W", 0.0, 2000.0, open_low=True)
+DRAM_SIZE = Quantity("DRAM size", "GB", 0.0, 1e5)
 
 
 def number(

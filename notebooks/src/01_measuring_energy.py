@@ -189,6 +189,127 @@ fig = plot_power_timeline(timeline, epoch_spans, title=f"{gpu.name}: power while
 print(f"{len(timeline)} power samples, mean {timeline.power.mean():.1f} W")
 
 # %% [markdown]
+# ## Zeus's other monitors: power timeline, CPU energy, carbon and cost
+#
+# Code written for Zeus runs here with only its imports changed. This section uses three more of
+# Zeus's tools on the same training: `PowerMonitor` beside the windows, the CPU and memory energy
+# the monitor read all along, and the run's grams of CO2 and electricity cost.
+#
+# ### `PowerMonitor` next to the windows
+#
+# Zeus code often runs a `PowerMonitor` beside the `ZeusMonitor`: it samples power every
+# `update_period` seconds in the background and answers timeline and energy queries in Unix time
+# (comparable with `time.time()`). Here it watches one more epoch, measured by a window too.
+# `reset_windows()` at the top makes the cell safe to run again after an interruption.
+
+# %%
+from zeus_nb.monitor import PowerMonitor
+
+power_monitor = PowerMonitor(gpu_indices=[gpu_index], update_period=sample_period)
+monitor.reset_windows()
+monitor.begin_window("one epoch")
+epoch_start = system.wall_time()  # Unix time of the window's start on this GPU's clock
+for x, y in loader:
+    train_one_step(x, y)
+one_epoch = monitor.end_window("one epoch")
+epoch_end = epoch_start + one_epoch.time
+power_monitor.stop()
+
+counter_j = one_epoch.gpu_energy[gpu_index]
+integrated_j = power_monitor.get_energy(epoch_start, epoch_end)[gpu_index]
+gap = 100 * (integrated_j - counter_j) / counter_j
+print(f"ZeusMonitor (energy counter):       {counter_j:8.1f} J")
+print(f"PowerMonitor (integrated samples):  {integrated_j:8.1f} J ({gap:+.1f} %)")
+samples = power_monitor.get_power_timeline("device_instant", gpu_index, start_time=epoch_start - 1)
+power_frame = pd.DataFrame(
+    [(t, gpu_index, w) for t, w in samples[gpu_index]], columns=["time", "gpu", "power"]
+)
+fig = plot_power_timeline(
+    power_frame,
+    [("ZeusMonitor window", epoch_start, epoch_end)],
+    title=f"{gpu.name}: PowerMonitor samples and the window",
+)
+
+# %% [markdown]
+# **Why the two energies differ.** `ZeusMonitor` reads the GPU's cumulative *energy counter* at the
+# window's two edges: the difference is all the energy in between, however power moved. The
+# `PowerMonitor` only knows power at its sample times; its energy is the area under the samples
+# that fall inside the window (trapezoidal rule), so it misses up to one sampling period at each
+# edge and any change between samples. It comes out a little low, and the gap shrinks with a
+# shorter period or a longer window. Use windows for energy, and the timeline to *see* power.
+
+# %% [markdown]
+# ### CPU and memory energy of the same run
+#
+# The monitor above also read the CPU package and its DRAM: on Linux through RAPL (when this
+# process may read it), on the simulated backend from CodeCarbon's documented model (the package
+# at half its TDP, memory at 3 W per 8 GB). As in Zeus, `total_energy` counts the GPUs only.
+
+
+# %%
+def joules(part: dict[int, float] | None) -> str:
+    return "not measured on this machine" if part is None else f"{sum(part.values()):.1f} J"
+
+
+print(f"GPU  {training.total_energy:.1f} J")
+print(f"CPU  {joules(training.cpu_energy)}")
+print(f"DRAM {joules(training.dram_energy)}")
+whole_j = sum(
+    sum(part.values())
+    for part in (training.gpu_energy, training.cpu_energy, training.dram_energy)
+    if part
+)
+print(f"all measured parts: {whole_j:.1f} J")
+
+# %% [markdown]
+# ### Grams of CO2 and electricity cost
+#
+# `CarbonEmissionMonitor` and `EnergyCostMonitor` (Zeus's names) convert each window's energy
+# with an intensity provider. A fixed value or a CSV of values over time keeps this notebook
+# deterministic; live providers (ElectricityMaps, OpenEI) need an API key. The two values below
+# are published averages (sources in the comments); put in your own grid's. Both monitors watch
+# one more epoch; the whole training run converts the same way.
+
+# %%
+# gCO2eq per kWh: US average of 2023 (EIA FAQ "How much carbon dioxide is produced per
+# kilowatthour of U.S. electricity generation?": 1,532 million t CO2 over 4,183 billion kWh)
+carbon_intensity_g_per_kwh: float = 366.0
+# $ per kWh: Michigan's commercial sector in 2023 (EIA Electric Power Annual 2023, average
+# revenue per kWh, 13.40 cents)
+electricity_price_per_kwh: float = 0.134
+
+from zeus_nb.carbon import J_PER_KWH, FixedIntensity
+from zeus_nb.monitor import CarbonEmissionMonitor, EnergyCostMonitor
+
+carbon = CarbonEmissionMonitor(FixedIntensity(carbon_intensity_g_per_kwh), [gpu_index])
+cost = EnergyCostMonitor(FixedIntensity(electricity_price_per_kwh), [gpu_index])
+carbon.begin_window("epoch")
+cost.begin_window("epoch")
+for x, y in loader:
+    train_one_step(x, y)
+epoch_co2 = carbon.end_window("epoch")
+epoch_cost = cost.end_window("epoch")
+print(
+    f"one epoch: {epoch_co2.total_carbon_emission:.3f} gCO2eq, ${epoch_cost.total_energy_cost:.6f}"
+)
+training_kwh = whole_j / J_PER_KWH
+training_co2_g = training_kwh * carbon_intensity_g_per_kwh
+training_cost = training_kwh * electricity_price_per_kwh
+print(
+    f"training run: {training_kwh * 1000:.3f} Wh, {training_co2_g:.3f} gCO2eq, ${training_cost:.6f}"
+)
+zeus_nb.record("power_monitor_energy_j", integrated_j)
+zeus_nb.record("counter_energy_j", counter_j)
+zeus_nb.record(
+    "cpu_energy_j", None if training.cpu_energy is None else sum(training.cpu_energy.values())
+)
+zeus_nb.record(
+    "dram_energy_j", None if training.dram_energy is None else sum(training.dram_energy.values())
+)
+zeus_nb.record("training_co2_g", training_co2_g)
+zeus_nb.record("training_cost_usd", training_cost)
+
+# %% [markdown]
 # ## Try it: the power limit
 #
 # Pick a power limit and press **Run** to train one epoch at that limit with a live power and

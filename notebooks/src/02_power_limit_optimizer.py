@@ -214,10 +214,15 @@ print(f"profile reused: done={again.done}, limit {applied:g} W from {profile_fil
 #
 # `HFGlobalPowerLimitOptimizer` is the same optimizer as a `TrainerCallback`; it also calls
 # `zeus_nb.step()` after each Trainer step. A tiny BERT on random tokens keeps this quick.
+# It needs the `hf` extra (`pip install 'zeus-nb[hf]'`); without it this section says so in one
+# line, records why it was skipped, and the rest of the notebook runs as usual.
 
 # %%
+from zeus_nb.extras import skip_unless
+
 hf_limit = None
-if run_hf:
+hf_skipped = skip_unless("hf", "the Hugging Face Trainer callback") if run_hf else "run_hf=False"
+if hf_skipped is None:
     from zeus_nb.demos import tiny_bert_trainer
     from zeus_nb.optimizer import HFGlobalPowerLimitOptimizer
 
@@ -258,6 +263,7 @@ zeus_nb.record("live_choice", plo.optimal_power_limit)
 zeus_nb.record("live_limits_per_epoch", limits_seen)
 zeus_nb.record("profile_reused", again.done and applied == plo.optimal_power_limit)
 zeus_nb.record("hf_choice", hf_limit)
+zeus_nb.record("hf_skipped", hf_skipped)
 
 # %% [markdown]
 # **Next**: notebook 03 widens the view from the power limit alone to batch size x power limit.

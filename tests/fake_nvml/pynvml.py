@@ -24,6 +24,11 @@ NVML_ERROR_NOT_FOUND = 6
 NVML_ERROR_DRIVER_NOT_LOADED = 9
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_ERROR_UNKNOWN = 999
+NVML_TEMPERATURE_GPU = 0
+NVML_FI_DEV_POWER_AVERAGE = 185
+NVML_FI_DEV_POWER_INSTANT = 186
+NVML_POWER_SCOPE_GPU = 0
+NVML_POWER_SCOPE_MEMORY = 1
 
 
 class NVMLError(Exception):
@@ -67,6 +72,17 @@ def default_device(i: int, **overrides) -> dict:
         "set_error": None,
         "energy_error": None,
         "power_error": None,
+        "temperature_c": 45,
+        # Field-value power domains in mW (None: the field is not supported).
+        "power_instant_mw": None,
+        "power_average_mw": None,
+        "memory_power_mw": None,
+        # SM clocks, A40-like (boost 1740 MHz, 15 MHz steps), one memory clock; clock_error
+        # injects an error into the lock/reset calls, locked_clocks is [min, max] or None.
+        "memory_clocks_mhz": [7251],
+        "graphics_clocks_mhz": list(range(1740, 209, -15)),
+        "locked_clocks": None,
+        "clock_error": None,
     }
     dev.update(overrides)
     return dev
@@ -79,6 +95,7 @@ def default_state(num_gpus: int = 2) -> dict:
         "nvml": "12.550.54.15",
         "devices": [default_device(i) for i in range(num_gpus)],
         "set_calls": [],
+        "clock_calls": [],
     }
 
 
@@ -211,3 +228,75 @@ def nvmlDeviceGetPowerUsage(handle: _Handle) -> int:
     d = _dev(handle)
     _raise(d.get("power_error"))
     return d["power_mw"]
+
+
+def nvmlDeviceGetTemperature(handle: _Handle, sensor: int) -> int:
+    d = _dev(handle)
+    if sensor != NVML_TEMPERATURE_GPU or d.get("temperature_c") is None:
+        raise _ERRORS["NotSupported"]()
+    return int(d["temperature_c"])
+
+
+class _Value:
+    def __init__(self, value):
+        self.uiVal = value
+
+
+class _FieldValue:
+    def __init__(self, ret: int, value: int):
+        self.nvmlReturn = ret
+        self.value = _Value(value)
+
+
+def nvmlDeviceGetFieldValues(handle: _Handle, field_ids: list) -> list[_FieldValue]:
+    """Power fields only: instant, average, and average with the memory scope."""
+    d = _dev(handle)
+    out = []
+    for ident in field_ids:
+        field, scope = ident if isinstance(ident, tuple) else (ident, NVML_POWER_SCOPE_GPU)
+        key = {
+            (NVML_FI_DEV_POWER_INSTANT, NVML_POWER_SCOPE_GPU): "power_instant_mw",
+            (NVML_FI_DEV_POWER_AVERAGE, NVML_POWER_SCOPE_GPU): "power_average_mw",
+            (NVML_FI_DEV_POWER_AVERAGE, NVML_POWER_SCOPE_MEMORY): "memory_power_mw",
+        }.get((field, scope))
+        value = d.get(key) if key else None
+        if value is None:
+            out.append(_FieldValue(NVML_ERROR_NOT_SUPPORTED, 0))
+        else:
+            out.append(_FieldValue(NVML_SUCCESS, int(value)))
+    return out
+
+
+def nvmlDeviceGetSupportedMemoryClocks(handle: _Handle) -> list[int]:
+    return list(_dev(handle).get("memory_clocks_mhz", []))
+
+
+def nvmlDeviceGetSupportedGraphicsClocks(handle: _Handle, memory_clock_mhz: int) -> list[int]:
+    d = _dev(handle)
+    if memory_clock_mhz not in d.get("memory_clocks_mhz", []):
+        raise _ERRORS["InvalidArgument"]()
+    return list(d["graphics_clocks_mhz"])
+
+
+def _clock_state(handle: _Handle) -> tuple[dict, dict]:
+    _check_init()
+    state = load_state()
+    d = state["devices"][handle.index]
+    _raise(d.get("clock_error"))
+    return state, d
+
+
+def nvmlDeviceSetGpuLockedClocks(handle: _Handle, min_mhz: int, max_mhz: int) -> None:
+    state, d = _clock_state(handle)
+    if min_mhz > max_mhz:
+        raise _ERRORS["InvalidArgument"]()
+    d["locked_clocks"] = [int(min_mhz), int(max_mhz)]
+    state.setdefault("clock_calls", []).append([handle.index, int(min_mhz), int(max_mhz)])
+    save_state(state)
+
+
+def nvmlDeviceResetGpuLockedClocks(handle: _Handle) -> None:
+    state, d = _clock_state(handle)
+    d["locked_clocks"] = None
+    state.setdefault("clock_calls", []).append([handle.index, "reset"])
+    save_state(state)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 
 def register(sub) -> None:
@@ -38,7 +37,12 @@ def register(sub) -> None:
 
     show = bso_sub.add_parser("show", help="print a recurring job's saved bandit state")
     show.add_argument("job", nargs="?", help="job name (omit to list the jobs)")
-    show.add_argument("--store", default=None, help="SQLite file (default: the user cache)")
+    show.add_argument(
+        "--store",
+        default=None,
+        help="the state store: a SQLite file, sqlite:///PATH or postgresql://USER@HOST/DB "
+        "(default: $ZEUS_NB_BSO_STORE, else the SQLite file in the user cache)",
+    )
     show.add_argument("--json", action="store_true")
     show.set_defaults(func=run_show)
 
@@ -120,27 +124,29 @@ def _json_default(o):
 
 def run_show(args) -> int:
     from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
-    from zeus_nb.optimizer.batch_size.store import SQLiteStore, StoreError, default_path
+    from zeus_nb.optimizer.batch_size.store import StoreError, StoreNotFoundError
+    from zeus_nb.optimizer.batch_size.store_url import describe, open_store
 
-    path = Path(args.store).expanduser() if args.store else default_path()
-    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
-        # A read command: a missing or empty store is reported, never created.
+    try:
+        store = open_store(args.store, create=False)  # reading never creates a store
+    except StoreNotFoundError as e:
         if args.job is not None:
-            raise StoreError(f"no batch-size optimizer state at {path}")
-        print(json.dumps({"store": str(path), "jobs": []}) if args.json else f"{path}: no jobs")
+            raise
+        where = str(e).removeprefix("no batch-size optimizer state at ")
+        print(json.dumps({"store": where, "jobs": []}) if args.json else f"{where}: no jobs")
         return 0
-    store = SQLiteStore(path)
+    where = describe(store)
     if args.job is None:
         names = store.jobs()
         if args.json:
-            print(json.dumps({"store": str(store.path), "jobs": names}))
+            print(json.dumps({"store": where, "jobs": names}))
         else:
-            print(f"{store.path}: {len(names)} job(s)")
+            print(f"{where}: {len(names)} job(s)")
             for n in names:
                 print(f"  {n}")
         return 0
     if store.job(args.job) is None:
-        raise StoreError(f"no job {args.job!r} in {store.path}; `zeus-nb bso show` lists them")
+        raise StoreError(f"no job {args.job!r} in {where}; `zeus-nb bso show` lists them")
     bso = BatchSizeOptimizer(args.job, store)
     post = bso.posterior()
     limits = store.power_limits(args.job)

@@ -36,7 +36,47 @@ def register(sub) -> None:
         "--timeout", type=finite_seconds, default=None, help="seconds per cell (default: none)"
     )
     p.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: python3)")
+    add_cluster_arguments(p)
     p.set_defaults(func=run)
+
+
+def add_cluster_arguments(p) -> None:
+    """--workers / --scheduler / --cluster slurm and the Slurm job options (docs/cluster.md)."""
+    g = p.add_argument_group(
+        "parallel execution (Dask; one GPU per point; needs the cluster extra)"
+    ).add_mutually_exclusive_group()
+    g.add_argument("--workers", type=int, metavar="N", help="N local worker processes")
+    g.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler")
+    g.add_argument("--cluster", choices=("slurm",), help="start workers as Slurm jobs")
+    s = p.add_argument_group("Slurm jobs (with --cluster slurm)")
+    s.add_argument("--queue", help="partition (#SBATCH -p)")
+    s.add_argument("--account", help="account to charge (#SBATCH -A)")
+    s.add_argument("--walltime", default="01:00:00", help="job time limit (default: 01:00:00)")
+    s.add_argument(
+        "--gpus-per-job", type=int, default=1, help="GPUs (and workers) per job (default: 1)"
+    )
+    s.add_argument("--jobs", type=int, default=1, help="number of jobs (default: 1)")
+    s.add_argument("--job-memory", default="16GB", help="memory per job (default: 16GB)")
+
+
+def executor_from_args(args):
+    """What the Dask options ask for (None: run here, one point after another)."""
+    if args.workers is not None:
+        return int(args.workers)
+    if args.scheduler:
+        return args.scheduler
+    if args.cluster == "slurm":
+        from zeus_nb.cluster import SlurmOptions
+
+        return SlurmOptions(
+            queue=args.queue,
+            account=args.account,
+            walltime=args.walltime,
+            gpus_per_job=args.gpus_per_job,
+            jobs=args.jobs,
+            memory=args.job_memory,
+        )
+    return None
 
 
 def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
@@ -65,7 +105,8 @@ def run(args) -> int:
     out_dir = writable_dir(args.output_dir or Path("runs") / notebook.stem, "-o")
     print(f"sweep {notebook.name}: {len(points)} point(s) -> {out_dir}/", flush=True)
 
-    failed, skipped, outputs = [], 0, []
+    executor = executor_from_args(args)
+    failed, skipped, outputs, todo = [], 0, [], []
     for i, point in enumerate(points, 1):
         params = dict(point)
         if args.smoke:
@@ -79,12 +120,27 @@ def run(args) -> int:
             skipped += 1
             print(f"[{i}/{len(points)}] {label}: done already, skipped", flush=True)
             continue
+        if executor is not None:
+            todo.append((label, params, output))
+            continue
         res = run_notebook(notebook, output, params, timeout=args.timeout, kernel_name=args.kernel)
         if res.ok:
             print(f"[{i}/{len(points)}] {label}: ok ({res.seconds:.1f} s)", flush=True)
         else:
             failed.append((label, res.error))
             print(f"[{i}/{len(points)}] {label}: FAILED: {res.error}", flush=True)
+    if executor is not None and todo:
+        from zeus_nb.sweep_points import sweep_notebook_on_cluster
+
+        failed = sweep_notebook_on_cluster(
+            notebook,
+            todo,
+            executor,
+            timeout=args.timeout,
+            kernel=args.kernel,
+            done_before=skipped,
+            report=lambda line: print(line, flush=True),
+        )
 
     csv, table = write_results(out_dir, [o for o in outputs if o.exists()])
     shown = table.drop(columns=["notebook"]).to_string(index=False, max_colwidth=40)

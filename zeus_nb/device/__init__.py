@@ -10,7 +10,9 @@ the simulated GPU with a one-line notice (a ``logging`` warning). A replayed pro
 its system to ``ZeusMonitor(system=...)``. The simulated GPU reads its settings from
 ``ZEUS_NB_SIM_GPU`` (``a40``, ``v100`` or a power-trace CSV), ``ZEUS_NB_SIM_WORKLOAD``,
 ``ZEUS_NB_SIM_BATCH_SIZE``, ``ZEUS_NB_SIM_GPUS`` (default: ``LOCAL_WORLD_SIZE`` under torchrun,
-else 1), ``ZEUS_NB_SIM_NOISE`` and ``ZEUS_NB_SIM_SEED``; :func:`use_simulated` sets them in code.
+else as many as the code asks for), ``ZEUS_NB_SIM_NOISE``, ``ZEUS_NB_SIM_SEED``,
+``ZEUS_NB_SIM_CLOCK`` (``virtual`` or ``wall``), ``ZEUS_NB_SIM_CPU_TDP`` and ``ZEUS_NB_SIM_DRAM_GB``
+(the simulated CPU); :func:`use_simulated` sets them in code.
 """
 
 from __future__ import annotations
@@ -60,21 +62,37 @@ def resolve_backend(backend: str | None = None) -> str:
     return name
 
 
-_SIM_VARS = ("ZEUS_NB_SIM_GPU", "ZEUS_NB_SIM_WORKLOAD", "ZEUS_NB_SIM_BATCH_SIZE")
+_SIM_VARS = (
+    "ZEUS_NB_SIM_GPU",
+    "ZEUS_NB_SIM_WORKLOAD",
+    "ZEUS_NB_SIM_BATCH_SIZE",
+    "ZEUS_NB_SIM_CLOCK",
+)
+
+
+def _env_optional(name: str, quantity: validate.Quantity) -> float | None:
+    """A checked number from the environment, or None when unset (the model's default)."""
+    if not os.environ.get(name, "").strip():
+        return None
+    return validate.env_number(name, 0.0, quantity)
 
 
 def _sim_from_env(seed_offset: int = 0):
     """A simulated system configured by the ``ZEUS_NB_SIM_*`` variables, each one checked."""
     from zeus_nb.device.sim import SimulatedSystem
 
+    fixed = validate.env_integer(
+        "ZEUS_NB_SIM_GPUS", validate.env_integer("LOCAL_WORLD_SIZE", None, 1, 1024), 1, 1024
+    )
     settings = dict(
         batch_size=validate.env_integer("ZEUS_NB_SIM_BATCH_SIZE", None, low=1),
-        num_gpus=validate.env_integer(
-            "ZEUS_NB_SIM_GPUS", validate.env_integer("LOCAL_WORLD_SIZE", 1, 1, 1024), 1, 1024
-        )
-        or 1,
+        num_gpus=fixed or 1,
         noise=validate.env_number("ZEUS_NB_SIM_NOISE", 0.0, validate.NOISE),
         seed=(validate.env_integer("ZEUS_NB_SIM_SEED", 0, 0, 2**32 - 1) or 0) + seed_offset,
+        clock=os.environ.get("ZEUS_NB_SIM_CLOCK", "").strip() or "virtual",
+        grow=fixed is None,
+        cpu_tdp=_env_optional("ZEUS_NB_SIM_CPU_TDP", validate.CPU_TDP),
+        dram_gb=_env_optional("ZEUS_NB_SIM_DRAM_GB", validate.DRAM_SIZE),
     )
     gpu = os.environ.get("ZEUS_NB_SIM_GPU", "a40")
     workload = os.environ.get("ZEUS_NB_SIM_WORKLOAD", "imagenet")
@@ -135,16 +153,40 @@ def use_simulated(
     gpu: str | Path = "a40",
     workload: str = "imagenet",
     batch_size: int | None = None,
-    num_gpus: int = 1,
+    num_gpus: int | None = None,
     noise: float = 0.0,
     seed: int = 0,
     num_samples: int | None = None,
+    clock: str | None = None,
+    cpu_tdp: float | None = None,
+    dram_gb: float | None = None,
 ):
-    """Make a freshly configured simulated GPU system current and return it."""
+    """Make a freshly configured simulated GPU system current and return it.
+
+    ``num_gpus=None`` starts with one GPU and adds more when code asks for a higher index.
+    ``clock``: ``"virtual"`` (default, or ``ZEUS_NB_SIM_CLOCK``) advances on ``zeus_nb.step()``;
+    ``"wall"`` follows real time. ``cpu_tdp``/``dram_gb`` size the simulated CPU.
+    """
     global _current
     from zeus_nb.device.sim import SimulatedSystem
 
-    _current = SimulatedSystem(gpu, workload, batch_size, num_gpus, noise, seed, num_samples)
+    if cpu_tdp is None:
+        cpu_tdp = _env_optional("ZEUS_NB_SIM_CPU_TDP", validate.CPU_TDP)
+    if dram_gb is None:
+        dram_gb = _env_optional("ZEUS_NB_SIM_DRAM_GB", validate.DRAM_SIZE)
+    _current = SimulatedSystem(
+        gpu,
+        workload,
+        batch_size,
+        num_gpus or 1,
+        noise,
+        seed,
+        num_samples,
+        clock=clock or os.environ.get("ZEUS_NB_SIM_CLOCK") or "virtual",
+        grow=num_gpus is None,
+        cpu_tdp=cpu_tdp,
+        dram_gb=dram_gb,
+    )
     return _current
 
 

@@ -7,8 +7,17 @@ and its :class:`GPU` objects only, and never asks which backend it has.
 from __future__ import annotations
 
 import threading
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zeus_nb.device.cpu import CPU
+
+#: Power domains a GPU may report, with Zeus's names: the instantaneous board power, the board
+#: power averaged by the driver (over about a second on NVIDIA), and the memory's average power.
+POWER_DOMAINS = ("device_instant", "device_average", "memory_average")
 
 
 class GPU(ABC):
@@ -51,6 +60,64 @@ class GPU(ABC):
     @abstractmethod
     def can_set_power_limit(self) -> tuple[bool, str]:
         """Whether this process may change the power limit, and why not. Changes nothing."""
+
+    def power_domains(self) -> tuple[str, ...]:
+        """The :data:`POWER_DOMAINS` this GPU reports (every GPU has ``device_instant``)."""
+        return ("device_instant",)
+
+    def read_power(self, domain: str = "device_instant") -> float:
+        """Power in W of one of :meth:`power_domains`."""
+        if domain == "device_instant":
+            return self.power()
+        from zeus_nb.errors import UnsupportedError
+
+        raise UnsupportedError(
+            f"GPU {self.index} ({self.name}) does not report the {domain!r} power domain; "
+            f"it has {', '.join(self.power_domains())}"
+        )
+
+    def temperature(self) -> float:
+        """GPU core temperature in degrees Celsius."""
+        from zeus_nb.errors import UnsupportedError
+
+        raise UnsupportedError(f"GPU {self.index} ({self.name}) reports no temperature")
+
+    # --- SM clocks (pipeline frequency planning); backends without them raise UnsupportedError
+    def supported_clocks(self) -> list[int]:
+        """Supported SM (graphics) clocks in MHz, highest first."""
+        from zeus_nb.errors import UnsupportedError
+
+        raise UnsupportedError(f"GPU {self.index}: this backend cannot list SM clocks")
+
+    def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        """Keep the SM clock within [min_mhz, max_mhz]; raises ClockPermissionError."""
+        from zeus_nb.errors import UnsupportedError
+
+        raise UnsupportedError(f"GPU {self.index}: this backend cannot lock SM clocks")
+
+    def reset_locked_clocks(self) -> None:
+        """Let the driver choose SM clocks again (undo :meth:`set_locked_clocks`)."""
+        from zeus_nb.errors import UnsupportedError
+
+        raise UnsupportedError(f"GPU {self.index}: this backend cannot reset SM clocks")
+
+    def locked_clocks(self) -> tuple[int, int] | None:
+        """The (min, max) SM clocks this GPU is locked to, or None when the driver chooses."""
+        from zeus_nb.errors import UnsupportedError
+
+        raise UnsupportedError(f"GPU {self.index}: this backend cannot lock SM clocks")
+
+    def check_clock(self, mhz: int) -> int:
+        """Validate a requested SM clock against :meth:`supported_clocks`; returns it as int."""
+        clocks = self.supported_clocks()
+        f = int(mhz)
+        if f not in clocks:
+            near = min(clocks, key=lambda c: abs(c - f))
+            raise ValueError(
+                f"{f} MHz is not a supported SM clock of GPU {self.index} "
+                f"(range {clocks[-1]}-{clocks[0]} MHz; nearest: {near} MHz)"
+            )
+        return f
 
     def check_power_limit(self, watts: float) -> float:
         """Validate a requested limit against the constraints; returns it as float."""
@@ -105,10 +172,42 @@ class GPUSystem(ABC):
 
     backend: str
     gpus: list[GPU]
+    #: Seconds between updates of the GPUs' energy counters: a window longer than this that
+    #: measures 0 J points at a stuck or coarse counter. 0.1 s is an assumption for real GPUs
+    #: (not measured here); inf where the counter is exact (simulated).
+    energy_update_period: float = 0.1
+    #: Whether :meth:`clock` is virtual, i.e. moves only when :meth:`step` runs.
+    virtual_clock: bool = False
 
     @abstractmethod
     def clock(self) -> float:
         """Seconds on this backend's clock (virtual time for the simulated GPU)."""
+
+    def snapshot(self, gpus: list[GPU]) -> tuple[float, list[float]]:
+        """The clock and the energy counters of ``gpus``, read as close together as possible."""
+        return self.clock(), [g.energy() for g in gpus]
+
+    def wall_time(self, t: float | None = None) -> float:
+        """Unix time (comparable with ``time.time()``) of the clock reading ``t`` (default: now).
+
+        Real clocks are monotonic, so the offset to Unix time is read now; simulated clocks
+        override this with a fixed epoch.
+        """
+        now = self.clock()
+        return time.time() - now + (now if t is None else t)
+
+    def cpus(self) -> list[CPU]:
+        """The CPU packages whose energy this system can measure (default: Linux RAPL).
+
+        Raises the errors of :func:`zeus_nb.device.cpu.rapl_cpus` (no RAPL, no permission).
+        """
+        from zeus_nb.device.cpu import rapl_cpus
+
+        return rapl_cpus()
+
+    def window_hint(self, elapsed: float) -> str | None:
+        """Why a window of ``elapsed`` s measured nothing, where the backend knows (else None)."""
+        return None
 
     def sync(self, indices: list[int] | None = None) -> None:
         """Wait for queued GPU work before reading counters (no-op where nothing is queued)."""

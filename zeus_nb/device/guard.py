@@ -1,11 +1,11 @@
 """Put GPU settings back at the values they had before zeus-nb changed them.
 
 Before its first change, a :class:`SettingsGuard` records each GPU's original value of every
-setting *kind* it guards (today: ``power_limit``) in memory and in a small JSON state file. It
-restores them when asked (:meth:`SettingsGuard.restore`), at interpreter exit (normal end, an
-uncaught exception or KeyboardInterrupt all pass through ``atexit``) and on SIGTERM (a handler
-restores, then hands the signal to whatever handler was installed before). Nothing in a process
-survives SIGKILL or a power cut, which is what the state file is for: ``zeus-nb restore``
+setting *kind* it guards (``power_limit``, ``locked_clocks``) in memory and in a small JSON state
+file. It restores them when asked (:meth:`SettingsGuard.restore`), at interpreter exit (normal
+end, an uncaught exception or KeyboardInterrupt all pass through ``atexit``) and on SIGTERM (a
+handler restores, then hands the signal to whatever handler was installed before). Nothing in a
+process survives SIGKILL or a power cut, which is what the state file is for: ``zeus-nb restore``
 (:func:`restore_from_state_files`) reads it in a fresh process and sets the values back.
 
 Setting kinds
@@ -86,7 +86,27 @@ POWER_LIMIT = SettingKind(
     "W",
     _check_power_limit,
 )
-SETTING_KINDS: dict[str, SettingKind] = {POWER_LIMIT.name: POWER_LIMIT}
+
+
+def _read_locked_clocks(gpu: GPU) -> list[int] | None:
+    locked = gpu.locked_clocks()
+    return None if locked is None else [int(locked[0]), int(locked[1])]
+
+
+def _write_locked_clocks(gpu: GPU, value: Any) -> None:
+    """None: let the driver choose again; [min, max]: lock the SM clock to that range (MHz)."""
+    if value is None:
+        gpu.reset_locked_clocks()
+    else:
+        gpu.set_locked_clocks(int(value[0]), int(value[1]))
+
+
+# Locked SM clocks (pipeline frequency plans): None means the driver chooses.
+LOCKED_CLOCKS = SettingKind("locked_clocks", _read_locked_clocks, _write_locked_clocks, "MHz")
+SETTING_KINDS: dict[str, SettingKind] = {
+    POWER_LIMIT.name: POWER_LIMIT,
+    LOCKED_CLOCKS.name: LOCKED_CLOCKS,
+}
 
 
 def register_setting_kind(kind: SettingKind) -> None:

@@ -16,6 +16,7 @@ from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.errors import (
     NO_DRIVER_HINT,
     NO_PERMISSION_HINT,
+    ClockPermissionError,
     DeviceError,
     NoGPUError,
     PowerLimitPermissionError,
@@ -103,6 +104,8 @@ class NvmlGPU(GPU):
         self.handle = handle
         self._integrator: _PowerIntegrator | None = None
         self._counter: bool | None = None
+        # NVML cannot report locked clocks: this process's own locks, None when unlocked by it.
+        self._locked: tuple[int, int] | None = None
 
     def _call(self, what: str, fn, *args):
         try:
@@ -163,6 +166,98 @@ class NvmlGPU(GPU):
 
     def power(self) -> float:
         return self._call("reading power", _pynvml().nvmlDeviceGetPowerUsage) / 1000.0
+
+    # Zeus's power domains through NVML field values: (field constant, scope constant or None).
+    _DOMAIN_FIELDS = {
+        "device_instant": ("NVML_FI_DEV_POWER_INSTANT", None),
+        "device_average": ("NVML_FI_DEV_POWER_AVERAGE", None),
+        "memory_average": ("NVML_FI_DEV_POWER_AVERAGE", "NVML_POWER_SCOPE_MEMORY"),
+    }
+
+    def _field_power(self, domain: str) -> float:
+        """Power of ``domain`` in W from ``nvmlDeviceGetFieldValues`` (UnsupportedError if not)."""
+        nv = _pynvml()
+        field_name, scope_name = self._DOMAIN_FIELDS[domain]
+        field = getattr(nv, field_name, None)
+        scope = getattr(nv, scope_name, None) if scope_name else None
+        if (
+            field is None
+            or (scope_name and scope is None)
+            or not hasattr(nv, "nvmlDeviceGetFieldValues")
+        ):
+            raise UnsupportedError(f"GPU {self.index}: this pynvml cannot read {domain!r}")
+        ident = (field, scope) if scope is not None else field
+        (value,) = self._call(f"reading {domain} power", nv.nvmlDeviceGetFieldValues, [ident])
+        if value.nvmlReturn != getattr(nv, "NVML_SUCCESS", 0):
+            raise UnsupportedError(f"GPU {self.index}: {domain!r} power is not supported")
+        return value.value.uiVal / 1000.0
+
+    def power_domains(self) -> tuple[str, ...]:
+        if getattr(self, "_domains", None) is None:
+            found = []
+            for domain in self._DOMAIN_FIELDS:
+                try:
+                    self._field_power(domain)
+                    found.append(domain)
+                except (UnsupportedError, DeviceError):
+                    pass
+            # Without the instant field (older drivers), nvmlDeviceGetPowerUsage stands for it.
+            self._instant_from_usage = "device_instant" not in found
+            self._domains = tuple(["device_instant"] * self._instant_from_usage + found)
+        return self._domains
+
+    def read_power(self, domain: str = "device_instant") -> float:
+        if domain not in self.power_domains():
+            return super().read_power(domain)
+        if domain == "device_instant" and self._instant_from_usage:
+            return self.power()
+        return self._field_power(domain)
+
+    def temperature(self) -> float:
+        nv = _pynvml()
+        return float(
+            self._call(
+                "reading the temperature", nv.nvmlDeviceGetTemperature, nv.NVML_TEMPERATURE_GPU
+            )
+        )
+
+    # --- SM clocks ---------------------------------------------------------------------------
+    def _clock_call(self, what: str, fn, *args):
+        """Like _call, but a missing privilege is a ClockPermissionError."""
+        try:
+            return fn(self.handle, *args)
+        except _pynvml().NVMLError as e:
+            if _err_is(e, "NVML_ERROR_NO_PERMISSION"):
+                hint = NO_PERMISSION_HINT.replace("power limits", "clocks")
+                raise ClockPermissionError(f"GPU {self.index}: {what}: {hint}") from e
+            raise _translate(e, f"GPU {self.index}: {what}") from e
+
+    def supported_clocks(self) -> list[int]:
+        nv = _pynvml()
+        mem = self._clock_call("reading memory clocks", nv.nvmlDeviceGetSupportedMemoryClocks)
+        if not mem:
+            raise UnsupportedError(f"GPU {self.index}: NVML lists no memory clock")
+        clocks = self._clock_call(
+            "reading SM clocks", nv.nvmlDeviceGetSupportedGraphicsClocks, max(mem)
+        )
+        return sorted({int(c) for c in clocks}, reverse=True)
+
+    def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        lo, hi = self.check_clock(min_mhz), self.check_clock(max_mhz)
+        if lo > hi:
+            raise ValueError(f"locked clock range is empty: {lo} MHz > {hi} MHz")
+        self._clock_call(
+            f"locking SM clocks to {lo}-{hi} MHz", _pynvml().nvmlDeviceSetGpuLockedClocks, lo, hi
+        )
+        self._locked = (lo, hi)
+
+    def reset_locked_clocks(self) -> None:
+        self._clock_call("resetting locked SM clocks", _pynvml().nvmlDeviceResetGpuLockedClocks)
+        self._locked = None
+
+    def locked_clocks(self) -> tuple[int, int] | None:
+        """The lock this process set (NVML has no query for it); None: the driver chooses."""
+        return self._locked
 
     def can_set_power_limit(self) -> tuple[bool, str]:
         if has_sys_admin():

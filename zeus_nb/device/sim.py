@@ -3,26 +3,47 @@
 Each training step costs the time and energy that the Zeus power trace measured for the workload at
 the current power limit: time per step = time per epoch / steps per epoch, energy = average power x
 time. Between measured limits both are interpolated piecewise linearly, which reproduces every
-measured point exactly and never overshoots (monotone data stays monotone). The clock is virtual: it
-advances only when :meth:`SimulatedSystem.step` runs, so CPU time spent by the notebook never leaks
-into simulated time, and results are deterministic.
+measured point exactly and never overshoots (monotone data stays monotone). The clock is virtual by
+default: it advances only when :meth:`SimulatedSystem.step` runs, so CPU time spent by the notebook
+never leaks into simulated time, and results are deterministic.
+
+With ``clock="wall"`` (or ``ZEUS_NB_SIM_CLOCK=wall``) the clock follows real time instead and every
+GPU draws the trace's average power at its current limit for as long as time passes, so code that
+never calls ``zeus_nb.step()`` (unmodified Zeus code) still measures plausible, non-zero energy.
+Either way, clock readings map to Unix time through a fixed epoch (the creation time), so
+timestamps compare with ``time.time()``. The simulated CPU package and DRAM draw the constant power
+of :class:`~zeus_nb.device.cpu.SimulatedCPU` over the same clock.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
-from zeus_nb.errors import InputError
+from zeus_nb.device.cpu import CPU, SimulatedCPU
+from zeus_nb.device.frequency import CLOCKS as SM_CLOCKS
+from zeus_nb.device.frequency import ClockSpec, FrequencyModel, Work, frequency_model
+from zeus_nb.errors import InputError, UnsupportedError
 from zeus_nb.traces import GPU_NAMES, get_workload, load_power_trace, power_curves
-from zeus_nb.validate import NOISE, integer, number
+from zeus_nb.validate import CPU_TDP, DRAM_SIZE, NOISE, integer, number
 
 # (t0, t1, {gpu index: watts}) for every advance of the virtual clock.
 Listener = Callable[[float, float, dict[int, float]], None]
+
+CLOCKS = ("virtual", "wall")
+
+NO_STEP_HINT = (
+    "the window measured 0 s and 0 J because no zeus_nb.step() ran inside it: the simulated "
+    "GPU's virtual clock advances only on zeus_nb.step(). Call zeus_nb.step() once per training "
+    "step, or let the simulated clock follow real time (ZEUS_NB_SIM_CLOCK=wall, or "
+    "zeus_nb.use_simulated(clock='wall')) to run unmodified Zeus code"
+)
 
 
 class SimulatedGPU(GPU):
@@ -34,6 +55,7 @@ class SimulatedGPU(GPU):
         self._limit = system.max_limit
         self._energy = 0.0
         self._power = 0.0
+        self._locked: tuple[int, int] | None = None
 
     @property
     def name(self) -> str:
@@ -49,19 +71,56 @@ class SimulatedGPU(GPU):
         return self._limit
 
     def set_power_limit(self, watts: float) -> None:
-        self._limit = self.check_power_limit(watts)
+        w = self.check_power_limit(watts)
+        self._system._sync()  # time so far was spent at the old limit
+        self._limit = w
 
     def supports_energy_counter(self) -> bool:
         return True
 
     def energy(self) -> float:
+        self._system._sync()
         return self._energy
 
     def power(self) -> float:
+        if self._system.clock_mode == "wall":
+            return self._system._watts(self)
         return self._power
+
+    def power_domains(self) -> tuple[str, ...]:
+        # The trace holds one average power per configuration; it stands for both.
+        return ("device_instant", "device_average")
+
+    def read_power(self, domain: str = "device_instant") -> float:
+        if domain in self.power_domains():
+            return self.power()
+        return super().read_power(domain)
 
     def can_set_power_limit(self) -> tuple[bool, str]:
         return True, "simulated GPU: power limits can always be changed"
+
+    # --- SM clocks: the calibrated frequency model of zeus_nb.device.frequency ---------------
+    def supported_clocks(self) -> list[int]:
+        return self._system.clock_spec.clocks()
+
+    def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        lo, hi = self.check_clock(min_mhz), self.check_clock(max_mhz)
+        if lo > hi:
+            raise ValueError(f"locked clock range is empty: {lo} MHz > {hi} MHz")
+        self._locked = (lo, hi)
+
+    def reset_locked_clocks(self) -> None:
+        self._locked = None
+
+    def locked_clocks(self) -> tuple[int, int] | None:
+        """The locked (min, max) SM clocks in MHz, or None when the driver chooses."""
+        return self._locked
+
+    def clock_for(self, work: Work) -> float:
+        """The SM clock ``work`` runs at: the locked maximum, lowered further by the power cap."""
+        model = self._system.frequency_model
+        capped = model.clock_under_cap(work, self._limit)
+        return min(capped, float(self._locked[1])) if self._locked else capped
 
 
 class SimulatedSystem(GPUSystem):
@@ -75,9 +134,15 @@ class SimulatedSystem(GPUSystem):
         noise: relative standard deviation of per-step time and power (0 = exact trace values).
         seed: seed of the noise generator.
         num_samples: training-set size, needed only for datasets zeus-nb does not know.
+        clock: ``"virtual"`` (advances on :meth:`step`) or ``"wall"`` (follows real time).
+        grow: add GPUs when code asks for an index beyond ``num_gpus`` (e.g. Zeus's
+            ``ZeusMonitor(gpu_indices=[0, 1, 2, 3])``); off when the user fixed the count.
+        cpu_tdp: TDP in W of the simulated CPU package (default 85 W, CodeCarbon's).
+        dram_gb: memory size in GB of the simulated DRAM (default: this machine's).
     """
 
     backend = "sim"
+    energy_update_period = math.inf  # the simulated counter is exact
 
     def __init__(
         self,
@@ -88,11 +153,25 @@ class SimulatedSystem(GPUSystem):
         noise: float = 0.0,
         seed: int = 0,
         num_samples: int | None = None,
+        clock: str = "virtual",
+        grow: bool = False,
+        cpu_tdp: float | None = None,
+        dram_gb: float | None = None,
     ):
+        clock = (clock or "virtual").strip().lower()
+        if clock not in CLOCKS:
+            raise InputError(
+                f"simulated clock must be one of {', '.join(CLOCKS)}, got {clock!r}; "
+                "fix or unset ZEUS_NB_SIM_CLOCK"
+            )
         num_gpus = integer(num_gpus, "parameter num_gpus", 1, 1024)
         # NaN noise once made every step 10x shorter and every joule 100x smaller, silently.
         noise = number(noise, "parameter noise", NOISE, "use e.g. 0.02 for 2% noise, or 0")
         seed = integer(seed, "parameter seed", 0, 2**32 - 1)
+        if cpu_tdp is not None:
+            cpu_tdp = number(cpu_tdp, "parameter cpu_tdp", CPU_TDP, "use e.g. 85 (W), or None")
+        if dram_gb is not None:
+            dram_gb = number(dram_gb, "parameter dram_gb", DRAM_SIZE, "use e.g. 16 (GB), or None")
         self.source = str(gpu)
         self.trace = load_power_trace(gpu)
         key = self.source.lower()
@@ -107,9 +186,66 @@ class SimulatedSystem(GPUSystem):
         self.seed = int(seed)
         self._rng = np.random.default_rng(seed)
         self._now = 0.0
+        self.clock_mode = clock
+        self.grow = bool(grow)
+        self._epoch = time.time()  # Unix time of clock reading 0
+        self._mono0 = time.monotonic()
+        self._lock = threading.Lock()
+        self._cpu_args = (cpu_tdp, dram_gb)
+        self._cpus: list[CPU] | None = None
+        self.steps_taken = 0
         self._listeners: list[Listener] = []
         self.gpus = [SimulatedGPU(self, i) for i in range(num_gpus)]
         self.set_workload(workload, batch_size, num_samples)
+
+    @property
+    def virtual_clock(self) -> bool:  # type: ignore[override]
+        return self.clock_mode == "virtual"
+
+    def gpu(self, index: int) -> GPU:
+        """GPU ``index``; a growable system adds GPUs up to it (as many as the code asks for)."""
+        if self.grow and isinstance(index, int) and index >= len(self.gpus):
+            self._sync()
+            self.gpus += [SimulatedGPU(self, i) for i in range(len(self.gpus), index + 1)]
+        return super().gpu(index)
+
+    def cpus(self) -> list[CPU]:
+        """One simulated CPU package (with DRAM) on this system's clock."""
+        if self._cpus is None:
+            tdp, dram = self._cpu_args
+            self._cpus = [SimulatedCPU(self.clock, 0, tdp, dram)]
+        return self._cpus
+
+    def snapshot(self, gpus: list[GPU]) -> tuple[float, list[float]]:
+        """One wall-clock update for the clock and every counter, so they describe one instant."""
+        self._sync()
+        return self._now, [g._energy if isinstance(g, SimulatedGPU) else g.energy() for g in gpus]
+
+    def wall_time(self, t: float | None = None) -> float:
+        return self._epoch + (self.clock() if t is None else t)
+
+    def window_hint(self, elapsed: float) -> str | None:
+        return NO_STEP_HINT if self.virtual_clock and elapsed == 0 else None
+
+    def _watts(self, gpu: SimulatedGPU) -> float:
+        return self.step_cost(self.batch_size, gpu._limit)[1]
+
+    def _sync(self) -> None:
+        """Wall clock: account for the real time passed since the last reading."""
+        if self.clock_mode != "wall":
+            return
+        with self._lock:
+            t0, t1 = self._now, time.monotonic() - self._mono0
+            if t1 <= t0:
+                return
+            powers = {}
+            for g in self.gpus:
+                watts = self._watts(g)
+                g._energy += watts * (t1 - t0)
+                g._power = powers[g.index] = watts
+            self._now = t1
+            for listener in self._listeners:
+                listener(t0, t1, powers)
 
     # --- workload ---------------------------------------------------------------------------
     def set_workload(
@@ -178,11 +314,19 @@ class SimulatedSystem(GPUSystem):
 
     # --- clock and work ---------------------------------------------------------------------
     def clock(self) -> float:
+        self._sync()
         return self._now
 
     def step(self, n: int = 1, batch_size: int | None = None) -> None:
-        """Run ``n`` steps on every GPU in lockstep; the slowest GPU sets the pace."""
+        """Run ``n`` steps on every GPU in lockstep; the slowest GPU sets the pace.
+
+        On the wall clock, real time is what passes: a step only brings the counters up to now.
+        """
         if n <= 0:
+            return
+        self.steps_taken += n
+        if self.clock_mode == "wall":
+            self._sync()
             return
         bs = batch_size or self.batch_size
         t0 = self._now
@@ -202,10 +346,63 @@ class SimulatedSystem(GPUSystem):
         for listener in self._listeners:
             listener(t0, self._now, powers)
 
+    @property
+    def clock_spec(self) -> ClockSpec:
+        """The SM clocks of this GPU model (bundled traces only)."""
+        key = self.source.lower()
+        if key not in SM_CLOCKS:
+            raise UnsupportedError(
+                f"the simulated GPU {self.source!r} has no frequency model; SM clocks are "
+                f"modelled for the bundled GPUs only: {', '.join(SM_CLOCKS)}"
+            )
+        return SM_CLOCKS[key]
+
+    @property
+    def frequency_model(self) -> FrequencyModel:
+        """The calibrated clock/power model of this GPU (fitted on first use, then cached)."""
+        self.clock_spec  # noqa: B018 - raises for GPUs without clock data
+        return frequency_model(self.source.lower())
+
+    def run_work(self, work: Work, indices: list[int] | None = None) -> float:
+        """Run ``work`` on the given GPUs (all by default) at each one's clock; returns seconds.
+
+        Virtual time advances by the slowest GPU's time; each GPU is charged its own energy.
+        """
+        model = self.frequency_model
+        gpus = self.gpus if indices is None else [self.gpu(i) for i in indices]
+        t0, dt, powers = self._now, 0.0, {}
+        for g in gpus:
+            f = g.clock_for(work)
+            busy, watts = model.time(work, f), model.power(work, f)
+            g._energy += watts * busy
+            g._power = watts
+            powers[g.index] = watts
+            dt = max(dt, busy)
+        self._now = t0 + dt
+        for listener in self._listeners:
+            listener(t0, self._now, powers)
+        return dt
+
+    def block(self, seconds: float, indices: list[int] | None = None) -> None:
+        """Let ``seconds`` pass while the GPUs wait on communication, at blocking power."""
+        if seconds < 0:
+            raise ValueError("cannot go back in time")
+        watts = self.frequency_model.blocking_power()
+        gpus = self.gpus if indices is None else [self.gpu(i) for i in indices]
+        t0 = self._now
+        for g in gpus:
+            g._energy += watts * seconds
+            g._power = watts
+        self._now += seconds
+        for listener in self._listeners:
+            listener(t0, self._now, {g.index: watts for g in gpus})
+
     def advance_idle(self, seconds: float) -> None:
         """Let virtual time pass with no GPU work (the trace has no idle power: 0 J is added)."""
         if seconds < 0:
             raise ValueError("cannot go back in time")
+        if self.clock_mode == "wall":
+            raise ValueError("the wall clock cannot be advanced; time.sleep() instead")
         t0 = self._now
         self._now += seconds
         for listener in self._listeners:
@@ -213,13 +410,17 @@ class SimulatedSystem(GPUSystem):
 
     def info(self) -> dict[str, str]:
         return {
-            "backend": "simulated (virtual clock)",
+            "backend": f"simulated ({self.clock_mode} clock)",
             "trace": self.source,
             "workload": f"{self.workload}/{self.network}, batch size {self.batch_size}",
             "noise": f"{self.noise:g} (seed {self.seed})",
         }
 
     def power_sampler(self, indices: list[int], period: float) -> PowerSampler:
+        if self.clock_mode == "wall":
+            from zeus_nb.device.nvml import _ThreadSampler  # reads power() on a real-time grid
+
+            return _ThreadSampler(self, indices, period)  # type: ignore[arg-type]
         return _SimSampler(self, indices, period)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -35,7 +36,7 @@ class TrainConfig:
     gpu: int = 0  # GPU index of a single-process run
     power_limit_optimizer: bool = True
     adaptive: bool = True  # skip power limits that cannot win (False: profile every one)
-    max_slowdown: float | None = None  # default: ZEUS_NB_MAX_SLOWDOWN, else 1.1
+    max_slowdown: float | None = None  # default: ZEUS_MAX_SLOWDOWN / ZEUS_NB_MAX_SLOWDOWN, else 1.1
     wait_steps: int = 1
     warmup_steps: int = 10
     profile_steps: int = 40
@@ -57,21 +58,44 @@ class TrainConfig:
 
 # A run allowed to take 100x longer has no time budget at all; such a value is a typo.
 SLOWDOWN = Quantity("maximum slowdown factor", "", 1.0, 100.0)
+_SLOWDOWN_FIX = "use e.g. 1.1 (10% slower at most)"
+
+#: Environment variables of the slowdown factor: Zeus's name (seed examples set it) and ours.
+SLOWDOWN_VARS = ("ZEUS_MAX_SLOWDOWN", "ZEUS_NB_MAX_SLOWDOWN")
+
+
+def _slowdown_from_env() -> float | None:
+    """The factor set by ``ZEUS_MAX_SLOWDOWN`` or its alias ``ZEUS_NB_MAX_SLOWDOWN`` (None: unset).
+
+    Both may be set if they agree; different values are an error rather than a silent pick.
+    """
+    found: dict[str, float] = {}
+    for name in SLOWDOWN_VARS:
+        raw = os.environ.get(name, "").strip()
+        if not raw:
+            continue
+        # checked like every outside number: inf or nan would lift the time budget
+        found[name] = env_number(name, DEFAULT_MAX_SLOWDOWN, SLOWDOWN, _SLOWDOWN_FIX)
+    if len(set(found.values())) > 1:
+        a, b = SLOWDOWN_VARS
+        raise ValueError(
+            f"{a}={found[a]:g} and {b}={found[b]:g} disagree; they name the same setting, so "
+            f"unset one of them (zeus-nb reads both; {a} is Zeus's name)"
+        )
+    return next(iter(found.values()), None)
 
 
 def max_slowdown_factor(value: float | None = None) -> float:
-    """The slowdown factor: ``value``, else ``ZEUS_NB_MAX_SLOWDOWN``, else 1.1.
-
-    Checked as every outside number is: ``inf`` or ``nan`` would lift the time budget and let
-    the optimizer pick the lowest limit whatever it costs in time.
-    """
-    fix = "use e.g. 1.1 (10% slower at most)"
+    """The slowdown factor: ``value``, else ``ZEUS_MAX_SLOWDOWN`` / ``ZEUS_NB_MAX_SLOWDOWN``
+    (the same setting under Zeus's name and ours), else 1.1."""
     if value is None:
-        return env_number("ZEUS_NB_MAX_SLOWDOWN", DEFAULT_MAX_SLOWDOWN, SLOWDOWN, fix)
-    value = number(value, "the maximum slowdown factor", fix=fix, text_ok=False)
+        value = _slowdown_from_env()
+        if value is None:
+            return DEFAULT_MAX_SLOWDOWN
+    value = number(value, "the maximum slowdown factor", fix=_SLOWDOWN_FIX, text_ok=False)
     if not value >= 1.0:
         raise ValueError(f"the maximum slowdown factor must be >= 1.0 (1.0 = none), got {value}")
-    return number(value, "the maximum slowdown factor", SLOWDOWN, fix)
+    return number(value, "the maximum slowdown factor", SLOWDOWN, _SLOWDOWN_FIX)
 
 
 def with_overrides(config: TrainConfig | None, overrides: dict[str, Any]) -> TrainConfig | None:
@@ -102,7 +126,11 @@ def _add_optimizer_flags(p: argparse.ArgumentParser, d: TrainConfig) -> None:
         action="store_false",
         help="profile every power limit (default: skip limits that cannot win)",
     )
-    p.add_argument("--max-slowdown", type=float, help="default: ZEUS_NB_MAX_SLOWDOWN or 1.1")
+    p.add_argument(
+        "--max-slowdown",
+        type=float,
+        help="default: ZEUS_MAX_SLOWDOWN (or ZEUS_NB_MAX_SLOWDOWN), else 1.1",
+    )
     p.add_argument("--wait-steps", type=int, default=d.wait_steps)
     p.add_argument("--warmup-steps", type=int, default=d.warmup_steps)
     p.add_argument("--profile-steps", type=int, default=d.profile_steps)
@@ -116,10 +144,16 @@ def parser(mode: str) -> argparse.ArgumentParser:
         prog=LAUNCH_COMMANDS[mode],
         description=(
             "Train an image classifier while the power-limit optimizer picks the lowest GPU power "
-            "limit within the allowed slowdown (ZEUS_NB_MAX_SLOWDOWN, default 1.1)."
+            "limit within the allowed slowdown (ZEUS_MAX_SLOWDOWN, default 1.1)."
         ),
     )
     d = TrainConfig()
+    p.add_argument(
+        "data_dir",
+        nargs="?",
+        metavar="DATA_DIR",
+        help="the same as --data (Zeus's example scripts take the data directory first)",
+    )
     p.add_argument(
         "--data",
         default=os.environ.get("ZEUS_NB_DATA_DIR", d.data),
@@ -155,6 +189,14 @@ def parser(mode: str) -> argparse.ArgumentParser:
 
 def config_from_args(mode: str, argv: list[str] | None = None) -> TrainConfig:
     """Parse ``argv`` (default: ``sys.argv[1:]``) into a :class:`TrainConfig`."""
-    args = vars(parser(mode).parse_args(argv))
+    p = parser(mode)
+    args = vars(p.parse_args(argv))
+    data_dir = args.pop("data_dir", None)
+    if data_dir is not None:
+        words = argv if argv is not None else sys.argv[1:]
+        given = any(w == "--data" or w.startswith("--data=") for w in words)
+        if given and args["data"] != data_dir:
+            p.error(f"DATA_DIR {data_dir!r} and --data {args['data']!r} disagree; give one")
+        args["data"] = data_dir
     known = {f.name for f in fields(TrainConfig)}
     return TrainConfig(**{k: v for k, v in args.items() if k in known})

@@ -77,8 +77,16 @@ class BatchSizeOptimizer:
 
     ``job`` is a :class:`JobSpec` or a job name; with a name, pass ``batch_sizes`` and
     ``default_batch_size`` the first time (later processes may pass the name alone: the settings
-    come from the store). ``store`` is a :class:`SQLiteStore`, a path to its file, a
-    :class:`MemoryStore`, or None for the SQLite file at the default location.
+    come from the store). ``store`` is an opened store (:class:`SQLiteStore`,
+    :class:`MemoryStore`, a PostgreSQL ``SQLStore``), a SQLite file path, a URL
+    (``sqlite:///PATH``, ``postgresql://USER:PASSWORD@HOST:PORT/DATABASE``), or None for
+    ``$ZEUS_NB_BSO_STORE``, else the SQLite file at the default location (see
+    :mod:`zeus_nb.optimizer.batch_size.store_url`).
+
+    Called Zeus's way, ``BatchSizeOptimizer(monitor=..., server_url=STORE_URL, job=JobSpec(...),
+    rank=0)``, it returns the in-training optimizer of
+    :mod:`zeus_nb.optimizer.batch_size.client` (``get_batch_size``, ``on_train_begin``,
+    ``on_evaluate``), with ``JobSpec`` from :mod:`zeus_nb.optimizer.batch_size.common`.
 
     A recurrence::
 
@@ -88,6 +96,15 @@ class BatchSizeOptimizer:
         ... train with bs; stop when bso.should_stop(time=t, energy=e) ...
         bso.report(bs, time=t, energy=e, reached=hit_target)
     """
+
+    def __new__(cls, *args, monitor=None, server_url=None, **kwargs):
+        if monitor is None and server_url is None:
+            return super().__new__(cls)
+        from zeus_nb.optimizer.batch_size.client import TrainingBatchSizeOptimizer
+
+        if monitor is None or server_url is None:
+            raise TypeError("Zeus's call shape needs both monitor= and server_url= (the store)")
+        return TrainingBatchSizeOptimizer(monitor, server_url, *args, **kwargs)
 
     def __init__(
         self,
@@ -104,8 +121,9 @@ class BatchSizeOptimizer:
         window: int = 0,
         exploration: float = DEFAULT_EXPLORATION,
     ) -> None:
-        if store is None or isinstance(store, (str, Path)):
-            store = SQLiteStore(store)
+        from zeus_nb.optimizer.batch_size.store_url import open_store
+
+        store = open_store(store)
         self.store = store
         if isinstance(job, JobSpec):
             spec = job

@@ -330,6 +330,22 @@ def _run_by_epochs(
     return epochs, t1 + (epochs - 1) * t_ep, e1 + (epochs - 1) * e_ep, reached, stopped
 
 
+#: One row per attempt of :func:`simulate`.
+HISTORY_COLUMNS = (
+    "recurrence",
+    "attempt",
+    "batch_size",
+    "power_limit",
+    "epochs",
+    "time",
+    "energy",
+    "cost",
+    "reached",
+    "stopped_early",
+    "profiled",
+)
+
+
 def simulate(
     workload: str | WorkloadModel,
     gpu: str | Path = "v100",
@@ -400,20 +416,5 @@ def simulate(
             if reached:
                 best_recurrence = min(best_recurrence, spent)
                 break
-    history = pd.DataFrame(
-        rows,
-        columns=[
-            "recurrence",
-            "attempt",
-            "batch_size",
-            "power_limit",
-            "epochs",
-            "time",
-            "energy",
-            "cost",
-            "reached",
-            "stopped_early",
-            "profiled",
-        ],
-    )
+    history = pd.DataFrame(rows, columns=list(HISTORY_COLUMNS))
     return SimulationResult(model, float(beta), int(seed), n, history, bso)

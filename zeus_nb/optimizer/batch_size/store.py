@@ -36,6 +36,35 @@ class StoreError(ZeusNbError):
     """The bandit's state store is unusable or disagrees with the job it is asked about."""
 
 
+class StoreSchemaError(StoreError):
+    """The store holds a newer (or foreign) layout than this zeus-nb understands."""
+
+
+class StoreNotFoundError(StoreError):
+    """A read-only command found no batch-size optimizer state at the given location."""
+
+
+# Version of the stores' table layout (SQLite and SQL servers alike), kept in their
+# ``schema_version`` table; bump it with every change to the tables.
+SCHEMA_VERSION = 1
+SCHEMA_COMPONENT = "bso"
+
+
+def check_schema_version(found: int | None, where: str) -> None:
+    """Refuse a store whose layout is newer than this code (or not ours)."""
+    if found is None:
+        raise StoreSchemaError(
+            f"{where} has a schema_version table without a batch-size optimizer entry; give "
+            "zeus-nb its own database or schema"
+        )
+    if int(found) > SCHEMA_VERSION:
+        raise StoreSchemaError(
+            f"the batch-size optimizer state at {where} was written by a newer zeus-nb (schema "
+            f"version {found}; this one reads up to {SCHEMA_VERSION}); upgrade zeus-nb "
+            "(pip install -U zeus-nb) on every machine that uses this store"
+        )
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """What defines one recurring job's bandit; stored with its state so every process agrees.
@@ -172,6 +201,7 @@ CREATE TABLE IF NOT EXISTS power_limits (
     power_limit REAL NOT NULL,
     PRIMARY KEY (job, batch_size)
 );
+CREATE TABLE IF NOT EXISTS schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL);
 """
 
 
@@ -210,13 +240,21 @@ class SQLiteStore:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=NORMAL")
                 self._conn.executescript(_SCHEMA)
-                return
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO schema_version(component, version) VALUES (?, ?)",
+                    (SCHEMA_COMPONENT, SCHEMA_VERSION),  # files from before the table: 1
+                )
+                break
             except sqlite3.OperationalError as e:
                 locked = "locked" in str(e) or "busy" in str(e)
                 if not locked or time.monotonic() + delay > deadline:
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
+        found = self._conn.execute(
+            "SELECT version FROM schema_version WHERE component = ?", (SCHEMA_COMPONENT,)
+        ).fetchone()
+        check_schema_version(found[0] if found else None, str(self.path))
 
     def _write(self):
         return _Immediate(self._conn, self._lock)

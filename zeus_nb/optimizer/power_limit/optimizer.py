@@ -23,18 +23,30 @@ from __future__ import annotations
 
 import logging
 import warnings
-from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 from zeus_nb.device.guard import PowerLimitGuard
 from zeus_nb.errors import CallbackOrderError, PowerLimitPermissionError
 from zeus_nb.optimizer.power_limit.policy import AdaptivePolicy
-from zeus_nb.optimizer.power_limit.profile_file import ProfileKey, load_profile, save_profile
+from zeus_nb.optimizer.power_limit.profile_file import (
+    ProfileKey,
+    is_zeus_profile,
+    load_profile,
+    save_profile,
+    upgrade_zeus_profile,
+)
 from zeus_nb.optimizer.power_limit.selectors import (
     OptimumSelector,
     PowerLimitMeasurement,
     ZeusCost,
+)
+from zeus_nb.optimizer.power_limit.states import (
+    Done,
+    Phase,
+    Profiling,
+    State,
+    Waiting,
+    WarmingUp,
 )
 from zeus_nb.train.distributed import initialized_dist, reduce_time_energy
 
@@ -43,60 +55,6 @@ __all__ = ["Done", "GlobalPowerLimitOptimizer", "Phase", "Profiling", "Waiting",
 logger = logging.getLogger(__name__)
 
 WINDOW_PREFIX = "__GlobalPowerLimitOptimizer_"
-
-
-class Phase(str, Enum):
-    """Where the optimizer is; the values are the names earlier versions used."""
-
-    WAIT = "wait"
-    WARMUP = "warmup"
-    PROFILE = "profile"
-    DONE = "done"
-
-
-@dataclass
-class Waiting:
-    """Letting ``wait_steps`` steps pass before profiling; ``steps`` so far."""
-
-    steps: int = 0
-    phase = Phase.WAIT
-
-
-@dataclass
-class WarmingUp:
-    """Unmeasured steps at the limit ``order[index]``."""
-
-    index: int
-    steps: int = 0
-    phase = Phase.WARMUP
-
-
-@dataclass
-class Profiling:
-    """Measured steps at ``order[index]``; ``window`` is open between steps, None across epochs.
-
-    ``time``/``energy`` accumulate the window's paused segments; ``segment_start`` is the
-    (clock, energy) reading where the open segment began (for partial adaptive checks).
-    """
-
-    index: int
-    steps: int = 0
-    time: float = 0.0
-    energy: float = 0.0
-    window: str | None = None
-    segment_start: tuple[float, float] = (0.0, 0.0)
-    phase = Phase.PROFILE
-
-
-@dataclass
-class Done:
-    """The optimum is known; ``applied`` once it is set on the GPUs."""
-
-    applied: bool = False
-    phase = Phase.DONE
-
-
-State = Waiting | WarmingUp | Profiling | Done
 
 
 class GlobalPowerLimitOptimizer:
@@ -236,6 +194,17 @@ class GlobalPowerLimitOptimizer:
         self.measurements = measurements
         self.optimal_power_limit = float(self.optimum_selector.select(measurements))
         self.state = Done()
+        if is_zeus_profile(path):  # Zeus's format: write it back in ours (model and limits)
+            kept = upgrade_zeus_profile(
+                path,
+                self._profile_key,
+                self.optimum_selector,
+                self.optimal_power_limit,
+                measurements,
+            )
+            self._log(
+                f"read Zeus's profile {path}; rewrote it with the GPU model, kept {kept.name}"
+            )
 
     # --- device ---------------------------------------------------------------------------------
     def _set_limit(self, watts: float) -> None:
@@ -325,6 +294,8 @@ class GlobalPowerLimitOptimizer:
             s.window = f"{WINDOW_PREFIX}{self._order[s.index]:g}"
             self.monitor.begin_window(s.window)
             s.segment_start = self._read() if self.adaptive else (0.0, 0.0)
+            if self.adaptive and s.steps == 0:
+                self.policy.start_window(self._order[s.index])
 
     def on_step_end(self) -> None:
         """Call after each training step."""
@@ -343,7 +314,7 @@ class GlobalPowerLimitOptimizer:
                 m = self.monitor.end_window(s.window)
                 s.window = None
                 self._finish(s, s.time + m.time, s.energy + m.total_energy)
-            elif self.adaptive and self.measurements:
+            elif self.adaptive:
                 self._check_partial(s)
 
     def _enter(self, index: int) -> WarmingUp | Profiling:
@@ -353,29 +324,39 @@ class GlobalPowerLimitOptimizer:
     def _check_partial(self, s: Profiling) -> None:
         now, energy = self._read()
         t0, e0 = s.segment_start
-        time, energy, _ = reduce_time_energy(
-            s.time + now - t0, s.energy + energy - e0, len(self.gpus)
-        )
-        verdict = self.policy.abandon_partial(
-            self.measurements, time, energy, s.steps, self.profile_steps
-        )
-        if verdict is not None:
-            self.monitor.end_window(s.window, cancel=True)
-            s.window = None
-            self.abandoned[self._order[s.index]] = verdict.why
-            self._next(s.index, verdict.time, lost=True)
+        local_time, local_energy = s.time + now - t0, s.energy + energy - e0
+        time, energy, n = reduce_time_energy(local_time, local_energy, len(self.gpus))
+        verdict = self.policy.observe(self.measurements, time, energy, s.steps, self.profile_steps)
+        if verdict is None:
+            return
+        self.monitor.end_window(s.window, cancel=True)
+        s.window = None
+        limit = self._order[s.index]
+        if verdict.estimate is None:
+            self.abandoned[limit] = verdict.why
+        else:  # it won early: its readings, extrapolated to the full window, stand for it
+            scale = self.profile_steps / s.steps
+            self.local_measurements.append(
+                PowerLimitMeasurement(
+                    limit, local_energy * scale, local_time * scale, len(self.gpus)
+                )
+            )
+            self.measurements.append(PowerLimitMeasurement(limit, *verdict.estimate, n))
+        self._next(s.index, verdict.time, lost=verdict.lost)
 
     def _finish(self, s: Profiling, time: float, energy: float) -> None:
         """A full window at ``order[s.index]``: record it (reduced across ranks), then move on."""
         limit = self._order[s.index]
         self.local_measurements.append(PowerLimitMeasurement(limit, energy, time, len(self.gpus)))
         t, e, n = reduce_time_energy(time, energy, len(self.gpus))
-        lost = self.adaptive and self.policy.lost(self.measurements, t, e)
+        lost = self.adaptive and self.policy.finish(self.measurements, limit, t, e)
         self.measurements.append(PowerLimitMeasurement(limit, e, t, n))
         self._next(s.index, t, lost)
 
     def _next(self, index: int, time: float, lost: bool) -> None:
         """After the limit ``order[index]``: the next limit, or the optimum."""
+        if self.adaptive and index == 0:
+            self._order[1:] = self.policy.reorder(self.measurements, self._order[1:])
         remaining = self._order[index + 1 :]
         if self.adaptive:
             why = self.policy.after_limit(

@@ -3,6 +3,11 @@
 A profile is tied to a GPU model, its power-limit range and the stride between limits: loading one
 made elsewhere would choose among limits these GPUs do not have, so it is refused with a
 :class:`ProfileError` that says what to do.
+
+Zeus's own profile, ``{"measurements": [{"power_limit": W, "energy": J, "time": s}, ...]}``, is
+read too. It records no GPU model, so its limits are checked against these GPUs' range instead;
+the optimizer then writes it back in this format (which records the model and limits), keeping
+Zeus's file beside it as ``<name>.zeus<suffix>``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,15 @@ from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement
 from zeus_nb.validate import DURATION, ENERGY, POWER_LIMIT, integer, number, power_of
 
-__all__ = ["PROFILE_FORMAT", "ProfileError", "ProfileKey", "load_profile", "save_profile"]
+__all__ = [
+    "PROFILE_FORMAT",
+    "ProfileError",
+    "ProfileKey",
+    "is_zeus_profile",
+    "load_profile",
+    "save_profile",
+    "upgrade_zeus_profile",
+]
 
 PROFILE_FORMAT = "zeus-nb power-limit profile"
 
@@ -58,6 +71,53 @@ def _measurement(m: Any, where: str, lo: float, hi: float) -> PowerLimitMeasurem
     return PowerLimitMeasurement(limit, energy, time, gpus)
 
 
+def _is_zeus(data: Any) -> bool:
+    return isinstance(data, dict) and "format" not in data and "measurements" in data
+
+
+def is_zeus_profile(path: Path) -> bool:
+    """Whether ``path`` holds Zeus's profile format rather than zeus-nb's."""
+    try:
+        return _is_zeus(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return False
+
+
+def _zeus_watts(value: Any) -> Any:
+    """Zeus records W; a value above 10 kW can only be mW (its internal unit), so it is scaled."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 10_000:
+        return value / 1000.0
+    return value
+
+
+def _load_zeus(path: Path, data: dict, key: ProfileKey) -> list[PowerLimitMeasurement]:
+    """Zeus's ``{"measurements": [...]}``, every number checked as in zeus-nb's own format."""
+    lo, hi = 0.0, float("inf")
+    try:
+        raw = data["measurements"]
+        if not isinstance(raw, list) or not raw:
+            raise ValueError("it holds no measurements")
+        measurements = []
+        for i, m in enumerate(raw):
+            if isinstance(m, dict):
+                m = {**m, "power_limit": _zeus_watts(m.get("power_limit"))}
+            measurements.append(_measurement(m, f"measurements[{i}]", lo, hi))
+    except (ValueError, KeyError, TypeError) as e:
+        raise ProfileError(
+            f"Zeus power-limit profile {path} is unreadable ({e}); delete it to profile again"
+        ) from None
+    outside = [
+        m.power_limit for m in measurements if not key.min_limit <= m.power_limit <= key.max_limit
+    ]
+    if outside:
+        raise ProfileError(
+            f"Zeus power-limit profile {path} holds {outside[0]:g} W, outside these GPUs' range "
+            f"[{key.min_limit:g}, {key.max_limit:g}] W ({key.gpu_model}); it was made on other "
+            "GPUs: use another profile_path or delete the file"
+        )
+    return measurements
+
+
 def load_profile(path: Path, key: ProfileKey) -> tuple[list[PowerLimitMeasurement], str | None]:
     """(measurements, the selector repr it was pruned for or None) of a profile matching ``key``.
 
@@ -66,6 +126,8 @@ def load_profile(path: Path, key: ProfileKey) -> tuple[list[PowerLimitMeasuremen
     """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        if _is_zeus(data):
+            return _load_zeus(path, data, key), None
         if not isinstance(data, dict) or data.get("format") != PROFILE_FORMAT:
             raise ValueError("not a zeus-nb power-limit profile")
         model = data["gpu_model"]
@@ -119,3 +181,18 @@ def save_profile(
     data["abandoned"] = {f"{k:g}": v for k, v in abandoned.items()}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1))
+
+
+def upgrade_zeus_profile(
+    path: Path,
+    key: ProfileKey,
+    selector: object,
+    optimal_power_limit: float | None,
+    measurements: list[PowerLimitMeasurement],
+) -> Path:
+    """Rewrite Zeus's profile at ``path`` in zeus-nb's format; returns where Zeus's file went."""
+    original = path.with_name(f"{path.stem}.zeus{path.suffix}")
+    if not original.exists():
+        original.write_text(path.read_text())
+    save_profile(path, key, selector, optimal_power_limit, measurements, {})
+    return original

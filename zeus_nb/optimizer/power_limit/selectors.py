@@ -62,6 +62,35 @@ class OptimumSelector(ABC):
         """
         return False
 
+    def wins(
+        self,
+        measurements: Sequence[PowerLimitMeasurement],
+        energy: float,
+        time: float,
+        margin: float,
+    ) -> bool:
+        """Whether a limit below all measured ones, using at most ``energy`` J and ``time`` s,
+        would be chosen over them even if they were off by ``margin`` (relative).
+
+        Adaptive profiling stops a winning window early only for selectors that override this.
+        """
+        return False
+
+    def cannot_gain(
+        self,
+        measurements: Sequence[PowerLimitMeasurement],
+        energy: float,
+        time: float,
+        margin: float,
+        tolerance: float,
+    ) -> bool:
+        """Whether a limit using at least ``energy`` J and ``time`` s could improve on the
+        measurements' choice by ``tolerance`` (relative) at most, with them off by ``margin``.
+
+        A selector with no criterion to be ``tolerance`` worse on answers as :meth:`rules_out`.
+        """
+        return self.rules_out(measurements, energy, time, margin)
+
     def adaptive_order(self, limits: list[float]) -> list[float]:
         """The order adaptive profiling measures ``limits`` (given highest first) in."""
         return list(limits)
@@ -98,6 +127,15 @@ class _ArgminSelector(OptimumSelector):
             return False
         best = min(self.score(m.energy, m.time, measurements) for m in measurements)
         return self.score(energy, time, measurements) > best * (1.0 + margin)
+
+    def cannot_gain(self, measurements, energy, time, margin, tolerance) -> bool:
+        return self.rules_out(measurements, energy, time, margin - tolerance)
+
+    def wins(self, measurements, energy, time, margin) -> bool:
+        if not measurements:
+            return False
+        best = min(self.score(m.energy, m.time, measurements) for m in measurements)
+        return self.score(energy, time, measurements) < best * (1.0 - margin)
 
 
 class Energy(_ArgminSelector):
@@ -159,6 +197,10 @@ class MaxSlowdownConstraint(OptimumSelector):
 
     def rules_out(self, measurements, energy, time, margin) -> bool:
         return bool(measurements) and time > self._budget(measurements) * (1.0 + margin)
+
+    def wins(self, measurements, energy, time, margin) -> bool:
+        # Below every measured limit, meeting the constraint is enough to be chosen.
+        return bool(measurements) and time < self._budget(measurements) * (1.0 - margin)
 
     def adaptive_order(self, limits: list[float]) -> list[float]:
         # After the reference (highest) limit, try the lowest: if it meets the constraint it is

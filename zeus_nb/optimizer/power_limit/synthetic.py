@@ -31,6 +31,7 @@ from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement
 
 __all__ = [
     "CURVES",
+    "LoggedProfile",
     "OPTIMA",
     "SyntheticMonitor",
     "SyntheticProfile",
@@ -85,6 +86,37 @@ class SyntheticProfile:
         return out
 
 
+@dataclass(frozen=True)
+class LoggedProfile(SyntheticProfile):
+    """A real profiling log's per-limit time and energy as the noise-free curve, plus step noise.
+
+    One step at limit W costs the logged window's time and energy (summed over the log's GPUs,
+    seen as one GPU) divided by ``steps_per_window``. Build it with :meth:`from_log`.
+    """
+
+    steps: dict[float, tuple[float, float]] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_log(cls, path, noise: float, steps_per_window: int = 40) -> LoggedProfile:
+        from zeus_nb.device.replay import load_profile_log
+
+        log = load_profile_log(path)
+        limits = log.power_limits
+        strides = {round(a - b, 6) for a, b in zip(limits, limits[1:], strict=False)}
+        if len(strides) != 1:
+            raise ValueError(f"{path}: the logged limits are not evenly spaced: {limits}")
+        steps = {
+            w: (log.elapsed[w] / steps_per_window, sum(log.energy[w].values()) / steps_per_window)
+            for w in limits
+        }
+        return cls(
+            len(limits), noise=noise, max_limit=limits[0], pl_step=strides.pop(), steps=steps
+        )
+
+    def step_cost(self, limit: float) -> tuple[float, float]:
+        return self.steps[limit]
+
+
 class SyntheticGPU:
     """The GPU interface the optimizer and its power-limit guard use, over a profile."""
 
@@ -117,7 +149,13 @@ class SyntheticGPU:
 
 @dataclass
 class SyntheticSystem:
-    """A clock and an energy counter that advance one noisy step at a time."""
+    """A clock and an energy counter that advance one noisy step at a time.
+
+    Every limit has its own noise stream, seeded by ``seed`` and the limit: the k-th step run at
+    a limit gets the same noise whatever was run before. Two profiling runs with one seed thus
+    read the same steps at every limit they visit (common random numbers), so comparing their
+    choices shows what their rules did, not which run drew luckier noise.
+    """
 
     profile: SyntheticProfile
     seed: int = 0
@@ -125,20 +163,25 @@ class SyntheticSystem:
     now: float = 0.0
     energy: float = 0.0
     backend: str = "synthetic"
-    _rng: random.Random = field(init=False, repr=False)
+    _streams: dict[float, random.Random] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._rng = random.Random(self.seed)
         self.limit = self.profile.max_limit
 
     def clock(self) -> float:
         return self.now
 
+    def _rng(self) -> random.Random:
+        rng = self._streams.get(self.limit)
+        if rng is None:
+            rng = self._streams[self.limit] = random.Random(f"{self.seed}/{self.limit:g}")
+        return rng
+
     def step(self) -> None:
         t, e = self.profile.step_cost(self.limit)
-        sigma = self.profile.noise
-        factor = max(0.0, 1.0 + sigma * self._rng.gauss(0.0, 1.0))
-        power_factor = max(0.0, 1.0 + sigma / 2 * self._rng.gauss(0.0, 1.0))
+        sigma, rng = self.profile.noise, self._rng()
+        factor = max(0.0, 1.0 + sigma * rng.gauss(0.0, 1.0))
+        power_factor = max(0.0, 1.0 + sigma / 2 * rng.gauss(0.0, 1.0))
         self.now += t * factor
         self.energy += e * factor * power_factor
 

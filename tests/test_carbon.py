@@ -1,0 +1,202 @@
+"""Carbon and cost monitors, offline providers, and the HTTP providers against a local server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+import zeus_nb
+from zeus_nb import device
+from zeus_nb.carbon import (
+    J_PER_KWH,
+    CarbonEmissionMonitor,
+    CsvIntensity,
+    EnergyCostMonitor,
+    FixedIntensity,
+)
+from zeus_nb.carbon_http import ElectricityMapsClient, ElectrictyMapsClient, OpenEIClient
+from zeus_nb.errors import IntensityProviderError, TraceFormatError
+
+
+def test_monitor_exports_zeus_names():
+    from zeus_nb.monitor import CarbonEmissionMonitor as C
+    from zeus_nb.monitor import EnergyCostMonitor as E
+
+    assert C is CarbonEmissionMonitor and E is EnergyCostMonitor
+    assert ElectrictyMapsClient is ElectricityMapsClient
+
+
+def test_fixed_intensity_converts_every_part():
+    device.use_simulated(workload="cifar100", dram_gb=16)
+    mon = CarbonEmissionMonitor(FixedIntensity(400.0), gpu_indices=[0])
+    mon.begin_window("train")
+    zeus_nb.step(20)
+    m = mon.end_window("train")
+    assert m.gpu_energy[0] > 0
+    assert m.gpu_carbon_emission == {0: pytest.approx(m.gpu_energy[0] / J_PER_KWH * 400.0)}
+    assert m.cpu_carbon_emission == {0: pytest.approx(m.cpu_energy[0] / 3.6e6 * 400.0)}
+    assert m.dram_carbon_emission == {0: pytest.approx(m.dram_energy[0] / 3.6e6 * 400.0)}
+    total_j = m.gpu_energy[0] + m.cpu_energy[0] + m.dram_energy[0]
+    assert m.total_carbon_emission == pytest.approx(total_j / 3.6e6 * 400.0)
+    with pytest.raises(ValueError, match="was never begun"):
+        mon.end_window("nope")
+
+
+def test_csv_intensity_is_a_time_weighted_step_function(tmp_path):
+    path = tmp_path / "price.csv"
+    path.write_text("time,usd_per_kwh\n1000,0.10\n1970-01-01T00:16:50Z,0.30\n")  # 1010 s
+    p = CsvIntensity(path)
+    assert [p.value_at(t) for t in (0, 1000, 1009.9, 1010, 5000)] == [0.1, 0.1, 0.1, 0.3, 0.3]
+    assert p.mean(1005, 1015) == pytest.approx(0.2)  # half at 0.10, half at 0.30
+    assert p.mean(1000, 1000) == 0.1
+
+
+def test_cost_monitor_uses_the_prices_in_force_during_the_window(tmp_path):
+    system = device.use_simulated(workload="cifar100", dram_gb=8)
+    start = system.wall_time()
+    system.step(1)
+    half = system.clock()
+    change = system.wall_time(half * 5)  # the price changes after 5 of the next 10 steps
+    path = tmp_path / "price.csv"
+    path.write_text(f"time,price\n0,0.10\n{change!r},0.50\n")
+    mon = EnergyCostMonitor(CsvIntensity(path), gpu_indices=[0])
+    mon.begin_window("w")
+    system.step(8)
+    m = mon.end_window("w")
+    t0 = system.wall_time(half)
+    t1 = t0 + m.time
+    mean_price = (0.10 * (change - t0) + 0.50 * (t1 - change)) / (t1 - t0)
+    assert start < t0 < change < t1
+    assert m.gpu_energy_cost[0] == pytest.approx(m.gpu_energy[0] / J_PER_KWH * mean_price)
+    assert m.total_energy_cost > m.gpu_energy_cost[0]
+
+
+def test_bad_inputs(tmp_path):
+    with pytest.raises(ValueError, match=">= 0"):
+        FixedIntensity(-1)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("time,value\nyesterday,3\n")
+    with pytest.raises(TraceFormatError, match="line 2"):
+        CsvIntensity(bad)
+    bad.write_text("time,value\n")
+    with pytest.raises(TraceFormatError, match="at least one"):
+        CsvIntensity(bad)
+    device.use_simulated()
+    with pytest.raises(TypeError, match="IntensityProvider"):
+        CarbonEmissionMonitor(400.0)
+
+
+# --- HTTP providers against a server on 127.0.0.1 -------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    routes: dict = {}
+    seen: list = []
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        url = urlparse(self.path)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        type(self).seen.append((url.path, parse_qs(url.query), headers))
+        status, body, delay = type(self).routes.get(url.path, (404, {"error": "no"}, 0))
+        time.sleep(delay)
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    _Handler.routes, _Handler.seen = {}, []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", _Handler
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_electricity_maps(server, monkeypatch):
+    base, handler = server
+    now = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    hour = now.timestamp()
+    history = [
+        {
+            "datetime": datetime.fromtimestamp(hour - 3600, timezone.utc).isoformat(),
+            "carbonIntensity": 300,
+        },
+        {"datetime": now.isoformat().replace("+00:00", "Z"), "carbonIntensity": 100},
+    ]
+    handler.routes["/v3/carbon-intensity/history"] = (200, {"history": history}, 0)
+    monkeypatch.delenv("ZEUS_NB_ELECTRICITYMAPS_KEY", raising=False)
+    with pytest.raises(IntensityProviderError, match="needs an API key.*FixedIntensity"):
+        ElectricityMapsClient((42.3, -83.7), base_url=f"{base}/v3")
+    p = ElectricityMapsClient((42.3, -83.7), estimate=True, api_key="k", base_url=f"{base}/v3")
+    assert p.value_at(hour + 10) == 100 and p.value_at(hour - 10) == 300
+    assert p.mean(hour - 1800, hour + 1800) == pytest.approx(200)
+    assert p.get_current_carbon_intensity() == 100
+    path, query, headers = handler.seen[0]
+    assert query["lat"] == ["42.3"] and query["disableEstimations"] == ["false"]
+    assert headers["auth-token"] == "k"
+    assert len(handler.seen) == 1  # cached
+    handler.routes["/v3/carbon-intensity/history"] = (200, {"history": []}, 0)
+    p2 = ElectricityMapsClient((0, 0), api_key="k", base_url=f"{base}/v3")
+    with pytest.raises(IntensityProviderError, match="no carbon intensity"):
+        p2.value_at(hour)
+
+
+def test_http_errors_timeouts_and_unreachable(server):
+    base, handler = server
+    handler.routes["/slow/carbon-intensity/history"] = (200, {"history": []}, 1.0)
+    slow = ElectricityMapsClient((0, 0), api_key="k", base_url=f"{base}/slow", timeout=0.2)
+    with pytest.raises(IntensityProviderError, match="could not reach .* within 0.2 s"):
+        slow.value_at(0)
+    missing = ElectricityMapsClient((0, 0), api_key="k", base_url=f"{base}/gone")
+    with pytest.raises(IntensityProviderError, match="HTTP 404"):
+        missing.value_at(0)
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
+    down = OpenEIClient((0, 0), "X", api_key="k", base_url=f"http://127.0.0.1:{port}", timeout=1)
+    with pytest.raises(IntensityProviderError, match="could not reach") as err:
+        down.value_at(0)
+    assert "api_key" not in str(err.value)  # the key never shows in messages
+
+
+def test_openei_schedule(server):
+    base, handler = server
+    weekday = [[0] * 12 + [1] * 12 for _ in range(12)]  # afternoon peak every month
+    weekend = [[0] * 24 for _ in range(12)]
+    item = {
+        "label": "RATE1",
+        "energyratestructure": [[{"rate": 0.10}], [{"rate": 0.25}]],
+        "energyweekdayschedule": weekday,
+        "energyweekendschedule": weekend,
+    }
+    handler.routes["/utility_rates"] = (200, {"items": [{"label": "other"}, item]}, 0)
+    p = OpenEIClient((42.3, -83.7), "RATE1", api_key="k", base_url=f"{base}/utility_rates")
+    monday_9 = datetime(2026, 1, 5, 9).astimezone().timestamp()
+    monday_15 = datetime(2026, 1, 5, 15).astimezone().timestamp()
+    saturday_15 = datetime(2026, 1, 10, 15).astimezone().timestamp()
+    assert (p.value_at(monday_9), p.value_at(monday_15), p.value_at(saturday_15)) == (
+        0.10,
+        0.25,
+        0.10,
+    )
+    assert handler.seen[0][1]["sector"] == ["Residential"]
+    nope = OpenEIClient((0, 0), "MISSING", api_key="k", base_url=f"{base}/utility_rates")
+    with pytest.raises(IntensityProviderError, match="no rate labelled 'MISSING'"):
+        nope.value_at(monday_9)

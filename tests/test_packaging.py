@@ -1,0 +1,245 @@
+"""Packaging: where the notebooks are found, copying them for users, `zeus-nb lab`, the wheel."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import zeus_nb
+from zeus_nb import cli, paths
+from zeus_nb.commands import lab
+from zeus_nb.commands.notebooks import RECORD, copy_notebooks
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = sorted(p.name for p in (REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def _fake_notebooks(folder: Path, names=("01_a", "02_b")) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        (folder / f"{n}.ipynb").write_text(json.dumps({"name": n}))
+    return folder
+
+
+# --- locating the notebooks ---------------------------------------------------------------------
+def test_checkout_uses_its_own_notebooks_from_any_directory(monkeypatch, tmp_path):
+    monkeypatch.delenv(paths.ENV_VAR, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert paths.source_checkout() == REPO
+    assert paths.notebooks_dir() == REPO / "notebooks"
+
+
+def test_installed_package_uses_the_packaged_copy(monkeypatch, tmp_path):
+    site = tmp_path / "site-packages"
+    pkg = site / "zeus_nb"
+    _fake_notebooks(pkg / paths.PACKAGED_NOTEBOOKS)
+    _fake_notebooks(site / "notebooks", ["09_other_project"])  # not a checkout: no pyproject
+    monkeypatch.setattr(paths, "PACKAGE_ROOT", pkg)
+    monkeypatch.delenv(paths.ENV_VAR, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert paths.source_checkout() is None
+    assert paths.notebooks_dir() == (pkg / paths.PACKAGED_NOTEBOOKS).resolve()
+
+
+def test_environment_variable_wins_and_a_bad_one_says_so(monkeypatch, tmp_path):
+    own = _fake_notebooks(tmp_path / "mine")
+    monkeypatch.setenv(paths.ENV_VAR, str(own))
+    assert paths.notebooks_dir() == own.resolve()
+    monkeypatch.setenv(paths.ENV_VAR, str(tmp_path / "missing"))
+    with pytest.raises(paths.NotebookNotFoundError, match="not a directory"):
+        paths.notebooks_dir()
+
+
+def test_no_notebooks_anywhere_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "PACKAGE_ROOT", tmp_path / "zeus_nb")
+    monkeypatch.delenv(paths.ENV_VAR, raising=False)
+    with pytest.raises(paths.NotebookNotFoundError, match="python -m build"):
+        paths.notebooks_dir()
+
+
+# --- zeus-nb notebooks --------------------------------------------------------------------------
+def test_copy_keeps_edited_notebooks_and_updates_unedited_ones(tmp_path):
+    src = _fake_notebooks(tmp_path / "shipped")
+    dest = tmp_path / "work"
+    first = copy_notebooks(dest, source=src)
+    assert first.copied == ["01_a.ipynb", "02_b.ipynb"]
+    assert (dest / "01_a.ipynb").read_bytes() == (src / "01_a.ipynb").read_bytes()
+
+    (dest / "01_a.ipynb").write_text("my edits")  # the user edits 01
+    (src / "02_b.ipynb").write_text("a newer release")  # a new release changes 02
+    again = copy_notebooks(dest, source=src)
+    assert again.skipped == ["01_a.ipynb"] and again.updated == ["02_b.ipynb"]
+    assert (dest / "01_a.ipynb").read_text() == "my edits"
+    assert (dest / "02_b.ipynb").read_text() == "a newer release"
+
+    (src / "01_a.ipynb").write_text("shipped again")  # the edit survives a release too
+    assert copy_notebooks(dest, source=src).skipped == ["01_a.ipynb"]
+    forced = copy_notebooks(dest, force=True, source=src)
+    assert forced.replaced == ["01_a.ipynb"] and forced.unchanged == ["02_b.ipynb"]
+    assert (dest / "01_a.ipynb").read_text() == "shipped again"
+
+
+def test_a_file_of_unknown_origin_counts_as_edited(tmp_path):
+    src = _fake_notebooks(tmp_path / "shipped")
+    dest = tmp_path / "work"
+    dest.mkdir()
+    (dest / "01_a.ipynb").write_text("made by hand, no record")
+    assert copy_notebooks(dest, source=src).skipped == ["01_a.ipynb"]
+    assert not (dest / RECORD).read_text().count("01_a")
+
+
+def test_notebooks_command_copies_the_shipped_notebooks_and_reports_skips(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["notebooks"]) == 0
+    dest = tmp_path / "zeus-nb-notebooks"
+    assert sorted(p.name for p in dest.glob("*.ipynb")) == SHIPPED
+    edited = dest / SHIPPED[0]
+    edited.write_text("edited")
+    capsys.readouterr()
+    assert cli.main(["notebooks"]) == 0
+    out = capsys.readouterr().out
+    assert f"skipped {Path('zeus-nb-notebooks') / SHIPPED[0]}: you edited it; --force" in out
+    assert edited.read_text() == "edited"
+    assert cli.main(["notebooks", "--force"]) == 0
+    assert edited.read_bytes() == (REPO / "notebooks" / SHIPPED[0]).read_bytes()
+
+
+def test_notebooks_into_a_file_is_an_error(tmp_path, capsys):
+    (tmp_path / "f").write_text("")
+    assert cli.main(["notebooks", str(tmp_path / "f")]) == 2
+    assert "not a folder" in capsys.readouterr().err
+
+
+# --- zeus-nb lab --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("argv", "folder", "extra"),
+    [
+        (["lab"], "zeus-nb-notebooks", []),
+        (["lab", "mine", "--", "--port", "9999"], "mine", ["--port", "9999"]),
+        (["lab", "--", "--no-browser"], "zeus-nb-notebooks", ["--no-browser"]),
+    ],
+)
+def test_lab_copies_then_launches_jupyterlab_in_the_folder(
+    tmp_path, monkeypatch, argv, folder, extra
+):
+    calls = []
+    monkeypatch.setattr(lab, "launch", lambda a, cwd: calls.append((a, cwd)) or 0)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(argv) == 0
+    root = tmp_path / folder
+    assert sorted(p.name for p in root.glob("*.ipynb")) == SHIPPED
+    [(args, cwd)] = calls
+    assert cwd == root
+    assert args[:3] == [sys.executable, "-m", "jupyterlab"]
+    assert args[3:] == [f"--ServerApp.root_dir={root}", *extra]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_lab_really_serves_the_copied_notebooks(tmp_path):
+    token, port = secrets.token_hex(8), _free_port()
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"))
+    env["JUPYTER_CONFIG_DIR"] = str(tmp_path / "cfg")
+    argv = [sys.executable, "-m", "zeus_nb", "lab", str(tmp_path / "nb"), "--", "--no-browser"]
+    argv += ["--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
+    argv += [f"--IdentityProvider.token={token}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv.append("--allow-root")
+    log = tmp_path / "lab.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                url = f"http://127.0.0.1:{port}/api/contents?token={token}"
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    listing = json.load(r)
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.3)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    names = sorted(c["name"] for c in listing["content"] if c["type"] == "notebook")
+    assert names == SHIPPED
+
+
+# --- version and the built distributions --------------------------------------------------------
+def test_version_is_written_once(capsys):
+    text = (REPO / "pyproject.toml").read_text()
+    assert re.search(r'^dynamic = \["version"\]', text, re.M)
+    assert 'version = { attr = "zeus_nb.__version__" }' in text
+    assert not re.search(r'^version = "', text, re.M)  # no second, literal version
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    assert capsys.readouterr().out.strip() == f"zeus-nb {zeus_nb.__version__}"
+
+
+@pytest.mark.slow
+def test_sdist_and_wheel_carry_every_notebook(tmp_path):
+    """The wheel is built from the sdist (as `python -m build` does), so the sdist is complete."""
+    pytest.importorskip("build")
+    run = [sys.executable, "-m", "build", "--no-isolation", "-o", str(tmp_path)]
+    done = subprocess.run([*run, str(REPO)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [sdist] = tmp_path.glob("zeus_nb-*.tar.gz")
+    [wheel] = tmp_path.glob("zeus_nb-*.whl")
+    assert sdist.name == f"zeus_nb-{zeus_nb.__version__}.tar.gz"
+    with tarfile.open(sdist) as t:
+        in_sdist = {Path(n).name for n in t.getnames() if "/notebooks/" in n}
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+    packaged = sorted(Path(n).name for n in names if n.startswith("zeus_nb/_notebooks/"))
+    assert packaged == SHIPPED
+    assert set(SHIPPED) <= in_sdist
+    assert any(n.startswith("zeus_nb/resources/zeus_traces/") for n in names)
+
+
+# --- optional extras ----------------------------------------------------------------------------
+def test_skip_unless_says_what_is_skipped_and_how_to_install(monkeypatch, capsys):
+    from zeus_nb import extras
+
+    present = {"accelerate"}
+    monkeypatch.setattr(
+        extras.importlib.util, "find_spec", lambda m: object() if m in present else None
+    )
+    reason = extras.skip_unless("hf", "the Hugging Face section")
+    assert reason == "needs transformers: pip install 'zeus-nb[hf]'"
+    assert capsys.readouterr().out == f"Skipping the Hugging Face section: it {reason}\n"
+    present.add("transformers")
+    assert extras.skip_unless("hf", "the Hugging Face section") is None
+    assert capsys.readouterr().out == ""
+    with pytest.raises(ValueError, match="unknown extra 'gpu'"):
+        extras.missing("gpu")
+
+
+def test_extras_match_pyproject():
+    from zeus_nb.extras import EXTRAS
+
+    text = (REPO / "pyproject.toml").read_text()
+    for extra, modules in EXTRAS.items():
+        line = re.search(rf"^{extra} = \[(.*)\]$", text, re.M)
+        assert line, f"no [{extra}] extra in pyproject.toml"
+        packages = re.findall(r'"([A-Za-z0-9_.-]+)', line.group(1))
+        assert sorted(packages) == sorted(modules)

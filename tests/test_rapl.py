@@ -1,0 +1,133 @@
+"""CPU package and DRAM energy through a fake powercap tree: reading, wrap-around, errors."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import fake_powercap as fp  # noqa: E402
+
+from zeus_nb import device  # noqa: E402
+from zeus_nb.device.cpu import PERMISSION_HINT, rapl_cpus  # noqa: E402
+from zeus_nb.doctor import diagnose  # noqa: E402
+from zeus_nb.errors import CpuEnergyError, CpuEnergyPermissionError  # noqa: E402
+from zeus_nb.monitor import ZeusMonitor  # noqa: E402
+
+
+@pytest.fixture
+def powercap(tmp_path, monkeypatch) -> Path:
+    root = fp.make_tree(tmp_path / "powercap", packages=2)
+    monkeypatch.setenv("ZEUS_NB_POWERCAP_ROOT", str(root))
+    return root
+
+
+def test_packages_and_dram_are_found(powercap):
+    cpus = rapl_cpus()
+    assert [c.index for c in cpus] == [0, 1]
+    assert all(c.supports_dram() for c in cpus)
+    assert cpus[1].name == "RAPL package-1"
+
+
+def test_monitor_measures_cpu_and_dram(powercap, fake_nvml):
+    mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[0, 1])
+    mon.begin_window("w")
+    fp.add_uj(powercap, 0, 5_000_000)
+    fp.add_uj(powercap, 1, 2_500_000)
+    fp.add_uj(powercap, 0, 750_000, sub=1)
+    fp.add_uj(powercap, 1, 1_000, sub=0)  # a core subzone is not DRAM: not counted
+    m = mon.end_window("w")
+    assert m.cpu_energy == {0: pytest.approx(5.0), 1: pytest.approx(2.5)}
+    assert m.dram_energy == {0: pytest.approx(0.75), 1: pytest.approx(0.0)}
+    assert m.total_energy == pytest.approx(sum(m.gpu_energy.values()))  # GPUs only, as in Zeus
+
+
+def test_counter_wraparound(powercap, fake_nvml):
+    top = fp.PACKAGE_RANGE_UJ
+    fp.set_uj(powercap, 0, top - 1_000_000)
+    mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[0])
+    mon.begin_window("w")
+    fp.add_uj(powercap, 0, 3_000_000)  # wraps: the file now reads 2_000_000
+    assert int((fp.zone(powercap, 0) / "energy_uj").read_text()) == 2_000_000
+    m = mon.end_window("w")
+    assert m.cpu_energy == {0: pytest.approx(3.0)}
+
+
+def test_dram_missing_gives_none(tmp_path, monkeypatch, fake_nvml):
+    root = fp.make_tree(tmp_path / "pc", packages=1, dram=False)
+    monkeypatch.setenv("ZEUS_NB_POWERCAP_ROOT", str(root))
+    m = ZeusMonitor(gpu_indices=[0], cpu_indices=[0])
+    m.begin_window("w")
+    fp.add_uj(root, 0, 1_000_000)
+    r = m.end_window("w")
+    assert r.cpu_energy == {0: pytest.approx(1.0)} and r.dram_energy is None
+
+
+def _deny(monkeypatch, powercap):
+    """Make package 0's energy_uj unreadable (root reads any mode, so patch the read)."""
+    target = fp.zone(powercap, 0) / "energy_uj"
+    if os.geteuid() != 0:
+        target.chmod(0)
+        return
+    real = Path.read_text
+
+    def read_text(self, *a, **k):
+        if self == target:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+
+
+def test_permission_denied_is_explained(powercap, monkeypatch, fake_nvml):
+    _deny(monkeypatch, powercap)
+    with pytest.raises(CpuEnergyPermissionError, match="chmod a\\+r") as err:
+        ZeusMonitor(gpu_indices=[0], cpu_indices=[0])
+    assert "cpu_indices=[]" in str(err.value) and PERMISSION_HINT in str(err.value)
+    assert isinstance(err.value, PermissionError)
+    # Not asked for explicitly: GPUs are still measured, CPUs are not.
+    m = ZeusMonitor(gpu_indices=[0])
+    m.begin_window("w")
+    assert m.end_window("w").cpu_energy is None
+    report = diagnose("nvml")
+    assert "CPU energy: RAPL present but not readable" in report.lines
+    assert any("chmod" in p for p in report.problems)
+
+
+def test_no_rapl(tmp_path, monkeypatch, fake_nvml):
+    monkeypatch.setenv("ZEUS_NB_POWERCAP_ROOT", str(tmp_path / "nothing"))
+    with pytest.raises(CpuEnergyError, match="no RAPL package zone"):
+        ZeusMonitor(gpu_indices=[0], cpu_indices=[0])
+    m = ZeusMonitor(gpu_indices=[0])
+    assert m.cpu_indices == []
+    assert ZeusMonitor(gpu_indices=[0], cpu_indices=[]).cpus == []
+    assert any(line.startswith("CPU energy: not available") for line in diagnose("nvml").lines)
+
+
+def test_bad_cpu_index(powercap, fake_nvml):
+    with pytest.raises(ValueError, match="no CPU package with index 7 \\(have: 0, 1\\)"):
+        ZeusMonitor(gpu_indices=[0], cpu_indices=[7])
+
+
+def test_doctor_reports_cpu_support(powercap, fake_nvml):
+    lines = diagnose("nvml").lines
+    assert "CPU energy: yes, 2 package(s)" in lines
+    assert "  CPU 0: RAPL package-0 (with DRAM)" in lines
+
+
+def test_simulated_cpu_model():
+    """CodeCarbon's model: package at half the TDP, DRAM at 3 W per 8 GB, over simulated time."""
+    import zeus_nb
+
+    system = device.use_simulated(workload="cifar100", cpu_tdp=120.0, dram_gb=32.0)
+    m = ZeusMonitor()
+    m.begin_window("w")
+    zeus_nb.step(3)
+    r = m.end_window("w")
+    assert r.time > 0
+    assert r.cpu_energy == {0: pytest.approx(0.5 * 120.0 * r.time)}
+    assert r.dram_energy == {0: pytest.approx(3.0 / 8.0 * 32.0 * r.time)}
+    assert system.cpus()[0].name.startswith("simulated CPU (120 W TDP")

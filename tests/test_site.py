@@ -1,0 +1,208 @@
+"""The tutorial site: API pages from docstrings, the assembled sources, and a real browser visit.
+
+The browser test builds the site as `zeus-nb docs build` does (notebooks executed in smoke mode
+on the simulated GPU), serves it on 127.0.0.1 and visits every page in Debian's Chromium. It keeps
+a screenshot of the energy-time tradeoff notebook's page in ``artifacts/``.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import threading
+from pathlib import Path
+from urllib.parse import urldefrag, urlparse
+
+import pytest
+
+from zeus_nb import cli
+from zeus_nb.docsite import SiteBuildError, apidoc, assemble, build_site
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = REPO / "artifacts"
+
+
+# --- API reference ------------------------------------------------------------------------------
+def documented(x: int, label: str = "a") -> list[str]:
+    """Repeat ``label``; see :func:`zeus_nb.paths.notebooks_dir`.
+
+    Args:
+        x: how many times,
+            at least zero.
+        label: what to repeat.
+    """
+    return [label] * x
+
+
+class Widget:
+    """A thing."""
+
+    def grow(self, by: float) -> float:
+        """Grow ``by``."""
+        return by
+
+    @property
+    def size(self) -> int:
+        """The size."""
+        return 1
+
+    def _hidden(self) -> None:
+        """Private."""
+
+
+def test_docstrings_become_markdown():
+    text = apidoc.markdown_docstring(documented)
+    assert "Repeat `label`; see `zeus_nb.paths.notebooks_dir`." in text
+    assert "- `x`: how many times, at least zero." in text
+    assert "- `label`: what to repeat." in text
+    assert "**Args**" in text
+
+
+def test_module_page_lists_what_the_module_defines(monkeypatch):
+    page = apidoc.module_page(__name__)
+    assert "documented(x: int, label: str = 'a') -> list[str]" in page  # no quoted annotations
+    assert "## `Widget`" in page and "#### `Widget.grow`" in page
+    assert "#### `Widget.size` (property)" in page and "The size." in page
+    assert "_hidden" not in page
+    # imported names are documented where they are defined, not here
+    assert "## `SiteBuildError`" not in page and "## `Path`" not in page
+
+
+def test_public_modules_skip_private_and_command_modules():
+    names = apidoc.public_modules()
+    assert {"zeus_nb", "zeus_nb.monitor", "zeus_nb.paths", "zeus_nb.device.sim"} <= set(names)
+    assert not [n for n in names if "._" in n or n.startswith(apidoc.SKIP)]
+
+
+# --- assembled sources --------------------------------------------------------------------------
+def test_assembled_sources_and_nav(tmp_path):
+    nav, report = assemble(REPO, tmp_path, execute=False)
+    shipped = sorted(p.name for p in (REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    guides = sorted(p.name for p in (REPO / "docs").glob("*.md"))
+    assert report.notebooks == shipped and report.guides == guides
+    sections = {k: v for item in nav for k, v in item.items()}
+    assert sections["Home"] == "index.md"
+    assert [next(iter(e.values())) for e in sections["Tutorials"]] == [
+        f"notebooks/{n}" for n in shipped
+    ]
+    assert [next(iter(e.values())) for e in sections["Guides"]] == [f"docs/{g}" for g in guides]
+    assert {"Architecture"} <= {next(iter(e)) for e in sections["Guides"]}
+    api = [next(iter(e.values())) for e in sections["API reference"]]
+    assert "api/zeus_nb.monitor.md" in api
+    assert all((tmp_path / p).is_file() for p in api)
+    assert (tmp_path / "index.md").read_text() == (REPO / "README.md").read_text()
+
+
+def test_mkdocs_config_loads_nothing_from_the_web():
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("", lambda *_: None)  # mkdocs' !ENV tags and the like
+    cfg = yaml.load((REPO / "mkdocs.yml").read_text(), Loader=Loader)
+    assert cfg["theme"]["name"] == "material" and cfg["theme"]["font"] is False
+    plugins = [p if isinstance(p, str) else next(iter(p)) for p in cfg["plugins"]]
+    assert not {"social", "privacy", "material/social", "material/privacy"} & set(plugins)
+
+
+def test_docs_build_outside_a_checkout_says_what_is_needed(monkeypatch, tmp_path):
+    from zeus_nb import paths
+
+    monkeypatch.setattr(paths, "source_checkout", lambda: None)
+    with pytest.raises(SiteBuildError, match="source checkout"):
+        build_site(tmp_path / "site")
+
+
+# --- the built site in a browser ----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def served_site(tmp_path_factory):
+    """The site built with executed notebooks, served on 127.0.0.1.
+
+    Built from an empty working folder, which must stay empty: the build writes to its output
+    folder only (no MkDocs or mkdocs-jupyter cache in whatever folder it runs from).
+    """
+    site = tmp_path_factory.mktemp("site") / "site"
+    cwd = tmp_path_factory.mktemp("cwd")
+    before = os.getcwd()
+    os.chdir(cwd)  # contextlib.chdir needs Python 3.11
+    try:
+        assert cli.main(["docs", "build", str(site)]) == 0
+    finally:
+        os.chdir(before)
+    assert not list(cwd.iterdir()), (
+        f"the build left files in its working folder: {list(cwd.iterdir())}"
+    )
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/", site
+    finally:
+        server.shutdown()
+
+
+def _internal_links(page, base: str) -> set[str]:
+    hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+    return {urldefrag(h)[0] for h in hrefs if h.startswith(base) and urldefrag(h)[0]}
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian's Chromium: apt-get install chromium"
+)
+def test_every_page_loads_with_working_links_and_images(served_site):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    base, site = served_site
+    pages = {p.relative_to(site).as_posix() for p in site.rglob("*.html")} - {"404.html"}
+    external: set[str] = set()
+    seen: set[str] = set()
+    broken: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=["--no-sandbox", "--headless", "--disable-gpu"]
+        )
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+
+        def offline(route):  # the site must not need the web: record and refuse
+            if urlparse(route.request.url).hostname != "127.0.0.1":
+                external.add(route.request.url)
+                return route.abort()
+            return route.continue_()
+
+        page.route("**/*", offline)
+        queue = [base + "index.html"]
+        while queue:
+            url = queue.pop()
+            if url in seen:
+                continue
+            seen.add(url)
+            response = page.goto(url)
+            if response is None or response.status != 200:
+                broken.append(f"{url}: HTTP {response.status if response else 'no response'}")
+                continue
+            images = page.eval_on_selector_all(
+                "img", "els => els.map(e => [e.src.slice(0, 80), e.complete && e.naturalWidth])"
+            )
+            broken += [f"{url}: image {src} did not load" for src, ok in images if not ok]
+            queue += [u for u in _internal_links(page, base) if u not in seen]
+        visited = {u[len(base) :] for u in seen}
+        assert pages <= visited, f"pages no link leads to: {sorted(pages - visited)}"
+        assert not broken, "\n".join(broken)
+        assert not external, f"the site fetched from the web: {sorted(external)}"
+
+        # the energy-time tradeoff figure, scrolled into view, for people to look at
+        [tradeoff] = [p for p in pages if p.startswith("notebooks/03_")]
+        page.goto(base + tradeoff)
+        figure = page.locator(".jp-RenderedImage img, .jp-OutputArea-output img").first
+        figure.scroll_into_view_if_needed()
+        box = figure.bounding_box()
+        assert box and box["width"] > 300 and box["height"] > 200
+        page.wait_for_timeout(500)  # the header's title switch on scrolling is animated
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "site-tradeoff.png"))
+        browser.close()

@@ -1,0 +1,46 @@
+"""zeus-nb docs build"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("docs", help="the tutorial site (executed notebooks, guides, API reference)")
+    docs_sub = p.add_subparsers(dest="docs_command", required=True, metavar="ACTION")
+    b = docs_sub.add_parser(
+        "build",
+        help="execute the notebooks (smoke mode, simulated GPU) and build the site offline",
+        description=(
+            "Build the tutorial site into DIR from a source checkout: the README, the guides "
+            "in docs/, every notebook executed in smoke mode on the simulated GPU with its "
+            "figures, and an API reference from the docstrings. Needs no network. Open "
+            "DIR/index.html in a browser, or serve it: python -m http.server -d DIR."
+        ),
+    )
+    b.add_argument("dir", nargs="?", default="site", help="output folder (default: ./site)")
+    b.add_argument(
+        "--no-execute", action="store_true", help="use the notebooks without outputs (fast)"
+    )
+    b.add_argument("--keep-src", default=None, help="keep the assembled MkDocs sources here")
+    b.add_argument("--no-strict", action="store_true", help="let MkDocs warnings pass")
+    b.set_defaults(func=run_build)
+
+
+def run_build(args) -> int:
+    import logging
+
+    from zeus_nb.docsite import build_site
+
+    logging.getLogger("zeus_nb.docsite").setLevel(logging.INFO)
+    if not logging.getLogger().handlers:
+        logging.basicConfig(format="%(message)s")
+    keep = Path(args.keep_src) if args.keep_src else None
+    report = build_site(
+        args.dir, execute=not args.no_execute, strict=not args.no_strict, keep_src=keep
+    )
+    print(
+        f"site in {report.site_dir}/: {len(report.notebooks)} notebooks, {len(report.guides)} "
+        f"guides, {len(report.api_modules)} API pages; open {report.site_dir}/index.html"
+    )
+    return 0

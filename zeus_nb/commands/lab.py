@@ -1,0 +1,43 @@
+"""zeus-nb lab: copy the notebooks if needed and open JupyterLab on them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from zeus_nb.commands.notebooks import DEFAULT_DIR, copy_notebooks, print_report
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "lab",
+        help="copy the notebooks (if needed) and start JupyterLab in their folder",
+        description=(
+            "Copy the notebooks into DIR as `zeus-nb notebooks` does (never overwriting ones you "
+            "edited), then start JupyterLab with DIR as its root folder. Arguments after `--` go "
+            "to JupyterLab, e.g. `zeus-nb lab -- --port 9999 --no-browser`."
+        ),
+    )
+    p.add_argument("dir", nargs="?", default=DEFAULT_DIR, help=f"default: ./{DEFAULT_DIR}")
+    p.add_argument("jupyter_args", nargs="*", help="arguments for JupyterLab, after --")
+    p.set_defaults(func=run)
+
+
+def launch(argv: list[str], cwd: Path) -> int:
+    """Run JupyterLab in the foreground until the user stops it; its exit status."""
+    try:
+        return subprocess.call(argv, cwd=cwd)
+    except KeyboardInterrupt:  # Ctrl-C reaches JupyterLab too, which shuts down by itself
+        return 0
+
+
+def run(args) -> int:
+    jupyter_args = list(args.jupyter_args)
+    if args.dir.startswith("-"):  # `zeus-nb lab -- --port 9999`: argparse took --port for DIR
+        jupyter_args.insert(0, args.dir)
+        args.dir = DEFAULT_DIR
+    dest = Path(args.dir).resolve()
+    print_report(copy_notebooks(dest), dest)
+    argv = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={dest}", *jupyter_args]
+    return launch(argv, dest)

@@ -1,0 +1,100 @@
+"""zeus-nb perseus: plan per-instruction SM clocks for pipeline-parallel training."""
+
+from __future__ import annotations
+
+import json
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "perseus",
+        help="pipeline frequency planning: the time-energy frontier of a 1F1B iteration",
+        description="Plan the SM clock of every forward and backward of a pipeline-parallel "
+        "iteration from an instruction profile (see docs/pipeline_frequency.md).",
+    )
+    psub = p.add_subparsers(dest="perseus_command", required=True, metavar="ACTION")
+
+    plan = psub.add_parser("plan", help="print the frontier, or the plan for a deadline")
+    plan.add_argument("profile", help="instruction profile CSV")
+    plan.add_argument("--stages", type=int, required=True, help="pipeline stages S")
+    plan.add_argument("--microbatches", type=int, required=True, help="microbatches M")
+    plan.add_argument(
+        "--deadline",
+        type=float,
+        default=None,
+        help="iteration time in s to meet: print the least-energy plan that does",
+    )
+    plan.add_argument(
+        "--unit-time",
+        type=float,
+        default=None,
+        help="solver time quantum in s (default: 1/25 of the shortest instruction)",
+    )
+    plan.add_argument("--json", action="store_true", help="print JSON")
+    plan.set_defaults(func=run_plan)
+
+    syn = psub.add_parser(
+        "synthetic", help="write an instruction profile made from the simulated GPU's model"
+    )
+    syn.add_argument("output", help="CSV file to write")
+    syn.add_argument("--gpu", default="a40", help="a40 or v100 (default a40)")
+    syn.add_argument("--stages", type=int, default=4)
+    syn.add_argument(
+        "--weights", default=None, help="relative stage sizes, e.g. 1,1.3,1,0.8 (default equal)"
+    )
+    syn.add_argument("--workload", default="squad", help="traced workload (default squad)")
+    syn.set_defaults(func=run_synthetic)
+
+
+def run_plan(args) -> int:
+    from zeus_nb.optimizer.pipeline_frequency import load_profile, solve_frontier
+
+    profile = load_profile(args.profile)
+    frontier = solve_frontier(profile, args.stages, args.microbatches, args.unit_time)
+    ref = frontier.max_clock
+    if args.deadline is not None:
+        point = frontier.for_deadline(args.deadline)
+        if args.json:
+            print(json.dumps(point.to_json()))
+            return 0
+        print(
+            f"deadline {args.deadline:g} s: iteration {point.iteration_time:.6g} s, "
+            f"{point.energy:.6g} J ({_saved(point.energy, ref.energy)} less than all max "
+            f"clocks: {ref.iteration_time:.6g} s, {ref.energy:.6g} J)"
+        )
+        for s in range(point.plan.num_stages):
+            freqs = " ".join(f"{i[0].upper()}{j}@{f}" for i, j, f in point.plan.stages[s])
+            print(f"stage {s}: {freqs}")
+        return 0
+    if args.json:
+        print(json.dumps(frontier.to_json()))
+        return 0
+    print(
+        f"all max clocks: {ref.iteration_time:.6g} s, {ref.energy:.6g} J; "
+        f"{len(frontier.points)} frontier point(s), time quantum {frontier.unit_time:.3g} s"
+    )
+    print(f"{'#':>4} {'time (s)':>12} {'energy (J)':>12} {'saved':>7}")
+    for k, pt in enumerate(frontier.points):
+        saved = _saved(pt.energy, ref.energy)
+        print(f"{k:>4} {pt.iteration_time:>12.6g} {pt.energy:>12.6g} {saved:>7}")
+    return 0
+
+
+def _saved(energy: float, reference: float) -> str:
+    return f"{100 * (1 - energy / reference):.2f}%"
+
+
+def run_synthetic(args) -> int:
+    from zeus_nb.optimizer.pipeline_frequency import synthetic_profile
+
+    weights = None
+    if args.weights:
+        try:
+            weights = [float(w) for w in args.weights.split(",")]
+        except ValueError:
+            msg = f"--weights must be numbers separated by commas, got {args.weights!r}"
+            raise ValueError(msg) from None
+    profile = synthetic_profile(args.gpu, args.stages, weights, args.workload)
+    path = profile.to_csv(args.output)
+    print(f"wrote {path} ({args.stages} stages, {args.gpu})")
+    return 0

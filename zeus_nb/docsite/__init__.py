@@ -1,0 +1,187 @@
+"""The tutorial site: executed notebooks, the guides in ``docs/`` and an API reference.
+
+``zeus-nb docs build`` assembles a MkDocs source folder from a source checkout and builds it
+with MkDocs Material and mkdocs-jupyter (see ``docs/site.md`` for why these tools):
+
+* ``index.md``: the README;
+* ``docs/*.md``: the guides, unchanged (so the README's links to them keep working);
+* ``notebooks/*.ipynb``: every notebook executed headless in smoke mode on the simulated GPU,
+  with its outputs and figures;
+* ``api/*.md``: one page per public module, generated from the docstrings.
+
+Everything happens offline: the notebooks run on the simulated backend, and the theme is
+configured to load no web fonts or other remote assets (``mkdocs.yml``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zeus_nb.errors import ZeusNbError
+
+log = logging.getLogger(__name__)
+
+
+class SiteBuildError(ZeusNbError):
+    """The site could not be built (no checkout, a failing notebook, a MkDocs error)."""
+
+
+@dataclass
+class SiteBuild:
+    """What :func:`build_site` produced."""
+
+    site_dir: Path
+    notebooks: list[str] = field(default_factory=list)
+    api_modules: list[str] = field(default_factory=list)
+    guides: list[str] = field(default_factory=list)
+
+
+def _title(path: Path) -> str:
+    """The first markdown ``# heading`` of a page or notebook, else the file's stem."""
+    if path.suffix == ".ipynb":
+        import nbformat
+
+        texts = [
+            c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"
+        ]
+    else:
+        texts = [path.read_text()]
+    for text in texts:
+        if m := re.search(r"^#\s+(.+?)\s*$", text, re.M):
+            return m.group(1).replace("`", "")
+    return path.stem.replace("_", " ")
+
+
+@contextlib.contextmanager
+def _environ(**changes: str) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in changes}
+    os.environ.update(changes)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def execute_notebooks(dest: Path, timeout: float | None = 600) -> list[Path]:
+    """Run every shipped notebook in smoke mode on the simulated GPU into ``dest``.
+
+    Widget state is dropped from the outputs: a static page cannot run the controls, and
+    keeping it would make each page load a widget manager from the web.
+    """
+    import nbformat
+
+    from zeus_nb.notebooks import list_notebooks, run_notebook
+
+    dest.mkdir(parents=True, exist_ok=True)
+    done = []
+    with _environ(ZEUS_NB_BACKEND="sim"):
+        for nb in list_notebooks():
+            log.info("executing %s", nb.name)
+            res = run_notebook(nb, dest / nb.name, {"smoke": True}, timeout=timeout)
+            if not res.ok:
+                raise SiteBuildError(
+                    f"{nb.name} failed, so the site would show an error: {res.error} "
+                    f"(the executed copy is {res.output})"
+                )
+            executed = nbformat.read(res.output, as_version=4)
+            executed.metadata.pop("widgets", None)
+            nbformat.write(executed, res.output)
+            res.output.with_suffix(".records.json").unlink(missing_ok=True)
+            done.append(res.output)
+    return done
+
+
+def _sidecars(folder: Path) -> None:
+    """Remove anything but notebooks that running them left beside them."""
+    for p in folder.iterdir():
+        if p.suffix != ".ipynb":
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+
+
+def assemble(checkout: Path, src: Path, execute: bool = True) -> tuple[list, SiteBuild]:
+    """Fill ``src`` with the site's pages; the MkDocs ``nav`` and what went in."""
+    from zeus_nb.docsite import apidoc
+    from zeus_nb.paths import notebooks_dir
+
+    report = SiteBuild(site_dir=Path())
+    (src / "index.md").write_text((checkout / "README.md").read_text())
+    shutil.copytree(checkout / "docs", src / "docs")
+    guides = sorted((src / "docs").glob("*.md"))
+    nb_dir = src / "notebooks"
+    if execute:
+        execute_notebooks(nb_dir)
+        _sidecars(nb_dir)
+    else:  # unexecuted copies (fast, for checking the site's structure)
+        nb_dir.mkdir()
+        for nb in sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb")):
+            shutil.copyfile(nb, nb_dir / nb.name)
+    notebooks = sorted(nb_dir.glob("*.ipynb"))
+    api = apidoc.write_pages(src / "api")
+    report.notebooks = [p.name for p in notebooks]
+    report.guides = [p.name for p in guides]
+    report.api_modules = [name for name, _ in api]
+
+    def rel(p: Path) -> str:
+        return p.relative_to(src).as_posix()
+
+    nav = [
+        {"Home": "index.md"},
+        {"Tutorials": [{_title(p): rel(p)} for p in notebooks]},
+        {"Guides": [{_title(p): rel(p)} for p in guides]},
+        {"API reference": [{name: f"api/{page}"} for name, page in api]},
+    ]
+    return nav, report
+
+
+def build_site(
+    site_dir: str | Path, execute: bool = True, strict: bool = True, keep_src: Path | None = None
+) -> SiteBuild:
+    """Build the tutorial site into ``site_dir`` from this source checkout.
+
+    ``strict`` turns MkDocs warnings (a link to a missing page) into an error. ``keep_src``
+    keeps the assembled MkDocs source folder there for inspection.
+    """
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import MkDocsException
+
+    from zeus_nb.paths import source_checkout
+
+    checkout = source_checkout()
+    if checkout is None or not (checkout / "mkdocs.yml").is_file():
+        raise SiteBuildError(
+            "the site is built from a source checkout (it needs docs/ and mkdocs.yml): "
+            "git clone the repository, pip install -e '.[dev]' there and run zeus-nb docs build"
+        )
+    site = Path(site_dir).resolve()
+    with tempfile.TemporaryDirectory(prefix="zeus-nb-site-") as tmp:
+        src = Path(keep_src).resolve() if keep_src else Path(tmp) / "src"
+        if src.exists():
+            shutil.rmtree(src)
+        src.mkdir(parents=True)
+        nav, report = assemble(checkout, src, execute=execute)
+        cfg = load_config(
+            config_file=str(checkout / "mkdocs.yml"),
+            docs_dir=str(src),
+            site_dir=str(site),
+            nav=nav,
+            strict=strict,
+        )
+        try:
+            build(cfg)
+        except (MkDocsException, SystemExit) as e:
+            raise SiteBuildError(f"MkDocs could not build the site: {e}") from e
+    report.site_dir = site
+    return report

@@ -1,0 +1,285 @@
+"""The batch-size bandit's state in a database server (PostgreSQL), shared across machines.
+
+A recurring job that runs on whichever node is free needs one state all nodes can reach; a
+SQLite file is only safe on one machine (its locks do not hold on network file systems).
+:class:`SQLStore` keeps the same append-only log as the SQLite store through SQLAlchemy 2 (with
+psycopg 3 for ``postgresql://`` URLs), so the bandit code does not change.
+
+Concurrency. Every write is one transaction. Appending an observation first locks the job's row
+(``SELECT ... FOR UPDATE``): reports of one job are serialized, so their ids grow in commit
+order and a reader that has seen id *n* never misses a later-committed smaller id; reports of
+different jobs do not wait on each other. Creating the schema takes a transaction-level
+advisory lock, so processes that start together do not race on ``CREATE TABLE``.
+
+A ``schema_version`` table records the layout's version; a database written by a newer zeus-nb
+is refused with a message saying so, instead of being misread.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    delete,
+    insert,
+    inspect,
+    select,
+    text,
+)
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+
+from zeus_nb.optimizer.batch_size.store import (
+    SCHEMA_COMPONENT,
+    SCHEMA_VERSION,
+    JobSpec,
+    Observation,
+    StoreError,
+    StoreNotFoundError,
+    StoreSchemaError,
+    _check_same,
+    check_schema_version,
+)
+
+log = logging.getLogger(__name__)
+
+# pg_advisory_xact_lock key for schema creation ("zeusnbso" as 8 bytes).
+_SCHEMA_LOCK = int.from_bytes(b"zeusnbso", "big") & 0x7FFF_FFFF_FFFF_FFFF
+
+metadata = MetaData()
+schema_version = Table(
+    "schema_version",
+    metadata,
+    Column("component", String(32), primary_key=True),
+    Column("version", Integer, nullable=False),
+)
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("spec", Text, nullable=False),
+)
+observations = Table(
+    "observations",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("job", Text, ForeignKey("jobs.name"), nullable=False),
+    Column("batch_size", Integer, nullable=False),
+    Column("time", Float, nullable=False),
+    Column("energy", Float, nullable=False),
+    Column("cost", Float, nullable=False),
+    Column("reached", Boolean, nullable=False),
+    Column("power_limit", Float, nullable=True),
+    Index("observations_job", "job", "id"),
+)
+power_limits = Table(
+    "power_limits",
+    metadata,
+    Column("job", Text, ForeignKey("jobs.name"), primary_key=True),
+    Column("batch_size", Integer, primary_key=True),
+    Column("power_limit", Float, nullable=False),
+)
+
+
+def engine_url(url: str | URL) -> URL:
+    """The SQLAlchemy URL, with ``postgresql://`` meaning psycopg 3 (not psycopg2)."""
+    try:
+        u = make_url(url)
+    except ArgumentError as e:
+        raise StoreError(f"not a database URL: {url!r} ({e})") from None
+    if u.drivername in ("postgresql", "postgres"):
+        u = u.set(drivername="postgresql+psycopg")
+    return u
+
+
+class SQLStore:
+    """Bandit state in a database reached by URL (PostgreSQL through psycopg 3).
+
+    ``create=False`` opens existing state only (read-only commands never create a store): a
+    database without the tables raises :class:`StoreNotFoundError`.
+    """
+
+    def __init__(self, url: str | URL, *, create: bool = True, connect_timeout: int = 30) -> None:
+        self._url = engine_url(url)
+        self.url = self._url.render_as_string(hide_password=True)
+        connect_args: dict[str, Any] = {}
+        if self._url.get_backend_name() == "postgresql":
+            connect_args["connect_timeout"] = connect_timeout
+        try:
+            self.engine: Engine = create_engine(
+                self._url, pool_pre_ping=True, pool_size=2, connect_args=connect_args
+            )
+        except (NoSuchModuleError, ImportError) as e:
+            raise StoreError(
+                f"no database driver for {self.url} ({e}); install the cluster extra: "
+                "pip install 'zeus-nb[cluster]'"
+            ) from e
+        try:
+            self._open_schema(create)
+        except SQLAlchemyError as e:
+            self.engine.dispose()
+            raise StoreError(
+                f"cannot open the batch-size optimizer state at {self.url}: "
+                f"{str(e).splitlines()[0]}; check the URL, that the server runs and that the "
+                "user may create tables"
+            ) from e
+
+    @property
+    def _is_pg(self) -> bool:
+        return self.engine.dialect.name == "postgresql"
+
+    def _open_schema(self, create: bool) -> None:
+        with self.engine.begin() as conn:
+            if self._is_pg and create:
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
+            insp = inspect(conn)
+            if not insp.has_table("schema_version"):
+                if not create:
+                    raise StoreNotFoundError(f"no batch-size optimizer state at {self.url}")
+                if insp.has_table("jobs"):
+                    raise StoreSchemaError(
+                        f"{self.url} has a 'jobs' table but no zeus-nb schema_version table: "
+                        "it belongs to another application; give zeus-nb its own database "
+                        "or schema"
+                    )
+                metadata.create_all(conn)
+                conn.execute(
+                    insert(schema_version).values(
+                        component=SCHEMA_COMPONENT, version=SCHEMA_VERSION
+                    )
+                )
+                log.info("created the batch-size optimizer tables at %s", self.url)
+                return
+            found = conn.execute(
+                select(schema_version.c.version).where(
+                    schema_version.c.component == SCHEMA_COMPONENT
+                )
+            ).scalar_one_or_none()
+        check_schema_version(found, self.url)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> SQLStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLStore({self.url!r})"
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    def register(self, spec: JobSpec) -> JobSpec:
+        with self.engine.begin() as conn:
+            if self._is_pg:
+                from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+                conn.execute(
+                    pg_insert(jobs)
+                    .values(name=spec.name, spec=spec.to_json())
+                    .on_conflict_do_nothing(index_elements=["name"])
+                )
+            elif conn.execute(select(jobs.c.name).where(jobs.c.name == spec.name)).first() is None:
+                conn.execute(insert(jobs).values(name=spec.name, spec=spec.to_json()))
+            stored = conn.execute(select(jobs.c.spec).where(jobs.c.name == spec.name)).scalar_one()
+        known = JobSpec.from_json(stored)
+        _check_same(known, spec)
+        return known
+
+    def job(self, name: str) -> JobSpec | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(jobs.c.spec).where(jobs.c.name == name)).scalar()
+        return JobSpec.from_json(row) if row is not None else None
+
+    def jobs(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return list(conn.execute(select(jobs.c.name).order_by(jobs.c.name)).scalars())
+
+    def delete(self, name: str) -> None:
+        with self.engine.begin() as conn:
+            self._lock_job(conn, name, require=False)
+            conn.execute(delete(observations).where(observations.c.job == name))
+            conn.execute(delete(power_limits).where(power_limits.c.job == name))
+            conn.execute(delete(jobs).where(jobs.c.name == name))
+
+    def _lock_job(self, conn, name: str, require: bool = True) -> None:
+        """Lock the job's row until the transaction ends: its writers queue here."""
+        found = conn.execute(
+            select(jobs.c.name).where(jobs.c.name == name).with_for_update()
+        ).first()
+        if found is None and require:
+            raise StoreError(f"no job {name!r} in {self.url}; create a BatchSizeOptimizer first")
+
+    # -- observations -----------------------------------------------------------------------
+
+    def append(self, name: str, obs: Observation) -> int:
+        with self.engine.begin() as conn:
+            return self._append(conn, name, obs)
+
+    def _append(self, conn, name: str, obs: Observation) -> int:
+        """Insert one observation inside the caller's transaction (the job stays locked)."""
+        self._lock_job(conn, name)
+        new_id = conn.execute(
+            insert(observations)
+            .values(
+                job=name,
+                batch_size=int(obs.batch_size),
+                time=float(obs.time),
+                energy=float(obs.energy),
+                cost=float(obs.cost),
+                reached=bool(obs.reached),
+                power_limit=None if obs.power_limit is None else float(obs.power_limit),
+            )
+            .returning(observations.c.id)
+        ).scalar_one()
+        return int(new_id)
+
+    def observations(self, name: str, after: int = 0) -> list[tuple[int, Observation]]:
+        c = observations.c
+        q = (
+            select(c.id, c.batch_size, c.time, c.energy, c.cost, c.reached, c.power_limit)
+            .where(c.job == name, c.id > int(after))
+            .order_by(c.id)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(q).all()
+        return [
+            (int(r[0]), Observation(int(r[1]), r[2], r[3], r[4], bool(r[5]), r[6])) for r in rows
+        ]
+
+    # -- just-in-time power limits ----------------------------------------------------------
+
+    def set_power_limit(self, name: str, batch_size: int, watts: float) -> None:
+        with self.engine.begin() as conn:
+            self._lock_job(conn, name)
+            key = (power_limits.c.job == name) & (power_limits.c.batch_size == int(batch_size))
+            if conn.execute(select(power_limits.c.job).where(key)).first() is None:
+                conn.execute(
+                    insert(power_limits).values(
+                        job=name, batch_size=int(batch_size), power_limit=float(watts)
+                    )
+                )
+            else:
+                conn.execute(power_limits.update().where(key).values(power_limit=float(watts)))
+
+    def power_limits(self, name: str) -> dict[int, float]:
+        q = select(power_limits.c.batch_size, power_limits.c.power_limit).where(
+            power_limits.c.job == name
+        )
+        with self.engine.connect() as conn:
+            return {int(b): float(p) for b, p in conn.execute(q).all()}

@@ -1,0 +1,111 @@
+"""Open the batch-size optimizer's state store from a URL or a path.
+
+Accepted forms (also in ``$ZEUS_NB_BSO_STORE``, used when no location is given):
+
+* nothing: the SQLite file at the default location (``$ZEUS_NB_STATE_DIR/bso.sqlite3``);
+* a file path or ``sqlite:///relative/path`` / ``sqlite:////absolute/path``: a SQLite file,
+  for processes on one machine;
+* ``postgresql://user:password@host:5432/database``: a PostgreSQL database, for recurrences on
+  many machines.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from zeus_nb.optimizer.batch_size.store import (
+    MemoryStore,
+    SQLiteStore,
+    StoreError,
+    StoreNotFoundError,
+    default_path,
+)
+
+STORE_ENV = "ZEUS_NB_BSO_STORE"
+URL_FORMS = "a SQLite file path, sqlite:///PATH, or postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+
+
+class StoreURLError(StoreError, ValueError):
+    """A store location zeus-nb cannot open (an HTTP server URL, an unknown scheme)."""
+
+
+def _scheme(location: str) -> str | None:
+    head, sep, _ = location.partition("://")
+    return head.lower() if sep else None
+
+
+def is_store(obj: Any) -> bool:
+    """Whether ``obj`` is an opened store (rather than a location)."""
+    if isinstance(obj, (MemoryStore, SQLiteStore)):
+        return True
+    sql = sys.modules.get("zeus_nb.optimizer.batch_size.sql_store")  # only if SQLAlchemy is used
+    return sql is not None and isinstance(obj, sql.SQLStore)
+
+
+def sqlite_path(location: str) -> Path:
+    """The file of a ``sqlite:///...`` URL (three slashes: relative; four: absolute)."""
+    rest = location.split("://", 1)[1]
+    if not rest.startswith("/") or rest in ("/", "/:memory:"):
+        raise StoreURLError(
+            f"{location!r} names no file; write sqlite:///relative/path or "
+            "sqlite:////absolute/path (in-memory databases cannot be shared)"
+        )
+    return Path(rest[1:].split("?", 1)[0]).expanduser()
+
+
+def open_store(location: Any = None, *, create: bool = True):
+    """The store at ``location`` (see the module docstring), or ``location`` if already one.
+
+    ``create=False`` is for read-only commands: a missing SQLite file or an empty database
+    raises :class:`~zeus_nb.optimizer.batch_size.store.StoreNotFoundError` and nothing is
+    created.
+    """
+    if is_store(location):
+        return location
+    if location is None:
+        location = os.environ.get(STORE_ENV) or None
+    if location is None or isinstance(location, Path):
+        path = Path(location).expanduser() if location is not None else default_path()
+        return _open_sqlite(path, create)
+    if not isinstance(location, str):
+        raise StoreURLError(f"a store location is {URL_FORMS}; got {type(location).__name__}")
+    scheme = _scheme(location)
+    if scheme is None:
+        return _open_sqlite(Path(location).expanduser(), create)
+    base = scheme.split("+", 1)[0]
+    if base == "sqlite":
+        return _open_sqlite(sqlite_path(location), create)
+    if base in ("postgresql", "postgres"):
+        try:
+            from zeus_nb.optimizer.batch_size.sql_store import SQLStore
+        except ImportError as e:
+            raise StoreError(
+                f"a PostgreSQL store needs SQLAlchemy and psycopg ({e}); install the cluster "
+                "extra: pip install 'zeus-nb[cluster]'"
+            ) from e
+        return SQLStore(location, create=create)
+    if base in ("http", "https"):
+        raise StoreURLError(
+            f"{location} is a batch-size optimizer server URL; zeus-nb has no server: every "
+            f"process reads and writes the store directly. Give {URL_FORMS}"
+        )
+    raise StoreURLError(f"cannot open a store at {location!r}; give {URL_FORMS}")
+
+
+def _open_sqlite(path: Path, create: bool) -> SQLiteStore:
+    if not create and (not path.exists() or (path.is_file() and path.stat().st_size == 0)):
+        # A read command: a missing or empty file is reported, never created or initialised.
+        raise StoreNotFoundError(f"no batch-size optimizer state at {path}")
+    return SQLiteStore(path)
+
+
+def describe(store) -> str:
+    """Where a store lives, for messages (passwords hidden)."""
+    for attr in ("url", "path"):
+        value = getattr(store, attr, None)
+        if value is not None:
+            return str(value)
+    return "memory"
