@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import InputError
+from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.execute import KERNEL
 from zeus_nb.paths import NotebookNotFoundError, notebooks_dir
 
