@@ -337,3 +337,17 @@ def test_notebook_number_lists_are_checked_or_our_error(value, integers):
             assert type(x) is int and x >= 1
         else:
             assert isinstance(x, float) and 1 < x <= 2000
+
+
+@SETTINGS
+@given(value=any_value, low=st.sampled_from([0, 1]))
+def test_notebook_counts_are_whole_numbers_or_our_error(value, low):
+    try:
+        (got,) = validate.notebook_counts(low, epochs=value)
+    except ZeusNbError as e:
+        assert "notebook parameter epochs" in str(e)
+        return
+    assert type(got) is int and low <= got <= 10**9
+    # the value meant exactly that whole number (no rounding of 2.5, no True as 1)
+    assert not isinstance(value, bool)
+    assert float(str(value).strip()) == got if isinstance(value, str) else value == got

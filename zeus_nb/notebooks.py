@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import InputError
+from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.execute import KERNEL
 from zeus_nb.paths import NotebookNotFoundError, notebooks_dir
 
@@ -63,7 +63,13 @@ def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
     """The ``parameters`` cell's names -> {inferred_type_name, default, help}."""
     import papermill
 
-    return papermill.inspect_notebook(str(path))
+    try:
+        return papermill.inspect_notebook(str(path))
+    except (ValueError, AttributeError, KeyError, TypeError) as e:  # not JSON, not a notebook
+        raise ZeusNbError(
+            f"{path}: not a readable notebook ({type(e).__name__}: {str(e)[:200]}); "
+            "check the path, or open and save it in Jupyter"
+        ) from None
 
 
 # --- parameter grids ----------------------------------------------------------------------------

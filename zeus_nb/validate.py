@@ -32,9 +32,11 @@ __all__ = [
     "env_integer",
     "env_number",
     "finite_float",
+    "finite_seconds",
     "integer",
     "number",
     "number_list",
+    "notebook_counts",
     "power_of",
     "writable_dir",
 ]
@@ -178,6 +180,18 @@ def number_list(
     return [number(v, f"{where}, item {i + 1}", quantity) for i, v in enumerate(items)]
 
 
+def notebook_counts(low: int = 1, **values: object) -> tuple[int, ...]:
+    """Notebook parameters that count something (epochs, steps, a batch size), each a whole
+    number >= ``low``.
+
+    A count of 0 or -1 would otherwise run no training at all and record 0 J as a result.
+    """
+    return tuple(
+        integer(v, f"notebook parameter {k}", low, 10**9, "give a whole number")
+        for k, v in values.items()
+    )
+
+
 def finite_float(text: str) -> float:
     """An ``argparse`` ``type=``: a finite number (``nan`` and ``inf`` parse as floats, but no
     command-line knob means anything with them)."""
@@ -185,6 +199,17 @@ def finite_float(text: str) -> float:
 
     try:
         return number(text, "the value")
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e).replace("the value: ", "", 1)) from None
+
+
+def finite_seconds(text: str) -> float:
+    """An ``argparse`` ``type=`` for a time limit: more than 0 s, finite (``--timeout nan``
+    or ``-1`` would make every cell fail at once, or never time out)."""
+    import argparse
+
+    try:
+        return number(text, "the value", DURATION)
     except InputError as e:
         raise argparse.ArgumentTypeError(str(e).replace("the value: ", "", 1)) from None
 

@@ -39,8 +39,14 @@ import torchvision
 from torchvision import transforms
 
 import zeus_nb
-from zeus_nb import check, widgets
+from zeus_nb import check, validate, widgets
 
+epochs, steps_per_epoch, batch_size = validate.notebook_counts(
+    epochs=epochs, steps_per_epoch=steps_per_epoch, batch_size=batch_size
+)
+sample_period = validate.number(
+    sample_period, "notebook parameter sample_period", validate.DURATION
+)
 if smoke:
     epochs, steps_per_epoch = 2, 4
 system = zeus_nb.notebook_setup(

@@ -42,7 +42,7 @@ import torch
 from IPython.display import display
 
 import zeus_nb
-from zeus_nb import check, widgets
+from zeus_nb import check, validate, widgets
 from zeus_nb.optimizer import (
     Energy,
     GlobalPowerLimitOptimizer,
@@ -54,6 +54,10 @@ from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
 from zeus_nb.plots import power_limit_profile
 from zeus_nb.traces import resource_path
 
+(warmup_steps,) = validate.notebook_counts(low=0, warmup_steps=warmup_steps)
+profile_steps, epochs, steps_per_epoch = validate.notebook_counts(
+    profile_steps=profile_steps, epochs=epochs, steps_per_epoch=steps_per_epoch
+)
 if smoke:
     warmup_steps, profile_steps, epochs, steps_per_epoch = 1, 4, 3, 25
 out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="zeus-nb-02-"))

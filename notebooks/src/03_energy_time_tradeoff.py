@@ -38,7 +38,7 @@ import pandas as pd
 from IPython.display import display
 
 import zeus_nb
-from zeus_nb import check, widgets
+from zeus_nb import check, validate, widgets
 from zeus_nb.demos import small_classifier
 from zeus_nb.plots import energy_time_scatter, savings_bars, trace_tradeoff_figure
 from zeus_nb.sweep import run_sweep
@@ -46,8 +46,9 @@ from zeus_nb.torch_train import synthetic_images, torch_train_fn
 from zeus_nb.traces import tta_eta
 from zeus_nb.tradeoff import min_cost, pareto_front, potential_savings
 
-batch_sizes = [int(b) for b in live_batch_sizes.split(",")]
-power_limits = [float(p) for p in live_power_limits.split(",")]
+batch_sizes = validate.number_list(live_batch_sizes, "live_batch_sizes", integers=True)
+power_limits = validate.number_list(live_power_limits, "live_power_limits", validate.POWER_LIMIT)
+(max_epochs,) = validate.notebook_counts(max_epochs=max_epochs)
 if smoke:
     batch_sizes, power_limits, max_epochs = batch_sizes[-2:], power_limits[::2], 4
 out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="zeus-nb-03-"))

@@ -37,7 +37,7 @@ import math
 import pandas as pd
 
 import zeus_nb
-from zeus_nb import check
+from zeus_nb import check, validate
 from zeus_nb.demos import small_classifier
 from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, PaperBatchSizeOptimizer
 from zeus_nb.optimizer.batch_size_sim import simulate
@@ -45,10 +45,13 @@ from zeus_nb.optimizer.batch_size_store import MemoryStore
 from zeus_nb.plots import bso_costs, bso_posterior
 from zeus_nb.torch_train import synthetic_images, torch_train_fn
 
+compare_seeds, live_recurrences, max_epochs = validate.notebook_counts(
+    compare_seeds=compare_seeds, live_recurrences=live_recurrences, max_epochs=max_epochs
+)
 if smoke:
     live_recurrences = 6
     compare_seeds = min(compare_seeds, 3)
-candidates = [int(b) for b in live_batch_sizes.split(",")]
+candidates = validate.number_list(live_batch_sizes, "live_batch_sizes", integers=True)
 system = zeus_nb.notebook_setup(backend, seed)
 print(f"simulating {workload} on {trace_gpu}; live job on {system.gpus[0].name}")
 

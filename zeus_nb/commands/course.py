@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import ast
 import errno
+import sys
 from pathlib import Path
+
+from zeus_nb.validate import finite_seconds
 
 
 def register(sub) -> None:
@@ -42,7 +45,7 @@ def register(sub) -> None:
     _execution_options(g)
     g.add_argument(
         "--timeout",
-        type=float,
+        type=finite_seconds,
         default=600.0,
         help="seconds a cell may run before the rest of a submission counts as not run "
         "(default: 600)",
@@ -141,9 +144,12 @@ def run_verify(args) -> int:
         print(f"{'PASS' if r.ok else 'FAIL'} {r.version:8} {r.notebook}: {r.detail}")
     out = Path(args.output) if args.output else Path(args.dir) / "executed"
     solution_dir = out / "solution"
-    table = timings_table(timings([solution_dir]))
+    problems: list[str] = []  # a notebook without a run time is named, not fatal
+    table = timings_table(timings([solution_dir], problems))
     (out / "timings.md").write_text(table)
     print(f"\nRun times of the solutions ({out / 'timings.md'}):\n\n{table}")
+    for problem in problems:
+        print(f"zeus-nb: not timed: {problem}", file=sys.stderr)
     failed = [r for r in results if not r.ok]
     if failed:
         print(f"{len(failed)} of {len(results)} executions failed")
@@ -154,10 +160,13 @@ def run_verify(args) -> int:
 def run_grade(args) -> int:
     import csv
 
-    from zeus_nb.course import grade
+    from zeus_nb.course import CourseError, grade
     from zeus_nb.validate import writable_dir
 
     params, env = _parameters_and_env(args)
+    missing = [s for s in args.submissions if not Path(s).exists()]
+    if missing:  # checked before the output folder is made
+        raise CourseError(f"{', '.join(missing)}: no such notebook or folder")
     writable_dir(args.output, "-o")
     results = grade(
         args.submissions, args.output, params, env, args.kernel, args.timeout, args.jobs
@@ -183,15 +192,21 @@ def run_grade(args) -> int:
 
 
 def run_timings(args) -> int:
-    from zeus_nb.course import timings, timings_table
+    from zeus_nb.course import CourseError, timings, timings_table
 
-    table = timings_table(timings(args.paths))
     if args.output and Path(args.output).is_dir():
         raise IsADirectoryError(errno.EISDIR, "Is a directory", args.output)
+    problems: list[str] = []  # each unreadable notebook is named; the others still timed
+    rows = timings(args.paths, problems)
+    if not rows and problems:
+        raise CourseError("; ".join(problems))
+    table = timings_table(rows)
     print(table, end="")
     if args.output:
         Path(args.output).write_text(table)
-    return 0
+    for problem in problems:
+        print(f"zeus-nb: skipped: {problem}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 def run_slides(args) -> int:

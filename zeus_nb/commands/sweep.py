@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from zeus_nb.validate import finite_seconds
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -30,7 +32,9 @@ def register(sub) -> None:
     p.add_argument("-o", "--output-dir", default=None, help="default: runs/<notebook name>")
     p.add_argument("--smoke", action="store_true", help="pass smoke=True (small, fast runs)")
     p.add_argument("--force", action="store_true", help="re-run points that already finished")
-    p.add_argument("--timeout", type=float, default=None, help="seconds per cell (default: none)")
+    p.add_argument(
+        "--timeout", type=finite_seconds, default=None, help="seconds per cell (default: none)"
+    )
     p.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: python3)")
     add_cluster_arguments(p)
     p.set_defaults(func=run)
@@ -157,6 +161,7 @@ def write_results(out_dir: Path, outputs: list[Path]):
     Under a file lock and through a temporary file, so two sweeps into one folder never leave
     a duplicate or a torn row. Returns (path, this sweep's table).
     """
+    import logging
     import os
 
     import pandas as pd
@@ -171,8 +176,18 @@ def write_results(out_dir: Path, outputs: list[Path]):
         if csv.exists() and csv.stat().st_size > 0:
             try:
                 before = pd.read_csv(csv)
-            except (ValueError, UnicodeDecodeError):  # a damaged table is rebuilt from ours
+            except (ValueError, UnicodeDecodeError) as e:
+                # rebuilt from this sweep's notebooks; the damaged file is kept, never lost
                 before = None
+                kept = csv.with_name(f"{csv.name}.damaged")
+                os.replace(csv, kept)
+                logging.getLogger(__name__).warning(
+                    "%s: not a readable table (%s); kept as %s, and results.csv now lists "
+                    "this sweep's points only",
+                    csv,
+                    " ".join(str(e).split())[:120],
+                    kept,
+                )
             if before is not None and "notebook" in before.columns:
                 ours = set(table["notebook"].astype(str))
                 keep = before[~before["notebook"].astype(str).isin(ours)]

@@ -6,6 +6,8 @@ import json
 import sys
 import time
 
+from zeus_nb.validate import finite_seconds
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -20,7 +22,9 @@ def register(sub) -> None:
     p.add_argument("--smoke", action="store_true", help="small, fast runs (smoke=True)")
     p.add_argument("-o", "--output-dir", default="zeus-nb-tour", help="default: ./zeus-nb-tour")
     p.add_argument("--only", default=None, help="comma-separated notebook numbers, e.g. 01,03")
-    p.add_argument("--timeout", type=float, default=None, help="seconds per cell (default: none)")
+    p.add_argument(
+        "--timeout", type=finite_seconds, default=None, help="seconds per cell (default: none)"
+    )
     p.set_defaults(func=run)
 
 

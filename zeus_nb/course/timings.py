@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.course.markers import CourseError
+from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.validate import DURATION, number
 
 
 @dataclass
@@ -27,13 +29,30 @@ def _duration(path: Path) -> float | None:
     except (OSError, ValueError):
         return None
     value = nb.metadata.get("papermill", {}).get("duration")
-    return float(value) if value is not None else None
+    try:
+        return _checked_seconds(value, path) if value is not None else None
+    except InputError:
+        return None
 
 
-def timings(paths: Iterable[str | os.PathLike]) -> list[Timing]:
-    """Run times recorded by papermill in executed notebooks (files, or folders searched deeply)."""
-    import nbformat
+def _checked_seconds(value: object, path: Path) -> float:
+    """A recorded run time, checked: a damaged notebook must not print ``nan s`` or a negative
+    total."""
+    return number(
+        value,
+        f"{path}: metadata papermill.duration",
+        DURATION,
+        "execute the notebook again with papermill",
+        text_ok=False,
+    )
 
+
+def timings(paths: Iterable[str | os.PathLike], problems: list[str] | None = None) -> list[Timing]:
+    """Run times recorded by papermill in executed notebooks (files, or folders searched deeply).
+
+    A notebook that cannot be read, or holds no valid run time, raises :class:`CourseError`;
+    with a ``problems`` list it is described there instead and the others are still timed.
+    """
     paths = [Path(p) for p in paths]
     files: list[tuple[Path, Path]] = []
     for p in paths:
@@ -49,22 +68,42 @@ def timings(paths: Iterable[str | os.PathLike]) -> list[Timing]:
             raise CourseError(f"{p}: no such notebook or folder")
     if not files:
         raise CourseError("no notebooks (*.ipynb) found in " + ", ".join(map(str, paths)))
-    rows, missing = [], []
+    rows, missing, bad = [], [], []
     for path, shown in files:
-        meta = nbformat.read(path, as_version=4).metadata.get("papermill", {})
-        if meta.get("duration") is None:
-            missing.append(str(path))
+        try:
+            meta = _papermill_metadata(path)
+            if meta.get("duration") is None:
+                missing.append(str(path))
+                continue
+            seconds = _checked_seconds(meta["duration"], path)
+        except ZeusNbError as e:
+            bad.append(str(e))
             continue
         status = "failed" if meta.get("exception") else "ok"
-        rows.append(
-            Timing(str(shown), float(meta["duration"]), status, dict(meta.get("parameters") or {}))
-        )
+        rows.append(Timing(str(shown), seconds, status, dict(meta.get("parameters") or {})))
     if missing:
-        raise CourseError(
+        bad.append(
             "no papermill run time in " + ", ".join(missing) + "; execute these notebooks with "
             "papermill (or `zeus-nb course verify`) first"
         )
+    if bad and problems is None:
+        raise CourseError("; ".join(bad))
+    if problems is not None:
+        problems += bad
     return rows
+
+
+def _papermill_metadata(path: Path) -> dict:
+    """The ``papermill`` metadata of one notebook, or a :class:`CourseError` naming it."""
+    import nbformat
+
+    try:
+        meta = nbformat.read(path, as_version=4).metadata.get("papermill", {})
+    except (OSError, ValueError, AttributeError, KeyError, TypeError) as e:  # not a notebook
+        raise CourseError(f"{path}: not a readable notebook ({e})") from None
+    if not isinstance(meta, dict):
+        raise CourseError(f"{path}: metadata papermill is not an object; execute it again")
+    return meta
 
 
 def _fmt_seconds(s: float) -> str:

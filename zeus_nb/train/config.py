@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass, fields
 from typing import Any
 
+from zeus_nb.validate import Quantity, env_number, number
+
 DEFAULT_MAX_SLOWDOWN = 1.1
 
 
@@ -54,6 +56,10 @@ class TrainConfig:
             raise ValueError(f"device must be auto, cuda or cpu, got {self.device!r}")
 
 
+# A run allowed to take 100x longer has no time budget at all; such a value is a typo.
+SLOWDOWN = Quantity("maximum slowdown factor", "", 1.0, 100.0)
+_SLOWDOWN_FIX = "use e.g. 1.1 (10% slower at most)"
+
 #: Environment variables of the slowdown factor: Zeus's name (seed examples set it) and ours.
 SLOWDOWN_VARS = ("ZEUS_MAX_SLOWDOWN", "ZEUS_NB_MAX_SLOWDOWN")
 
@@ -68,12 +74,8 @@ def _slowdown_from_env() -> float | None:
         raw = os.environ.get(name, "").strip()
         if not raw:
             continue
-        try:
-            found[name] = float(raw)
-        except ValueError:
-            raise ValueError(
-                f"{name}={raw!r} is not a number; use e.g. 1.1 (10% slower at most)"
-            ) from None
+        # checked like every outside number: inf or nan would lift the time budget
+        found[name] = env_number(name, DEFAULT_MAX_SLOWDOWN, SLOWDOWN, _SLOWDOWN_FIX)
     if len(set(found.values())) > 1:
         a, b = SLOWDOWN_VARS
         raise ValueError(
@@ -90,9 +92,10 @@ def max_slowdown_factor(value: float | None = None) -> float:
         value = _slowdown_from_env()
         if value is None:
             return DEFAULT_MAX_SLOWDOWN
+    value = number(value, "the maximum slowdown factor", fix=_SLOWDOWN_FIX, text_ok=False)
     if not value >= 1.0:
         raise ValueError(f"the maximum slowdown factor must be >= 1.0 (1.0 = none), got {value}")
-    return float(value)
+    return number(value, "the maximum slowdown factor", SLOWDOWN, _SLOWDOWN_FIX)
 
 
 def with_overrides(config: TrainConfig | None, overrides: dict[str, Any]) -> TrainConfig | None:
