@@ -282,82 +282,99 @@ def run_points(
     later run that skips written points resumes. ``done_before`` counts points skipped
     earlier on the progress bar.
     """
-    from distributed import as_completed
-
     if on_interrupt not in ("wait", "cancel"):
         raise ValueError(f"on_interrupt must be 'wait' or 'cancel', got {on_interrupt!r}")
-    outcome = PointsOutcome()
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         total = len(points) + done_before
         bar = tqdm(total=total, initial=done_before, desc=desc, unit="point")
-    queue = list(points.items())[::-1]
-    futures: dict[Any, str] = {}
-    run = uuid.uuid4().hex[:8]  # a resumed run never meets a key of an abandoned one
-    flight = as_completed()
-
-    def top_up() -> None:
-        room = max(1, gpu_slots(client)) - sum(not f.done() for f in futures)
-        while queue and room > 0:
-            key, point = queue.pop()
-            fut = client.submit(fn, point, key=f"zeus-nb-{key}-{run}", resources={GPU: 1})
-            futures[fut] = key
-            flight.add(fut)
-            room -= 1
-
-    collected: set[str] = set()
-
-    def collect(fut) -> None:
-        key = futures[fut]
-        collected.add(key)
-        if fut.status == "finished":
-            on_result(key, fut.result())
-            outcome.done.append(key)
-        elif fut.status != "cancelled":
-            reason = _describe(fut.exception())
-            outcome.failed[key] = reason
-            log.warning("point %s failed: %s", key, reason)
-            if on_failure is not None:
-                on_failure(key, reason)
-        fut.release()
-        if bar is not None:
-            bar.update(1)
-
+    flight = _Flight(client, fn, points, on_result, on_failure, bar)
     try:
-        top_up()
-        for fut in flight:
-            collect(fut)
-            top_up()
+        flight.top_up()
+        for fut in flight.completed:
+            flight.collect(fut)
+            flight.top_up()
     except KeyboardInterrupt:
-        queue.clear()  # submit nothing more
-        # Everything submitted and not yet written: an interrupt may have come between a
-        # submit and its flight.add, so the futures dict is the truth, not the iterator.
-        left = [f for f, key in futures.items() if key not in collected]
-        if on_interrupt == "wait" and left:
-            log.warning(
-                "stopping: waiting for %d running point(s) to finish (Ctrl-C again to cancel "
-                "them); run again to resume",
-                sum(not f.done() for f in left),
-            )
-            try:
-                for fut in as_completed(left):
-                    collect(fut)
-            except KeyboardInterrupt:
-                _cancel(client, futures)
-                raise
-        else:
-            _cancel(client, futures)
+        flight.queue.clear()  # submit nothing more
+        flight.after_interrupt(wait=on_interrupt == "wait")
         raise
     except BaseException:
-        queue.clear()
-        _cancel(client, futures)
+        flight.queue.clear()
+        _cancel(client, flight.futures)
         raise
     finally:
         if bar is not None:
             bar.close()
-    return outcome
+    return flight.outcome
+
+
+class _Flight:
+    """The points of one :func:`run_points` call: queued, submitted, collected."""
+
+    def __init__(self, client, fn, points, on_result, on_failure, bar) -> None:
+        from distributed import as_completed
+
+        self.client, self.fn, self.bar = client, fn, bar
+        self.on_result, self.on_failure = on_result, on_failure
+        self.queue = list(points.items())[::-1]
+        self.futures: dict[Any, str] = {}
+        self.collected: set[str] = set()
+        self.outcome = PointsOutcome()
+        self.run = uuid.uuid4().hex[:8]  # a resumed run never meets a key of an abandoned one
+        self.completed = as_completed()
+
+    def top_up(self) -> None:
+        """Submit points while the workers have a free GPU (at least one in flight)."""
+        room = max(1, gpu_slots(self.client)) - sum(not f.done() for f in self.futures)
+        while self.queue and room > 0:
+            key, point = self.queue.pop()
+            fut = self.client.submit(
+                self.fn, point, key=f"zeus-nb-{key}-{self.run}", resources={GPU: 1}
+            )
+            self.futures[fut] = key
+            self.completed.add(fut)
+            room -= 1
+
+    def collect(self, fut) -> None:
+        """Hand a finished point to ``on_result``, a failed one to ``on_failure``."""
+        key = self.futures[fut]
+        self.collected.add(key)
+        if fut.status == "finished":
+            self.on_result(key, fut.result())
+            self.outcome.done.append(key)
+        elif fut.status != "cancelled":
+            reason = _describe(fut.exception())
+            self.outcome.failed[key] = reason
+            log.warning("point %s failed: %s", key, reason)
+            if self.on_failure is not None:
+                self.on_failure(key, reason)
+        fut.release()
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def after_interrupt(self, wait: bool) -> None:
+        """After Ctrl-C: let the running points finish and be written, or cancel them."""
+        from distributed import as_completed
+
+        # Everything submitted and not yet written: an interrupt may have come between a
+        # submit and its completed.add, so the futures dict is the truth, not the iterator.
+        left = [f for f, key in self.futures.items() if key not in self.collected]
+        if not (wait and left):
+            _cancel(self.client, self.futures)
+            return
+        log.warning(
+            "stopping: waiting for %d running point(s) to finish (Ctrl-C again to cancel "
+            "them); run again to resume",
+            sum(not f.done() for f in left),
+        )
+        try:
+            for fut in as_completed(left):
+                self.collect(fut)
+        except KeyboardInterrupt:
+            _cancel(self.client, self.futures)
+            raise
 
 
 def _cancel(client: Client, futures) -> None:

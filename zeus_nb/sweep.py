@@ -180,6 +180,16 @@ def _settings(
     return float(target_metric), int(max_epochs), higher
 
 
+def _grid(batch_sizes: Iterable[int], power_limits: Iterable[float]) -> list[tuple[int, float]]:
+    """Every (batch size, power limit) once; an empty or repeating grid is a mistake."""
+    grid = [_key(b, p) for b in batch_sizes for p in power_limits]
+    if not grid:
+        raise ValueError("empty sweep: give at least one batch size and one power limit")
+    if len(set(grid)) != len(grid):
+        raise ValueError("batch_sizes and power_limits must not repeat values")
+    return grid
+
+
 def _done_keys(path: Path, target: float, cap: int) -> set[tuple[int, float]]:
     """Configurations ``path`` already holds; a file of another sweep is refused, not mixed."""
     with results_lock(path):
@@ -255,12 +265,7 @@ def run_sweep(
     from zeus_nb.monitor import ZeusMonitor
 
     target, cap, higher = _settings(workload, target_metric, max_epochs, higher_is_better)
-    grid = [_key(b, p) for b in batch_sizes for p in power_limits]
-    if not grid:
-        raise ValueError("empty sweep: give at least one batch size and one power limit")
-    if len(set(grid)) != len(grid):
-        raise ValueError("batch_sizes and power_limits must not repeat values")
-
+    grid = _grid(batch_sizes, power_limits)
     path = Path(results_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     done = _done_keys(path, target, cap)
