@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
+from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
 from zeus_nb.device.cpu import CPU, SimulatedCPU
-from zeus_nb.device.frequency import CLOCKS as SM_CLOCKS
-from zeus_nb.device.frequency import ClockSpec, FrequencyModel, Work, frequency_model
-from zeus_nb.errors import InputError, UnsupportedError
+from zeus_nb.device.frequency import Work
+from zeus_nb.device.sim_clocks import SimulatedClocks
+from zeus_nb.errors import InputError
 from zeus_nb.traces import GPU_NAMES, get_workload, load_power_trace, power_curves
 from zeus_nb.validate import CPU_TDP, DRAM_SIZE, NOISE, integer, number
 
@@ -123,7 +123,7 @@ class SimulatedGPU(GPU):
         return min(capped, float(self._locked[1])) if self._locked else capped
 
 
-class SimulatedSystem(GPUSystem):
+class SimulatedSystem(SimulatedClocks, GPUSystem):
     """Several identical simulated GPUs sharing one virtual clock.
 
     Args:
@@ -346,57 +346,6 @@ class SimulatedSystem(GPUSystem):
         for listener in self._listeners:
             listener(t0, self._now, powers)
 
-    @property
-    def clock_spec(self) -> ClockSpec:
-        """The SM clocks of this GPU model (bundled traces only)."""
-        key = self.source.lower()
-        if key not in SM_CLOCKS:
-            raise UnsupportedError(
-                f"the simulated GPU {self.source!r} has no frequency model; SM clocks are "
-                f"modelled for the bundled GPUs only: {', '.join(SM_CLOCKS)}"
-            )
-        return SM_CLOCKS[key]
-
-    @property
-    def frequency_model(self) -> FrequencyModel:
-        """The calibrated clock/power model of this GPU (fitted on first use, then cached)."""
-        self.clock_spec  # noqa: B018 - raises for GPUs without clock data
-        return frequency_model(self.source.lower())
-
-    def run_work(self, work: Work, indices: list[int] | None = None) -> float:
-        """Run ``work`` on the given GPUs (all by default) at each one's clock; returns seconds.
-
-        Virtual time advances by the slowest GPU's time; each GPU is charged its own energy.
-        """
-        model = self.frequency_model
-        gpus = self.gpus if indices is None else [self.gpu(i) for i in indices]
-        t0, dt, powers = self._now, 0.0, {}
-        for g in gpus:
-            f = g.clock_for(work)
-            busy, watts = model.time(work, f), model.power(work, f)
-            g._energy += watts * busy
-            g._power = watts
-            powers[g.index] = watts
-            dt = max(dt, busy)
-        self._now = t0 + dt
-        for listener in self._listeners:
-            listener(t0, self._now, powers)
-        return dt
-
-    def block(self, seconds: float, indices: list[int] | None = None) -> None:
-        """Let ``seconds`` pass while the GPUs wait on communication, at blocking power."""
-        if seconds < 0:
-            raise ValueError("cannot go back in time")
-        watts = self.frequency_model.blocking_power()
-        gpus = self.gpus if indices is None else [self.gpu(i) for i in indices]
-        t0 = self._now
-        for g in gpus:
-            g._energy += watts * seconds
-            g._power = watts
-        self._now += seconds
-        for listener in self._listeners:
-            listener(t0, self._now, {g.index: watts for g in gpus})
-
     def advance_idle(self, seconds: float) -> None:
         """Let virtual time pass with no GPU work (the trace has no idle power: 0 J is added)."""
         if seconds < 0:
@@ -421,38 +370,6 @@ class SimulatedSystem(GPUSystem):
             from zeus_nb.device.nvml import _ThreadSampler  # reads power() on a real-time grid
 
             return _ThreadSampler(self, indices, period)  # type: ignore[arg-type]
-        return _SimSampler(self, indices, period)
+        from zeus_nb.device.sim_sampler import SimSampler
 
-
-class _SimSampler(PowerSampler):
-    """Samples the piecewise-constant simulated power on a grid of virtual time."""
-
-    MAX_SAMPLES_PER_STEP = 10_000
-
-    def __init__(self, system: SimulatedSystem, indices: list[int], period: float):
-        super().__init__(indices, period)
-        for i in indices:
-            system.gpu(i)
-        self._system = system
-        self._next = 0.0
-
-    def start(self) -> _SimSampler:
-        self._next = self._system.clock()
-        self._system._listeners.append(self._on_advance)
-        return self
-
-    def _on_advance(self, t0: float, t1: float, powers: dict[int, float]) -> None:
-        count = 0
-        while self._next < t1 and count < self.MAX_SAMPLES_PER_STEP:
-            for i, pts in self.timeline.samples.items():
-                pts.append((self._next, powers.get(i, 0.0)))
-            self._next += self.timeline.period
-            count += 1
-        if self._next < t1:  # skip ahead rather than flood memory
-            skipped = math.ceil((t1 - self._next) / self.timeline.period)
-            self._next += skipped * self.timeline.period
-
-    def stop(self) -> PowerTimeline:
-        if self._on_advance in self._system._listeners:
-            self._system._listeners.remove(self._on_advance)
-        return self.timeline
+        return SimSampler(self, indices, period)
