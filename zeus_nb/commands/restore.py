@@ -21,7 +21,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from zeus_nb.device.guard import restore_from_state_files, state_dir
+    from zeus_nb.device.guard import state_dir
+    from zeus_nb.device.recovery import restore_from_state_files
 
     folder = Path(args.state_dir).expanduser() if args.state_dir else state_dir()
     if folder.exists() and not folder.is_dir():

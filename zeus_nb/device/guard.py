@@ -39,7 +39,7 @@ from typing import Any
 from zeus_nb import validate
 from zeus_nb.device.base import GPU
 from zeus_nb.errors import ZeusNbError
-from zeus_nb.validate import integer, number
+from zeus_nb.validate import number
 
 log = logging.getLogger(__name__)
 
@@ -339,116 +339,13 @@ def _install_hooks() -> None:
         pass
 
 
-# --- after a crash ------------------------------------------------------------------------------
-@dataclass
-class RestoreResult:
-    path: Path
-    action: str  # "restored", "skipped", "failed"
-    detail: str
+# --- after a crash: zeus_nb.device.recovery (names kept importable from here) ----------------
+_RECOVERY = ("RestoreResult", "read_state", "restore_from_state_files")
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def __getattr__(name: str):
+    if name in _RECOVERY:
+        from zeus_nb.device import recovery
 
-
-def read_state(path: Path) -> dict:
-    """A state file as a checked dict with a ``settings`` list (format-1 files are converted).
-
-    Every field is checked (``pid`` a positive integer, each entry's ``gpu`` an index and
-    ``original`` a valid value of its kind), so a damaged file is a :class:`ZeusNbError` naming
-    it, never a wrong setting written to a GPU.
-    """
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ZeusNbError(f"{path}: not a readable GPU settings state file ({e})") from None
-    if not isinstance(state, dict) or state.get("format") not in (FORMAT, LEGACY_FORMAT):
-        raise ZeusNbError(f"{path}: not a zeus-nb GPU settings state file")
-    fix = "restore that GPU by hand (nvidia-smi -pl) and delete the file"
-    if state["format"] == LEGACY_FORMAT:
-        gpus = state.get("gpus")
-        if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
-            raise ZeusNbError(f"{path}: 'gpus' is not a list of GPU entries; {fix}")
-        state["settings"] = [
-            {"gpu": g.get("index"), "kind": "power_limit", "original": g.get("power_limit")}
-            for g in gpus
-        ]
-    state["pid"] = integer(state.get("pid"), f"{path}: field 'pid'", 1, 2**31 - 1, fix, False)
-    for key in ("host", "backend", "cuda_visible_devices"):
-        if state.get(key) is not None and not isinstance(state[key], str):
-            raise ZeusNbError(f"{path}: field {key!r} is {state[key]!r}, not a string; {fix}")
-    settings = state.get("settings")
-    if not isinstance(settings, list) or not all(isinstance(e, dict) for e in settings):
-        raise ZeusNbError(f"{path}: 'settings' is not a list of entries; {fix}")
-    for n, entry in enumerate(settings):
-        where = f"{path}: settings[{n}]"
-        entry["gpu"] = integer(entry.get("gpu"), f"{where}.gpu", 0, 1 << 16, fix, False)
-        if not isinstance(entry.get("kind"), str):
-            raise ZeusNbError(f"{where}.kind is {entry.get('kind')!r}, not a setting name; {fix}")
-        kind = SETTING_KINDS.get(entry["kind"])
-        if kind is not None and kind.check is not None:
-            entry["original"] = kind.check(entry.get("original"), f"{where}.original")
-    return state
-
-
-def _restore_file(path: Path, state: dict) -> RestoreResult:
-    from zeus_nb import device
-
-    system = device.create(
-        state.get("backend") or "auto", cuda_visible_devices=state.get("cuda_visible_devices")
-    )
-    done = []
-    for entry in state["settings"]:
-        kind = _kind(str(entry["kind"]))
-        kind.write(system.gpu(int(entry["gpu"])), entry["original"])
-        done.append(f"GPU {entry['gpu']} {kind.name} -> {kind.describe(entry['original'])}")
-    path.unlink()
-    return RestoreResult(path, "restored", ", ".join(done))
-
-
-def restore_from_state_files(
-    folder: str | Path | None = None, force: bool = False
-) -> list[RestoreResult]:
-    """Restore the settings recorded by processes that died without restoring them.
-
-    Files of processes still running on this host are skipped unless ``force``; files written
-    on other hosts (a shared home folder) are always left alone. The process's own current GPU
-    system is left as it is: each file gets a freshly opened one.
-    """
-    folder = Path(folder) if folder is not None else state_dir()
-    results: list[RestoreResult] = []
-    host = socket.gethostname()
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            results.append(_restore_one(path, host, force))
-        except Exception as e:  # one damaged file must not keep the others unrestored
-            log.debug("restoring from %s failed", path, exc_info=True)
-            results.append(RestoreResult(path, "failed", f"{type(e).__name__}: {e}"))
-    return results
-
-
-def _restore_one(path: Path, host: str, force: bool) -> RestoreResult:
-    try:
-        state = read_state(path)
-    except ZeusNbError as e:
-        return RestoreResult(path, "failed", str(e))
-    pid = state["pid"]
-    if state.get("host") != host:
-        return RestoreResult(path, "skipped", f"written on host {state.get('host')}")
-    if pid != os.getpid() and _pid_alive(pid) and not force:
-        return RestoreResult(
-            path,
-            "skipped",
-            f"process {pid} is still running (it restores its GPUs itself; "
-            "pass --force to restore now)",
-        )
-    try:
-        return _restore_file(path, state)
-    except (ZeusNbError, OSError, ValueError, KeyError, TypeError) as e:
-        return RestoreResult(path, "failed", str(e))
+        return getattr(recovery, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
