@@ -5,7 +5,9 @@ TCP: nothing listens on the network, and ipykernel has no reason to print its wa
 unencrypted TCP into every run's output. At the end an idle kernel is asked to shut down
 without the SIGINT jupyter_client sends first by default (a kernel busy with a message logs
 ``KeyboardInterrupt caught in kernel`` to the terminal); a kernel still running a cell (one that
-timed out) is interrupted as before, so the cell shows where it stopped.
+timed out) is interrupted as before, so the cell shows where it stopped. The kernel process's own
+log lines go to a file beside its sockets and are quoted only when the kernel dies, so a run's
+terminal output holds the notebooks' results and nothing of ipykernel's housekeeping.
 
 A failing notebook never raises here: the outcome carries papermill's error (cell, exception
 name and value) or the reason the kernel stopped.
@@ -44,8 +46,12 @@ class Execution:
         return self.problem
 
 
-def _quiet_shutdown(running: dict[str, bool]) -> type:
-    """``AsyncKernelManager`` that interrupts at shutdown only while ``running["cell"]``."""
+def _quiet_shutdown(running: dict[str, bool], log: Any = None) -> type:
+    """``AsyncKernelManager`` that interrupts at shutdown only while ``running["cell"]``.
+
+    The kernel process's own stderr (ipykernel's log lines, not cell output) goes to ``log``
+    when given: it is shown only if the kernel dies, never mixed into a run's terminal output.
+    """
     from jupyter_client.manager import AsyncKernelManager
 
     class QuietShutdownKernelManager(AsyncKernelManager):
@@ -53,7 +59,21 @@ def _quiet_shutdown(running: dict[str, bool]) -> type:
             if running["cell"] or not self.shutting_down:
                 await super()._async_interrupt_kernel()
 
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            if log is not None:
+                kw["stderr"] = log
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+
     return QuietShutdownKernelManager
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    """The last lines of the kernel's log, for a report of why it stopped."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+    return " | ".join(text.splitlines()[-lines:])
 
 
 def _ipc_config(folder: str) -> Any:
@@ -100,6 +120,8 @@ def execute(
         running["cell"] = False
 
     with tempfile.TemporaryDirectory(prefix="zeus-nb-kernel-") as sockets:
+        log_path = Path(sockets) / "kernel.log"
+        log = log_path.open("w", encoding="utf-8")
         try:
             papermill.execute_notebook(
                 source,
@@ -110,7 +132,7 @@ def execute(
                 progress_bar=progress,
                 execution_timeout=timeout,
                 config=_ipc_config(sockets),
-                kernel_manager_class=_quiet_shutdown(running),
+                kernel_manager_class=_quiet_shutdown(running, log),
                 on_cell_start=started,
                 on_cell_executed=finished,
             )
@@ -118,5 +140,12 @@ def execute(
             return Execution(e.ename, e.evalue, e.source, e.exec_count)
         except Exception as e:  # kernel died, timeout, bad notebook: report and go on
             lines = str(e).strip().splitlines()
-            return Execution(problem=f"{type(e).__name__}: {lines[0] if lines else ''}".strip())
+            problem = f"{type(e).__name__}: {lines[0] if lines else ''}".strip()
+            log.close()
+            kernel_said = _tail(log_path)
+            return Execution(
+                problem=problem + (f" (kernel log: {kernel_said})" if kernel_said else "")
+            )
+        finally:
+            log.close()
     return Execution()

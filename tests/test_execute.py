@@ -1,0 +1,33 @@
+"""The one papermill runner: kernel housekeeping stays out of the terminal, deaths are explained."""
+
+import nbformat
+import pytest
+
+from zeus_nb.execute import execute
+
+pytestmark = pytest.mark.slow
+
+
+def notebook(*sources: str):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "py"}
+    return nb
+
+
+def test_kernel_process_log_lines_do_not_reach_the_terminal(tmp_path, capfd):
+    nb = notebook("import sys\nsys.__stderr__.write('kernel housekeeping line\\n')\nx = 1")
+    outcome = execute(nb, tmp_path / "out.ipynb")
+    assert outcome.ok, outcome.error
+    captured = capfd.readouterr()
+    assert "kernel housekeeping line" not in captured.out + captured.err
+
+
+def test_a_dying_kernel_is_reported_with_its_last_log_lines(tmp_path):
+    nb = notebook(
+        "import os, sys\nsys.__stderr__.write('out of device memory, going down\\n')\n"
+        "sys.__stderr__.flush()\nos._exit(3)"
+    )
+    outcome = execute(nb, tmp_path / "out.ipynb")
+    assert not outcome.ok
+    assert "out of device memory, going down" in outcome.problem
