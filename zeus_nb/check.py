@@ -389,6 +389,172 @@ def _iteration_energy_cases() -> list[Case]:
     ]
 
 
+def _least_cost_ref(
+    configs: Sequence[tuple[int, float, float, float]], eta_knob: float
+) -> tuple[int, float]:
+    max_power = max(c[1] for c in configs)
+    best = min(configs, key=lambda c: _zeus_cost(c[3], c[2], eta_knob, max_power))
+    return best[0], best[1]
+
+
+def _least_cost_cases() -> list[Case]:
+    r = _rng("least_cost_config")
+    cost = (
+        "cost = eta x energy + (1 - eta) x MaxPower x time; keep the configuration that costs least"
+    )
+    mp = "MaxPower is the highest power limit in the table, the same for every configuration"
+    configs = [
+        (
+            r.choice((32, 64, 128, 256, 512)),
+            float(r.randrange(100, 301, 25)),
+            round(r.uniform(100, 5000), 1),
+            round(r.uniform(1e4, 1e6), 1),
+        )
+        for _ in range(8)
+    ]
+    return [
+        Case(
+            "eta = 1 (least energy)",
+            (
+                [(32, 300.0, 10.0, 3000.0), (64, 250.0, 12.0, 2500.0), (128, 200.0, 20.0, 2600.0)],
+                1.0,
+            ),
+            "with eta = 1 only energy counts",
+        ),
+        Case(
+            "eta = 0 (least time)",
+            ([(32, 300.0, 9.0, 3000.0), (64, 250.0, 12.0, 2500.0)], 0.0),
+            "with eta = 0 only time counts",
+        ),
+        Case(
+            "a low limit that looks cheap",
+            ([(64, 300.0, 10.0, 3000.0), (128, 150.0, 14.0, 2000.0)], 0.5),
+            mp,
+        ),
+        Case("a random table", (configs, round(r.uniform(0.1, 0.9), 2)), cost),
+    ]
+
+
+def _thompson_pick_ref(posterior: dict[int, tuple[float, float]], z: Sequence[float]) -> int:
+    draws = {b: m + s * x for (b, (m, s)), x in zip(posterior.items(), z, strict=True)}
+    return min(draws, key=draws.__getitem__)
+
+
+def _thompson_pick_cases() -> list[Case]:
+    r = _rng("thompson_pick")
+    draw = "draw each arm's cost as mean + std x z (its own z), then run the cheapest draw"
+    arms = sorted(r.sample((32, 64, 96, 128, 192, 256, 360, 512), 5))
+    posterior = {b: (round(r.uniform(1e4, 2e4), 1), round(r.uniform(100, 3000), 1)) for b in arms}
+    return [
+        Case(
+            "a cheap mean that draws high",
+            ({128: (100.0, 10.0), 256: (95.0, 5.0)}, [0.2, 1.5]),
+            "pick the cheapest draw, not the cheapest mean: " + draw,
+        ),
+        Case(
+            "an arm with no spread (std 0)",
+            ({64: (50.0, 0.0), 128: (52.0, 4.0)}, [3.0, 0.1]),
+            "with std 0 an arm always draws its mean",
+        ),
+        Case(
+            "draws below the mean",
+            ({192: (60.0, 2.0), 256: (70.0, 8.0), 360: (80.0, 20.0)}, [0.5, -1.0, -1.2]),
+            "a negative z draws below the mean: " + draw,
+        ),
+        Case(
+            "a random posterior",
+            (posterior, [round(r.gauss(0, 1), 3) for _ in arms]),
+            draw + "; return the batch size",
+        ),
+    ]
+
+
+def _slowdown_limit_ref(profile: Sequence[Any], max_slowdown: float) -> float:
+    reference = max(profile, key=lambda m: m.power_limit).time
+    return min(m.power_limit for m in profile if m.time <= max_slowdown * reference)
+
+
+def _slowdown_limit_cases() -> list[Case]:
+    from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement as M
+
+    r = _rng("slowdown_limit")
+    budget = (
+        "the budget is max_slowdown x the time at the highest limit; "
+        "keep the lowest limit within it"
+    )
+    limits = [float(w) for w in range(r.choice((250, 300, 350)), 99, -25)]
+    times, t = [], r.uniform(5, 50)
+    for _ in limits:
+        times.append(round(t, 3))
+        t *= r.uniform(1.0, 1.12)
+    shuffled = [M(w, round(r.uniform(1e3, 1e4), 1), t) for w, t in zip(limits, times, strict=True)]
+    r.shuffle(shuffled)
+    return [
+        Case(
+            "energy that keeps falling",
+            (
+                [
+                    M(300.0, 3000.0, 10.0),
+                    M(250.0, 2700.0, 10.5),
+                    M(200.0, 2500.0, 11.5),
+                    M(150.0, 2400.0, 14.0),
+                ],
+                1.1,
+            ),
+            "the least energy is not the answer: the limit must stay within the slowdown budget",
+        ),
+        Case(
+            "every limit within the budget",
+            ([M(300.0, 3000.0, 10.0), M(250.0, 2700.0, 10.2), M(175.0, 2600.0, 10.9)], 1.5),
+            budget,
+        ),
+        Case(
+            "a time exactly on the budget",
+            ([M(300.0, 3000.0, 8.0), M(250.0, 2800.0, 9.0), M(200.0, 2600.0, 10.0)], 1.25),
+            "a time equal to the budget is within it",
+        ),
+        Case(
+            "limits in no order",
+            (shuffled, round(r.uniform(1.05, 1.4), 2)),
+            "the reference time is the time at the highest limit; the list is not sorted",
+        ),
+    ]
+
+
+def _plan_within_ref(points: Sequence[tuple[float, float]], deadline: float) -> int:
+    fits = [i for i, (t, _) in enumerate(points) if t <= deadline]
+    return min(fits, key=lambda i: points[i][1])
+
+
+def _plan_within_cases() -> list[Case]:
+    r = _rng("plan_within")
+    least = "of the plans that finish by the deadline, return the index of the least-energy one"
+    points = [(round(r.uniform(1, 3), 4), round(r.uniform(50, 150), 2)) for _ in range(10)]
+    frontier = [(1.0, 100.0), (1.2, 90.0), (1.5, 85.0), (2.0, 84.0)]
+    return [
+        Case(
+            "a deadline between two plans",
+            (frontier, 1.4),
+            "only plans that take at most the deadline count",
+        ),
+        Case(
+            "a deadline exactly on a plan's time",
+            (frontier, 1.5),
+            "a plan that takes exactly the deadline meets it",
+        ),
+        Case(
+            "plans in no order",
+            ([(2.0, 55.0), (1.0, 80.0), (3.0, 40.0), (1.5, 50.0)], 2.5),
+            "the slowest plan that fits is not always the cheapest: " + least,
+        ),
+        Case(
+            "random plans",
+            (points, round(sorted(t for t, _ in points)[r.randrange(3, 9)] + 1e-3, 4)),
+            least,
+        ),
+    ]
+
+
 EXERCISES: dict[str, tuple[Callable, Callable[[], list[Case]]]] = {
     "average_power": (_average_power_ref, _average_power_cases),
     "energy_per_step": (_energy_per_step_ref, _energy_per_step_cases),
@@ -398,6 +564,10 @@ EXERCISES: dict[str, tuple[Callable, Callable[[], list[Case]]]] = {
     "should_stop_early": (_should_stop_ref, _should_stop_cases),
     "aggregate_data_parallel": (_aggregate_ref, _aggregate_cases),
     "iteration_energy": (_iteration_energy_ref, _iteration_energy_cases),
+    "least_cost_config": (_least_cost_ref, _least_cost_cases),
+    "thompson_pick": (_thompson_pick_ref, _thompson_pick_cases),
+    "slowdown_limit": (_slowdown_limit_ref, _slowdown_limit_cases),
+    "plan_within": (_plan_within_ref, _plan_within_cases),
 }
 
 
@@ -421,3 +591,11 @@ should_stop_early = _check("should_stop_early")  # fn(cost, best or None, beta) 
 aggregate_data_parallel = _check("aggregate_data_parallel")  # fn(times, energies) -> (t, e)
 # fn(per-stage busy energy J, busy time s, iteration time s, blocking power W) -> J
 iteration_energy = _check("iteration_energy")
+# fn([(batch size, power limit W, time s, energy J)], eta) -> (batch size, power limit)
+least_cost_config = _check("least_cost_config")
+# fn({batch size: (mean cost, std)}, [z per arm]) -> the batch size of the cheapest draw
+thompson_pick = _check("thompson_pick")
+# fn([PowerLimitMeasurement], max_slowdown) -> the lowest limit within the slowdown budget
+slowdown_limit = _check("slowdown_limit")
+# fn([(iteration time s, energy J)], deadline s) -> index of the least-energy plan in time
+plan_within = _check("plan_within")
