@@ -26,7 +26,7 @@ EXPECTED_CHECKS = {
     "02": ["zeus_cost", "energy_optimal_limit"],
     "03": ["pareto_front", "least_cost_config"],
     "04": ["should_stop_early", "thompson_pick"],
-    "05": ["aggregate_data_parallel"],
+    "05": ["aggregate_data_parallel", "slowdown_limit"],
     "06": ["iteration_energy"],
 }
 
