@@ -27,7 +27,7 @@ EXPECTED_CHECKS = {
     "03": ["pareto_front", "least_cost_config"],
     "04": ["should_stop_early", "thompson_pick"],
     "05": ["aggregate_data_parallel", "slowdown_limit"],
-    "06": ["iteration_energy"],
+    "06": ["iteration_energy", "plan_within"],
 }
 
 
