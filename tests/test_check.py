@@ -19,6 +19,19 @@ def _front(points):
     return out
 
 
+def _least_cost(configs, eta):
+    top = max(p for _, p, _, _ in configs)
+    costs = [eta * e + (1 - eta) * top * t for _, _, t, e in configs]
+    b, p, _, _ = configs[costs.index(min(costs))]
+    return b, p
+
+
+def _slowdown(profile, factor):
+    by_limit = sorted(profile, key=lambda m: m.power_limit)
+    budget = factor * by_limit[-1].time
+    return next(m.power_limit for m in by_limit if m.time <= budget)
+
+
 # Right, partly right (a typical mistake that gets some cases) and constant answers per exercise.
 RIGHT = {
     "average_power": lambda m: m.total_energy / m.time if m.time else 0.0,
@@ -31,6 +44,12 @@ RIGHT = {
     "iteration_energy": lambda es, ts, it, ps: sum(
         e + p * (it - t) for e, t, p in zip(es, ts, ps, strict=True)
     ),
+    "least_cost_config": _least_cost,
+    "thompson_pick": lambda post, z: sorted(
+        (m + s * x, b) for (b, (m, s)), x in zip(post.items(), z, strict=True)
+    )[0][1],
+    "slowdown_limit": _slowdown,
+    "plan_within": lambda pts, d: sorted((e, i) for i, (t, e) in enumerate(pts) if t <= d)[0][1],
 }
 PARTLY = {
     # only GPU 0's energy: right for one GPU, wrong for two
@@ -48,6 +67,18 @@ PARTLY = {
     "aggregate_data_parallel": lambda ts, es: (sum(ts), sum(es)),
     # forgets the blocking power while a stage waits
     "iteration_energy": lambda es, ts, it, ps: sum(es),
+    # weighs time by each configuration's own limit instead of the table's highest one
+    "least_cost_config": lambda cs, eta: min(
+        cs, key=lambda c: eta * c[3] + (1 - eta) * c[1] * c[2]
+    )[:2],
+    # the cheapest mean: ignores the draw
+    "thompson_pick": lambda post, z: min(post, key=lambda b: post[b][0]),
+    # takes the first measurement as the reference, as if the list were sorted
+    "slowdown_limit": lambda prof, f: min(
+        m.power_limit for m in prof if m.time <= f * prof[0].time
+    ),
+    # the slowest plan that fits: right on a frontier only
+    "plan_within": lambda pts, d: max((t, i) for i, (t, e) in enumerate(pts) if t <= d)[1],
 }
 CONSTANT = {
     "average_power": lambda m: 38.2,
@@ -58,6 +89,10 @@ CONSTANT = {
     "should_stop_early": lambda c, best, beta: True,
     "aggregate_data_parallel": lambda ts, es: (1.5, 220.0),
     "iteration_energy": lambda es, ts, it, ps: 72.0,
+    "least_cost_config": lambda cs, eta: (64, 250.0),
+    "thompson_pick": lambda post, z: 256,
+    "slowdown_limit": lambda prof, f: 250.0,
+    "plan_within": lambda pts, d: 1,
 }
 
 
@@ -164,3 +199,18 @@ def test_crash_is_named_with_a_hint_not_a_traceback(capsys):
 def test_not_a_function_is_explained(capsys):
     check.energy_per_step(Measurement(1.0, {0: 1.0}))
     assert "expected a function" in capsys.readouterr().out
+
+
+def test_thompson_pick_follows_the_draws_not_the_means():
+    # the same posterior with the draws swapped picks the other arm
+    post = {64: (10.0, 1.0), 128: (10.5, 1.0)}
+    assert check.EXERCISES["thompson_pick"][0](post, [2.0, -2.0]) == 128
+    assert check.EXERCISES["thompson_pick"][0](post, [-2.0, 2.0]) == 64
+
+
+def test_deeper_cases_follow_the_seed():
+    for name in ("least_cost_config", "thompson_pick", "slowdown_limit", "plan_within"):
+        check.use_seed(3)
+        a = repr([c.args for c in check.EXERCISES[name][1]()])
+        check.use_seed(4)
+        assert a != repr([c.args for c in check.EXERCISES[name][1]()]), name

@@ -24,10 +24,10 @@ SIM_ENV = {"ZEUS_NB_BACKEND": "sim"}
 EXPECTED_CHECKS = {
     "01": ["average_power", "energy_per_step"],
     "02": ["zeus_cost", "energy_optimal_limit"],
-    "03": ["pareto_front"],
-    "04": ["should_stop_early"],
-    "05": ["aggregate_data_parallel"],
-    "06": ["iteration_energy"],
+    "03": ["pareto_front", "least_cost_config"],
+    "04": ["should_stop_early", "thompson_pick"],
+    "05": ["aggregate_data_parallel", "slowdown_limit"],
+    "06": ["iteration_energy", "plan_within"],
 }
 
 

@@ -22,33 +22,21 @@ from __future__ import annotations
 import html
 import math
 import os
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zeus_nb.monitor import Measurement
-from zeus_nb.tradeoff import zeus_cost as _zeus_cost
+# The exercises live in zeus_nb.exercises; their registry, Case and use_seed are used as check.*.
+from zeus_nb.exercises import EXERCISES, Case, use_seed  # noqa: F401 (re-exported)
 
 PASSED_MARK = "\N{CHECK MARK}"
 FAILED_MARK = "\N{BALLOT X}"
 NOT_DONE_MARK = "\N{HOURGLASS}"
 NOT_DONE = "not done yet"
 
-_seed = 0
-
 
 class CheckError(AssertionError):
     """A function differs from the reference (raised by strict checks only)."""
-
-
-@dataclass(frozen=True)
-class Case:
-    """One input of a check: ``kind`` names it for people, ``hint`` points at the concept."""
-
-    kind: str
-    args: tuple
-    hint: str
 
 
 @dataclass(frozen=True)
@@ -64,16 +52,6 @@ class Outcome:
     @property
     def passed(self) -> bool:
         return self.status == "passed"
-
-
-def use_seed(seed: int) -> None:
-    """Seed the random cases (``notebook_setup`` passes the notebook's seed)."""
-    global _seed
-    _seed = int(seed)
-
-
-def _rng(name: str) -> random.Random:
-    return random.Random(f"{name}:{_seed}")
 
 
 def strict() -> bool:
@@ -169,238 +147,6 @@ def judge(name: str, fn: Any) -> Outcome:
     return _judge(name, fn, reference, make_cases())
 
 
-# --- the exercises: reference, cases ------------------------------------------------------------
-
-
-def _average_power_ref(m: Measurement) -> float:
-    return m.total_energy / m.time if m.time > 0 else 0.0
-
-
-def _average_power_cases() -> list[Case]:
-    r = _rng("average_power")
-    units = "power (W) is energy (J) divided by time (s)"
-    t, e = round(r.uniform(0.5, 30), 3), round(r.uniform(50, 9000), 1)
-    e2 = round(r.uniform(50, 9000), 1)
-    return [
-        Case("one GPU", (Measurement(t, {0: e}),), units),
-        Case(
-            "two GPUs",
-            (Measurement(t, {0: e, 1: e2}),),
-            "count the energy of every GPU: measurement.total_energy",
-        ),
-        Case("an empty window (0 s)", (Measurement(0.0, {0: 0.0}),), "0 s of time means 0 W"),
-        Case(
-            "a random window",
-            (Measurement(round(r.uniform(0.1, 5), 3), {0: round(r.uniform(1, 500), 1)}),),
-            units,
-        ),
-    ]
-
-
-def _energy_per_step_ref(m: Measurement, steps: int) -> float:
-    return m.total_energy / steps
-
-
-def _energy_per_step_cases() -> list[Case]:
-    r = _rng("energy_per_step")
-    per = "joules per step: the window's energy over the number of steps"
-    return [
-        Case("one GPU", (Measurement(10.0, {0: round(r.uniform(100, 900), 1)}), 50), per),
-        Case(
-            "two GPUs",
-            (Measurement(3.0, {0: round(r.uniform(50, 150), 1), 1: 30.0}), 4),
-            "count the energy of every GPU: measurement.total_energy",
-        ),
-        Case(
-            "a random window",
-            (Measurement(r.uniform(1, 9), {0: round(r.uniform(10, 5000), 1)}), r.randint(2, 99)),
-            per + " (time plays no part)",
-        ),
-    ]
-
-
-def _zeus_cost_cases() -> list[Case]:
-    r = _rng("zeus_cost")
-    weights = "eta weighs energy, (1 - eta) weighs max_power x time (both in joules)"
-    return [
-        Case("eta between 0 and 1", (1000.0, 10.0, 0.5, 300.0), weights),
-        Case(
-            "eta = 1 (only energy)", (1000.0, 10.0, 1.0, 300.0), "with eta = 1 only energy counts"
-        ),
-        Case(
-            "eta = 0 (only time)",
-            (50.0, 2.0, 0.0, 250.0),
-            "with eta = 0 the cost is max_power x time",
-        ),
-        Case(
-            "random energy, time and eta",
-            (
-                round(r.uniform(100, 1e5), 1),
-                round(r.uniform(1, 500), 2),
-                round(r.uniform(0, 1), 2),
-                float(r.choice((250, 300, 400))),
-            ),
-            weights,
-        ),
-    ]
-
-
-def _pareto_ref(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
-    front: list[tuple[float, float]] = []
-    for t, e in sorted(points, key=lambda p: (p[0], p[1])):
-        if not front or e < front[-1][1]:
-            front.append((t, e))
-    return front
-
-
-def _pareto_cases() -> list[Case]:
-    r = _rng("pareto_front")
-    keep = "keep a point unless another is no slower and uses less energy"
-    random_points = [(round(r.uniform(1, 100), 2), round(r.uniform(1, 100), 2)) for _ in range(12)]
-    return [
-        Case("a mixed set", ([(1.0, 10.0), (2.0, 5.0), (3.0, 6.0), (4.0, 1.0)],), keep),
-        Case("a single point", ([(5.0, 5.0)],), "one point is its own front"),
-        Case(
-            "ties in time or energy",
-            ([(2.0, 3.0), (1.0, 4.0), (1.0, 5.0), (3.0, 3.0)],),
-            "of two points with the same time keep the lower energy; sort by time",
-        ),
-        Case("random points", (random_points,), keep + "; sort the result by time"),
-    ]
-
-
-def _should_stop_ref(cost: float, best: float | None, beta: float) -> bool:
-    if best is None or math.isinf(beta):
-        return False
-    return cost > beta * best
-
-
-def _should_stop_cases() -> list[Case]:
-    r = _rng("should_stop_early")
-    best = round(r.uniform(50, 500), 1)
-    beta = round(r.uniform(1.2, 3), 2)
-    past = "stop once the cost passes beta x the best cost (strictly more)"
-    return [
-        Case("a cost past beta x best", (round(best * beta * 1.3, 1), best, beta), past),
-        Case("a cost below beta x best", (round(best * beta * 0.7, 1), best, beta), past),
-        Case("a cost exactly beta x best", (200.0, 100.0, 2.0), "at exactly beta x best, go on"),
-        Case("beta = inf", (1e9, 100.0, math.inf), "beta = inf means never stop"),
-        Case("no best cost yet", (500.0, None, 2.0), "with no successful run yet, never stop"),
-    ]
-
-
-def _aggregate_ref(times: list[float], energies: list[float]) -> tuple[float, float]:
-    return max(times), sum(energies)
-
-
-def _aggregate_cases() -> list[Case]:
-    r = _rng("aggregate_data_parallel")
-    n = r.randint(3, 8)
-    times = [round(r.uniform(1, 20), 2) for _ in range(n)]
-    energies = [round(r.uniform(10, 900), 1) for _ in range(n)]
-    parallel = "ranks run side by side: the job lasts as long as its slowest rank"
-    return [
-        Case("two ranks", ([1.0, 1.5], [100.0, 120.0]), parallel),
-        Case("one rank", ([2.0], [50.0]), "one rank's time and energy are the job's"),
-        Case(
-            "random ranks",
-            (times, energies),
-            "every rank's GPU draws power: the job's energy is the sum over ranks",
-        ),
-    ]
-
-
-def _energy_optimal_ref(profile: Any) -> float:
-    return float(profile.energy_j.idxmin())
-
-
-def _profile(limits: Sequence[float], times: Sequence[float], energies: Sequence[float]) -> Any:
-    import pandas as pd
-
-    return pd.DataFrame(
-        {"power_limit": list(limits), "time_s": list(times), "energy_j": list(energies)}
-    ).set_index("power_limit")
-
-
-def _energy_optimal_cases() -> list[Case]:
-    r = _rng("energy_optimal_limit")
-    which = "the least *energy* (column energy_j), not the least time or the lowest limit"
-    limits = [300.0, 275.0, 250.0, 225.0, 200.0, 175.0, 150.0, 125.0]
-    # below a random limit, time grows faster than power falls: energy is U-shaped
-    turn = r.randrange(2, len(limits) - 2)
-    times = [10.0 * (1 + 0.01 * i + (0.2 * (i - turn) ** 2 if i > turn else 0)) for i in range(8)]
-    power = [w * r.uniform(0.7, 0.9) for w in limits]
-    energies = [round(t * p, 1) for t, p in zip(times, power, strict=True)]
-    random_energy = [round(r.uniform(1000, 9000), 1) for _ in limits]
-    return [
-        Case(
-            "a U-shaped profile",
-            (_profile(limits, times, energies),),
-            "the lowest limit is not the answer: below the optimum, energy rises again",
-        ),
-        Case(
-            "energy falling with the limit",
-            (_profile([300.0, 250.0, 200.0], [10.0, 10.5, 11.0], [3000.0, 2600.0, 2200.0]),),
-            which,
-        ),
-        Case("a random profile", (_profile(limits, times, random_energy),), which),
-        Case(
-            "another GPU's limits",  # other limits: one remembered number cannot pass both
-            (_profile([w + 5 for w in limits], times, random_energy[::-1]),),
-            which,
-        ),
-    ]
-
-
-def _iteration_energy_ref(
-    busy_energy: Sequence[float],
-    busy_time: Sequence[float],
-    iteration_time: float,
-    blocking_power: Sequence[float],
-) -> float:
-    return sum(
-        e + p * (iteration_time - t)
-        for e, t, p in zip(busy_energy, busy_time, blocking_power, strict=True)
-    )
-
-
-def _iteration_energy_cases() -> list[Case]:
-    r = _rng("iteration_energy")
-    blocking = (
-        "every GPU draws power the whole iteration: its instructions' energy plus its blocking "
-        "power while it waits (iteration time minus its busy time)"
-    )
-    n = r.randint(3, 6)
-    busy = [round(r.uniform(0.1, 1.0), 3) for _ in range(n)]
-    iteration = round(max(busy) * r.uniform(1.0, 1.5), 3)
-    return [
-        Case("two stages", ([10.0, 12.0], [1.0, 1.5], 2.0, [50.0, 60.0]), blocking),
-        Case("a stage that never waits", ([5.0], [2.0], 2.0, [40.0]), "no wait, no blocking"),
-        Case(
-            "random stages",
-            (
-                [round(r.uniform(1, 50), 2) for _ in range(n)],
-                busy,
-                iteration,
-                [round(r.uniform(20, 90), 1) for _ in range(n)],
-            ),
-            blocking,
-        ),
-    ]
-
-
-EXERCISES: dict[str, tuple[Callable, Callable[[], list[Case]]]] = {
-    "average_power": (_average_power_ref, _average_power_cases),
-    "energy_per_step": (_energy_per_step_ref, _energy_per_step_cases),
-    "zeus_cost": (_zeus_cost, _zeus_cost_cases),
-    "energy_optimal_limit": (_energy_optimal_ref, _energy_optimal_cases),
-    "pareto_front": (_pareto_ref, _pareto_cases),
-    "should_stop_early": (_should_stop_ref, _should_stop_cases),
-    "aggregate_data_parallel": (_aggregate_ref, _aggregate_cases),
-    "iteration_energy": (_iteration_energy_ref, _iteration_energy_cases),
-}
-
-
 def _check(name: str) -> Callable[[Any], Callable]:
     reference, make_cases = EXERCISES[name]
 
@@ -421,3 +167,11 @@ should_stop_early = _check("should_stop_early")  # fn(cost, best or None, beta) 
 aggregate_data_parallel = _check("aggregate_data_parallel")  # fn(times, energies) -> (t, e)
 # fn(per-stage busy energy J, busy time s, iteration time s, blocking power W) -> J
 iteration_energy = _check("iteration_energy")
+# fn([(batch size, power limit W, time s, energy J)], eta) -> (batch size, power limit)
+least_cost_config = _check("least_cost_config")
+# fn({batch size: (mean cost, std)}, [z per arm]) -> the batch size of the cheapest draw
+thompson_pick = _check("thompson_pick")
+# fn([PowerLimitMeasurement], max_slowdown) -> the lowest limit within the slowdown budget
+slowdown_limit = _check("slowdown_limit")
+# fn([(iteration time s, energy J)], deadline s) -> index of the least-energy plan in time
+plan_within = _check("plan_within")

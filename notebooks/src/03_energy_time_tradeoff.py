@@ -5,7 +5,8 @@
 #
 # - how batch size and GPU power limit together decide the time (TTA) and energy (ETA) to reach
 #   a target accuracy, from the real ResNet-50/ImageNet measurements of the Zeus paper;
-# - what the Pareto front is, and how to compute it (exercise);
+# - what the Pareto front is, and how to compute it (exercise), and how the Zeus cost picks one
+#   configuration on it (exercise);
 # - how to run a live sweep over batch size x power limit on the current backend;
 # - how much energy the right choices could save on six workloads.
 #
@@ -111,11 +112,41 @@ knob = widgets.float_slider(eta_knob, 0.0, 1.0, 0.05, "eta_knob", headless)
 optimum = widgets.live_output(least_cost, {"eta_knob": knob}, headless)
 display(optimum)
 
+# %% [markdown]
+# ## Exercise: the least-cost configuration
+#
+# The slider above calls `min_cost`. Write it yourself: `least_cost_config(configs, eta_knob)`
+# gets the measured table as a list of `(batch_size, power_limit, time, energy)` (W, s, J) and
+# returns `(batch_size, power_limit)` of the configuration with the least Zeus cost
+# `eta_knob * energy + (1 - eta_knob) * MaxPower * time`. MaxPower is the highest power limit in
+# the table, the same for every configuration: it turns time into joules, so a low limit does not
+# make time cheaper.
+
+
 # %%
+def least_cost_config(
+    configs: list[tuple[int, float, float, float]], eta_knob: float
+) -> tuple[int, float]:
+    # BEGIN SOLUTION
+    max_power = max(limit for _, limit, _, _ in configs)
+    costs = [eta_knob * e + (1 - eta_knob) * max_power * t for _, _, t, e in configs]
+    bs, limit, _, _ = configs[costs.index(min(costs))]
+    return bs, limit
+    # END SOLUTION
+
+
+least_cost_config = check.least_cost_config(least_cost_config)
+
+# %% [markdown]
+# Your function walks along the front: the least-cost configuration for three values of
+# `eta_knob`, from the measured table.
+
+# %%
+configs = list(zip(reached.batch_size, reached.power_limit, reached.tta, reached.eta, strict=True))
 along = {
-    f"{eta:.1f}": [int(r.batch_size), float(r.power_limit)]
+    f"{eta:.1f}": [int(bs), float(limit)]
     for eta in (0.0, 0.5, 1.0)
-    for r in [min_cost(trace, eta)]
+    for bs, limit in [least_cost_config(configs, eta)]
 }
 print(pd.DataFrame(along, index=["batch_size", "power_limit"]))
 
@@ -195,7 +226,8 @@ print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect read
 #
 # - Batch size and power limit together span an energy-time tradeoff; only the Pareto front (no
 #   other point both faster and cheaper) is worth choosing from.
-# - `eta_knob` walks along the front: 1 picks the least energy, 0 the least time.
+# - `eta_knob` walks along the front: 1 picks the least energy, 0 the least time; the Zeus cost
+#   turns time into joules with one MaxPower for every configuration (exercise).
 # - Tuning batch size and power limit together saves more than tuning either alone (the savings
 #   table above, from the published traces).
 

@@ -7,8 +7,8 @@
 # - how the batch-size optimizer (pruning, then Thompson sampling, with early stopping) converges,
 #   replayed on the real Zeus traces;
 # - what the `eta` and `beta` knobs change;
-# - how to decide when to stop a run early (exercise), and how to drive the optimizer from your
-#   own training loop.
+# - how to decide when to stop a run early (exercise), how Thompson sampling picks a batch size
+#   round by round (exercise), and how to drive the optimizer from your own training loop.
 #
 # **Prerequisites**: notebooks 02 and 03 (the Zeus cost, the tradeoff). No GPU needed.
 #
@@ -34,6 +34,7 @@ headless: bool = False  # True: show no interactive controls (automatic under pa
 # %%
 import math
 
+import numpy as np
 import pandas as pd
 
 import zeus_nb
@@ -148,6 +149,64 @@ def should_stop_early(cost: float, best_cost: float | None, beta: float) -> bool
 should_stop_early = check.should_stop_early(should_stop_early)
 
 # %% [markdown]
+# ## Exercise: Thompson sampling, round by round
+#
+# Once pruning is over, each recurrence the bandit holds a belief about every surviving batch
+# size: a Gaussian posterior of its mean cost (mean and standard deviation, from the costs of its
+# earlier runs). It draws one cost per batch size from its posterior and runs the cheapest
+# *draw*, not the cheapest mean: an uncertain batch size sometimes draws low and gets tried
+# again, and as its runs pile up its posterior narrows and its draws stay near its mean.
+#
+# Write `thompson_pick(posterior, z)`: `posterior` maps each batch size to `(mean, std)` of its
+# cost in J, `z` holds one standard-normal number per batch size in the same order; a draw is
+# `mean + std * z`. Return the batch size with the cheapest draw. For example, with
+# `{128: (100.0, 10.0), 256: (95.0, 5.0)}` and `z = [0.2, 1.5]` the draws are 102 and 102.5:
+# batch size 128 runs although 256 has the cheaper mean.
+
+
+# %%
+def thompson_pick(posterior: dict[int, tuple[float, float]], z: list[float]) -> int:
+    # BEGIN SOLUTION
+    draws = {bs: mean + std * x for (bs, (mean, std)), x in zip(posterior.items(), z, strict=True)}
+    return min(draws, key=draws.__getitem__)
+    # END SOLUTION
+
+
+thompson_pick = check.thompson_pick(thompson_pick)
+
+# %% [markdown]
+# The simulated bandit above kept every run in its store. Replaying that log run by run rebuilds
+# its posterior as it was before each Thompson round; the optimizer seeds round *n*'s normal
+# numbers with (seed, *n*) and narrows every posterior by its `exploration` factor, so your
+# `thompson_pick` can redraw each round and be compared with the batch size the bandit ran.
+
+# %%
+bandit = result.optimizer
+replay = BatchSizeOptimizer(bandit.job, MemoryStore())
+width = replay.job.exploration
+rounds = []
+for _, run in bandit.store.observations(bandit.job.name):
+    if replay.phase == "thompson":
+        arms = replay.survivors
+        belief = replay.posterior().set_index("batch_size").loc[arms]
+        posterior = {
+            int(b): (float(m), width * float(s))
+            for b, m, s in zip(arms, belief.mean_cost, belief["std"], strict=True)
+        }
+        normals = np.random.default_rng([replay.job.seed, replay.num_observations])
+        picked = thompson_pick(posterior, list(normals.standard_normal(len(arms))))
+        rounds.append(
+            {"run": replay.num_observations, "yours": picked, "bandit": run.batch_size}
+            | {f"std {b}": posterior[b][1] for b in arms}
+        )
+    replay.store.append(replay.job.name, run)
+rounds = pd.DataFrame(rounds)
+agree = int((rounds.yours == rounds.bandit).sum()) if len(rounds) else 0
+print(f"{len(rounds)} Thompson rounds; your thompson_pick ran the bandit's batch size in {agree}")
+print("every fifth round, with the width (J) of each batch size's draws:")
+print(rounds.iloc[::5].round(0).to_string(index=False))
+
+# %% [markdown]
 # ## Live: a recurring job on this backend
 #
 # Each recurrence asks the optimizer for a batch size, trains a small model until the target
@@ -202,6 +261,8 @@ print(f"phase: {bso.phase}, surviving batch sizes: {bso.survivors}")
 zeus_nb.record("simulation", summary)
 zeus_nb.record("knobs", knobs)
 zeus_nb.record("paired", paired)
+zeus_nb.record("thompson_rounds", len(rounds))
+zeus_nb.record("thompson_agreement", agree)
 zeus_nb.record("live_candidates", candidates)
 zeus_nb.record("live_batch_sizes", live.batch_size.tolist())
 zeus_nb.record("live_reached", live.reached.tolist())
@@ -216,7 +277,9 @@ print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect read
 #
 # - A recurring job can learn its batch size across runs: the optimizer first prunes batch sizes
 #   that fail to reach the target, then treats the rest as arms of a bandit and samples the next
-#   one from what earlier runs cost (Thompson sampling).
+#   one from what earlier runs cost (Thompson sampling): each round draws a cost per batch size
+#   from its posterior and runs the cheapest draw, so uncertain batch sizes still get tried while
+#   the posteriors narrow as runs pile up.
 # - Early stopping ends a run once its cost passes `beta` times the best cost so far, so a bad batch
 #   size costs little to rule out.
 # - `eta` weighs energy against time in the cost the bandit minimizes; `beta` trades how early runs

@@ -7,7 +7,8 @@
 #   the results they write;
 # - how each rank measures its own GPU with `ZeusMonitor`, and how the measurements of all ranks
 #   combine into the job's time and energy (exercise);
-# - how the power-limit optimizer agrees on one limit across ranks.
+# - how the power-limit optimizer agrees on one limit across ranks, and which limit a slowdown
+#   budget picks from the measured profile (exercise).
 #
 # **Prerequisites**: notebooks 01 and 02. No GPU needed: without GPUs the ranks run on the CPU
 # (gloo) with one simulated A40 each. With GPUs, set `nproc` to their number.
@@ -114,6 +115,36 @@ if profile:
     print(f"ruled out early: {', '.join(f'{w:g} W' for w in skipped) if skipped else 'none'}")
 
 # %% [markdown]
+# ## Exercise: the limit within the slowdown budget
+#
+# Which of the measured limits does the optimizer choose? With `max_slowdown` it keeps the job
+# within that factor of its time at the highest limit and, within that budget, takes the lowest
+# limit. Write `slowdown_limit(profile, max_slowdown)`: `profile` is the list of
+# `PowerLimitMeasurement`s above, in the order they were measured (each has `power_limit` in W,
+# `energy` in J summed over the ranks and `time` in s of the slowest rank). Return the lowest
+# power limit whose time is at most `max_slowdown` times the time at the highest limit.
+
+
+# %%
+def slowdown_limit(profile: list[PowerLimitMeasurement], max_slowdown: float) -> float:
+    # BEGIN SOLUTION
+    reference = max(profile, key=lambda m: m.power_limit).time
+    return min(m.power_limit for m in profile if m.time <= max_slowdown * reference)
+    # END SOLUTION
+
+
+slowdown_limit = check.slowdown_limit(slowdown_limit)
+my_limit = slowdown_limit(profile, max_slowdown) if profile else None
+if my_limit is not None:
+    chosen_w = dp["optimal_power_limit_w"]
+    verdict = "the same limit" if my_limit == chosen_w else "a different limit"
+    print(
+        f"within {max_slowdown:g}x the time at {max(m.power_limit for m in profile):g} W: "
+        f"your slowdown_limit picks {my_limit:g} W, the optimizer chose {chosen_w:g} W "
+        f"({verdict})"
+    )
+
+# %% [markdown]
 # ## Fully sharded data parallel
 #
 # FSDP shards parameters, gradients and optimizer state across ranks; the measurement and the
@@ -152,6 +183,7 @@ zeus_nb.record("dp_rank_energies", list(ranks.energy_j))
 zeus_nb.record("dp_aggregated", [job_time, job_energy])
 zeus_nb.record("dp_power_limits", list(ranks.power_limit_w))
 zeus_nb.record("dp_optimal_power_limit", dp["optimal_power_limit_w"])
+zeus_nb.record("dp_slowdown_limit", my_limit)
 if fsdp is not None:
     zeus_nb.record("fsdp", {k: fsdp[k] for k in ("world_size", "time_s", "energy_j", "accuracy")})
     zeus_nb.record("fsdp_power_limits", [r["power_limit_w"] for r in fsdp["ranks"]])
@@ -162,7 +194,9 @@ print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect read
 #
 # - Each rank of a data-parallel job measures its own GPU; the job lasts as long as its slowest
 #   rank and its energy is the sum over ranks.
-# - The power-limit optimizer runs on every rank and agrees on one limit for the whole job.
+# - The power-limit optimizer runs on every rank and agrees on one limit for the whole job: with
+#   a slowdown budget, the lowest limit whose time stays within `max_slowdown` times the time at
+#   the highest limit (exercise).
 # - FSDP shards parameters, gradients and optimizer state across ranks; energy is measured and
 #   optimized the same way as with DDP.
 

@@ -9,7 +9,8 @@
 #   clock) turns into the whole time–energy frontier of an iteration, solved with `lowtime`;
 # - how a frequency plan runs a live 4-stage pipeline at the same iteration time with less energy,
 #   measured on every rank;
-# - what a straggler elsewhere in the job buys: the least-energy plan that still keeps up with it.
+# - what a straggler elsewhere in the job buys: the least-energy plan that still keeps up with it
+#   (exercise).
 #
 # **Prerequisites**: notebooks 01 and 02. No GPU needed: the planning example and the live
 # pipeline run on simulated GPUs whose time and power at each clock come from a frequency model
@@ -47,6 +48,7 @@ from IPython.display import display
 
 import zeus_nb
 from zeus_nb import check, widgets
+from zeus_nb.errors import ZeusNbError
 from zeus_nb.notebooks import parse_values
 from zeus_nb.optimizer.pipeline_frequency import (
     FrequencyPlan,
@@ -188,10 +190,34 @@ fig = cost_model_fit(frontier, stages=[0, stages - 1])
 # If another pipeline of the job (or a slow node) makes every iteration `straggler_slowdown` times
 # longer anyway, this pipeline may take that long too: the least-energy plan within that deadline
 # saves more. Move the slider to pick any deadline; the timeline redraws with its plan.
+#
+# ## Exercise: the plan for a deadline
+#
+# Write `plan_within(plans, deadline)`: `plans` lists the frontier's plans as
+# `(iteration_time, energy)` (s, J), `deadline` is in s. Return the index of the least-energy plan
+# that finishes an iteration within the deadline (a plan that takes exactly the deadline meets
+# it). Do not count on the list's order: a list of plans need not be a frontier.
+
+
+# %%
+def plan_within(plans: list[tuple[float, float]], deadline: float) -> int:
+    # BEGIN SOLUTION
+    in_time = [i for i, (seconds, _) in enumerate(plans) if seconds <= deadline]
+    return min(in_time, key=lambda i: plans[i][1])
+    # END SOLUTION
+
+
+plan_within = check.plan_within(plan_within)
 
 # %%
 deadline = straggler_slowdown * fastest.iteration_time
-straggler = frontier.for_deadline(deadline)
+if deadline < fastest.iteration_time:
+    raise ZeusNbError(
+        f"straggler_slowdown={straggler_slowdown:g}: no plan is faster than the fastest one; "
+        "give a factor of 1 or more"
+    )
+plans = [(p.iteration_time, p.energy) for p in frontier.points]
+straggler = frontier.points[plan_within(plans, deadline)]
 saved_straggler = 100 * (1 - straggler.energy / ref.energy)
 print(
     f"deadline {deadline:.4f} s ({straggler_slowdown:g}x): "
@@ -352,6 +378,19 @@ zeus_nb.record(
     "live_max_predicted", [live_frontier.max_clock.iteration_time, live_frontier.max_clock.energy]
 )
 zeus_nb.record("live_saved_pct", live_saved)
+print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect reads them)")
+
+# %% [markdown]
+# ## What you learned
+#
+# - Under 1F1B the stages of a pipeline wait for each other; a waiting GPU still draws its blocking
+#   power, so an iteration's energy counts every GPU for the whole iteration (exercise).
+# - Instructions off the critical path can run at lower clocks without making the iteration
+#   longer: the frontier's fastest plan removes this intrinsic energy bloat.
+# - A straggler elsewhere in the job sets a deadline; the least-energy plan within it saves more,
+#   and a longer deadline can only keep or lower the energy (exercise).
+# - A frequency plan is computed from a profile of the pipeline's own instructions and applied to
+#   a live run.
 
 # %% [markdown]
 # **Where next**: `docs/pipeline_frequency.md` (the frequency model, the profile CSV, the CLI), and
