@@ -183,7 +183,7 @@ def test_notebooks_command_copies_the_shipped_notebooks_and_reports_skips(
     assert sorted(p.name for p in dest.glob("*.ipynb")) == SHIPPED
     assert "student edition" in capsys.readouterr().out
     blocks = [_assert_edition(dest / n, REPO / "notebooks" / n, solutions=False) for n in SHIPPED]
-    assert all(blocks), f"every shipped notebook has an exercise: {dict(zip(SHIPPED, blocks))}"
+    assert all(blocks), f"a shipped notebook without an exercise: {blocks} for {SHIPPED}"
     edited = dest / SHIPPED[0]
     edited.write_text("edited")
     assert cli.main(["notebooks"]) == 0

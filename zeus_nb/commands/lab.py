@@ -20,8 +20,9 @@ def register(sub) -> None:
         help="copy the notebooks (if needed) and start JupyterLab in their folder",
         description=(
             "Copy the notebooks into DIR as `zeus-nb notebooks` does (the student edition unless "
-            "--solutions; never overwriting ones you edited), then start JupyterLab with DIR as its root folder. Arguments after `--` go "
-            "to JupyterLab, e.g. `zeus-nb lab -- --port 9999 --no-browser`."
+            "--solutions; never overwriting ones you edited), then start JupyterLab with DIR as "
+            "its root folder. Arguments after `--` go to JupyterLab, e.g. "
+            "`zeus-nb lab -- --port 9999 --no-browser`."
         ),
     )
     p.add_argument("dir", nargs="?", default=DEFAULT_DIR, help=f"default: ./{DEFAULT_DIR}")
