@@ -252,8 +252,13 @@ def test_notebook_runs_in_jupyterlab_with_widget(lab):
             choice = page.locator(".zeus-nb-selector-choice").first
             choice.scroll_into_view_if_needed(timeout=30_000)
             choice.wait_for(state="visible", timeout=30_000)
-            before = choice.inner_text()
             picker = page.locator(".widget-vbox", has=choice).last
+            picker.locator("select").first.select_option(label="ZeusCost")
+            # the knob slider: the line names the value the next cell will use
+            knob = picker.locator(".widget-slider").first
+            _set_slider(page, knob, 0.25)
+            choice.filter(has_text="eta_knob=0.25").wait_for(timeout=30_000)
+            before = choice.inner_text()
             picker.locator("select").first.select_option(label="Energy")
             choice.filter(has_text="Picked Energy").wait_for(timeout=30_000)
             assert choice.inner_text() != before and "next cell" in choice.inner_text()
