@@ -56,12 +56,17 @@ def _notebook(prefix: str = "02") -> Path:
 def lab(tmp_path, request):
     """JupyterLab on 127.0.0.1 with a token, serving a root with one (smoke-mode) notebook.
 
-    The notebook is 02 unless the test is parametrized indirectly with another number.
+    The notebook is the student edition (what `zeus-nb lab` opens: exercises unsolved, so Run All
+    also shows that it runs to the end before any exercise is done). It is 02 unless the test is
+    parametrized indirectly with another number.
     """
+    from zeus_nb.course import edition_text
+
     root = tmp_path / "root"
     root.mkdir()
     src = _notebook(getattr(request, "param", "02"))
-    text = src.read_text().replace("smoke: bool = False", "smoke: bool = True")
+    text = edition_text(src).replace("smoke: bool = False", "smoke: bool = True")
+    assert "your turn" in text
     assert "smoke: bool = True" in text
     (root / src.name).write_text(text)
     token, port = secrets.token_hex(16), _free_port()
@@ -198,6 +203,38 @@ def _set_slider(page, slider, value: float) -> None:
     page.keyboard.press("Enter")
 
 
+def _image_of(box) -> str | None:
+    """The ``src`` of the first figure in ``box`` (a data URL: it changes with the figure)."""
+    img = box.locator("img").first
+    img.wait_for(timeout=60_000)
+    return img.get_attribute("src")
+
+
+def _explore_two_power_limits(page):
+    """Run the power-limit explorer at its starting limit, then at another; return its slider.
+
+    Each run's status names the limit it used, and the plot changes (it overlays the runs).
+    """
+    slider = page.locator(".zeus-nb-power-limit")
+    slider.wait_for(state="visible", timeout=30_000)
+    assert "Power limit" in slider.inner_text()
+    start = float(slider.locator(".widget-readout").inner_text())
+    other = 150 if start != 150 else 200
+    # the Run button trains one epoch at the slider's limit with a live plot
+    panel = page.locator(".widget-vbox", has=slider).last
+    _accept_dialogs(page)
+    panel.get_by_role("button", name="Run").click()
+    panel.get_by_text(re.compile(rf"{start:g} W: (\d+)/\1 steps,")).wait_for(timeout=60_000)
+    first_plot = _image_of(panel)
+    # a second run at another limit: the status names it and the plot changes
+    _set_slider(page, slider, other)
+    panel.get_by_role("button", name="Run").click()
+    panel.get_by_text(re.compile(rf"{other:g} W: (\d+)/\1 steps,")).wait_for(timeout=60_000)
+    assert f"{start:g} W:" not in panel.inner_text()
+    assert _image_of(panel) != first_plot
+    return slider
+
+
 def test_notebook_runs_in_jupyterlab_with_widget(lab):
     sync_api = pytest.importorskip("playwright.sync_api")
     url, stem = lab
@@ -208,29 +245,20 @@ def test_notebook_runs_in_jupyterlab_with_widget(lab):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
             _open_and_run_all(page, url)
-            slider = page.locator(".zeus-nb-power-limit")
-            slider.wait_for(state="visible", timeout=30_000)
-            assert "Power limit" in slider.inner_text()
-            # the Run button trains one epoch at the slider's limit with a live plot
-            panel = page.locator(".widget-vbox", has=slider).last
-            _accept_dialogs(page)
-            panel.get_by_role("button", name="Run").click()
-            panel.get_by_text(re.compile(r"(\d+)/\1 steps,")).wait_for(timeout=60_000)
-            panel.locator("img").first.wait_for(timeout=60_000)
-            first_plot = panel.locator("img").first.get_attribute("src")
-            # a second run at another limit: the status names it and the plot changes
-            _set_slider(page, slider, 150)
-            panel.get_by_role("button", name="Run").click()
-            panel.get_by_text(re.compile(r"150 W: (\d+)/\1 steps,")).wait_for(timeout=60_000)
-            assert panel.locator("img").first.get_attribute("src") != first_plot
+            slider = _explore_two_power_limits(page)
             slider.scroll_into_view_if_needed()
             page.screenshot(path=str(shot))
             # the selector picker says what is picked, and that the next cell applies it
             choice = page.locator(".zeus-nb-selector-choice").first
             choice.scroll_into_view_if_needed(timeout=30_000)
             choice.wait_for(state="visible", timeout=30_000)
-            before = choice.inner_text()
             picker = page.locator(".widget-vbox", has=choice).last
+            picker.locator("select").first.select_option(label="ZeusCost")
+            # the knob slider: the line names the value the next cell will use
+            knob = picker.locator(".widget-slider").first
+            _set_slider(page, knob, 0.25)
+            choice.filter(has_text="eta_knob=0.25").wait_for(timeout=30_000)
+            before = choice.inner_text()
             picker.locator("select").first.select_option(label="Energy")
             choice.filter(has_text="Picked Energy").wait_for(timeout=30_000)
             assert choice.inner_text() != before and "next cell" in choice.inner_text()
@@ -266,3 +294,49 @@ def test_eta_knob_slider_redraws_the_choice_in_place(lab):
             raise
         finally:
             browser.close()
+
+
+def _run_in_browser(lab, check) -> None:
+    """Open the lab's notebook in Chromium, run all cells, then ``check(page)``; screenshot."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    url, stem = lab
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            _open_and_run_all(page, url)
+            check(page)
+            page.screenshot(path=str(ARTIFACTS / f"browser-{stem}.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / f"browser-{stem}-failed.png"))
+            raise
+        finally:
+            browser.close()
+
+
+@pytest.mark.parametrize("lab", ["01"], indirect=True)
+def test_power_limit_explorer_overlays_runs_at_the_limits_used(lab):
+    """Notebook 01: the explorer runs at the slider's limit, says which, and redraws its plot."""
+    _run_in_browser(lab, lambda page: _explore_two_power_limits(page).scroll_into_view_if_needed())
+
+
+@pytest.mark.parametrize("lab", ["06"], indirect=True)
+def test_deadline_slider_redraws_the_plan_in_place(lab):
+    """Notebook 06: moving the deadline redraws the pipeline timeline under the slider."""
+
+    def check(page) -> None:
+        slider = page.locator(".widget-slider", has_text="deadline_s").first
+        slider.wait_for(state="visible", timeout=30_000)
+        box = page.locator(".widget-vbox", has=slider).last
+        readout = slider.locator(".widget-readout")
+        before_value, before_plot = readout.inner_text(), _image_of(box)
+        _set_slider(page, slider, 0)  # below the range: the fastest plan's iteration time
+        deadline = time.monotonic() + 30
+        while _image_of(box) == before_plot:
+            assert time.monotonic() < deadline, "the timeline did not change with the deadline"
+            page.wait_for_timeout(300)
+        assert readout.inner_text() != before_value  # the slider shows the deadline used
+        slider.scroll_into_view_if_needed()
+
+    _run_in_browser(lab, check)

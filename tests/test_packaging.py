@@ -21,16 +21,66 @@ import zeus_nb
 from zeus_nb import cli, paths
 from zeus_nb.commands import lab
 from zeus_nb.commands.notebooks import RECORD, copy_notebooks
+from zeus_nb.errors import ZeusNbError
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(p.name for p in (REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
+
+
+def _notebook_text(code: str) -> str:
+    """A minimal valid notebook with one code cell (with an id, as nbformat 4.5 requires)."""
+    cell = {"cell_type": "code", "id": "c1", "metadata": {}, "source": code, "outputs": []}
+    cell["execution_count"] = None
+    nb = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(nb)
 
 
 def _fake_notebooks(folder: Path, names=("01_a", "02_b")) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for n in names:
-        (folder / f"{n}.ipynb").write_text(json.dumps({"name": n}))
+        code = f"def answer():\n    {BEGIN}\n    return {n!r}\n    {END}"
+        (folder / f"{n}.ipynb").write_text(_notebook_text(code))
     return folder
+
+
+def _code_cells(path: Path) -> list[str]:
+    cells = json.loads(path.read_text())["cells"]
+    return ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+
+
+def _expected_cells(path: Path, solutions: bool) -> tuple[list[str], int]:
+    """Each code cell of an edition, worked out from the marked source line by line; blocks."""
+    out, blocks = [], 0
+    for source in _code_cells(path):
+        lines, inside = [], False
+        for line in source.splitlines():
+            if line.strip() in (BEGIN, END):
+                inside = line.strip() == BEGIN
+                blocks += inside
+                if inside and not solutions:  # the "your turn" line, indented like the marker
+                    lines.append(line.replace(BEGIN, "raise NotImplementedError("))
+                continue
+            if solutions or not inside:
+                lines.append(line)
+        out.append(lines)
+    return out, blocks
+
+
+def _assert_edition(copy: Path, shipped: Path, solutions: bool) -> int:
+    """``copy`` holds the student (or instructor) edition of ``shipped``; its exercise count."""
+    expected, blocks = _expected_cells(shipped, solutions)
+    got = _code_cells(copy)
+    assert len(got) == len(expected)
+    for want, have in zip(expected, got, strict=True):
+        have_lines = have.rstrip("\n").splitlines()
+        assert len(have_lines) == len(want), (want, have)
+        for w, h in zip(want, have_lines, strict=True):
+            assert h.startswith(w) if w.lstrip().startswith("raise NotImpl") else h == w
+    text = copy.read_text()
+    assert BEGIN not in text and END not in text
+    assert ("your turn" in text) == (not solutions and blocks > 0)
+    return blocks
 
 
 # --- locating the notebooks ---------------------------------------------------------------------
@@ -75,20 +125,44 @@ def test_copy_keeps_edited_notebooks_and_updates_unedited_ones(tmp_path):
     dest = tmp_path / "work"
     first = copy_notebooks(dest, source=src)
     assert first.copied == ["01_a.ipynb", "02_b.ipynb"]
-    assert (dest / "01_a.ipynb").read_bytes() == (src / "01_a.ipynb").read_bytes()
+    assert _assert_edition(dest / "01_a.ipynb", src / "01_a.ipynb", solutions=False) == 1
+    assert "'01_a'" not in (dest / "01_a.ipynb").read_text()  # the answer is not handed out
+    assert copy_notebooks(dest, source=src).unchanged == ["01_a.ipynb", "02_b.ipynb"]
 
     (dest / "01_a.ipynb").write_text("my edits")  # the user edits 01
-    (src / "02_b.ipynb").write_text("a newer release")  # a new release changes 02
+    (src / "02_b.ipynb").write_text(_notebook_text("print('a newer release')"))  # a release
     again = copy_notebooks(dest, source=src)
     assert again.skipped == ["01_a.ipynb"] and again.updated == ["02_b.ipynb"]
     assert (dest / "01_a.ipynb").read_text() == "my edits"
-    assert (dest / "02_b.ipynb").read_text() == "a newer release"
+    assert _code_cells(dest / "02_b.ipynb") == ["print('a newer release')"]
 
-    (src / "01_a.ipynb").write_text("shipped again")  # the edit survives a release too
+    (src / "01_a.ipynb").write_text(_notebook_text("print('shipped again')"))  # edit survives
     assert copy_notebooks(dest, source=src).skipped == ["01_a.ipynb"]
     forced = copy_notebooks(dest, force=True, source=src)
     assert forced.replaced == ["01_a.ipynb"] and forced.unchanged == ["02_b.ipynb"]
-    assert (dest / "01_a.ipynb").read_text() == "shipped again"
+    assert _code_cells(dest / "01_a.ipynb") == ["print('shipped again')"]
+
+
+def test_solutions_switches_unedited_copies_and_keeps_edited_ones(tmp_path):
+    src = _fake_notebooks(tmp_path / "shipped")
+    dest = tmp_path / "work"
+    copy_notebooks(dest, source=src)
+    edited = json.loads((dest / "01_a.ipynb").read_text())
+    edited["cells"][0]["source"] = "def answer():\n    return 'mine'"  # a student's answer
+    (dest / "01_a.ipynb").write_text(json.dumps(edited))
+    report = copy_notebooks(dest, source=src, solutions=True)
+    assert report.skipped == ["01_a.ipynb"] and report.updated == ["02_b.ipynb"]
+    assert "'mine'" in (dest / "01_a.ipynb").read_text()
+    assert _assert_edition(dest / "02_b.ipynb", src / "02_b.ipynb", solutions=True) == 1
+    assert "'02_b'" in (dest / "02_b.ipynb").read_text()
+
+
+def test_a_notebook_that_cannot_be_split_writes_nothing(tmp_path):
+    src = _fake_notebooks(tmp_path / "shipped")
+    (src / "02_b.ipynb").write_text(_notebook_text(f"{BEGIN}\nx = 1"))  # never closed
+    with pytest.raises(ZeusNbError, match="never closed"):
+        copy_notebooks(tmp_path / "work", source=src)
+    assert not (tmp_path / "work").exists()
 
 
 def test_a_file_of_unknown_origin_counts_as_edited(tmp_path):
@@ -107,15 +181,25 @@ def test_notebooks_command_copies_the_shipped_notebooks_and_reports_skips(
     assert cli.main(["notebooks"]) == 0
     dest = tmp_path / "zeus-nb-notebooks"
     assert sorted(p.name for p in dest.glob("*.ipynb")) == SHIPPED
+    assert "student edition" in capsys.readouterr().out
+    blocks = [_assert_edition(dest / n, REPO / "notebooks" / n, solutions=False) for n in SHIPPED]
+    assert all(blocks), f"a shipped notebook without an exercise: {blocks} for {SHIPPED}"
     edited = dest / SHIPPED[0]
     edited.write_text("edited")
-    capsys.readouterr()
     assert cli.main(["notebooks"]) == 0
     out = capsys.readouterr().out
     assert f"skipped {Path('zeus-nb-notebooks') / SHIPPED[0]}: you edited it; --force" in out
     assert edited.read_text() == "edited"
     assert cli.main(["notebooks", "--force"]) == 0
-    assert edited.read_bytes() == (REPO / "notebooks" / SHIPPED[0]).read_bytes()
+    _assert_edition(edited, REPO / "notebooks" / SHIPPED[0], solutions=False)
+
+
+def test_notebooks_solutions_gives_the_instructor_edition(tmp_path, capsys):
+    dest = tmp_path / "teach"
+    assert cli.main(["notebooks", str(dest), "--solutions"]) == 0
+    assert "instructor edition" in capsys.readouterr().out
+    for name in SHIPPED:
+        assert _assert_edition(dest / name, REPO / "notebooks" / name, solutions=True)
 
 
 def test_notebooks_into_a_file_is_an_error(tmp_path, capsys):
@@ -130,6 +214,7 @@ def test_notebooks_into_a_file_is_an_error(tmp_path, capsys):
     [
         (["lab"], "zeus-nb-notebooks", []),
         (["lab", "mine", "--", "--port", "9999"], "mine", ["--port", "9999"]),
+        (["lab", "--solutions", "mine"], "mine", []),
         (["lab", "--", "--no-browser"], "zeus-nb-notebooks", ["--no-browser"]),
     ],
 )
@@ -142,6 +227,9 @@ def test_lab_copies_then_launches_jupyterlab_in_the_folder(
     assert cli.main(argv) == 0
     root = tmp_path / folder
     assert sorted(p.name for p in root.glob("*.ipynb")) == SHIPPED
+    solutions = "--solutions" in argv
+    for name in SHIPPED:
+        _assert_edition(root / name, REPO / "notebooks" / name, solutions=solutions)
     [(args, cwd)] = calls
     assert cwd == root
     assert args[:3] == [sys.executable, "-m", "jupyterlab"]

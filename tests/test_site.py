@@ -17,11 +17,14 @@ from urllib.parse import urldefrag, urlparse
 import pytest
 
 from zeus_nb import cli
+from zeus_nb.check import NOT_DONE
+from zeus_nb.course import edition_text
 from zeus_nb.docsite import SiteBuildError, apidoc, assemble, build_site
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "artifacts"
+SOLUTION_MARKER = "# BEGIN SOLUTION"
 
 
 # --- API reference ------------------------------------------------------------------------------
@@ -89,6 +92,25 @@ def test_assembled_sources_and_nav(tmp_path):
     ]
     assert [next(iter(e.values())) for e in sections["Guides"]] == [f"docs/{g}" for g in guides]
     assert {"Architecture"} <= {next(iter(e)) for e in sections["Guides"]}
+    # the class kit: overview, syllabus, instructor guide, then a page listing every slide deck
+    course = [next(iter(e.values())) for e in sections["Course"]]
+    kit = REPO / "docs" / "course"
+    assert course[:3] == [
+        f"docs/course/{n}" for n in ("README.md", "syllabus.md", "instructor-guide.md")
+    ]
+    assert set(course[:-1]) == {f"docs/course/{p.name}" for p in kit.glob("*.md")}
+    assert course[-1] == "docs/course/slides/index.md"
+    decks = sorted(p.name for p in (kit / "slides").glob("*.slides.html"))
+    assert len(decks) == len(shipped)
+    listing = (tmp_path / course[-1]).read_text()
+    assert [d for d in decks if f"]({d})" in listing] == decks
+    assert report.course == [c.removeprefix("docs/course/") for c in course]
+    # the notebooks are the student edition: what `zeus-nb notebooks` hands out, no solution
+    for name in shipped:
+        page = (tmp_path / "notebooks" / name).read_text()
+        assert page == edition_text(REPO / "notebooks" / name)
+        assert SOLUTION_MARKER in (REPO / "notebooks" / name).read_text()
+        assert SOLUTION_MARKER not in page and "your turn" in page
     api = [next(iter(e.values())) for e in sections["API reference"]]
     assert "api/zeus_nb.monitor.md" in api
     assert all((tmp_path / p).is_file() for p in api)
@@ -162,6 +184,7 @@ def test_every_page_loads_with_working_links_and_images(served_site):
     external: set[str] = set()
     seen: set[str] = set()
     broken: list[str] = []
+    decks: list[str] = []
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(
             executable_path=str(CHROMIUM), args=["--no-sandbox", "--headless", "--disable-gpu"]
@@ -181,6 +204,13 @@ def test_every_page_loads_with_working_links_and_images(served_site):
             if url in seen:
                 continue
             seen.add(url)
+            if "/docs/course/slides/" in url and url.endswith(".slides.html"):
+                # a reveal.js deck: it loads reveal.js from a CDN, so it is fetched, not shown
+                deck = page.request.get(url)
+                if deck.status != 200 or "Reveal.initialize" not in deck.text():
+                    broken.append(f"{url}: HTTP {deck.status}, not a reveal.js deck")
+                decks.append(url)
+                continue
             response = page.goto(url)
             if response is None or response.status != 200:
                 broken.append(f"{url}: HTTP {response.status if response else 'no response'}")
@@ -189,11 +219,17 @@ def test_every_page_loads_with_working_links_and_images(served_site):
                 "img", "els => els.map(e => [e.src.slice(0, 80), e.complete && e.naturalWidth])"
             )
             broken += [f"{url}: image {src} did not load" for src, ok in images if not ok]
+            notebook_page = "/notebooks/" in url and url.endswith(".html")
+            if notebook_page:  # the student edition, executed: exercises unsolved
+                html = page.content()
+                if NOT_DONE not in html or SOLUTION_MARKER in html:
+                    broken.append(f"{url}: not the student edition")
             queue += [u for u in _internal_links(page, base) if u not in seen]
         visited = {u[len(base) :] for u in seen}
         assert pages <= visited, f"pages no link leads to: {sorted(pages - visited)}"
         assert not broken, "\n".join(broken)
         assert not external, f"the site fetched from the web: {sorted(external)}"
+        assert len(decks) == len(list((REPO / "docs/course/slides").glob("*.slides.html")))
 
         # the energy-time tradeoff figure, scrolled into view, for people to look at
         [tradeoff] = [p for p in pages if p.startswith("notebooks/03_")]

@@ -6,7 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from zeus_nb.commands.notebooks import DEFAULT_DIR, copy_notebooks, print_report
+from zeus_nb.commands.notebooks import (
+    DEFAULT_DIR,
+    add_solutions_flag,
+    copy_notebooks,
+    print_report,
+)
 
 
 def register(sub) -> None:
@@ -14,13 +19,15 @@ def register(sub) -> None:
         "lab",
         help="copy the notebooks (if needed) and start JupyterLab in their folder",
         description=(
-            "Copy the notebooks into DIR as `zeus-nb notebooks` does (never overwriting ones you "
-            "edited), then start JupyterLab with DIR as its root folder. Arguments after `--` go "
-            "to JupyterLab, e.g. `zeus-nb lab -- --port 9999 --no-browser`."
+            "Copy the notebooks into DIR as `zeus-nb notebooks` does (the student edition unless "
+            "--solutions; never overwriting ones you edited), then start JupyterLab with DIR as "
+            "its root folder. Arguments after `--` go to JupyterLab, e.g. "
+            "`zeus-nb lab -- --port 9999 --no-browser`."
         ),
     )
     p.add_argument("dir", nargs="?", default=DEFAULT_DIR, help=f"default: ./{DEFAULT_DIR}")
     p.add_argument("jupyter_args", nargs="*", help="arguments for JupyterLab, after --")
+    add_solutions_flag(p)
     p.set_defaults(func=run)
 
 
@@ -38,6 +45,6 @@ def run(args) -> int:
         jupyter_args.insert(0, args.dir)
         args.dir = DEFAULT_DIR
     dest = Path(args.dir).resolve()
-    print_report(copy_notebooks(dest), dest)
+    print_report(copy_notebooks(dest, solutions=args.solutions), dest, args.solutions)
     argv = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={dest}", *jupyter_args]
     return launch(argv, dest)

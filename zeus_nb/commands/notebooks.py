@@ -1,17 +1,18 @@
 """zeus-nb notebooks: copy the shipped notebooks into a folder of your own.
 
 The packaged notebooks live inside the installed package, which may be read-only and is replaced
-on upgrade, so users run and edit a copy. Copying never destroys work: a copy the user edited is
-kept (and reported) unless ``--force``. A small record (``.zeus-nb-notebooks.json``) holds the
-hash of each file as copied, so an unedited copy is updated when a newer zeus-nb ships a newer
-notebook, while an edited one is left alone.
+on upgrade, so users run and edit a copy. The copy is the student edition (exercise bodies
+replaced by a "your turn" line, :func:`zeus_nb.course.edition_text`); ``--solutions`` writes the
+instructor edition. Copying never destroys work: a copy the user edited is kept (and reported)
+unless ``--force``. A small record (``.zeus-nb-notebooks.json``) holds the hash of each file as
+written, so an unedited copy is updated when a newer zeus-nb ships a newer notebook (or the other
+edition is asked for), while an edited one is left alone.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,8 +33,8 @@ class CopyReport:
     skipped: list[str] = field(default_factory=list)  # edited copy kept
 
 
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def _read_record(dest: Path) -> dict[str, str]:
@@ -45,12 +46,16 @@ def _read_record(dest: Path) -> dict[str, str]:
     return files if isinstance(files, dict) else {}
 
 
-def copy_notebooks(dest: str | Path, force: bool = False, source: Path | None = None) -> CopyReport:
-    """Copy the numbered notebooks from ``source`` (default: the shipped ones) into ``dest``.
+def copy_notebooks(
+    dest: str | Path, force: bool = False, source: Path | None = None, solutions: bool = False
+) -> CopyReport:
+    """Write the student edition of the numbered notebooks of ``source`` into ``dest``.
 
+    ``source`` defaults to the shipped notebooks; ``solutions`` writes the instructor edition.
     A file already in ``dest`` is overwritten only if it is what an earlier copy wrote (the user
     did not edit it) or ``force`` is true.
     """
+    from zeus_nb.course import edition_text
     from zeus_nb.notebooks import list_notebooks
     from zeus_nb.paths import notebooks_dir
 
@@ -61,16 +66,20 @@ def copy_notebooks(dest: str | Path, force: bool = False, source: Path | None = 
     out = Path(dest)
     if out.exists() and not out.is_dir():
         raise ZeusNbError(f"{out} exists and is not a folder; choose another folder")
+    # Every edition is made before anything is written: a notebook that cannot be split leaves
+    # the folder as it was.
+    texts = {nb.name: edition_text(nb, solutions).encode("utf-8") for nb in notebooks}
     out.mkdir(parents=True, exist_ok=True)
     record = _read_record(out)
     report = CopyReport()
     for nb in notebooks:
         target = out / nb.name
-        shipped = _digest(nb)
+        text = texts[nb.name]
+        shipped = _digest(text)
         if not target.exists():
             bucket = report.copied
         else:
-            current = _digest(target)
+            current = _digest(target.read_bytes())
             if current == shipped:
                 report.unchanged.append(nb.name)
                 record[nb.name] = shipped
@@ -82,14 +91,14 @@ def copy_notebooks(dest: str | Path, force: bool = False, source: Path | None = 
             else:
                 report.skipped.append(nb.name)
                 continue
-        shutil.copyfile(nb, target)
+        target.write_bytes(text)
         record[nb.name] = shipped
         bucket.append(nb.name)
     (out / RECORD).write_text(json.dumps({"files": record}, indent=1, sort_keys=True) + "\n")
     return report
 
 
-def print_report(report: CopyReport, dest: Path) -> None:
+def print_report(report: CopyReport, dest: Path, solutions: bool = False) -> None:
     """One line per kind of action, and the skipped notebooks by name with the way out."""
     for label, names in (
         ("copied", report.copied),
@@ -101,7 +110,8 @@ def print_report(report: CopyReport, dest: Path) -> None:
             print(f"{label}: {', '.join(names)}")
     for name in report.skipped:
         print(f"skipped {dest / name}: you edited it; --force replaces it with the shipped one")
-    print(f"notebooks in {dest}/")
+    which = "instructor edition, with solutions" if solutions else "student edition"
+    print(f"notebooks ({which}) in {dest}/")
 
 
 def register(sub) -> None:
@@ -109,16 +119,29 @@ def register(sub) -> None:
         "notebooks",
         help="copy the tutorial notebooks into a folder to run and edit",
         description=(
-            "Copy the notebooks that come with zeus-nb into DIR (created if needed). Notebooks "
-            "you edited there are kept unless --force; unedited copies are brought up to date."
+            "Copy the notebooks that come with zeus-nb into DIR (created if needed), in their "
+            "student edition: each exercise's body is a 'your turn' line (--solutions: the "
+            "instructor edition). Notebooks you edited there are kept unless --force; unedited "
+            "copies are brought up to date."
         ),
     )
     p.add_argument("dir", nargs="?", default=DEFAULT_DIR, help=f"default: ./{DEFAULT_DIR}")
     p.add_argument("--force", action="store_true", help="also overwrite notebooks you edited")
+    add_solutions_flag(p)
     p.set_defaults(func=run)
+
+
+def add_solutions_flag(parser) -> None:
+    """``--solutions``: the instructor edition, for `zeus-nb notebooks` and `zeus-nb lab`."""
+    parser.add_argument(
+        "--solutions",
+        action="store_true",
+        help="the instructor edition: exercises keep their solutions (default: student edition)",
+    )
 
 
 def run(args) -> int:
     dest = Path(args.dir)
-    print_report(copy_notebooks(dest, force=args.force), dest)
+    report = copy_notebooks(dest, force=args.force, solutions=args.solutions)
+    print_report(report, dest, args.solutions)
     return 0

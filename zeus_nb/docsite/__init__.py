@@ -5,8 +5,10 @@ with MkDocs Material and mkdocs-jupyter (see ``docs/site.md`` for why these tool
 
 * ``index.md``: the README;
 * ``docs/*.md``: the guides, unchanged (so the README's links to them keep working);
-* ``notebooks/*.ipynb``: every notebook executed headless in smoke mode on the simulated GPU,
-  with its outputs and figures;
+* ``docs/course/``: the class kit (syllabus, instructor guide, a page listing the slide decks);
+* ``notebooks/*.ipynb``: the student edition of every notebook (exercise bodies are "your turn"
+  lines, as a student gets them), executed headless in smoke mode on the simulated GPU, with its
+  outputs and figures;
 * ``api/*.md``: one page per public module, generated from the docstrings.
 
 Everything happens offline: the notebooks run on the simulated backend, and the theme is
@@ -42,6 +44,7 @@ class SiteBuild:
     notebooks: list[str] = field(default_factory=list)
     api_modules: list[str] = field(default_factory=list)
     guides: list[str] = field(default_factory=list)
+    course: list[str] = field(default_factory=list)  # pages of docs/course/, slides/index.md
 
 
 def _title(path: Path) -> str:
@@ -74,22 +77,37 @@ def _environ(**changes: str) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def execute_notebooks(dest: Path, timeout: float | None = 600) -> list[Path]:
-    """Run every shipped notebook in smoke mode on the simulated GPU into ``dest``.
+def write_editions(dest: Path, solutions: bool = False) -> list[Path]:
+    """The student edition (``solutions``: instructor edition) of each shipped notebook."""
+    from zeus_nb.course import write_edition
+    from zeus_nb.notebooks import list_notebooks
 
-    Widget state is dropped from the outputs: a static page cannot run the controls, and
-    keeping it would make each page load a widget manager from the web.
+    return write_edition(dest, solutions, list_notebooks())
+
+
+def execute_notebooks(
+    dest: Path, timeout: float | None = 600, solutions: bool = False
+) -> list[Path]:
+    """Run the student edition of every shipped notebook, smoke mode, simulated GPU, into ``dest``.
+
+    The student edition runs to the end with its exercises unsolved (each says so in one line
+    and the notebook goes on with the reference answer), so the pages show what a student sees
+    and no solution. Widget state is dropped from the outputs: a static page cannot run the
+    controls, and keeping it would make each page load a widget manager from the web.
     """
     import nbformat
 
-    from zeus_nb.notebooks import list_notebooks, run_notebook
+    from zeus_nb.notebooks import run_notebook
 
     dest.mkdir(parents=True, exist_ok=True)
     done = []
-    with _environ(ZEUS_NB_BACKEND="sim"):
-        for nb in list_notebooks():
+    with (
+        tempfile.TemporaryDirectory(prefix="zeus-nb-editions-") as tmp,
+        _environ(ZEUS_NB_BACKEND="sim"),
+    ):
+        for nb in write_editions(Path(tmp), solutions):
             log.info("executing %s", nb.name)
-            res = run_notebook(nb, dest / nb.name, {"smoke": True}, timeout=timeout)
+            res = run_notebook(nb, dest / nb.name, {"smoke": True}, dest, timeout=timeout)
             if not res.ok:
                 raise SiteBuildError(
                     f"{nb.name} failed, so the site would show an error: {res.error} "
@@ -110,10 +128,50 @@ def _sidecars(folder: Path) -> None:
             shutil.rmtree(p) if p.is_dir() else p.unlink()
 
 
+COURSE_ORDER = ("README.md", "syllabus.md", "instructor-guide.md")
+SLIDES_INDEX = "index.md"
+
+
+def _slides_page(slides: Path, notebooks: list[Path]) -> Path | None:
+    """A page listing the reveal.js decks in ``slides`` (``NN_name.slides.html``), if any."""
+    decks = sorted(slides.glob("*.slides.html")) if slides.is_dir() else []
+    if not decks:
+        return None
+    titles = {p.stem: _title(p) for p in notebooks}
+    lines = [
+        "# Slides",
+        "",
+        "One reveal.js deck per notebook, built from its student edition with "
+        "`zeus-nb course slides -o docs/course/slides` (see the [course kit](../README.md)). "
+        "Arrow keys move between slides. The decks load reveal.js from a public CDN; for a room "
+        "without internet, rebuild them with `--reveal-url` pointing at a local copy.",
+        "",
+    ]
+    for deck in decks:
+        stem = deck.name.removesuffix(".slides.html")
+        lines.append(f"- [{titles.get(stem, stem.replace('_', ' '))}]({deck.name})")
+    page = slides / SLIDES_INDEX
+    page.write_text("\n".join(lines) + "\n")
+    return page
+
+
+def _course_pages(course: Path, notebooks: list[Path]) -> list[Path]:
+    """The class kit's pages in reading order: overview, syllabus, guide, others, slides."""
+    if not course.is_dir():
+        return []
+
+    def order(p: Path) -> tuple[int, str]:
+        known = p.name in COURSE_ORDER
+        return (COURSE_ORDER.index(p.name) if known else len(COURSE_ORDER), p.name)
+
+    pages = sorted(course.glob("*.md"), key=order)
+    slides = _slides_page(course / "slides", notebooks)
+    return pages + ([slides] if slides else [])
+
+
 def assemble(checkout: Path, src: Path, execute: bool = True) -> tuple[list, SiteBuild]:
     """Fill ``src`` with the site's pages; the MkDocs ``nav`` and what went in."""
     from zeus_nb.docsite import apidoc
-    from zeus_nb.paths import notebooks_dir
 
     report = SiteBuild(site_dir=Path())
     (src / "index.md").write_text((checkout / "README.md").read_text())
@@ -123,14 +181,14 @@ def assemble(checkout: Path, src: Path, execute: bool = True) -> tuple[list, Sit
     if execute:
         execute_notebooks(nb_dir)
         _sidecars(nb_dir)
-    else:  # unexecuted copies (fast, for checking the site's structure)
-        nb_dir.mkdir()
-        for nb in sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb")):
-            shutil.copyfile(nb, nb_dir / nb.name)
+    else:  # the student edition unexecuted (fast, for checking the site's structure)
+        write_editions(nb_dir)
     notebooks = sorted(nb_dir.glob("*.ipynb"))
+    course = _course_pages(src / "docs" / "course", notebooks)
     api = apidoc.write_pages(src / "api")
     report.notebooks = [p.name for p in notebooks]
     report.guides = [p.name for p in guides]
+    report.course = [p.relative_to(src / "docs" / "course").as_posix() for p in course]
     report.api_modules = [name for name, _ in api]
 
     def rel(p: Path) -> str:
@@ -140,6 +198,7 @@ def assemble(checkout: Path, src: Path, execute: bool = True) -> tuple[list, Sit
         {"Home": "index.md"},
         {"Tutorials": [{_title(p): rel(p)} for p in notebooks]},
         {"Guides": [{_title(p): rel(p)} for p in guides]},
+        *([{"Course": [{_title(p): rel(p)} for p in course]}] if course else []),
         {"API reference": [{name: f"api/{page}"} for name, page in api]},
     ]
     return nav, report
