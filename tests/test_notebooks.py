@@ -6,6 +6,7 @@ what it recorded against the traces the simulated GPU replays.
 
 from __future__ import annotations
 
+import ast
 import itertools
 import math
 import os
@@ -188,6 +189,34 @@ def test_executed_notebooks_show_no_stderr_or_traceback(tour):
                     text = o.get("text", "")
                     if not any(s == path.stem and w in text for s, w in EXPECTED_STDERR):
                         pytest.fail(f"{path.name} writes to stderr: {text[:300]!r}")
+
+
+def _ends_in_record(source: str) -> bool:
+    """Whether a cell's last statement is a ``zeus_nb.record(...)`` call (bookkeeping)."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    last = body[-1] if body else None
+    return (
+        isinstance(last, ast.Expr)
+        and isinstance(last.value, ast.Call)
+        and ast.unparse(last.value.func) == "zeus_nb.record"
+    )
+
+
+def test_executed_notebooks_show_no_stray_values(tour):
+    """A cell that ends in bookkeeping (a ``zeus_nb.record`` call) shows no bare value below it."""
+    out_dir, _ = tour
+    for path in NOTEBOOKS:
+        nb = nbformat.read(out_dir / path.name, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type != "code" or not _ends_in_record(cell.source):
+                continue
+            shown = [o for o in cell.get("outputs", []) if o.get("output_type") == "execute_result"]
+            if shown:
+                text = shown[0].get("data", {}).get("text/plain", "")
+                pytest.fail(f"{path.name}: a stray value {text[:80]!r} below a record call")
 
 
 def _records(tour, stem: str) -> dict:

@@ -295,9 +295,6 @@ print(
 training_kwh = whole_j / J_PER_KWH
 training_co2_g = training_kwh * carbon_intensity_g_per_kwh
 training_cost = training_kwh * electricity_price_per_kwh
-print(
-    f"training run: {training_kwh * 1000:.3f} Wh, {training_co2_g:.3f} gCO2eq, ${training_cost:.6f}"
-)
 zeus_nb.record("power_monitor_energy_j", integrated_j)
 zeus_nb.record("counter_energy_j", counter_j)
 zeus_nb.record(
@@ -308,6 +305,9 @@ zeus_nb.record(
 )
 zeus_nb.record("training_co2_g", training_co2_g)
 zeus_nb.record("training_cost_usd", training_cost)
+print(
+    f"training run: {training_kwh * 1000:.3f} Wh, {training_co2_g:.3f} gCO2eq, ${training_cost:.6f}"
+)
 
 # %% [markdown]
 # ## Try it: the power limit
