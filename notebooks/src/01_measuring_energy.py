@@ -168,13 +168,16 @@ print(f"energy per step: {per_step:.2f} J over {total_steps} steps")
 
 # %% [markdown]
 # Each step's own window tells the same story, step by step. Their spread is the measurement noise
-# (on the simulated GPU, the 2% noise we asked for).
+# (on the simulated GPU, the noise we asked for: `sim_noise=0.02`, 2 % on each step's time and
+# power).
 
 # %%
 steps_df = pd.DataFrame(
     {"time_s": [m.time for m in step_results], "energy_j": [m.total_energy for m in step_results]}
 )
 print(steps_df.describe().loc[["mean", "std", "min", "max"]].round(3))
+spread = 100 * steps_df.energy_j.std() / steps_df.energy_j.mean()
+print(f"step-to-step spread of the energy: {spread:.1f} % of the mean")
 
 # %% [markdown]
 # ## The power timeline
@@ -313,8 +316,10 @@ print(
 # ## Try it: the power limit
 #
 # Pick a power limit and press **Run** to train one epoch at that limit with a live power and
-# energy plot. A lower limit usually costs less energy per step but takes longer. (On a real GPU
-# this needs permission to change power limits; the limit is restored afterwards.)
+# energy plot. A lower limit makes each step slower; down to a point it also saves energy, and
+# below that point the slower steps cost more energy than the lower power saves (notebook 02 finds
+# that point). (On a real GPU this needs permission to change power limits; the limit is restored
+# afterwards.)
 # Headless runs skip this cell's controls.
 
 # %%

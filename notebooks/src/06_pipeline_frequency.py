@@ -342,8 +342,12 @@ compare = pd.DataFrame(
     }
 ).T
 live_saved = 100 * (1 - live_planned["energy_j"] / live_max["energy_j"])
+live_slower = 100 * (live_planned["iteration_time_s"] / live_max["iteration_time_s"] - 1)
 print(compare.to_string(float_format=lambda x: f"{x:.4g}"))
-print(f"measured: the plan saves {live_saved:.2f} % energy per iteration")
+print(
+    f"measured: the plan takes {live_slower:+.2f} % time and "
+    f"{'saves' if live_saved > 0 else 'does not save'} {abs(live_saved):.2f} % energy per iteration"
+)
 fig = timelines_before_after(live_frontier, live_point)
 
 # %% [markdown]
