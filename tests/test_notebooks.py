@@ -347,10 +347,11 @@ def test_03_energy_time_tradeoff_records(tour):
     assert 1 <= len(r["live_front"]) <= r["live_reached"] <= 4
     assert set(r["best_both_ratio"]) >= {"imagenet", "cifar100"}
     assert all(0 < v <= 1 for v in r["best_both_ratio"].values())
-    # the prose: six workloads, and both together beat either alone on every one of them
+    # the prose: six workloads; both together never worse than either alone, better on most
     both, bs, pl = r["best_both_ratio"], r["best_batch_size_ratio"], r["best_power_limit_ratio"]
     assert len(both) == 6 and set(bs) == set(pl) == set(both)
-    assert all(both[w] < min(bs[w], pl[w]) for w in both)
+    assert all(both[w] <= min(bs[w], pl[w]) for w in both)
+    assert sum(both[w] < min(bs[w], pl[w]) for w in both) > len(both) / 2
     # eta_knob 1 picks the least energy, and every choice of the slider's walk lies on the front
     least_energy = min(pts, key=lambda k: pts[k][1])
     assert pts[tuple(r["optimum_by_eta"]["1.0"])][1] == pts[least_energy][1]

@@ -169,7 +169,7 @@ print(f"energy per step: {per_step:.2f} J over {total_steps} steps")
 # %% [markdown]
 # Each step's own window tells the same story, step by step. Their spread is the measurement noise
 # (on the simulated GPU, the noise we asked for: `sim_noise=0.02`, 2 % on each step's time and
-# power).
+# power, so a little more on their product, the energy).
 
 # %%
 steps_df = pd.DataFrame(

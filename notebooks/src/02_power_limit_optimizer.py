@@ -97,11 +97,22 @@ choices = {name: plo.optimal_power_limit for name, plo in replays.items()}
 print(pd.Series(choices, name="chosen limit (W)"))
 
 # %% [markdown]
-# `Time()` keeps the maximum; `Energy()` goes to the limit where energy bottoms out, below which
-# the slowdown costs more energy than the lower power saves. `ZeusCost` sits in between.
+# `Time()` keeps the fastest limit; `Energy()` goes to the limit where energy bottoms out, below
+# which the slowdown costs more energy than the lower power saves; `ZeusCost` weighs the two. The
+# lines under the plot say where each one lands on this log.
 
 # %%
 fig = power_limit_profile(replays["ZeusCost(eta_knob=0.5)"])
+top_limit, low_limit = profile.index.max(), profile.index.min()
+
+
+def where(limit: float) -> str:
+    """Where a chosen limit sits in the profiled range, in words."""
+    return {top_limit: "the maximum", low_limit: "the lowest"}.get(limit, "in between")
+
+
+for name in ("Time()", "Energy()", "ZeusCost(eta_knob=0.5)"):
+    print(f"{name:>23}: {choices[name]:g} W ({where(choices[name])})")
 
 # %% [markdown]
 # ## Exercise: the Zeus cost
@@ -127,8 +138,8 @@ print(f"least cost at {by_hand:g} W; the selector chose {choices['ZeusCost(eta_k
 # ## Exercise: the energy-optimal limit
 #
 # Write `energy_optimal_limit(profile)`: the power limit (the table's index) whose energy is the
-# least. Compare it with the time-optimal limit the line below prints: they differ, and the next
-# section shows what happens below the energy-optimal one.
+# least. Compare it with the time-optimal limit the line below prints; the next section shows
+# what happens below the energy-optimal one.
 
 
 # %%
@@ -308,8 +319,9 @@ print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect read
 # - The power-limit optimizer profiles each limit for a few steps, then keeps the one its selector
 #   prefers: `Time()` the fastest, `Energy()` the least energy, `ZeusCost(eta_knob)` a weighted
 #   mix, `MaxSlowdownConstraint(factor)` the lowest limit within a slowdown budget.
-# - The energy-optimal limit is not the lowest one: below it a step slows down more than its power
-#   falls, so a job uses *more* energy (the slowdown table above shows where for this profile).
+# - The energy-optimal limit need not be the lowest one: below it a step slows down more than its
+#   power falls, so a job uses *more* energy (the slowdown table above shows where for this
+#   profile).
 # - Four calls wire the optimizer into any training loop, a saved profile skips profiling next
 #   time, and the Hugging Face `Trainer` takes it as a callback.
 
