@@ -14,7 +14,7 @@
 # (the Zeus traces). The small model below trains on your CPU (or GPU), while the monitor reads the
 # (simulated or real) GPU.
 #
-# **Expected run time** (2 CPU cores): about 10 s on the simulated backend (6 s with
+# **Expected run time** (2 CPU cores): about 20 s on the simulated backend (8 s with
 # `smoke = True`); on a GPU the same small model trains for real (not yet timed on a GPU).
 #
 # The next cell holds the parameters. Papermill and `zeus-nb sweep` override them; in JupyterLab,

@@ -13,7 +13,7 @@
 # **Prerequisites**: notebook 01 (measurement windows). No GPU needed: the simulated A40 replays
 # real measurements. On a real GPU, changing power limits needs root or `SYS_ADMIN`.
 #
-# **Expected run time** (2 CPU cores): about 10 s on the simulated backend (8 s with
+# **Expected run time** (2 CPU cores): about 11 s on the simulated backend (10 s with
 # `smoke = True`);
 # on a GPU, profiling takes about 50 real training steps per power limit (not yet timed).
 

@@ -13,7 +13,7 @@
 # **Prerequisites**: notebooks 01 and 02. No GPU needed: the figures come from shipped traces,
 # and the live sweep runs on the simulated GPU when there is no real one.
 #
-# **Expected run time** (2 CPU cores): about 7 s on the simulated backend, also with
+# **Expected run time** (2 CPU cores): about 8 s on the simulated backend, also with
 # `smoke = True`;
 # on a GPU the live sweep trains every configuration for real (not yet timed on a GPU).
 

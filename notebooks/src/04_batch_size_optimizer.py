@@ -12,8 +12,8 @@
 #
 # **Prerequisites**: notebooks 02 and 03 (the Zeus cost, the tradeoff). No GPU needed.
 #
-# **Expected run time** (2 CPU cores): about 7 s on the simulated backend, also with
-# `smoke = True`;
+# **Expected run time** (2 CPU cores): about 9 s on the simulated backend (7 s with
+# `smoke = True`);
 # on a GPU the live part trains a small model for real (not yet timed on a GPU).
 
 # %% tags=["parameters"]

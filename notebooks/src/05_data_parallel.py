@@ -13,7 +13,7 @@
 # **Prerequisites**: notebooks 01 and 02. No GPU needed: without GPUs the ranks run on the CPU
 # (gloo) with one simulated A40 each. With GPUs, set `nproc` to their number.
 #
-# **Expected run time** (2 CPU cores): about 15 s on the simulated backend (13 s with
+# **Expected run time** (2 CPU cores): about 19 s on the simulated backend (17 s with
 # `smoke = True`);
 # on GPUs it depends on the model and data you choose (`arch`, `data`).
 

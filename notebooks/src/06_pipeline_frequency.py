@@ -18,8 +18,8 @@
 # pipeline's stages compute on the CPU (gloo), so on a GPU machine they still run on simulated
 # GPUs; real clocks are set only by `zeus_nb.train.pipeline --backend nvml`.
 #
-# **Expected run time** (2 CPU cores, measured while the machine was busy): about 105 s (65 s with
-# `smoke = True`), mostly starting the four pipeline processes three times; GPUs do not change it.
+# **Expected run time** (2 CPU cores): about 45 s, also with `smoke = True`, mostly starting
+# the four pipeline processes three times; GPUs do not change it.
 
 # %% tags=["parameters"]
 backend: str = "auto"  # "auto" (real GPU if found, else simulated), "sim" or "nvml"
