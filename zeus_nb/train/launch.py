@@ -106,20 +106,37 @@ def launch(
         results = Path(options.get("results") or Path(tmp) / "results.json")
         options["results"] = str(results)
         cmd = command(mode, nproc, **options)
-        run_env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[2])
-        run_env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (package_root, run_env.get("PYTHONPATH")) if p
-        )
-        if mode != "single":  # torchrun sets 1 thread per worker anyway, with a banner if unset
-            run_env.setdefault("OMP_NUM_THREADS", "1")
-        run_env.update(env or {})
-        rc, tail = run_streaming(cmd, run_env, echo=echo, timeout=timeout)
-        if rc != 0 or not results.is_file():
-            raise TrainingFailed(
-                f"training exited with status {rc}: {' '.join(cmd)}\n" + "\n".join(tail)
-            )
-        return json.loads(results.read_text())
+        # torchrun sets 1 thread per worker anyway, with a banner if unset
+        return run_for_results(cmd, results, env, echo, timeout, "training", mode != "single")
+
+
+def run_for_results(
+    cmd: list[str],
+    results: Path,
+    env: dict[str, str] | None,
+    echo: bool,
+    timeout: float | None,
+    what: str,
+    one_thread: bool = True,
+) -> dict[str, Any]:
+    """Run ``cmd`` with this checkout's ``zeus_nb`` first on the path; the JSON it writes.
+
+    ``one_thread`` gives each process one intra-op thread (ranks share the CPU cores); ``env``
+    adds or overrides variables. A non-zero exit or a missing results file is
+    :class:`TrainingFailed` quoting the output's last lines.
+    """
+    run_env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parents[2])
+    run_env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (package_root, run_env.get("PYTHONPATH")) if p
+    )
+    if one_thread:
+        run_env.setdefault("OMP_NUM_THREADS", "1")
+    run_env.update(env or {})
+    rc, tail = run_streaming(cmd, run_env, echo=echo, timeout=timeout)
+    if rc != 0 or not results.is_file():
+        raise TrainingFailed(f"{what} exited with status {rc}: {' '.join(cmd)}\n" + "\n".join(tail))
+    return json.loads(results.read_text())
 
 
 def run_streaming(

@@ -12,15 +12,13 @@ and returns rank 0's results JSON as a dictionary::
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import tempfile
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.train.launch import TrainingFailed, run_streaming
+from zeus_nb.train.launch import run_for_results
 
 
 def command(nproc: int, **options: Any) -> list[str]:
@@ -75,16 +73,4 @@ def launch(
         results = Path(options.get("results_json") or Path(tmp) / "results.json")
         options["results_json"] = str(results)
         cmd = command(nproc, **options)
-        run_env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[2])
-        run_env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (package_root, run_env.get("PYTHONPATH")) if p
-        )
-        run_env.setdefault("OMP_NUM_THREADS", "1")  # ranks share the CPU cores
-        run_env.update(env or {})
-        rc, tail = run_streaming(cmd, run_env, echo=echo, timeout=timeout)
-        if rc != 0 or not results.is_file():
-            raise TrainingFailed(
-                f"pipeline run exited with status {rc}: {' '.join(cmd)}\n" + "\n".join(tail)
-            )
-        return json.loads(results.read_text())
+        return run_for_results(cmd, results, env, echo, timeout, "pipeline run")
