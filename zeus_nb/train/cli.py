@@ -28,7 +28,7 @@ def trainer(mode: str) -> Callable[..., dict[str, Any]]:
     return train
 
 
-def _show_progress_lines() -> None:
+def show_progress_lines() -> None:
     """The command line shows the training's INFO lines (rank 0's progress) on stderr."""
     package = logging.getLogger("zeus_nb")
     if not package.handlers:
@@ -43,7 +43,7 @@ def main(mode: str, argv: list[str] | None = None) -> int:
     """Command-line entry: errors that say what to do are shown without a traceback."""
     from zeus_nb.train.loop import run
 
-    _show_progress_lines()
+    show_progress_lines()
     try:
         run(mode, config_from_args(mode, argv))
     except (ZeusNbError, ValueError) as e:

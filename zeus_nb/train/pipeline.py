@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from dataclasses import asdict, dataclass, fields
@@ -29,6 +30,8 @@ from typing import Any
 
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.train.pipeline_layout import Layout, all_reduce_grads, setup_layout, teardown
+
+log = logging.getLogger(__name__)
 
 SCHEDULES = ("1f1b", "gpipe")
 
@@ -314,10 +317,14 @@ def _write_results(trainer: Trainer, results: dict[str, Any]) -> None:
     else:
         what = f"iteration {results['iteration_time_s']:.6g} s, {results['energy_j']:.6g} J"
     kind = "profile" if trainer.config.profile else "training"
-    print(
-        f"zeus-nb pipeline {kind}: {trainer.config.model}, {trainer.layout.pp} stages x "
-        f"{trainer.layout.dp} replicas; {what}; results in {path}",
-        flush=True,
+    log.info(
+        "zeus-nb pipeline %s: %s, %d stages x %d replicas; %s; results in %s",
+        kind,
+        trainer.config.model,
+        trainer.layout.pp,
+        trainer.layout.dp,
+        what,
+        path,
     )
 
 
@@ -378,10 +385,13 @@ def config_from_args(argv: list[str] | None = None) -> PipelineConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from zeus_nb.train.cli import show_progress_lines
+
+    show_progress_lines()
     try:
         run(config_from_args(argv))
     except (ZeusNbError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        log.error("error: %s", e)
         return 2
     # see zeus_nb.train.common.main: a finished gloo worker leaves without interpreter teardown
     sys.stdout.flush()
