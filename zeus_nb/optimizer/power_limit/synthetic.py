@@ -35,6 +35,7 @@ __all__ = [
     "OPTIMA",
     "SyntheticMonitor",
     "SyntheticProfile",
+    "trace_profiles",
 ]
 
 OPTIMA = {"top": 0.0, "middle": 0.5, "bottom": 1.0}
@@ -115,6 +116,37 @@ class LoggedProfile(SyntheticProfile):
 
     def step_cost(self, limit: float) -> tuple[float, float]:
         return self.steps[limit]
+
+
+def trace_profiles(gpu: str = "v100", noise: float = 0.03) -> list[tuple[str, LoggedProfile]]:
+    """Every (workload, optimizer, batch size) of a shipped power trace as a noisy profile.
+
+    One step at limit W costs the trace's epoch time and energy (time x average power) at W,
+    divided by the epoch time at the highest limit: a step there takes 1 s, so each curve weighs
+    the same in a total, and only the ratios between limits, the trace's, matter. Labelled
+    ``dataset/network/optimizer/batch size``, in the trace's order.
+    """
+    from zeus_nb.traces import load_power_trace
+
+    out = []
+    trace = load_power_trace(gpu)
+    keys = ["dataset", "network", "optimizer", "batch_size"]
+    for key, rows in trace.groupby(keys, sort=True):
+        rows = rows.sort_values("power_limit", ascending=False)
+        limits = [float(w) for w in rows["power_limit"]]
+        strides = {round(a - b, 6) for a, b in zip(limits, limits[1:], strict=False)}
+        if len(limits) < 2 or len(strides) != 1:
+            raise ValueError(f"{gpu} trace, {key}: the limits are not evenly spaced: {limits}")
+        unit = float(rows["time_per_epoch"].iloc[0])
+        steps = {
+            w: (t / unit, t * p / unit)
+            for w, t, p in zip(limits, rows["time_per_epoch"], rows["average_power"], strict=True)
+        }
+        profile = LoggedProfile(
+            len(limits), noise=noise, max_limit=limits[0], pl_step=strides.pop(), steps=steps
+        )
+        out.append(("/".join(str(k) for k in key), profile))
+    return out
 
 
 class SyntheticGPU:
