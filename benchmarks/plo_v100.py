@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from plo_common import (
     OTHER_NOISE,
     Tally,
-    criterion,
     label,
     regret,
     selectors,
@@ -69,9 +68,8 @@ def cases(kind: str, noises, seeds: range, margin: float, warmup: int, steps: in
                     ex2 = synthetic_run(
                         profile, sel, False, seed + OTHER_NOISE, margin, warmup, steps
                     )
-                    c_ex, _ = criterion(sel, exact, ex.optimal_power_limit)
-                    r = regret(sel, exact, ad.optimal_power_limit, c_ex)
-                    r2 = regret(sel, exact, ex2.optimal_power_limit, c_ex)
+                    r = regret(sel, exact, ad.optimal_power_limit, ex.optimal_power_limit)
+                    r2 = regret(sel, exact, ex2.optimal_power_limit, ex.optimal_power_limit)
                     yield group, name, noise, sel, ex, ad, r, r2
 
 

@@ -115,8 +115,8 @@ class AdaptivePolicy:
     min_fraction: float = 0.25  # of the window run before extrapolating from it (no spread)
     z: float = 1.75  # confidence bounds, in standard errors (Student-t corrected)
     tolerance: float = 0.02  # a limit that cannot beat the best by more stops early
-    precision: float = 0.02  # a winning window stops once its bound is this tight
-    min_steps: int = 5  # steps before a window's spread is trusted
+    precision: float = 0.015  # a winning window stops once its bound is this tight
+    min_steps: int = 4  # steps before a window's spread is trusted
     losses: int = 0
     recent_times: list[float] = field(default_factory=list)
     last_limit: float | None = None
@@ -180,10 +180,11 @@ class AdaptivePolicy:
         scale = steps_total / steps_done
         e_hat, t_hat = energy * scale, time * scale
         lo, hi = 1.0 - width, 1.0 + width
+        # A stopped window's time for the descent's time bound is a lower bound, not a guess.
         if sel.rules_out(measurements, e_hat * lo, t_hat * lo, margin + self.noise_margin):
-            return Abandon("its partial window lost beyond its noise", t_hat)
+            return Abandon("its partial window lost beyond its noise", t_hat * lo)
         if sel.cannot_gain(measurements, e_hat * lo, t_hat * lo, margin, self.tolerance):
-            return Abandon(INDIFFERENT, t_hat, lost=False)
+            return Abandon(INDIFFERENT, t_hat * lo, lost=False)
         if width <= self.precision and sel.wins(measurements, e_hat * hi, t_hat * hi, margin):
             self.bounds[self.window_limit] = width
             return Abandon("its partial window won", t_hat, lost=False, estimate=(e_hat, t_hat))
@@ -247,7 +248,9 @@ class AdaptivePolicy:
     ) -> str | None:
         """Record the outcome at ``limit``; the reason to skip all ``remaining`` limits, or None."""
         if self.last_limit is not None and limit > self.last_limit:
-            self.losses = 0  # a new descent starts (e.g. after MaxSlowdown's probe of the bottom)
+            # A new descent starts (after the probe of the bottom): neither its losses nor its
+            # times say anything about the limits between the probe and the one above.
+            self.losses, self.recent_times = 0, []
         self.last_limit = limit
         # A loss says the descent went past the optimum only if the choice lies above: one that
         # lost to a lower limit (the probed bottom) lies on the way down to it.
