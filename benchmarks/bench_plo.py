@@ -1,23 +1,27 @@
-"""Adaptive versus exhaustive power-limit profiling, replayed on real A40 profiling logs.
+"""Adaptive versus exhaustive power-limit profiling: real A40 logs, then V100-shaped profiles.
 
 Run: python benchmarks/bench_plo.py [--margin M] [--warmup-steps N] [--profile-steps N] [--json]
 
 Every log in zeus_nb/resources/zeus_profiles is replayed (each window's steps spread evenly over its
-elapsed time) for Energy, Time, ZeusCost(eta 0, .25, .5, .75, 1) and MaxSlowdownConstraint(1.0, 1.1,
-1.2, 1.5, 2, 3). Per case it prints the limit chosen exhaustively and adaptively, the selector's
-criterion for each (evaluated on the full log), and the profiling time and energy each spent. Last:
-identical choices, cases where adaptive is worse by more than 3% on the criterion (for
-MaxSlowdownConstraint: its energy, and it must meet the constraint within 5%), and the total
-profiling-time saving. Targets: 0 cases worse, >= 30% saving.
+elapsed time) for every selector of the registry: Energy, Time, ZeusCost(eta 0, .25, .5, .75, 1)
+and MaxSlowdownConstraint(1.0, 1.1, 1.2, 1.5, 2, 3) (plo_common.selectors). Per case it prints the
+limit chosen exhaustively and adaptively, the selector's criterion for each (evaluated on the full
+log), and the profiling time and energy each spent. Last: identical choices, the worst regret,
+cases where adaptive is worse by more than 3% on the criterion (for MaxSlowdownConstraint: its
+energy, and it must meet the constraint within 5%), and the total profiling-time saving. Targets:
+0 cases worse, >= 30% saving.
 
 Replayed windows have no step-to-step spread, so they exercise the fixed-margin rules only. Then:
 the simulated A40 with step noise (--sim-noise levels), the single-GPU logs as noise-free curves
-with 1/3/5% step noise (--logged-seeds), and the synthetic family (--synthetic-seeds), where the
-rules bounded by the measured noise apply. Noise seeds start at --seed-base (default 100): the
-adaptive rules were set on seeds below 100, so the default figures come from seeds they never saw.
-Runs compared with one seed read the same noise at every limit (see SyntheticSystem).
+with 1/3/5% step noise (--logged-seeds), the synthetic family (--synthetic-seeds), and the
+V100-shaped profiles of plo_v100 (--v100-seeds: the V100 power trace's curves and synthetic shapes
+with 5 to 7 limits, every registry selector), where the rules bounded by the measured noise apply.
+Noise seeds start at --seed-base (default 100): the adaptive rules were set on seeds below 100, so
+the default figures come from seeds they never saw. Runs compared with one seed read the same noise
+at every limit (see SyntheticSystem). Regret is how much worse the adaptive choice is than the
+exhaustive one on the noise-free criterion (plo_common.regret).
 
-Quick look (about a minute): --sim-noise 0 --logged-seeds 0 --synthetic-seeds 1
+Quick look (a few minutes): --sim-noise 0 --logged-seeds 0 --synthetic-seeds 1 --v100-seeds 1
 """
 
 from __future__ import annotations
