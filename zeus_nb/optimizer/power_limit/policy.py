@@ -18,10 +18,14 @@ compared with the others by confidence bounds ``z`` standard errors wide:
   stops and its readings, extrapolated to the full window, stand for it.
 
 Every limit is still visited in these cases; only windows get shorter. With noise estimates the
-lowest limit is probed right after the highest (:meth:`~AdaptivePolicy.reorder`). The defaults
-(``z`` 1.75, ``tolerance`` and ``precision`` 2 %) were set on the synthetic family of
-:mod:`~zeus_nb.optimizer.power_limit.synthetic`; ``benchmarks/bench_plo.py`` reports the saving and
-the worst regret per shape on seeds they were not set on. Readings without
+lowest limit is probed right after the highest (:meth:`~AdaptivePolicy.reorder`). The descent
+stops early only when time alone rules out every lower limit (two limits in a row of one
+descent, the probe not counted, each slower than the best by more than the margin even at the
+lower bound of its time) or after ``patience`` losses in a row. The defaults (``z`` 1.75,
+``tolerance`` 2 %, ``precision`` 1.5 %, ``min_steps`` 4) were set on noise seeds 0-29 of the
+synthetic family of :mod:`~zeus_nb.optimizer.power_limit.synthetic` and of the V100-shaped
+profiles (the V100 power trace's curves with step noise); ``benchmarks/bench_plo.py`` reports the
+saving and the worst regret on seeds they were not set on. Readings without
 step-to-step spread (a replayed log spreads each window evenly over its steps) carry no noise
 estimate, so there the fixed ``noise_margin`` rules apply: a window is abandoned once its partial
 readings (lower bounds of the full window) rule the limit out, or once ``min_fraction`` of it,

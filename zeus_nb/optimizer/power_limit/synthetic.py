@@ -17,6 +17,10 @@ a window's energy follows its time, and its average power varies half as much (a
 choice, not a measurement). ``t0`` (1 s) and ``e0`` (200 J) only set the units: every comparison
 is relative.
 
+:class:`LoggedProfile` takes its noise-free curve from a real profiling log instead, and
+:func:`trace_profiles` from each (workload, optimizer, batch size) of a shipped power trace (the
+V100's: seven limits, 250 W down to 100 W); the step noise is the same.
+
 :class:`SyntheticMonitor` runs :class:`GlobalPowerLimitOptimizer` on such a profile with no GPU:
 it offers the monitor interface the optimizer uses (``gpus``, ``system``, windows).
 """
