@@ -81,7 +81,7 @@ def v100_section(margin: float, warmup: int, steps: int, seeds: range) -> dict:
         "per case):"
     )
     out: dict[str, dict] = {}
-    total = Tally()
+    total, per_selector = Tally(), []
     for kind in ("trace", "synthetic"):
         parts: list[dict[str, Tally]] = [{"all": Tally()}, {}, {}, {}]
         for group, _, noise, sel, ex, ad, r, r2 in cases(
@@ -93,6 +93,7 @@ def v100_section(margin: float, warmup: int, steps: int, seeds: range) -> dict:
                 part.setdefault(key, Tally()).add(sel, ex, ad, r, r2)
             total.add(sel, ex, ad, r, r2)
         groups = {key: tally for part in parts for key, tally in part.items()}
+        per_selector += parts[2].values()
         what = (
             "68 V100 trace curves (workload/optimizer/batch size), 7 limits"
             if kind == "trace"
@@ -105,8 +106,8 @@ def v100_section(margin: float, warmup: int, steps: int, seeds: range) -> dict:
         out[kind] = {key: tally.summary() for key, tally in groups.items()}
     print(Tally.header("V100, both sets"))
     print(total.row("all"))
-    verdict = "met" if total.met() else "NOT met"
-    print(f"  targets (>= 40% saving, worst regret <= 3%, every selector): {verdict}")
+    verdict = "met" if total.met() and all(t.met() for t in per_selector) else "NOT met"
+    print(f"  targets (>= 40% saving and worst regret <= 3%, each selector on each set): {verdict}")
     out["all"] = total.summary()
     quiet = Tally()
     for _, _, _, sel, ex, ad, r, r2 in cases("trace", (0.0,), seeds, margin, warmup, steps):
