@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from zeus_nb.errors import TraceFormatError
 from zeus_nb.optimizer.power_limit import Energy
 from zeus_nb.optimizer.power_limit.synthetic import (
     CURVES,
@@ -88,3 +89,12 @@ def test_v100_trace_profiles_are_the_shipped_trace_per_workload_and_batch_size()
         assert (t, e) == pytest.approx(
             (r.time_per_epoch / top, r.time_per_epoch * r.average_power / top)
         )
+
+
+def test_a_trace_with_unevenly_spaced_limits_is_refused(tmp_path):
+    trace = load_power_trace("v100")
+    rows = trace[(trace.network == "ncf") & (trace.batch_size == 128)]
+    path = tmp_path / "uneven.csv"
+    rows[rows.power_limit != 200].to_csv(path, index=False)  # 225 -> 175 W: a 50 W gap
+    with pytest.raises(TraceFormatError, match="not evenly spaced"):
+        trace_profiles(str(path))

@@ -128,8 +128,9 @@ def trace_profiles(gpu: str = "v100", noise: float = 0.03) -> list[tuple[str, Lo
     One step at limit W costs the trace's epoch time and energy (time x average power) at W,
     divided by the epoch time at the highest limit: a step there takes 1 s, so each curve weighs
     the same in a total, and only the ratios between limits, the trace's, matter. Labelled
-    ``dataset/network/optimizer/batch size``, in the trace's order.
+    ``dataset/network/optimizer/batch size`` and sorted by those.
     """
+    from zeus_nb.errors import TraceFormatError
     from zeus_nb.traces import load_power_trace
 
     out = []
@@ -140,7 +141,10 @@ def trace_profiles(gpu: str = "v100", noise: float = 0.03) -> list[tuple[str, Lo
         limits = [float(w) for w in rows["power_limit"]]
         strides = {round(a - b, 6) for a, b in zip(limits, limits[1:], strict=False)}
         if len(limits) < 2 or len(strides) != 1:
-            raise ValueError(f"{gpu} trace, {key}: the limits are not evenly spaced: {limits}")
+            raise TraceFormatError(
+                f"{gpu} trace, {'/'.join(map(str, key))}: power limits {limits} are not evenly "
+                "spaced; give every curve the same stride (e.g. 25 W)"
+            )
         unit = float(rows["time_per_epoch"].iloc[0])
         steps = {
             w: (t / unit, t * p / unit)
