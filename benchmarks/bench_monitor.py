@@ -110,7 +110,7 @@ def median_rapl_us(monitor: ZeusMonitor, pairs: int) -> float:
 
 def sampling_share(seconds: float) -> float:
     """CPU time the sampling thread adds while this thread sleeps, as % of one core."""
-    from zeus_nb.power_monitor import PowerMonitor
+    from zeus_nb.monitor.power import PowerMonitor
 
     pm = PowerMonitor(gpu_indices=[0], update_period=0.1)
     cpu0, wall0 = time.process_time(), time.monotonic()

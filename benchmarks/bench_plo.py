@@ -29,6 +29,7 @@ from importlib import resources
 
 import zeus_nb
 from zeus_nb import device
+from zeus_nb.data.traces import WORKLOADS
 from zeus_nb.monitor import ZeusMonitor
 from zeus_nb.optimizer.power_limit import (
     Energy,
@@ -46,7 +47,6 @@ from zeus_nb.optimizer.power_limit.synthetic import (
     SyntheticProfile,
 )
 from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
-from zeus_nb.traces import WORKLOADS
 
 WORSE = 0.03
 TUNING_SEEDS = range(100)  # noise seeds the adaptive rules were tried and set on

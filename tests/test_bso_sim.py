@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from zeus_nb.cli import main
+from zeus_nb.data.traces import load_power_trace, load_train_trace
 from zeus_nb.optimizer.batch_size import PaperBatchSizeOptimizer
 from zeus_nb.optimizer.batch_size.simulator import simulate, workload_model
-from zeus_nb.traces import load_power_trace, load_train_trace
 
 
 @pytest.fixture(scope="module")

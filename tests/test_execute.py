@@ -3,7 +3,7 @@
 import nbformat
 import pytest
 
-from zeus_nb.execute import execute
+from zeus_nb.runner.execute import execute
 
 pytestmark = pytest.mark.slow
 

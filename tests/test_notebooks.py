@@ -21,7 +21,7 @@ import pytest
 
 import zeus_nb
 from zeus_nb import device
-from zeus_nb.records import read_notebook
+from zeus_nb.runner.records import read_notebook
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -124,7 +124,7 @@ def test_notebook_setup_picks_the_backend_and_shows_info_logs(monkeypatch, capsy
 
 def test_demo_models_need_only_torch():
     torch = pytest.importorskip("torch")
-    from zeus_nb.demos import small_classifier
+    from zeus_nb.train.demos import small_classifier
 
     model = small_classifier(size=4, num_classes=3)
     assert model(torch.zeros(2, 3, 4, 4)).shape == (2, 3)
@@ -273,8 +273,8 @@ def test_01_measuring_energy_records(tour):
 
 
 def test_02_power_limit_optimizer_records(tour):
+    from zeus_nb.data.traces import resource_path
     from zeus_nb.optimizer.replay import load_profile_log
-    from zeus_nb.traces import resource_path
     from zeus_nb.tradeoff import zeus_cost
 
     r = _records(tour, "02_power_limit_optimizer")
@@ -317,7 +317,7 @@ def test_02_power_limit_optimizer_records(tour):
 
 
 def test_03_energy_time_tradeoff_records(tour):
-    from zeus_nb.traces import tta_eta
+    from zeus_nb.data.traces import tta_eta
     from zeus_nb.tradeoff import zeus_cost
 
     r = _records(tour, "03_energy_time_tradeoff")
@@ -360,12 +360,12 @@ def test_03_energy_time_tradeoff_records(tour):
 
 
 def test_04_batch_size_optimizer_records(tour):
-    from zeus_nb.optimizer.batch_size_sim import simulate
+    from zeus_nb.optimizer.batch_size.simulator import simulate
     from zeus_nb.tradeoff import zeus_cost
 
     r = _records(tour, "04_batch_size_optimizer")
     # the exercise's worked example: draws 102 and 102.5, so 128 runs despite 256's cheaper mean
-    from zeus_nb.exercises import _thompson_pick_ref
+    from zeus_nb.course.exercises import _thompson_pick_ref
 
     posterior, z = {128: (100.0, 10.0), 256: (95.0, 5.0)}, [0.2, 1.5]
     draws = [m + sd * n for (m, sd), n in zip(posterior.values(), z, strict=True)]

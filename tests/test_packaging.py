@@ -323,7 +323,7 @@ def test_skip_unless_says_what_is_skipped_and_how_to_install(monkeypatch, capsys
 
 
 def test_extras_match_pyproject():
-    from zeus_nb.extras import EXTRAS
+    from zeus_nb.utils.extras import EXTRAS
 
     text = (REPO / "pyproject.toml").read_text()
     for extra, modules in EXTRAS.items():

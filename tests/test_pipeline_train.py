@@ -8,14 +8,14 @@ import json
 import pytest
 
 from zeus_nb.train import pipeline_models as pm
-from zeus_nb.train.pipeline_profile import (
+from zeus_nb.train.pipeline.profile import (
     ProfileFileError,
     append_rows,
     clocks_to_profile,
     existing_keys,
     parse_clocks,
 )
-from zeus_nb.train.pipeline_stages import PartitionError, partition, stage_work
+from zeus_nb.train.pipeline.stages import PartitionError, partition, stage_work
 
 
 # --- the model table ------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ def test_profile_clock_choices():
 # --- simulated instructions ----------------------------------------------------------------------
 def test_instruction_work_scales_the_reference_step():
     from zeus_nb.device.frequency import frequency_model
-    from zeus_nb.train.pipeline_cost import InstructionWork
+    from zeus_nb.train.pipeline.cost import InstructionWork
 
     w = InstructionWork("a40")
     f1, f2 = w.work("forward", 1e9), w.work("forward", 3e9)
@@ -162,8 +162,8 @@ def test_instruction_work_scales_the_reference_step():
 
 def test_instruction_clock_advances_by_the_modelled_time_at_the_locked_clock():
     from zeus_nb import device
-    from zeus_nb.train.pipeline_clock import InstructionClock
-    from zeus_nb.train.pipeline_cost import InstructionWork
+    from zeus_nb.train.pipeline.clock import InstructionClock
+    from zeus_nb.train.pipeline.cost import InstructionWork
 
     system = device.use_simulated("a40", num_gpus=2)
     model = system.frequency_model
@@ -192,7 +192,7 @@ def test_instruction_clock_advances_by_the_modelled_time_at_the_locked_clock():
 
 
 def test_plan_files_must_be_one_point(tmp_path):
-    from zeus_nb.train.pipeline_plan import PlanError, load_plan
+    from zeus_nb.train.pipeline.plan import PlanError, load_plan
 
     many = tmp_path / "frontier.json"
     many.write_text(json.dumps([{"plan": []}, {"plan": []}]))

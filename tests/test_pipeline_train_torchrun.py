@@ -11,9 +11,9 @@ import pytest
 
 from zeus_nb.device.frequency import frequency_model
 from zeus_nb.train import pipeline_models as pm
-from zeus_nb.train.pipeline_cost import InstructionWork
-from zeus_nb.train.pipeline_launch import command, launch
-from zeus_nb.train.pipeline_stages import partition, stage_work
+from zeus_nb.train.pipeline.cost import InstructionWork
+from zeus_nb.train.pipeline.launch import command, launch
+from zeus_nb.train.pipeline.stages import partition, stage_work
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]

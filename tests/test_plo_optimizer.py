@@ -6,6 +6,7 @@ import pytest
 
 import zeus_nb
 from zeus_nb import device
+from zeus_nb.device.guard import restore_all
 from zeus_nb.errors import PowerLimitPermissionError
 from zeus_nb.monitor import ZeusMonitor
 from zeus_nb.optimizer import (
@@ -17,7 +18,6 @@ from zeus_nb.optimizer import (
     Time,
     ZeusCost,
 )
-from zeus_nb.optimizer.restore import restore_all
 
 
 @pytest.fixture(autouse=True)

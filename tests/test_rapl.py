@@ -13,7 +13,7 @@ import fake_powercap as fp  # noqa: E402
 
 from zeus_nb import device  # noqa: E402
 from zeus_nb.device.cpu import PERMISSION_HINT, rapl_cpus  # noqa: E402
-from zeus_nb.doctor import diagnose  # noqa: E402
+from zeus_nb.device.doctor import diagnose  # noqa: E402
 from zeus_nb.errors import CpuEnergyError, CpuEnergyPermissionError  # noqa: E402
 from zeus_nb.monitor import ZeusMonitor  # noqa: E402
 

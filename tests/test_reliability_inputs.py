@@ -198,7 +198,7 @@ def test_a_damaged_results_table_is_kept_aside_not_overwritten(tmp_path, caplog,
 
 # --- relative output paths (the runner `zeus-nb tour` and `sweep` share) ---------------------
 def test_a_relative_tour_output_keeps_the_records_beside_the_notebook(tmp_path, monkeypatch):
-    from zeus_nb.notebooks import run_notebook
+    from zeus_nb.runner.notebooks import run_notebook
 
     nb = nbformat.v4.new_notebook()
     kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}

@@ -281,8 +281,8 @@ carbon_intensity_g_per_kwh: float = 366.0
 # revenue per kWh, 13.40 cents)
 electricity_price_per_kwh: float = 0.134
 
-from zeus_nb.carbon import J_PER_KWH, FixedIntensity
 from zeus_nb.monitor import CarbonEmissionMonitor, EnergyCostMonitor
+from zeus_nb.monitor.providers import J_PER_KWH, FixedIntensity
 
 carbon = CarbonEmissionMonitor(FixedIntensity(carbon_intensity_g_per_kwh), [gpu_index])
 cost = EnergyCostMonitor(FixedIntensity(electricity_price_per_kwh), [gpu_index])
@@ -347,7 +347,7 @@ zeus_nb.record("average_power_w", average_power(training))
 zeus_nb.record("energy_per_step_j", per_step)
 zeus_nb.record("epoch_energy_j", [m.total_energy for m in epoch_results])
 zeus_nb.record("power_samples", len(timeline))
-print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect reads them)")
+print(f"{len(zeus_nb.runner.records.recorded())} results recorded (zeus_nb.collect reads them)")
 
 # %% [markdown]
 # ## What you learned

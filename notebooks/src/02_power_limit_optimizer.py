@@ -43,6 +43,7 @@ from IPython.display import display
 
 import zeus_nb
 from zeus_nb import check, validate, widgets
+from zeus_nb.data.traces import resource_path
 from zeus_nb.optimizer import (
     Energy,
     GlobalPowerLimitOptimizer,
@@ -52,7 +53,6 @@ from zeus_nb.optimizer import (
 )
 from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
 from zeus_nb.plots import power_limit_profile
-from zeus_nb.traces import resource_path
 
 (warmup_steps,) = validate.notebook_counts(low=0, warmup_steps=warmup_steps)
 profile_steps, epochs, steps_per_epoch = validate.notebook_counts(
@@ -265,13 +265,13 @@ print(f"profile reused: done={again.done}, limit {applied:g} W from {profile_fil
 # line, records why it was skipped, and the rest of the notebook runs as usual.
 
 # %%
-from zeus_nb.extras import skip_unless
+from zeus_nb.utils.extras import skip_unless
 
 hf_limit = None
 hf_skipped = skip_unless("hf", "the Hugging Face Trainer callback") if run_hf else "run_hf=False"
 if hf_skipped is None:
-    from zeus_nb.demos import tiny_bert_trainer
     from zeus_nb.optimizer import HFGlobalPowerLimitOptimizer
+    from zeus_nb.train.demos import tiny_bert_trainer
 
     hf_plo = HFGlobalPowerLimitOptimizer(
         monitor, Energy(), warmup_steps=1, profile_steps=2, pl_step=50, verbose=False
@@ -311,7 +311,7 @@ zeus_nb.record("live_limits_per_epoch", limits_seen)
 zeus_nb.record("profile_reused", again.done and applied == plo.optimal_power_limit)
 zeus_nb.record("hf_choice", hf_limit)
 zeus_nb.record("hf_skipped", hf_skipped)
-print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect reads them)")
+print(f"{len(zeus_nb.runner.records.recorded())} results recorded (zeus_nb.collect reads them)")
 
 # %% [markdown]
 # ## What you learned

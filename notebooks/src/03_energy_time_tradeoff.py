@@ -40,12 +40,12 @@ from IPython.display import display
 
 import zeus_nb
 from zeus_nb import check, validate, widgets
-from zeus_nb.demos import small_classifier
+from zeus_nb.data.traces import tta_eta
 from zeus_nb.plots import energy_time_scatter, savings_bars, trace_tradeoff_figure
-from zeus_nb.sweep import run_sweep
-from zeus_nb.torch_train import synthetic_images, torch_train_fn
-from zeus_nb.traces import tta_eta
+from zeus_nb.runner.sweep import run_sweep
 from zeus_nb.tradeoff import min_cost, pareto_front, potential_savings
+from zeus_nb.train.demos import small_classifier
+from zeus_nb.train.sweep_fn import synthetic_images, torch_train_fn
 
 batch_sizes = validate.number_list(live_batch_sizes, "live_batch_sizes", integers=True)
 power_limits = validate.number_list(live_power_limits, "live_power_limits", validate.POWER_LIMIT)
@@ -227,7 +227,7 @@ zeus_nb.record(
 )
 for column in ("best_batch_size_ratio", "best_power_limit_ratio", "best_both_ratio"):
     zeus_nb.record(column, dict(zip(savings.workload, savings[column], strict=True)))
-print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect reads them)")
+print(f"{len(zeus_nb.runner.records.recorded())} results recorded (zeus_nb.collect reads them)")
 
 # %% [markdown]
 # ## What you learned

@@ -39,12 +39,12 @@ import pandas as pd
 
 import zeus_nb
 from zeus_nb import check, validate
-from zeus_nb.demos import small_classifier
 from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, PaperBatchSizeOptimizer
-from zeus_nb.optimizer.batch_size_sim import simulate
-from zeus_nb.optimizer.batch_size_store import MemoryStore
+from zeus_nb.optimizer.batch_size.simulator import simulate
+from zeus_nb.optimizer.batch_size.store import MemoryStore
 from zeus_nb.plots import bso_costs, bso_posterior
-from zeus_nb.torch_train import synthetic_images, torch_train_fn
+from zeus_nb.train.demos import small_classifier
+from zeus_nb.train.sweep_fn import synthetic_images, torch_train_fn
 
 compare_seeds, live_recurrences, max_epochs = validate.notebook_counts(
     compare_seeds=compare_seeds, live_recurrences=live_recurrences, max_epochs=max_epochs
@@ -270,7 +270,7 @@ zeus_nb.record("live_time", live.time.tolist())
 zeus_nb.record("live_energy", live.energy.tolist())
 zeus_nb.record("live_phase", bso.phase)
 zeus_nb.record("live_survivors", bso.survivors)
-print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect reads them)")
+print(f"{len(zeus_nb.runner.records.recorded())} results recorded (zeus_nb.collect reads them)")
 
 # %% [markdown]
 # ## What you learned

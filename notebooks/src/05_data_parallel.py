@@ -187,7 +187,7 @@ zeus_nb.record("dp_slowdown_limit", my_limit)
 if fsdp is not None:
     zeus_nb.record("fsdp", {k: fsdp[k] for k in ("world_size", "time_s", "energy_j", "accuracy")})
     zeus_nb.record("fsdp_power_limits", [r["power_limit_w"] for r in fsdp["ranks"]])
-print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect reads them)")
+print(f"{len(zeus_nb.runner.records.recorded())} results recorded (zeus_nb.collect reads them)")
 
 # %% [markdown]
 # ## What you learned

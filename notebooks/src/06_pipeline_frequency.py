@@ -49,7 +49,6 @@ from IPython.display import display
 import zeus_nb
 from zeus_nb import check, widgets
 from zeus_nb.errors import ZeusNbError
-from zeus_nb.notebooks import parse_values
 from zeus_nb.optimizer.pipeline_frequency import (
     FrequencyPlan,
     default_unit_time,
@@ -66,7 +65,8 @@ from zeus_nb.plots import (
     pipeline_timeline,
     timelines_before_after,
 )
-from zeus_nb.train.pipeline_launch import launch
+from zeus_nb.runner.notebooks import parse_values
+from zeus_nb.train.pipeline.launch import launch
 
 weights = [float(w) for w in parse_values(stage_weights, "float", "stage_weights")]
 warmup_steps, profile_steps = (0, 1) if smoke else (1, 2)
@@ -382,7 +382,7 @@ zeus_nb.record(
     "live_max_predicted", [live_frontier.max_clock.iteration_time, live_frontier.max_clock.energy]
 )
 zeus_nb.record("live_saved_pct", live_saved)
-print(f"{len(zeus_nb.records.recorded())} results recorded (zeus_nb.collect reads them)")
+print(f"{len(zeus_nb.runner.records.recorded())} results recorded (zeus_nb.collect reads them)")
 
 # %% [markdown]
 # ## What you learned

@@ -7,7 +7,7 @@ import errno
 import sys
 from pathlib import Path
 
-from zeus_nb.validate import finite_seconds
+from zeus_nb.utils.validate import finite_seconds
 
 
 def register(sub) -> None:
@@ -117,7 +117,7 @@ def _literal(text: str):
 
 def run_build(args) -> int:
     from zeus_nb.course import build
-    from zeus_nb.validate import writable_dir
+    from zeus_nb.utils.validate import writable_dir
 
     writable_dir(args.output, "-o")
     built = build(args.notebooks or None, args.output)
@@ -134,7 +134,7 @@ def run_build(args) -> int:
 
 def run_verify(args) -> int:
     from zeus_nb.course import timings, timings_table, verify
-    from zeus_nb.validate import writable_dir
+    from zeus_nb.utils.validate import writable_dir
 
     params, env = _parameters_and_env(args)
     if Path(args.dir).is_dir():  # else verify() says the course folder is missing
@@ -161,7 +161,7 @@ def run_grade(args) -> int:
     import csv
 
     from zeus_nb.course import CourseError, grade
-    from zeus_nb.validate import writable_dir
+    from zeus_nb.utils.validate import writable_dir
 
     params, env = _parameters_and_env(args)
     missing = [s for s in args.submissions if not Path(s).exists()]

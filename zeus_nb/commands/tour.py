@@ -6,7 +6,7 @@ import json
 import sys
 import time
 
-from zeus_nb.validate import finite_seconds
+from zeus_nb.utils.validate import finite_seconds
 
 
 def register(sub) -> None:
@@ -34,9 +34,9 @@ def _short(value) -> str:
 
 
 def run(args) -> int:
-    from zeus_nb.notebooks import find_notebook, list_notebooks, run_notebook
-    from zeus_nb.records import read_notebook
-    from zeus_nb.validate import writable_dir
+    from zeus_nb.runner.notebooks import find_notebook, list_notebooks, run_notebook
+    from zeus_nb.runner.records import read_notebook
+    from zeus_nb.utils.validate import writable_dir
 
     if args.only:
         notebooks = [find_notebook(n.strip()) for n in args.only.split(",") if n.strip()]

@@ -43,7 +43,7 @@ def _grade_one(
     """Execute one submission into ``target`` and judge its exercise cells."""
     import nbformat
 
-    from zeus_nb.execute import execute
+    from zeus_nb.runner.execute import execute
 
     name = str(path)
     try:

@@ -39,7 +39,7 @@ from typing import Any
 from zeus_nb import validate
 from zeus_nb.device.base import GPU
 from zeus_nb.errors import ZeusNbError
-from zeus_nb.validate import number
+from zeus_nb.utils.validate import number
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from zeus_nb.device.guard import FORMAT, LEGACY_FORMAT, SETTING_KINDS, _kind, state_dir
 from zeus_nb.errors import ZeusNbError
-from zeus_nb.validate import integer
+from zeus_nb.utils.validate import integer
 
 log = logging.getLogger(__name__)
 

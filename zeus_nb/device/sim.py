@@ -25,13 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
+from zeus_nb.data.traces import GPU_NAMES, get_workload, load_power_trace, power_curves
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
 from zeus_nb.device.cpu import CPU, SimulatedCPU
 from zeus_nb.device.frequency import Work
 from zeus_nb.device.sim_clocks import SimulatedClocks
 from zeus_nb.errors import InputError
-from zeus_nb.traces import GPU_NAMES, get_workload, load_power_trace, power_curves
-from zeus_nb.validate import CPU_TDP, DRAM_SIZE, NOISE, integer, number
+from zeus_nb.utils.validate import CPU_TDP, DRAM_SIZE, NOISE, integer, number
 
 # (t0, t1, {gpu index: watts}) for every advance of the virtual clock.
 Listener = Callable[[float, float, dict[int, float]], None]

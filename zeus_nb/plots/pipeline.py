@@ -145,8 +145,8 @@ def frequency_fit(
     Time per epoch and average power over the power limit, measured (dots) and modelled (lines),
     for ``curves`` given as (dataset, batch size) (default: each dataset's default batch size).
     """
+    from zeus_nb.data.traces import default_batch_size, load_power_trace
     from zeus_nb.device.frequency import fit_table
-    from zeus_nb.traces import default_batch_size, load_power_trace
 
     df = fit_table(gpu)
     if curves is None:

@@ -1,7 +1,7 @@
 """Energy-time tradeoff figures: the scatter with its Pareto front, savings bars, per-limit profile.
 
-Every function takes the tables of :mod:`zeus_nb.traces` (``tta_eta``), :mod:`zeus_nb.tradeoff`
-(``potential_savings``) or :mod:`zeus_nb.sweep` (``load_results``), which share the columns
+Every function takes the tables of :mod:`zeus_nb.data.traces` (``tta_eta``), :mod:`zeus_nb.tradeoff`
+(``potential_savings``) or :mod:`zeus_nb.runner.sweep` (``load_results``), which share the columns
 ``batch_size``, ``power_limit`` (W), ``tta`` (s) and ``eta`` (J).
 """
 
@@ -276,7 +276,7 @@ def trace_tradeoff_figure(
     path: str | Path | None = None,
 ) -> Figure:
     """The energy-time scatter of a traced workload on a traced GPU (default ResNet-50, V100)."""
-    from zeus_nb.traces import default_batch_size, get_workload, load_power_trace, tta_eta
+    from zeus_nb.data.traces import default_batch_size, get_workload, load_power_trace, tta_eta
 
     wl = get_workload(workload)
     power = load_power_trace(gpu)
@@ -302,7 +302,7 @@ def sweep_tradeoff_figure(
     """The energy-time scatter of a live sweep (a results file or ``load_results`` table)."""
     import pandas as pd
 
-    from zeus_nb.sweep import load_results
+    from zeus_nb.runner.sweep import load_results
 
     table = results if isinstance(results, pd.DataFrame) else load_results(results)
     return energy_time_scatter(

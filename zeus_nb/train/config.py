@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass, fields
 from typing import Any
 
-from zeus_nb.validate import Quantity, env_number, number
+from zeus_nb.utils.validate import Quantity, env_number, number
 
 DEFAULT_MAX_SLOWDOWN = 1.1
 

@@ -20,16 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from zeus_nb.train import results as results_
 from zeus_nb.train.config import TrainConfig, max_slowdown_factor
-from zeus_nb.train.distributed import (
-    Context,
-    all_sum,
-    gpu_system,
-    reduce_time_energy,
-    setup,
-    teardown,
-    wrap_model,
-)
+from zeus_nb.train.distributed import Context, gpu_system, setup, teardown, wrap_model
 from zeus_nb.train.loaders import datasets, evaluate, loaders
+from zeus_nb.utils.framework import all_sum, reduce_time_energy
 
 if TYPE_CHECKING:
     from zeus_nb.device import GPUSystem
@@ -145,7 +138,7 @@ def run(
     ``system`` is the GPU system to measure and control; by default the process's current one
     for ``config.backend`` (single process) or a fresh one per rank (DDP, FSDP).
     """
-    from zeus_nb.data import SYNTHETIC, check_imagenet_folder
+    from zeus_nb.data.datasets import SYNTHETIC, check_imagenet_folder
 
     config = config or TrainConfig()
     if str(config.data) != SYNTHETIC:

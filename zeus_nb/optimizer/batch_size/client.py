@@ -30,7 +30,7 @@ from typing import Any
 
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.optimizer.batch_size.store import JobSpec as StoreJobSpec
-from zeus_nb.train.distributed import all_sum, initialized_dist, reduce_time_energy
+from zeus_nb.utils.framework import all_sum, initialized_dist, reduce_time_energy
 
 log = logging.getLogger(__name__)
 

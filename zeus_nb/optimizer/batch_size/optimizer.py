@@ -51,7 +51,7 @@ from zeus_nb.optimizer.batch_size.store import (
     StoreError,
     validated_spec,
 )
-from zeus_nb.tradeoff import zeus_cost
+from zeus_nb.utils.metric import zeus_cost
 
 if TYPE_CHECKING:
     import pandas as pd

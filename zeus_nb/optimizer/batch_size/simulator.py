@@ -38,15 +38,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from zeus_nb.optimizer.batch_size.optimizer import BatchSizeOptimizer
-from zeus_nb.optimizer.batch_size.store import DEFAULT_EXPLORATION, JobSpec, MemoryStore
-from zeus_nb.traces import (
+from zeus_nb.data.traces import (
     get_workload,
     load_power_trace,
     load_train_trace,
     power_curves,
     target_epochs,
 )
+from zeus_nb.optimizer.batch_size.optimizer import BatchSizeOptimizer
+from zeus_nb.optimizer.batch_size.store import DEFAULT_EXPLORATION, JobSpec, MemoryStore
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -123,7 +123,7 @@ def workload_model(
 
     The default batch size b0 is the workload's; where the traces of this GPU lack it, the next
     smaller batch size they have (the smallest if none is smaller), as
-    :func:`zeus_nb.traces.default_batch_size` does (LibriSpeech's 256 becomes 192 on the V100).
+    :func:`zeus_nb.data.traces.default_batch_size` does (LibriSpeech's 256 becomes 192 on the V100).
     """
     wl = get_workload(workload)
     power_all = load_power_trace(gpu)

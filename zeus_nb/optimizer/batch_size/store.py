@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from zeus_nb.errors import ZeusNbError
-from zeus_nb.tradeoff import check_eta
+from zeus_nb.utils.metric import check_eta
 
 STATE_DIR_ENV = "ZEUS_NB_STATE_DIR"
 DEFAULT_FILENAME = "bso.sqlite3"

@@ -16,7 +16,7 @@ descent may stop early because a limit cannot win.
 Under ``torch.distributed`` every window's time is max-reduced and its energy sum-reduced across
 ranks, so all ranks choose the same limit, and :class:`ZeusCost` counts every GPU in MaxPower.
 GPU limits are restored to their original values when the optimizer is closed, at exit and on
-SIGTERM (see :mod:`zeus_nb.optimizer.restore`).
+SIGTERM (see :mod:`zeus_nb.device.guard`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from zeus_nb.optimizer.power_limit.states import (
     Waiting,
     WarmingUp,
 )
-from zeus_nb.train.distributed import initialized_dist, reduce_time_energy
+from zeus_nb.utils.framework import initialized_dist, reduce_time_energy
 
 __all__ = ["Done", "GlobalPowerLimitOptimizer", "Phase", "Profiling", "Waiting", "WarmingUp"]
 
