@@ -13,9 +13,9 @@
 Series carry the labels ``window`` (the window's name) and ``index`` (the device index), and the
 gateway adds ``job``. Zeus runs the periodic loops in a spawned process per window; here they run
 on a daemon thread of this process, because a child process would open its own GPU system: on
-the simulated GPU it would not see this process's ``zeus_nb.step()`` calls or power limits and
-would push 0 J. A thread sees exactly what this process's ``ZeusMonitor`` sees, and never
-imports the user's ``__main__`` again.
+the simulated GPU it would not see this process's ``zeus_nb.step()`` calls (virtual clock) or
+power limits (wall clock) and would push 0 J or the wrong power. A thread sees exactly what this
+process's ``ZeusMonitor`` sees, and never imports the user's ``__main__`` again.
 """
 
 from __future__ import annotations
