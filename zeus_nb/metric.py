@@ -285,7 +285,8 @@ class EnergyCumulativeCounter(_PeriodicMetric):
         start = totals.read()
         add_energy(self._counters, name, start, start)
         self._pusher.push()
-        args = (totals, self._counters, self._pusher, self.update_period, start)
+        counters = dict(self._counters)  # the thread's own copy: later windows may add kinds
+        args = (totals, counters, self._pusher, self.update_period, start)
         self._start(name, totals, _count_energy, args)
 
     def end_window(self, name: str, sync_execution: bool = False) -> None:
