@@ -22,7 +22,7 @@ import pytest
 from pushgateway_fixture import Pushgateway, series, skip_reason
 
 import zeus_nb
-from zeus_nb import device, metric_push
+from zeus_nb import device
 from zeus_nb.callback import Callback, CallbackSet
 from zeus_nb.errors import InputError, WindowError, ZeusNbError
 from zeus_nb.metric import (
@@ -32,6 +32,7 @@ from zeus_nb.metric import (
     PowerGauge,
     PushgatewayError,
 )
+from zeus_nb.metric import push as metric_push
 from zeus_nb.monitor import PowerMonitor, ZeusMonitor
 
 REPO = Path(__file__).resolve().parents[1]

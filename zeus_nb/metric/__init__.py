@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zeus_nb.errors import WindowError
-from zeus_nb.metric_push import (
+from zeus_nb.metric.push import (
     PUSH_TIMEOUT,
     Pusher,
     PushgatewayError,
@@ -38,7 +38,7 @@ from zeus_nb.metric_push import (
     check_period,
     resolve_url,
 )
-from zeus_nb.metric_windows import (
+from zeus_nb.metric.windows import (
     TIMED_OUT,
     Totals,
     add_energy,
