@@ -1,7 +1,7 @@
 """Record the public API of a Zeus release wheel, and check zeus-nb against it.
 
-    python tools/zeus_api.py record zeus-0.16.0-py3-none-any.whl   # writes tools/zeus_api/zeus-<v>.json
-    python tools/zeus_api.py doc                                   # rewrites docs/zeus_compat.md's table
+    python tools/zeus_api.py record zeus-0.16.0-py3-none-any.whl  # tools/zeus_api/zeus-<v>.json
+    python tools/zeus_api.py doc  # rewrites the table in docs/zeus_compat.md
 
 The wheel is read as source text (``ast``), never imported, so recording needs none of Zeus's
 dependencies. A public name is a module-level function, class or constant whose name has no
@@ -73,9 +73,12 @@ def _class(node: ast.ClassDef) -> dict:
                 elif "staticmethod" not in decorators:
                     entry["params"] = entry["params"][1:]
                 info["methods"][item.name] = entry
-        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-            if not item.target.id.startswith("_"):
-                info["fields"].append(item.target.id)
+        elif (
+            isinstance(item, ast.AnnAssign)
+            and isinstance(item.target, ast.Name)
+            and not item.target.id.startswith("_")
+        ):
+            info["fields"].append(item.target.id)
     return info
 
 
@@ -107,10 +110,13 @@ def record(wheel: Path) -> dict:
                     for t in targets:
                         if isinstance(t, ast.Name):
                             names[t.id] = {"kind": "constant"}
-                elif is_package and isinstance(node, ast.ImportFrom):
-                    if node.level or (node.module or "").startswith("zeus"):
-                        for alias in node.names:
-                            names[alias.asname or alias.name] = {"kind": "reexport"}
+                elif (
+                    is_package
+                    and isinstance(node, ast.ImportFrom)
+                    and (node.level or (node.module or "").startswith("zeus"))
+                ):
+                    for alias in node.names:
+                        names[alias.asname or alias.name] = {"kind": "reexport"}
             api[module] = {
                 n: i
                 for n, i in sorted(names.items())
@@ -127,9 +133,8 @@ def main(argv: list[str]) -> int:
         out = RECORDS / f"zeus-{version}.json"
         doc = {"wheel": wheel.name, "version": version, "modules": record(wheel)}
         out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-        print(
-            f"{out}: {sum(len(v) for v in doc['modules'].values())} names in {len(doc['modules'])} modules"
-        )
+        names = sum(len(v) for v in doc["modules"].values())
+        print(f"{out}: {names} names in {len(doc['modules'])} modules")
         return 0
     if argv == ["doc"]:
         from zeus_compat import write_doc  # noqa: PLC0415 (tools/ is this script's folder)
