@@ -31,6 +31,8 @@ BEGIN, END = "<!-- zeus-api-table: begin -->", "<!-- zeus-api-table: end -->"
 
 from zeus_compat_table import DEVIATIONS, NOTES, PLACEHOLDERS, UNSUPPORTED  # noqa: E402
 
+STATUSES = ("ok", "placeholder", "unsupported", "missing")
+
 
 @dataclass
 class Row:
@@ -193,8 +195,14 @@ def check(record: Path = RECORD) -> list[Row]:
 
 
 def table(rows: list[Row]) -> str:
-    """The Markdown tables of docs/zeus_compat.md, one per Zeus module."""
-    out, module = [], None
+    """The Markdown tables of docs/zeus_compat.md, one per Zeus module, after a summary line."""
+    count = {s: sum(r.status == s for r in rows) for s in STATUSES}
+    out = [
+        f"{len(rows)} public names: {count['ok']} import from the same path with a compatible "
+        f"signature, {count['placeholder']} import and raise (cannot work here), "
+        f"{count['unsupported']} unsupported, {count['missing']} missing."
+    ]
+    module = None
     for row in rows:
         mod, name = row.zeus.rsplit(".", 1)
         if mod != module:

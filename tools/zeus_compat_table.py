@@ -21,7 +21,45 @@ UNSUPPORTED: dict[str, str] = {
 # Importable, but constructing or calling them raises our one-line error with the reason.
 PLACEHOLDERS: dict[str, str] = {}
 
-NOTES: dict[str, str] = {}
+NOTES: dict[str, str] = {
+    "zeus.monitor.energy.ZeusMonitor": "Extra keyword arguments `backend=`, `system=`, "
+    "`sync_execution=`; `window(key)` context manager, `open_windows`. The log file is appended "
+    "to (Zeus overwrites it) and must have the same columns. A zero-energy window longer than the "
+    "counter's update period warns once, naming `approx_instant_energy`.",
+    "zeus.monitor.energy.Measurement": "`total_energy` is the GPUs' energy only, as in Zeus; "
+    "`soc_energy` is always None (no SoC support); extra `average_power`.",
+    "zeus.monitor.power.PowerMonitor": "Samples on a daemon thread of this process, not a "
+    "spawned process, so `__main__` is never imported again; stops on `stop()`, garbage "
+    "collection and interpreter exit. `update_period=None` means 0.1 s. Every sample is kept. "
+    "`get_energy` integrates the samples in the range with the trapezoidal rule.",
+    "zeus.monitor.power.PowerDomain": "NVML: read through `nvmlDeviceGetFieldValues` where the "
+    "driver has them, else `nvmlDeviceGetPowerUsage` stands for `device_instant`. Simulated GPU: "
+    "`device_instant` and `device_average` (the trace's average power).",
+    "zeus.monitor.temperature.TemperatureMonitor": "A thread, as `PowerMonitor`; values are "
+    "floats. The simulated GPU has no temperature (the traces hold none): `UnsupportedError`.",
+    "zeus.monitor.carbon.CarbonEmissionMonitor": "No polling process: a window's energy is "
+    "spread evenly over its duration and weighted by the provider's values over that span; "
+    "extra `total_carbon_emission` on the measurement.",
+    "zeus.monitor.price.EnergyCostMonitor": "As `CarbonEmissionMonitor`; extra "
+    "`total_energy_cost` on the measurement.",
+    "zeus.monitor.carbon.CarbonIntensityProvider": "Providers also answer `value_at(unix_time)`; "
+    "the offline providers `FixedIntensity(value)` and `CsvIntensity(path)` (rows of `time,value`) "
+    "keep notebook runs deterministic.",
+    "zeus.monitor.carbon.ElectrictyMapsClient": "Needs an API key (`api_key=` or "
+    "`ZEUS_NB_ELECTRICITYMAPS_KEY`); `base_url=`, `timeout=`; `ElectricityMapsClient` is the "
+    "correctly spelled alias.",
+    "zeus.monitor.price.OpenEIClient": "Needs your own API key (`api_key=` or "
+    "`ZEUS_NB_OPENEI_KEY`); `value_at(t)` is the price in force at a time (first tier of the "
+    "period the weekday/weekend schedule names).",
+    "zeus.monitor.__main__.energy": "`--duration S` stops it without Ctrl+C; on the simulated "
+    "backend the GPU follows the wall clock there.",
+    "zeus.utils.env.get_env": "Booleans also accept `1/0`, `yes/no`, `on/off`; errors name the "
+    "variable. The older path `zeus_nb.util.env` works too.",
+    "zeus.optimizer.power_limit.GlobalPowerLimitOptimizer": "Profiles adaptively by default "
+    "(`adaptive=False` measures every limit); `plo.power_limits` and `plo.optimal_power_limit` "
+    "are in W, `plo.state` and `plo.current_power_limit` in mW as in Zeus; see "
+    "power_limit_optimizer.md.",
+}
 
 # Differences of signature kept on purpose: {full name: {problem the check reports: why}}. The
 # name counts as compatible (calls written for Zeus work), and the reason is shown in the docs.
