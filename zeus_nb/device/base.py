@@ -217,6 +217,15 @@ class GPUSystem(ABC):
         """Account for ``n`` training steps. Advances simulated GPUs; no-op on real GPUs."""
         return None
 
+    def mark_step(self) -> None:
+        """A training step ended (the power-limit optimizer says so from ``on_step_end``).
+
+        A clock that follows real time paces steps by it (the simulated wall clock); a no-op
+        elsewhere. Unlike :meth:`step` it never advances a virtual clock, so loops that also call
+        ``zeus_nb.step()`` are not counted twice.
+        """
+        return None
+
     @abstractmethod
     def info(self) -> dict[str, str]:
         """Backend facts for ``zeus-nb doctor`` (driver and library versions, trace...)."""

@@ -148,6 +148,7 @@ class GlobalPowerLimitOptimizer:
 
         system = getattr(monitor, "system", None)
         self._clock = system.clock if system is not None else None
+        self._mark_step = getattr(system, "mark_step", None)
         self._guard = PowerLimitGuard(
             self.gpus,
             backend=getattr(system, "backend", "auto"),
@@ -315,6 +316,8 @@ class GlobalPowerLimitOptimizer:
         """Call after each training step."""
         self._check_order("on_step_end", in_step=True)
         self._in_step = False
+        if self._mark_step is not None:
+            self._mark_step()
         s = self.state
         if isinstance(s, Ready):
             s.steps = max(0, s.steps - 1)
