@@ -25,6 +25,7 @@ import logging
 import warnings
 from pathlib import Path
 
+from zeus_nb.callback import Callback
 from zeus_nb.device.guard import PowerLimitGuard
 from zeus_nb.errors import CallbackOrderError, PowerLimitPermissionError
 from zeus_nb.optimizer.power_limit.policy import AdaptivePolicy
@@ -69,8 +70,11 @@ logger = logging.getLogger(__name__)
 WINDOW_PREFIX = "__GlobalPowerLimitOptimizer_"
 
 
-class GlobalPowerLimitOptimizer:
+class GlobalPowerLimitOptimizer(Callback):
     """Profile power limits during training and apply the optimum to every monitored GPU.
+
+    A :class:`~zeus_nb.callback.Callback`, as in Zeus, so it joins a ``CallbackSet``;
+    ``on_train_end`` puts the original limits back (as :meth:`close` does).
 
     Args:
         monitor: a :class:`~zeus_nb.monitor.ZeusMonitor` (or a replay monitor); its GPUs all
@@ -239,6 +243,10 @@ class GlobalPowerLimitOptimizer:
     def close(self) -> None:
         """Put every GPU back at the limit it had before this optimizer changed it."""
         self._guard.restore()
+
+    def on_train_end(self) -> None:
+        """Training is over: put every GPU back at its original limit."""
+        self.close()
 
     def __enter__(self) -> GlobalPowerLimitOptimizer:
         return self
