@@ -21,10 +21,10 @@ import logging
 import os
 from pathlib import Path
 
-from zeus_nb import validate
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.device.nvml import FROM_ENV
 from zeus_nb.errors import InputError, NoGPUError, TraceFormatError
+from zeus_nb.utils import validate
 
 __all__ = [
     "GPU",
