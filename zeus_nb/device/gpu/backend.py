@@ -57,8 +57,8 @@ class BackendGPU(GPU):
         if getattr(self, "_disable_sys_admin_warning", False):
             return
         ok, why = self._device.can_set_power_limit()
-        if not ok:
-            warnings.warn(f"GPU {self.gpu_index}: {why}", stacklevel=4)
+        if not ok:  # stacklevel: the caller of GPUs.<setter>
+            warnings.warn(f"GPU {self.gpu_index}: changing settings may fail: {why}", stacklevel=5)
         self._disable_sys_admin_warning = True
 
     def _record(self, kind: str) -> None:
