@@ -172,6 +172,29 @@ def test_power_limit_and_clocks_set_through_the_api_are_restored_on_sim():
     assert gpus.get_power_management_limit(0) == round(system.gpu(0).default_power_limit() * 1000)
 
 
+def test_replayed_log_through_zeus_api_needs_no_state_file():
+    log = REPO / "zeus_nb" / "resources" / "zeus_profiles" / "A40+resnet18+gpu0.csv"
+    system = device.use_replay(log, steps_per_window=4)
+    from zeus_nb.device.gpu import ZeusGPUInvalidArgError, get_gpus
+
+    gpus = get_gpus()
+    limits = system.log.power_limits
+    assert gpus.get_power_management_limit_constraints(0) == (
+        round(min(limits) * 1000),
+        round(max(limits) * 1000),
+    )
+    gpus.set_power_management_limit(0, round(limits[1] * 1000))
+    e0 = gpus.get_total_energy_consumption(0)
+    zeus_nb.step(4)  # one logged window at that limit
+    logged = system.log.energy[limits[1]][0]
+    assert gpus.get_total_energy_consumption(0) - e0 == pytest.approx(logged * 1000, abs=1)
+    with pytest.raises(ZeusGPUInvalidArgError, match="no measurement at"):
+        gpus.set_power_management_limit(0, round(limits[1] * 1000) - 1)
+    assert not list(state_dir().glob("*.json"))  # a replay's settings die with the process
+    restore_all()
+    assert gpus.get_power_management_limit(0) == round(max(limits) * 1000)
+
+
 # --- fake NVML ----------------------------------------------------------------------------------
 def test_nvml_gpus_in_milliwatts(nvml):
     from zeus_nb.device import get_gpus
