@@ -80,21 +80,6 @@ NOTES: dict[str, str] = {
     "(`adaptive=False` measures every limit); `plo.power_limits` and `plo.optimal_power_limit` "
     "are in W, `plo.state` and `plo.current_power_limit` in mW as in Zeus; see "
     "power_limit_optimizer.md.",
-}
-
-# Differences of signature kept on purpose: {full name: {problem the check reports: why}}. The
-# name counts as compatible (calls written for Zeus work), and the reason is shown in the docs.
-DEVIATIONS: dict[str, dict[str, str]] = {
-    "zeus.optimizer.power_limit.ZeusCost": {
-        "constructor: world_size defaults to None (Zeus: 1)": "world_size=None counts the GPUs "
-        "the energy was summed over (every rank's under torch.distributed), so MaxPower matches "
-        "the energy; pass world_size=1 for Zeus's arithmetic",
-    },
-    "zeus.monitor.energy.ZeusMonitor": {
-        "begin_window(): sync_execution defaults to None (Zeus: True)": "None means the "
-        "monitor's own sync_execution setting, True unless the monitor was built with False",
-        "end_window(): sync_execution defaults to None (Zeus: True)": "as for begin_window()",
-    },
     # --- device layer -------------------------------------------------------------------------
     "zeus.exception.ZeusBaseError": (
         "the same class as zeus_nb.errors.ZeusNbError: catching it catches every zeus-nb error"
@@ -125,4 +110,19 @@ DEVIATIONS: dict[str, dict[str, str]] = {
     "zeus.device.soc.apple.zeus_apple_silicon": "None: the Apple binding is never loaded",
     "zeus.device.common.has_sys_admin": "reads CapEff from /proc/self/status; not cached",
     "zeus.utils.zeusd.ZeusdConfig": "a record only: make_client() raises (no zeusd client)",
+}
+
+# Differences of signature kept on purpose: {full name: {problem the check reports: why}}. The
+# name counts as compatible (calls written for Zeus work), and the reason is shown in the docs.
+DEVIATIONS: dict[str, dict[str, str]] = {
+    "zeus.optimizer.power_limit.ZeusCost": {
+        "constructor: world_size defaults to None (Zeus: 1)": "world_size=None counts the GPUs "
+        "the energy was summed over (every rank's under torch.distributed), so MaxPower matches "
+        "the energy; pass world_size=1 for Zeus's arithmetic",
+    },
+    "zeus.monitor.energy.ZeusMonitor": {
+        "begin_window(): sync_execution defaults to None (Zeus: True)": "None means the "
+        "monitor's own sync_execution setting, True unless the monitor was built with False",
+        "end_window(): sync_execution defaults to None (Zeus: True)": "as for begin_window()",
+    },
 }

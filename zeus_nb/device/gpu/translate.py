@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from zeus_nb.device.exception import ZeusBaseGPUError
-from zeus_nb.device.gpu import common as c
+import zeus_nb.device.gpu.common as c
 from zeus_nb.errors import DeviceError, NoGPUError, UnsupportedError, ZeusNbError
 
 F = TypeVar("F", bound=Callable)
