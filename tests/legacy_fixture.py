@@ -97,7 +97,7 @@ if __name__ == "__main__":
 
 def ported(source: str) -> str:
     """The script with only its imports changed, as a user would port it."""
-    return source.replace("from zeus.", "from zeus_nb.").replace("from zeus._", "from zeus_nb._")
+    return source.replace("from zeus.", "from zeus_nb.")
 
 
 def load_example(source: str) -> dict:

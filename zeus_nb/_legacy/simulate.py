@@ -5,10 +5,10 @@
 :class:`~zeus_nb._legacy.policy.PowerLimitOptimizer`) and replays a recurring job, returning one
 :class:`HistoryEntry` per run. Runs are replayed by zeus-nb's simulator under whole-epoch
 accounting (:func:`zeus_nb.optimizer.batch_size.simulate` with ``accounting="epoch"``), with
-the recurrence rules of the original simulator: at most 20 runs per recurrence, a run that
-cannot afford one epoch under beta x the cheapest recurrence is not started and is reported to
-the policy at 100 x that threshold's base, and the default batch size must reach the target in
-the first recurrence.
+the recurrence rules of the original simulator: at most 20 runs per recurrence; a run that
+cannot afford one epoch under beta x the cheapest recurrence so far is not started, and the
+policy learns it at 100 x beta x that recurrence's cost; the default batch size must reach the
+target in the first recurrence.
 """
 
 from __future__ import annotations
