@@ -287,3 +287,28 @@ def test_the_optimizer_package_does_not_depend_on_the_legacy_layer():
 
 def test_signatures_and_fields_match_zeus():
     assert api("zeus_nb") == recorded()
+
+
+def test_benchmark_prints_the_saving_of_the_legacy_script(capsys):
+    import importlib.util
+    import json
+
+    path = REPO / "benchmarks" / "bench_legacy.py"
+    spec = importlib.util.spec_from_file_location("bench_legacy", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--json", "--seeds", "2", "--workloads", "sentiment140"]) == 0
+    rows = {r["implementation"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    ours = rows["zeus_nb"]
+    job = Job("sentiment140", "bert_base_uncased", "adamw", 0.84, 10, 128)
+    model = workload_model("sentiment140", "v100")
+    savings = []
+    for seed in (1, 2):
+        sim = Simulator(*traces("v100"), paper_bso(seed), JITPowerLimitOptimizer(False), seed)
+        history = sim.simulate_one_job(job, model.num_recurrences(), 2.0, 0.5)
+        energy = sum(h.energy for h in history)
+        savings.append(1 - energy / (model.num_recurrences() * model.baseline_energy()))
+    assert ours["cumulative_saving"] == pytest.approx(sum(savings) / 2)
+    assert ours["seeds"] == 2 and ours["recurrences"] == model.num_recurrences()
+    with pytest.raises(SystemExit):
+        bench.main(["--workloads", "mnist"])
