@@ -43,6 +43,12 @@ PLACEHOLDERS: dict[str, str] = {
 }
 
 NOTES: dict[str, str] = {
+    "zeus._legacy.simulate.Simulator": "The NSDI '23 trace-driven simulator over this package's "
+    "batch-size optimizer and simulator: the same policy and run rules, not Zeus's random draws "
+    "(results agree in distribution); `verbose` logs instead of printing. See "
+    "batch_size_optimizer.md.",
+    "zeus.utils.lr_scaler.SquareRootScaler": "A non-positive `bs` or `lr` raises `InputError`.",
+    "zeus.utils.lr_scaler.LinearScaler": "A non-positive `bs` or `lr` raises `InputError`.",
     "zeus.monitor.energy.ZeusMonitor": "Extra keyword arguments `backend=`, `system=`, "
     "`sync_execution=`; `window(key)` context manager, `open_windows`. The log file is appended "
     "to (Zeus overwrites it) and must have the same columns. A zero-energy window longer than the "

@@ -52,6 +52,14 @@ class TraceFormatError(InputError):
     """A trace or log file does not follow the expected schema."""
 
 
+class TraceNotFoundError(InputError, FileNotFoundError):
+    """A trace file named by the user does not exist."""
+
+
+class SimulationError(ZeusNbError, RuntimeError):
+    """A trace-driven simulation cannot go on (say, a job that never reaches its target)."""
+
+
 class CallbackOrderError(ZeusNbError, RuntimeError):
     """Training-loop hooks were called out of their documented order."""
 

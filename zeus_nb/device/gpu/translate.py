@@ -12,8 +12,8 @@ import functools
 from collections.abc import Callable
 from typing import TypeVar
 
-from zeus_nb.device.exception import ZeusBaseGPUError
 import zeus_nb.device.gpu.common as c
+from zeus_nb.device.exception import ZeusBaseGPUError
 from zeus_nb.errors import DeviceError, NoGPUError, UnsupportedError, ZeusNbError
 
 F = TypeVar("F", bound=Callable)
