@@ -196,6 +196,22 @@ def test_temperatures_are_read_before_warmup_and_after_the_window(fake_nvml):
     assert result.temperature_after == pytest.approx((after + 52) / 2)
 
 
+def test_a_real_gpu_without_a_temperature_sensor_gives_nan(fake_nvml, caplog):
+    fake_nvml.set_device(1, temperature_c=None)  # NVML: not supported
+    with caplog.at_level(logging.WARNING, logger="zeus_nb.profile"):
+        result = measure(
+            lambda: None,
+            ZeusMonitor(gpu_indices=[0, 1], cpu_indices=[]),
+            measurement_duration=0.001,
+            cooldown_duration=0.0,
+            num_warmup_iterations=0,
+            num_calibration_iterations=2,
+        )
+    assert math.isnan(result.temperature_before) and math.isnan(result.temperature_after)
+    assert result.total_energy > 0
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
+
+
 def test_missing_temperature_is_nan_and_said_once_per_call(caplog, no_sleep):
     zeus_nb.use_simulated()
     with caplog.at_level(logging.WARNING, logger="zeus_nb.profile"):

@@ -121,7 +121,7 @@ class Profiler:
             self._said_nan = True
             logger.warning(
                 "GPU temperatures are NaN: a monitored GPU reports no temperature (the simulated "
-                "GPU's traces hold none); energy and time are measured as usual"
+                "GPU does not: Zeus's traces hold none); energy and time are measured as usual"
             )
         return result
 
