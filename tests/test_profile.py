@@ -19,6 +19,7 @@ from zeus_nb.errors import InputError, TargetFunctionError
 from zeus_nb.monitor import ZeusMonitor
 from zeus_nb.profile import (
     SweepReport,
+    SweepResult,
     TrialResult,
     measure,
     profile_cooldown_duration,
@@ -308,3 +309,14 @@ def test_a_target_that_never_steps_the_virtual_clock_is_refused():
     with pytest.raises(TargetFunctionError, match=r"zeus_nb\.step\(\)") as info:
         measure(lambda: None, ZeusMonitor(), measurement_duration=1.0, cooldown_duration=0)
     assert "\n" not in str(info.value)
+
+
+def test_summaries_print_durations_as_zeus_does_without_hiding_short_ones():
+    trial = TrialResult(2.0, 0.5, 8.0, 2.0, 4, math.nan, math.nan)
+    entry = SweepResult(0.02, 10.0, [trial], 2.0, 0.0, math.nan, math.nan, 2.0, 8.0, True)
+    assert str(entry).startswith("measurement=0.02 s  cooldown=10.0 s  mean=2.0000 J")
+    report = SweepReport(("measurement_duration", [0.02]), ("cooldown_duration", 10.0), [entry])
+    assert str(report).splitlines() == [
+        "Sweep measurement_duration (fixed cooldown_duration=10.0 s):",
+        "  measurement_duration=0.02 s  " + str(entry).split("s  ", 2)[2],
+    ]

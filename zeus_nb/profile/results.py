@@ -8,7 +8,12 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-__all__ = ["SweepReport", "SweepResult", "TrialResult", "aggregate"]
+__all__ = ["SweepReport", "SweepResult", "TrialResult", "aggregate", "seconds"]
+
+
+def seconds(value: float) -> str:
+    """A duration as Zeus prints it (one decimal), with more digits where one would hide it."""
+    return f"{value:.1f}" if round(value, 1) == value else f"{value:g}"
 
 
 @dataclass
@@ -60,8 +65,8 @@ class SweepResult:
     def __str__(self) -> str:
         """The setting and its statistics on one line (trials left out)."""
         return (
-            f"measurement={self.measurement_duration:.1f} s  "
-            f"cooldown={self.cooldown_duration:.1f} s  {_summary(self)}"
+            f"measurement={seconds(self.measurement_duration)} s  "
+            f"cooldown={seconds(self.cooldown_duration)} s  {_summary(self)}"
         )
 
 
@@ -77,9 +82,9 @@ class SweepReport:
         """A title line, then one aligned line per swept value."""
         swept, _ = self.sweep_param
         fixed, value = self.fixed_param
-        labels = [f"{swept}={getattr(e, swept):.1f} s" for e in self.entries]
+        labels = [f"{swept}={seconds(getattr(e, swept))} s" for e in self.entries]
         width = max((len(label) for label in labels), default=0)
-        lines = [f"Sweep {swept} (fixed {fixed}={value:.1f} s):"]
+        lines = [f"Sweep {swept} (fixed {fixed}={seconds(value)} s):"]
         for label, entry in zip(labels, self.entries, strict=True):
             lines.append(f"  {label:<{width}}  {_summary(entry)}")
         return "\n".join(lines)

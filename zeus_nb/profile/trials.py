@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from zeus_nb.errors import TargetFunctionError, UnsupportedError
 from zeus_nb.monitor.energy import ZeusMonitor
-from zeus_nb.profile.results import SweepReport, TrialResult, aggregate
+from zeus_nb.profile.results import SweepReport, TrialResult, aggregate, seconds
 from zeus_nb.utils.framework import all_reduce, get_rank, get_world_size, sync_execution
 
 __all__ = ["WINDOW", "Profiler", "SweepParam"]
@@ -137,7 +137,7 @@ class Profiler:
         """Warm-up trials (no cooldown, no warm-up iterations), then ``trials`` per value."""
         by_cooldown = swept == "cooldown_duration"
         held: SweepParam = "measurement_duration" if by_cooldown else "cooldown_duration"
-        self._log("Sweeping %s (%s fixed at %.1f s)", swept, held, fixed)
+        self._log("Sweeping %s (%s fixed at %s s)", swept, held, seconds(fixed))
         if warmup_trials:
             self._log("Running %d warmup trial(s)", warmup_trials)
         for i in range(warmup_trials):
@@ -146,7 +146,7 @@ class Profiler:
         entries = []
         for value in values:
             cooldown, measurement = (value, fixed) if by_cooldown else (fixed, value)
-            self._log("Starting %s=%.1f s  [%d trials]", swept, value, trials)
+            self._log("Starting %s=%s s  [%d trials]", swept, seconds(value), trials)
             results = []
             for i in range(trials):
                 results.append(self.trial(cooldown, measurement, self.warmup))
