@@ -130,6 +130,9 @@ NOTES: dict[str, str] = {
     "zeus.profile.profile_cooldown_duration": "As `profile_parameters`.",
     "zeus.profile.TrialResult": "`temperature_before`/`_after` are NaN where a monitored GPU "
     "reports no temperature (the simulated GPU: the traces hold none).",
+    "zeus.profile.SweepResult": "`str()` is Zeus's line, except that a duration one decimal "
+    "would hide (0.02 s) prints with more digits.",
+    "zeus.profile.SweepReport": "`str()` as `SweepResult`'s.",
 }
 
 # Differences of signature kept on purpose: {full name: {problem the check reports: why}}. The
