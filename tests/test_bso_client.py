@@ -139,8 +139,8 @@ dist.init_process_group("gloo")
 rank = dist.get_rank()
 url, out = sys.argv[1], sys.argv[2]
 system = device.use_simulated("a40", "cifar100")
-spec = JobSpec(job_id="dp", job_id_prefix="dp", default_batch_size=1024, batch_sizes=[256, 512, 1024],
-               target_metric=0.6, max_epochs=5)
+spec = JobSpec(job_id="dp", job_id_prefix="dp", default_batch_size=1024,
+               batch_sizes=[256, 512, 1024], target_metric=0.6, max_epochs=5)
 log = []
 for recurrence in range(3):
     bso = BatchSizeOptimizer(monitor=ZeusMonitor(), server_url=url, job=spec, rank=rank)

@@ -31,7 +31,7 @@ from zeus_nb.optimizer.batch_size.store_url import StoreURLError, open_store
 
 REPO = Path(__file__).resolve().parents[1]
 
-EXAMPLE = r'''
+EXAMPLE = r"""
 import json, os, sys
 import torch
 from torch import nn
@@ -111,7 +111,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -4,8 +4,8 @@ Zeus's client sends these to its optimizer server; zeus-nb's client
 (:mod:`zeus_nb.optimizer.batch_size.client`) uses them with the store directly, so a script
 that builds a ``JobSpec`` runs unchanged. They are keyword-only dataclasses that check their
 values on construction (a :class:`~zeus_nb.optimizer.batch_size.exceptions.JobSpecError`, also
-a ``ValueError``, names the field) and offer the pydantic-v1 methods Zeus code calls on them:
-``dict()``, ``json()``, ``copy(update=...)``, ``parse_obj()`` and ``parse_raw()``.
+a ``ValueError``, names the field) and offer the pydantic-v1 methods Zeus code calls on them
+(:class:`~zeus_nb.optimizer.records.Record`).
 
 The recurrence-level settings kept in the store are another class,
 :class:`zeus_nb.optimizer.batch_size.store.JobSpec`.
@@ -13,12 +13,11 @@ The recurrence-level settings kept in the store are another class,
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from zeus_nb.optimizer.batch_size.exceptions import JobSpecError
+from zeus_nb.optimizer.records import Record
 
 # Zeus's server routes. Nothing listens on them here; they exist for code that imports them.
 REGISTER_JOB_URL = "/jobs"
@@ -26,35 +25,6 @@ DELETE_JOB_URL = "/jobs"
 GET_NEXT_BATCH_SIZE_URL = "/jobs/batch_size"
 REPORT_RESULT_URL = "/report"
 REPORT_END_URL = "/trials"
-
-
-class _Model:
-    """Validation on construction and the pydantic-v1 methods Zeus code uses."""
-
-    def __post_init__(self) -> None:
-        for klass in reversed(type(self).__mro__):
-            check = klass.__dict__.get("_check")
-            if check is not None:
-                check(self)
-
-    def dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)  # type: ignore[call-overload]
-
-    def json(self) -> str:
-        return json.dumps(self.dict())
-
-    def copy(self, update: dict[str, Any] | None = None):
-        return dataclasses.replace(self, **(update or {}))  # type: ignore[type-var]
-
-    @classmethod
-    def parse_obj(cls, obj: dict[str, Any]):
-        """Build from a mapping, ignoring keys this record does not have (as pydantic does)."""
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        return cls(**{k: v for k, v in dict(obj).items() if k in names})
-
-    @classmethod
-    def parse_raw(cls, text: str | bytes):
-        return cls.parse_obj(json.loads(text))
 
 
 def _positive(name: str, value: Any, strict: bool = True) -> None:
@@ -65,7 +35,7 @@ def _positive(name: str, value: Any, strict: bool = True) -> None:
 
 
 @dataclass(kw_only=True)
-class JobParams(_Model):
+class JobParams(Record):
     """A recurring job's settings (Zeus's fields and defaults).
 
     ``eta_knob`` weighs energy against time in the cost; ``beta_knob`` stops a run whose cost
@@ -117,7 +87,7 @@ class JobParams(_Model):
 
 
 @dataclass(kw_only=True)
-class GpuConfig(_Model):
+class GpuConfig(Record):
     """The GPUs a job trains on: max power (W, all GPUs together), how many, which model."""
 
     max_power: float
@@ -161,7 +131,7 @@ class CreatedJob(JobParams, GpuConfig):
 
 
 @dataclass(kw_only=True)
-class TrialId(_Model):
+class TrialId(Record):
     """One run of a job: the batch size it trains with and its trial number (1, 2, ...)."""
 
     job_id: str
@@ -180,7 +150,7 @@ class TrainingResult(TrialId):
 
 
 @dataclass(kw_only=True)
-class ReportResponse(_Model):
+class ReportResponse(Record):
     """The verdict after an epoch: stop or go on, and whether the run reached its target."""
 
     stop_train: bool

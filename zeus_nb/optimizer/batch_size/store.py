@@ -205,7 +205,7 @@ CREATE TABLE IF NOT EXISTS power_limits (
     PRIMARY KEY (job, batch_size)
 );
 CREATE TABLE IF NOT EXISTS schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL);
-""" + TRIALS_SCHEMA
+"""
 
 
 class SQLiteStore(SQLiteTrials):
@@ -242,7 +242,7 @@ class SQLiteStore(SQLiteTrials):
             try:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=NORMAL")
-                self._conn.executescript(_SCHEMA)
+                self._conn.executescript(_SCHEMA + TRIALS_SCHEMA)
                 self._conn.execute(
                     "INSERT OR IGNORE INTO schema_version(component, version) VALUES (?, ?)",
                     (SCHEMA_COMPONENT, SCHEMA_VERSION),  # files from before the table: 1
