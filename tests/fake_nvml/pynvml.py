@@ -22,13 +22,17 @@ NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_NO_PERMISSION = 4
 NVML_ERROR_NOT_FOUND = 6
 NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_TIMEOUT = 10
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_GPU_IS_LOST = 15
 NVML_ERROR_UNKNOWN = 999
 NVML_TEMPERATURE_GPU = 0
 NVML_FI_DEV_POWER_AVERAGE = 185
 NVML_FI_DEV_POWER_INSTANT = 186
 NVML_POWER_SCOPE_GPU = 0
 NVML_POWER_SCOPE_MEMORY = 1
+NVML_FEATURE_DISABLED = 0
+NVML_FEATURE_ENABLED = 1
 
 
 class NVMLError(Exception):
@@ -54,6 +58,8 @@ _ERRORS = {
     "NotFound": _sub("NotFound", NVML_ERROR_NOT_FOUND),
     "DriverNotLoaded": _sub("DriverNotLoaded", NVML_ERROR_DRIVER_NOT_LOADED),
     "LibraryNotFound": _sub("LibraryNotFound", NVML_ERROR_LIBRARY_NOT_FOUND),
+    "Timeout": _sub("Timeout", NVML_ERROR_TIMEOUT),
+    "GpuIsLost": _sub("GpuIsLost", NVML_ERROR_GPU_IS_LOST),
     "Unknown": _sub("Unknown", NVML_ERROR_UNKNOWN),
 }
 
@@ -83,6 +89,9 @@ def default_device(i: int, **overrides) -> dict:
         "graphics_clocks_mhz": list(range(1740, 209, -15)),
         "locked_clocks": None,
         "clock_error": None,
+        # Locked memory clocks ([min, max] or None) and persistence mode (NVML_FEATURE_*).
+        "memory_locked_clocks": None,
+        "persistence_mode": NVML_FEATURE_DISABLED,
     }
     dev.update(overrides)
     return dev
@@ -299,4 +308,31 @@ def nvmlDeviceResetGpuLockedClocks(handle: _Handle) -> None:
     state, d = _clock_state(handle)
     d["locked_clocks"] = None
     state.setdefault("clock_calls", []).append([handle.index, "reset"])
+    save_state(state)
+
+
+def nvmlDeviceSetMemoryLockedClocks(handle: _Handle, min_mhz: int, max_mhz: int) -> None:
+    state, d = _clock_state(handle)
+    if min_mhz > max_mhz:
+        raise _ERRORS["InvalidArgument"]()
+    d["memory_locked_clocks"] = [int(min_mhz), int(max_mhz)]
+    save_state(state)
+
+
+def nvmlDeviceResetMemoryLockedClocks(handle: _Handle) -> None:
+    state, d = _clock_state(handle)
+    d["memory_locked_clocks"] = None
+    save_state(state)
+
+
+def nvmlDeviceGetPersistenceMode(handle: _Handle) -> int:
+    return _dev(handle).get("persistence_mode", NVML_FEATURE_DISABLED)
+
+
+def nvmlDeviceSetPersistenceMode(handle: _Handle, mode: int) -> None:
+    _check_init()
+    state = load_state()
+    d = state["devices"][handle.index]
+    _raise(d.get("set_error"))
+    d["persistence_mode"] = int(mode)
     save_state(state)

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from zeus_nb.monitor import Measurement
+from zeus_nb.runner import setup
 from zeus_nb.tradeoff import zeus_cost as _zeus_cost
-
-_seed = 0
 
 
 @dataclass(frozen=True)
@@ -29,13 +28,12 @@ class Case:
 
 
 def use_seed(seed: int) -> None:
-    """Seed the random cases (``notebook_setup`` passes the notebook's seed)."""
-    global _seed
-    _seed = int(seed)
+    """Seed the random cases (``notebook_setup`` sets the notebook's seed the same way)."""
+    setup._seed = int(seed)
 
 
 def _rng(name: str) -> random.Random:
-    return random.Random(f"{name}:{_seed}")
+    return random.Random(f"{name}:{setup.notebook_seed()}")
 
 
 def _average_power_ref(m: Measurement) -> float:

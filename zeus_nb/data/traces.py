@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zeus_nb.errors import TraceFormatError
+from zeus_nb.errors import InputError, TraceFormatError, TraceNotFoundError
 from zeus_nb.utils.validate import AVERAGE_POWER, DURATION, POWER_LIMIT, Quantity
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def get_workload(name: str) -> Workload:
     """Look up a workload by dataset name (``imagenet``) or ``dataset/network``."""
     key = name.split("/")[0].lower()
     if key not in WORKLOADS:
-        raise ValueError(f"unknown workload {name!r}; choose one of: {', '.join(WORKLOADS)}")
+        raise InputError(f"unknown workload {name!r}; choose one of: {', '.join(WORKLOADS)}")
     return WORKLOADS[key]
 
 
@@ -165,7 +165,7 @@ def _read_csv(path: Path, src: str) -> pd.DataFrame:
     import pandas as pd
 
     if not path.is_file():
-        raise FileNotFoundError(f"{src}: no such file")
+        raise TraceNotFoundError(f"{src}: no such file; give the path of an existing CSV trace")
     try:
         return pd.read_csv(path, dtype=str, skipinitialspace=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
@@ -181,18 +181,9 @@ def _stamp(source: str) -> tuple[int, int] | None:
     return (st.st_mtime_ns, st.st_size)
 
 
-@functools.lru_cache(maxsize=16)
-def _load_power_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
-    if source.lower() in BUNDLED_GPUS:
-        path, src = resource_path("zeus_traces", f"summary_power_{source.lower()}.csv"), source
-    else:
-        path, src = Path(source), source
-    df = _validate(
-        _read_csv(path, src),
-        POWER_COLUMNS,
-        _POWER_COLUMNS,
-        src,
-    )
+def _checked_power_trace(raw: pd.DataFrame, src: str) -> pd.DataFrame:
+    """Validate a power trace and normalize its types (int batch sizes, lower-case optimizers)."""
+    df = _validate(raw, POWER_COLUMNS, _POWER_COLUMNS, src)
     df["batch_size"] = df["batch_size"].astype(int)
     df["optimizer"] = df["optimizer"].str.lower()
     dup = df.duplicated(["dataset", "network", "batch_size", "optimizer", "power_limit"])
@@ -205,11 +196,32 @@ def _load_power_trace_cached(source: str, stamp: tuple[int, int] | None = None) 
     return df.reset_index(drop=True)
 
 
-def load_power_trace(gpu: str | Path = "v100") -> pd.DataFrame:
-    """Power trace of a bundled GPU (``"v100"``, ``"a40"``) or of a CSV file of the same schema.
+def _checked_train_trace(raw: pd.DataFrame, src: str) -> pd.DataFrame:
+    """Validate a train trace and normalize its types, as :func:`_checked_power_trace`."""
+    df = _validate(raw, TRAIN_COLUMNS, _TRAIN_COLUMNS, src)
+    df["batch_size"] = df["batch_size"].astype(int)
+    df["run"] = df["run"].astype(int)
+    df["optimizer"] = df["optimizer"].str.lower()
+    return df.reset_index(drop=True)
+
+
+@functools.lru_cache(maxsize=16)
+def _load_power_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
+    if source.lower() in BUNDLED_GPUS:
+        path = resource_path("zeus_traces", f"summary_power_{source.lower()}.csv")
+    else:
+        path = Path(source)
+    return _checked_power_trace(_read_csv(path, source), source)
+
+
+def load_power_trace(gpu: str | Path | pd.DataFrame = "v100") -> pd.DataFrame:
+    """Power trace of a bundled GPU (``"v100"``, ``"a40"``), of a CSV file of the same schema,
+    or an already read DataFrame of that schema (validated the same way).
 
     Returns a fresh copy, so callers may modify it.
     """
+    if _is_frame(gpu):
+        return _checked_power_trace(gpu, "power trace (DataFrame)")
     source = str(gpu)
     stamp = None if source.lower() in BUNDLED_GPUS else _stamp(source)
     return _load_power_trace_cached(source, stamp).copy()
@@ -219,22 +231,22 @@ def load_power_trace(gpu: str | Path = "v100") -> pd.DataFrame:
 def _load_train_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
     path = resource_path("zeus_traces", "summary_train.csv") if source == "" else Path(source)
     src = source or "summary_train.csv"
-    df = _validate(
-        _read_csv(path, src),
-        TRAIN_COLUMNS,
-        _TRAIN_COLUMNS,
-        src,
-    )
-    df["batch_size"] = df["batch_size"].astype(int)
-    df["run"] = df["run"].astype(int)
-    df["optimizer"] = df["optimizer"].str.lower()
-    return df.reset_index(drop=True)
+    return _checked_train_trace(_read_csv(path, src), src)
 
 
-def load_train_trace(path: str | Path | None = None) -> pd.DataFrame:
-    """The bundled train trace, or a CSV file of the same schema. ``target_epoch`` NaN: never."""
+def load_train_trace(path: str | Path | pd.DataFrame | None = None) -> pd.DataFrame:
+    """The bundled train trace, a CSV file of the same schema, or an already read DataFrame of
+    that schema (validated the same way). ``target_epoch`` NaN: never."""
+    if _is_frame(path):
+        return _checked_train_trace(path, "train trace (DataFrame)")
     source = "" if path is None else str(path)
     return _load_train_trace_cached(source, _stamp(source) if source else None).copy()
+
+
+def _is_frame(obj: object) -> bool:
+    import pandas as pd
+
+    return isinstance(obj, pd.DataFrame)
 
 
 def power_curves(
@@ -248,7 +260,7 @@ def power_curves(
     rows = trace[trace["dataset"] == dataset]
     if rows.empty:
         known = ", ".join(sorted(trace["dataset"].unique()))
-        raise ValueError(f"the power trace has no dataset {dataset!r}; it has: {known}")
+        raise InputError(f"the power trace has no dataset {dataset!r}; it has: {known}")
     wl = WORKLOADS.get(dataset)
     if network is None:
         nets = rows["network"].unique()
@@ -258,7 +270,7 @@ def power_curves(
         optimizer = wl.optimizer if wl and wl.optimizer in opts else opts[0]
     rows = rows[(rows["network"] == network) & (rows["optimizer"] == optimizer.lower())]
     if rows.empty:
-        raise ValueError(f"the power trace has no rows for {dataset}/{network}/{optimizer}")
+        raise InputError(f"the power trace has no rows for {dataset}/{network}/{optimizer}")
     return rows.sort_values(["batch_size", "power_limit"]).reset_index(drop=True)
 
 
@@ -281,11 +293,11 @@ def _metric_rows(train: pd.DataFrame, wl: Workload, target: float) -> pd.DataFra
         & (train["optimizer"] == wl.optimizer)
     ]
     if rows.empty:
-        raise ValueError(f"the train trace has no runs of {wl.dataset}/{wl.network}/{wl.optimizer}")
+        raise InputError(f"the train trace has no runs of {wl.dataset}/{wl.network}/{wl.optimizer}")
     hit = rows[(rows["target_metric"] - target).abs() <= 1e-9 * max(1.0, abs(target))]
     if hit.empty:
         have = ", ".join(f"{m:g}" for m in sorted(rows["target_metric"].unique()))
-        raise ValueError(
+        raise InputError(
             f"the train trace records no target metric {target:g} for {wl.dataset}; "
             f"choose one of: {have}"
         )

@@ -13,6 +13,10 @@ its system to ``ZeusMonitor(system=...)``. The simulated GPU reads its settings 
 else as many as the code asks for), ``ZEUS_NB_SIM_NOISE``, ``ZEUS_NB_SIM_SEED``,
 ``ZEUS_NB_SIM_CLOCK`` (``virtual`` or ``wall``), ``ZEUS_NB_SIM_CPU_TDP`` and ``ZEUS_NB_SIM_DRAM_GB``
 (the simulated CPU); :func:`use_simulated` sets them in code.
+
+Zeus's device API is here too, over whichever backend is current: :func:`get_gpus`
+(:mod:`zeus_nb.device.gpu`, mW and mJ as in Zeus), :func:`get_cpus` (:mod:`zeus_nb.device.cpus`)
+and :func:`get_soc` (:mod:`zeus_nb.device.soc`); they load on first use.
 """
 
 from __future__ import annotations
@@ -21,10 +25,10 @@ import logging
 import os
 from pathlib import Path
 
-from zeus_nb import validate
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.device.nvml import FROM_ENV
 from zeus_nb.errors import InputError, NoGPUError, TraceFormatError
+from zeus_nb.utils import validate
 
 __all__ = [
     "GPU",
@@ -33,6 +37,9 @@ __all__ = [
     "PowerTimeline",
     "create",
     "current",
+    "get_cpus",
+    "get_gpus",
+    "get_soc",
     "reset",
     "resolve_backend",
     "step",
@@ -44,6 +51,21 @@ log = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "sim", "nvml")
 _current: GPUSystem | None = None
+
+# Zeus's device API: name -> module that defines it, imported on first use.
+_ZEUS_API = {
+    "get_gpus": "zeus_nb.device.gpu",
+    "get_cpus": "zeus_nb.device.cpus",
+    "get_soc": "zeus_nb.device.soc",
+}
+
+
+def __getattr__(name: str):
+    if name in _ZEUS_API:
+        import importlib
+
+        return getattr(importlib.import_module(_ZEUS_API[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def resolve_backend(backend: str | None = None) -> str:

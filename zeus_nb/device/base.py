@@ -107,6 +107,39 @@ class GPU(ABC):
 
         raise UnsupportedError(f"GPU {self.index}: this backend cannot lock SM clocks")
 
+    def _no_memory_clocks(self):
+        from zeus_nb.errors import UnsupportedError
+
+        return UnsupportedError(
+            f"GPU {self.index} ({self.name}): this backend does not model memory clocks; "
+            "list SM clocks without naming a memory clock"
+        )
+
+    def supported_clocks_at(self, memory_mhz: int) -> list[int]:
+        """Supported SM clocks in MHz at memory clock ``memory_mhz``, highest first."""
+        raise self._no_memory_clocks()
+
+    # --- memory clocks and persistence mode (Zeus's device API) ------------------------------
+    def supported_memory_clocks(self) -> list[int]:
+        """Supported memory clocks in MHz, highest first."""
+        raise self._no_memory_clocks()
+
+    def set_memory_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        """Keep the memory clock within [min_mhz, max_mhz]; raises ClockPermissionError."""
+        raise self._no_memory_clocks()
+
+    def reset_memory_locked_clocks(self) -> None:
+        """Let the driver choose memory clocks again."""
+        raise self._no_memory_clocks()
+
+    def persistence_mode(self) -> bool:
+        """Whether the driver stays loaded with no client (a flag where there is no driver)."""
+        return bool(getattr(self, "_persistence_mode", False))
+
+    def set_persistence_mode(self, enabled: bool) -> None:
+        """Turn persistence mode on or off (a flag where there is no driver to keep loaded)."""
+        self._persistence_mode = bool(enabled)
+
     def check_clock(self, mhz: int) -> int:
         """Validate a requested SM clock against :meth:`supported_clocks`; returns it as int."""
         clocks = self.supported_clocks()
@@ -215,6 +248,15 @@ class GPUSystem(ABC):
 
     def step(self, n: int = 1, batch_size: int | None = None) -> None:
         """Account for ``n`` training steps. Advances simulated GPUs; no-op on real GPUs."""
+        return None
+
+    def mark_step(self) -> None:
+        """A training step ended (the power-limit optimizer says so from ``on_step_end``).
+
+        A clock that follows real time paces steps by it (the simulated wall clock); a no-op
+        elsewhere. Unlike :meth:`step` it never advances a virtual clock, so loops that also call
+        ``zeus_nb.step()`` are not counted twice.
+        """
         return None
 
     @abstractmethod

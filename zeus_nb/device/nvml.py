@@ -10,9 +10,9 @@ import os
 import sys
 import threading
 import time
-from pathlib import Path
 
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
+from zeus_nb.device.common import CAP_SYS_ADMIN, has_sys_admin  # noqa: F401 - tests patch it here
 from zeus_nb.errors import (
     NO_DRIVER_HINT,
     NO_PERMISSION_HINT,
@@ -23,8 +23,6 @@ from zeus_nb.errors import (
     UnsupportedError,
 )
 
-CAP_SYS_ADMIN = 21
-
 
 def _pynvml():
     import pynvml
@@ -32,30 +30,30 @@ def _pynvml():
     return pynvml
 
 
-def has_sys_admin() -> bool:
-    """Whether this process holds CAP_SYS_ADMIN (what NVML needs to set power limits)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("CapEff:"):
-                return bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN & 1)
-    except OSError:
-        pass
-    return os.geteuid() == 0 if hasattr(os, "geteuid") else False
-
-
 def _err_is(err: Exception, const: str) -> bool:
     return getattr(err, "value", None) == getattr(_pynvml(), const, object())
+
+
+def _tagged(out: Exception, err: Exception) -> Exception:
+    """``out`` with the ``NVML_ERROR_*`` name of ``err`` as ``out.nvml_error`` (else None).
+
+    Zeus's device API (:mod:`zeus_nb.device.gpu`) picks its error class by that name.
+    """
+    value, nv = getattr(err, "value", None), _pynvml()
+    names = (n for n in dir(nv) if n.startswith("NVML_ERROR_") and getattr(nv, n) == value)
+    out.nvml_error = next(names, None)  # type: ignore[attr-defined]
+    return out
 
 
 def _translate(err: Exception, what: str) -> Exception:
     """Map an NVMLError to a zeus-nb error with advice."""
     if _err_is(err, "NVML_ERROR_LIBRARY_NOT_FOUND") or _err_is(err, "NVML_ERROR_DRIVER_NOT_LOADED"):
-        return NoGPUError(NO_DRIVER_HINT)
+        return _tagged(NoGPUError(NO_DRIVER_HINT), err)
     if _err_is(err, "NVML_ERROR_NO_PERMISSION"):
-        return PowerLimitPermissionError(f"{what}: {NO_PERMISSION_HINT}")
+        return _tagged(PowerLimitPermissionError(f"{what}: {NO_PERMISSION_HINT}"), err)
     if _err_is(err, "NVML_ERROR_NOT_SUPPORTED"):
-        return UnsupportedError(f"{what}: not supported by this GPU")
-    return DeviceError(f"{what}: NVML error: {err}")
+        return _tagged(UnsupportedError(f"{what}: not supported by this GPU"), err)
+    return _tagged(DeviceError(f"{what}: NVML error: {err}"), err)
 
 
 def _text(value) -> str:
@@ -221,26 +219,54 @@ class NvmlGPU(GPU):
             )
         )
 
-    # --- SM clocks ---------------------------------------------------------------------------
-    def _clock_call(self, what: str, fn, *args):
-        """Like _call, but a missing privilege is a ClockPermissionError."""
+    # --- SM and memory clocks, persistence mode ----------------------------------------------
+    def _clock_call(self, what: str, fn, *args, setting: str = "clocks"):
+        """Like _call, but a missing privilege is a ClockPermissionError about ``setting``."""
         try:
             return fn(self.handle, *args)
         except _pynvml().NVMLError as e:
             if _err_is(e, "NVML_ERROR_NO_PERMISSION"):
-                hint = NO_PERMISSION_HINT.replace("power limits", "clocks")
-                raise ClockPermissionError(f"GPU {self.index}: {what}: {hint}") from e
+                hint = NO_PERMISSION_HINT.replace("power limits", setting)
+                raise _tagged(ClockPermissionError(f"GPU {self.index}: {what}: {hint}"), e) from e
             raise _translate(e, f"GPU {self.index}: {what}") from e
 
-    def supported_clocks(self) -> list[int]:
+    def supported_memory_clocks(self) -> list[int]:
         nv = _pynvml()
         mem = self._clock_call("reading memory clocks", nv.nvmlDeviceGetSupportedMemoryClocks)
+        return sorted({int(c) for c in mem}, reverse=True)
+
+    def supported_clocks(self) -> list[int]:
+        mem = self.supported_memory_clocks()
         if not mem:
             raise UnsupportedError(f"GPU {self.index}: NVML lists no memory clock")
+        return self.supported_clocks_at(mem[0])
+
+    def supported_clocks_at(self, memory_mhz: int) -> list[int]:
         clocks = self._clock_call(
-            "reading SM clocks", nv.nvmlDeviceGetSupportedGraphicsClocks, max(mem)
+            f"reading SM clocks at memory clock {memory_mhz} MHz",
+            _pynvml().nvmlDeviceGetSupportedGraphicsClocks,
+            int(memory_mhz),
         )
         return sorted({int(c) for c in clocks}, reverse=True)
+
+    def set_memory_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        what = f"locking memory clocks to {min_mhz}-{max_mhz} MHz"
+        self._clock_call(what, _pynvml().nvmlDeviceSetMemoryLockedClocks, min_mhz, max_mhz)
+
+    def reset_memory_locked_clocks(self) -> None:
+        nv = _pynvml()
+        self._clock_call("resetting locked memory clocks", nv.nvmlDeviceResetMemoryLockedClocks)
+
+    def persistence_mode(self) -> bool:
+        nv = _pynvml()
+        mode = self._call("reading persistence mode", nv.nvmlDeviceGetPersistenceMode)
+        return mode == nv.NVML_FEATURE_ENABLED
+
+    def set_persistence_mode(self, enabled: bool) -> None:
+        nv = _pynvml()
+        mode = nv.NVML_FEATURE_ENABLED if enabled else nv.NVML_FEATURE_DISABLED
+        what = f"turning persistence mode {'on' if enabled else 'off'}"
+        self._clock_call(what, nv.nvmlDeviceSetPersistenceMode, mode, setting="persistence mode")
 
     def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
         lo, hi = self.check_clock(min_mhz), self.check_clock(max_mhz)

@@ -7,9 +7,11 @@ measured point exactly and never overshoots (monotone data stays monotone). The 
 default: it advances only when :meth:`SimulatedSystem.step` runs, so CPU time spent by the notebook
 never leaks into simulated time, and results are deterministic.
 
-With ``clock="wall"`` (or ``ZEUS_NB_SIM_CLOCK=wall``) the clock follows real time instead and every
-GPU draws the trace's average power at its current limit for as long as time passes, so code that
-never calls ``zeus_nb.step()`` (unmodified Zeus code) still measures plausible, non-zero energy.
+With ``clock="wall"`` (or ``ZEUS_NB_SIM_CLOCK=wall``) the clock follows real time instead, stretched
+by the trace's slowdown at each GPU's limit and paced per training step where the loop marks its
+steps (:mod:`zeus_nb.device.sim_wall`), and every GPU draws the trace's average power at its
+limit for as long as time passes: code that never calls ``zeus_nb.step()`` (unmodified Zeus code)
+measures the trace's time and energy ratios between limits.
 Either way, clock readings map to Unix time through a fixed epoch (the creation time), so
 timestamps compare with ``time.time()``. The simulated CPU package and DRAM draw the constant power
 of :class:`~zeus_nb.device.cpu.SimulatedCPU` over the same clock.
@@ -30,6 +32,7 @@ from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
 from zeus_nb.device.cpu import CPU, SimulatedCPU
 from zeus_nb.device.frequency import Work
 from zeus_nb.device.sim_clocks import SimulatedClocks
+from zeus_nb.device.sim_wall import WallPace
 from zeus_nb.errors import InputError
 from zeus_nb.utils.validate import CPU_TDP, DRAM_SIZE, NOISE, integer, number
 
@@ -189,7 +192,7 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
         self.clock_mode = clock
         self.grow = bool(grow)
         self._epoch = time.time()  # Unix time of clock reading 0
-        self._mono0 = time.monotonic()
+        self._pace = WallPace()
         self._lock = threading.Lock()
         self._cpu_args = (cpu_tdp, dram_gb)
         self._cpus: list[CPU] | None = None
@@ -235,17 +238,35 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
         if self.clock_mode != "wall":
             return
         with self._lock:
-            t0, t1 = self._now, time.monotonic() - self._mono0
-            if t1 <= t0:
-                return
-            powers = {}
-            for g in self.gpus:
-                watts = self._watts(g)
-                g._energy += watts * (t1 - t0)
-                g._power = powers[g.index] = watts
-            self._now = t1
-            for listener in self._listeners:
-                listener(t0, t1, powers)
+            self._charge(self._pace.elapsed())
+
+    def mark_step(self) -> None:
+        """Wall clock: a training step ended; it costs the calibrated step time (see sim_wall)."""
+        if self.clock_mode != "wall":
+            return
+        with self._lock:
+            self._charge(self._pace.elapsed())
+            self._charge(self._pace.mark())
+
+    def slowdown(self, power_limit: float, batch_size: int | None = None) -> float:
+        """The trace's time per step at ``power_limit`` over its time at the maximum limit."""
+        bs = batch_size or self.batch_size
+        return self.step_cost(bs, power_limit)[0] / self.step_cost(bs, self.max_limit)[0]
+
+    def _charge(self, real: float) -> None:
+        """``real`` seconds of work at the GPUs' current limits; the slowest sets the clock."""
+        if real <= 0:
+            return
+        t0, dt, powers = self._now, 0.0, {}
+        for g in self.gpus:
+            busy = real * self.slowdown(g._limit)
+            watts = self._watts(g)
+            g._energy += watts * busy
+            g._power = powers[g.index] = watts
+            dt = max(dt, busy)
+        self._now = t0 + dt
+        for listener in self._listeners:
+            listener(t0, self._now, powers)
 
     # --- workload ---------------------------------------------------------------------------
     def set_workload(

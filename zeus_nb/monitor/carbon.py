@@ -24,7 +24,18 @@ from zeus_nb.monitor.providers import (
     _parse_time,
 )
 
+
+class ZeusCarbonIntensityHTTPError(IntensityProviderError):
+    """The carbon-intensity service could not be reached or refused the request."""
+
+
+class ZeusCarbonIntensityNotFoundError(IntensityProviderError):
+    """The carbon-intensity service has no usable value for the location."""
+
+
 __all__ = [
+    "ZeusCarbonIntensityHTTPError",
+    "ZeusCarbonIntensityNotFoundError",
     "CarbonEmissionMeasurement",
     "CarbonEmissionMonitor",
     "CarbonIntensityProvider",
@@ -131,6 +142,7 @@ class ElectricityMapsClient(_Cached, CarbonIntensityProvider):
             },
             {"auth-token": self._api_key},
             self.timeout,
+            ZeusCarbonIntensityHTTPError,
         )
         try:
             points = sorted(
@@ -139,11 +151,11 @@ class ElectricityMapsClient(_Cached, CarbonIntensityProvider):
                 if h.get("carbonIntensity") is not None
             )
         except (KeyError, TypeError, ValueError) as e:
-            raise IntensityProviderError(
+            raise ZeusCarbonIntensityNotFoundError(
                 f"ElectricityMaps answered without a usable history ({e}): {str(doc)[:200]}"
             ) from e
         if not points:
-            raise IntensityProviderError(
+            raise ZeusCarbonIntensityNotFoundError(
                 f"ElectricityMaps has no carbon intensity at ({self.lat}, {self.long}); try "
                 f"estimate=True; {OFFLINE_HINT}"
             )

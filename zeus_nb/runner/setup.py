@@ -32,6 +32,14 @@ class _StdoutHandler(logging.StreamHandler):
         pass
 
 
+_seed = 0  # the seed of the last notebook_setup() in this process
+
+
+def notebook_seed() -> int:
+    """The seed the notebook set up with (0 before any setup): exercise cases draw from it."""
+    return _seed
+
+
 def show_logs(level: int = logging.INFO) -> None:
     """Print ``zeus_nb`` log records at ``level`` and above to stdout (the cell's output).
 
@@ -130,9 +138,8 @@ def notebook_setup(
         pass
     else:
         torch.manual_seed(seed)
-    from zeus_nb import check
-
-    check.use_seed(seed)  # the exercises' random cases follow the notebook's seed
+    global _seed
+    _seed = int(seed)  # the exercises' random cases follow the notebook's seed
     show_logs()
     if not quiet:
         why = f" ({'; '.join(m.split(';')[0] for m in notices)})" if notices else ""

@@ -274,7 +274,15 @@ def run_sweep(
 
         todo = [k for k in grid if k not in done]
         params = (target, cap, higher, gpu_indices)
-        sweep_on_cluster(train_fn, todo, params, path, executor, progress, len(grid) - len(todo))
+        sweep_on_cluster(
+            train_fn,
+            todo,
+            params,
+            lambda row: _append(path, row),
+            executor,
+            progress,
+            len(grid) - len(todo),
+        )
         return load_results(path, grid)
     monitor = ZeusMonitor(gpu_indices=gpu_indices)
     for _, pl in grid:  # validate every limit before changing anything

@@ -80,7 +80,8 @@ def profile(trainer) -> dict[str, Any]:
     import torch.distributed as dist
 
     from zeus_nb.device.guard import SettingsGuard
-    from zeus_nb.train.pipeline.trainer import _describe, _gather, _write_results
+    from zeus_nb.train.pipeline.results import describe, write_results
+    from zeus_nb.utils.framework import gather
 
     config, layout = trainer.config, trainer.layout
     path = profile_path(trainer)
@@ -110,17 +111,17 @@ def profile(trainer) -> dict[str, Any]:
             for _ in range(config.num_prof_steps):
                 trainer.step(step)
                 step += 1
-            gathered = _gather(_rows_at(trainer, clock, config.num_prof_steps))
+            gathered = gather(_rows_at(trainer, clock, config.num_prof_steps))
             if layout.rank == 0:
                 written += append_rows(path, _average_replicas(gathered), metadata)
     finally:
         guard.restore()
-    results = _describe(trainer)
+    results = describe(trainer)
     results.update(
         profile_path=str(path),
         clocks_requested=clocks,
         clocks_profiled=todo[0],
         rows_written=written,
     )
-    _write_results(trainer, results)
+    write_results(trainer, results)
     return results
