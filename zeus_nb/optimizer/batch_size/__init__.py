@@ -18,6 +18,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# Loading the client lets the recurrence-level class take Zeus's call shape too.
+from zeus_nb.optimizer.batch_size import client  # noqa: F401
 from zeus_nb.optimizer.batch_size.common import JobSpec
 from zeus_nb.optimizer.batch_size.explorer import PruningExplorer
 from zeus_nb.optimizer.batch_size.optimizer import VARIANCE_PRIOR_WEIGHT, BatchSizeOptimizer

@@ -45,6 +45,7 @@ import os
 import secrets
 from typing import Any
 
+import zeus_nb.optimizer.batch_size.optimizer as recurrences
 from zeus_nb.callback import Callback
 from zeus_nb.optimizer.batch_size.common import (
     CreatedJob,
@@ -167,8 +168,6 @@ class BatchSizeOptimizer(Callback):
     def register_job(self) -> CreatedJob:
         """Register the job in the store (rank 0; the constructor does it), or check that the
         stored job has the same settings. Returns the job with its ``job_id``."""
-        from zeus_nb.optimizer.batch_size.optimizer import BatchSizeOptimizer as Recurrences
-
         if self._store is None:
             raise ZeusBSOBadOperationError("only rank 0 registers the job in the store")
         spec = self.job_spec
@@ -184,7 +183,7 @@ class BatchSizeOptimizer(Callback):
                 job_id,
             )
         try:
-            self._bso = Recurrences(_store_spec(spec, job_id), self._store)
+            self._bso = recurrences.BatchSizeOptimizer(_store_spec(spec, job_id), self._store)
         except ValueError as e:
             raise JobSpecError(f"job {job_id!r}: {e}") from e
         return CreatedJob.parse_obj({**spec.dict(), "job_id": job_id})
@@ -343,6 +342,8 @@ def judge(bso, job: CreatedJob, result: TrainingResult) -> ReportResponse:
         message = f"the target was not reached in max_epochs={job.max_epochs}"
     return ReportResponse(stop_train=True, converged=reached and within, message=message)
 
+
+recurrences.zeus_client = BatchSizeOptimizer  # the recurrence-level class takes Zeus's call too
 
 # zeus-nb's earlier names
 TrainingBatchSizeOptimizer = BatchSizeOptimizer

@@ -72,6 +72,11 @@ __all__ = [
 ]
 
 
+#: Zeus's client class; :mod:`zeus_nb.optimizer.batch_size.client` sets it when it loads (the
+#: package imports it), so this module does not import the client that builds on it.
+zeus_client: type | None = None
+
+
 def _zeus_call(args: tuple, kwargs: dict) -> bool:
     """Whether the arguments are Zeus's client call shape ``(monitor, server_url, job, rank)``.
 
@@ -113,9 +118,9 @@ class BatchSizeOptimizer:
     def __new__(cls, *args, **kwargs):
         if not _zeus_call(args, kwargs):
             return super().__new__(cls)
-        from zeus_nb.optimizer.batch_size.client import BatchSizeOptimizer as Client
-
-        return Client(*args, **kwargs)
+        if zeus_client is None:  # only if this module was loaded outside its package
+            raise RuntimeError("import zeus_nb.optimizer.batch_size for Zeus's call shape")
+        return zeus_client(*args, **kwargs)
 
     def __init__(
         self,
