@@ -159,6 +159,23 @@ NOTES: dict[str, str] = {
     f"{_PFO}.common.InstructionProfilingResult": (
         "Its CSV has no blocking rows: load_profile(path, p2p_power=W) plans with it."
     ),
+    # --- zeus.profile: thermally stable profiling (power_limit_optimizer.md) ---------------------
+    "zeus.profile.measure": "Iterations are timed on the monitor's clock, not `time.monotonic()`: "
+    "on the simulated GPU's virtual clock `target_function` must call `zeus_nb.step()` (one that "
+    "never does is refused with `TargetFunctionError`). Temperatures are NaN where a GPU reports "
+    "none (the simulated GPU), said once per call in the log. Non-positive durations raise "
+    "`InputError`; an exception of `target_function` becomes a one-line `TargetFunctionError` "
+    "(chained) and the open window is cancelled.",
+    "zeus.profile.profile_parameters": "As `measure`. An empty search range raises `InputError` "
+    "(Zeus falls back to 1-10 s; pass None for that); a cooldown of 0 s is allowed. Rank 0 "
+    "alone logs, the calibration line included.",
+    "zeus.profile.profile_measurement_duration": "As `profile_parameters`.",
+    "zeus.profile.profile_cooldown_duration": "As `profile_parameters`.",
+    "zeus.profile.TrialResult": "`temperature_before`/`_after` are NaN where a monitored GPU "
+    "reports no temperature (the simulated GPU: the traces hold none).",
+    "zeus.profile.SweepResult": "`str()` is Zeus's line, except that a duration one decimal "
+    "would hide (0.02 s) prints with more digits.",
+    "zeus.profile.SweepReport": "`str()` as `SweepResult`'s.",
 }
 
 # Differences of signature kept on purpose: {full name: {problem the check reports: why}}. The

@@ -68,6 +68,13 @@ class WindowError(ZeusNbError, ValueError):
     """A measurement window was begun twice or ended without being begun."""
 
 
+class TargetFunctionError(ZeusNbError, RuntimeError):
+    """A function handed to zeus-nb to run and measure (a profiling target) raised or did no work.
+
+    The function's own exception is chained as ``__cause__``.
+    """
+
+
 NO_DRIVER_HINT = "no NVIDIA driver found; use the simulated backend: ZEUS_NB_BACKEND=sim"
 NO_PERMISSION_HINT = (
     "changing GPU power limits needs root or the SYS_ADMIN capability; in Docker, start the "

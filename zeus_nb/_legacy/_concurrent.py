@@ -15,8 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from zeus_nb._legacy._replay import JobReplay
-from zeus_nb._legacy.simulate import MAX_TRIES, HistoryEntry
+from zeus_nb._legacy._replay import MAX_TRIES, HistoryEntry, JobReplay
 from zeus_nb.errors import InputError, SimulationError
 
 if TYPE_CHECKING:

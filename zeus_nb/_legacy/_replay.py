@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 from copy import deepcopy
+from dataclasses import dataclass
 
 from zeus_nb._legacy.job import Job
 from zeus_nb._legacy.policy.interface import BatchSizeOptimizer, PowerLimitOptimizer
@@ -24,6 +25,20 @@ from zeus_nb.optimizer.batch_size.simulator import (
     trace_rng,
 )
 from zeus_nb.tradeoff import zeus_cost
+
+MAX_TRIES = 20  # runs per recurrence before the target counts as unreachable
+
+
+@dataclass
+class HistoryEntry:
+    """One simulated run: batch size, power limit (W), energy (J), reached, time (s)."""
+
+    bs: int
+    pl: int
+    energy: float
+    reached: bool
+    time: float
+
 
 logger = logging.getLogger("zeus_nb._legacy.simulate")
 

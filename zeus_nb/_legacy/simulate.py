@@ -15,11 +15,17 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zeus_nb._legacy._replay import JobReplay, check_knobs, job_workload, profile_costs
+from zeus_nb._legacy._replay import (
+    MAX_TRIES,
+    HistoryEntry,
+    JobReplay,
+    check_knobs,
+    job_workload,
+    profile_costs,
+)
 from zeus_nb._legacy.job import Job
 from zeus_nb._legacy.policy import BatchSizeOptimizer, PowerLimitOptimizer
 from zeus_nb.data.traces import load_power_trace, load_train_trace
@@ -32,19 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["HistoryEntry", "Simulator"]
 
 logger = logging.getLogger("zeus_nb._legacy.simulate")
-
-MAX_TRIES = 20  # runs per recurrence before the target counts as unreachable
-
-
-@dataclass
-class HistoryEntry:
-    """One simulated run: batch size, power limit (W), energy (J), reached, time (s)."""
-
-    bs: int
-    pl: int
-    energy: float
-    reached: bool
-    time: float
 
 
 class Simulator:
