@@ -340,3 +340,69 @@ def test_the_power_limit_optimizer_pick_is_recorded_with_the_run(tmp_path):
     assert bso.training_finished and plo.optimal_power_limit is not None
     ((_, obs),) = open_store(url).observations("cifar-1")
     assert obs.reached and obs.power_limit == plo.optimal_power_limit
+
+
+ZEUS_DP = """
+import json, os, sys
+import torch
+import torch.distributed as dist
+from zeus_nb import device
+from zeus_nb.callback import CallbackSet
+from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, JobSpec
+from zeus_nb.optimizer.batch_size.exceptions import ZeusBSOTrainFailError
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+system = device.use_simulated("a40", "cifar100")
+log = []
+for recurrence in range(2):
+    bso = BatchSizeOptimizer(
+        monitor=ZeusMonitor(gpu_indices=None), server_url=sys.argv[1], rank=rank,
+        job=JobSpec(job_id="dp-1", job_id_prefix="dp", default_batch_size=1024,
+                    batch_sizes=[512, 1024], target_metric=0.6, max_epochs=5),
+    )
+    # Zeus's data-parallel example: rank 0 asks, then broadcasts batch size and trial number.
+    if rank == 0:
+        t = torch.tensor([bso.get_batch_size(), bso.trial_number])
+    else:
+        t = torch.tensor([0, 0])
+    dist.broadcast(t, src=0)
+    bso.current_batch_size, bso.trial_number = int(t[0]), int(t[1])
+    callbacks = CallbackSet([bso])
+    callbacks.on_train_begin()
+    bs = bso.current_batch_size
+    try:
+        for epoch in range(5):
+            callbacks.on_epoch_begin()
+            device.step(system.steps_per_epoch(bs), batch_size=bs)
+            callbacks.on_epoch_end()
+            callbacks.on_evaluate(0.7)
+            if bso.training_finished:
+                break
+    except ZeusBSOTrainFailError:
+        pass
+    log.append([bs, bso.trial_number, bso.training_finished])
+with open(os.path.join(sys.argv[2], f"rank{rank}.json"), "w") as f:
+    json.dump(log, f)
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_zeus_data_parallel_pattern(tmp_path):
+    """Zeus's DP example broadcasts the batch size by hand; the optimizer agrees with it."""
+    script = tmp_path / "dp.py"
+    script.write_text(ZEUS_DP)
+    url = f"sqlite:///{tmp_path / 'bso.sqlite3'}"
+    env = _env(tmp_path)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    proc = subprocess.run(
+        [*cmd, str(script), url, str(tmp_path)], env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    r0, r1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
+    assert r0 == r1 == [[1024, 1, True], [512, 2, True]]
+    assert [t.status for t in open_store(url).trials("dp-1")] == ["succeeded"] * 2
