@@ -16,6 +16,20 @@ UNSUPPORTED: dict[str, str] = {
     "samples on a thread and keeps (time, W) pairs, read through get_power_timeline()",
     "zeus.monitor.temperature.TemperatureSample": "the message Zeus's temperature-sampling "
     "process sends; zeus-nb samples on a thread, read through get_temperature_timeline()",
+    "zeus.optimizer.batch_size.server": (
+        "internals of Zeus's batch-size optimizer server (FastAPI app, SQLAlchemy models, "
+        "services); zeus-nb has no server: the client reads and writes the store itself "
+        "(sqlite:/// or postgresql:// as server_url)"
+    ),
+    "zeus.optimizer.batch_size.migrations": (
+        "Alembic migrations of Zeus's server database; zeus-nb's store creates and versions its "
+        "own tables"
+    ),
+    "zeus.optimizer.pipeline_frequency.server": (
+        "internals of Zeus's PFO server (FastAPI app, job manager, schedulers); zeus-nb plans "
+        "in process, and server_url names the schedule file the server's PointSolution would "
+        "serve"
+    ),
 }
 
 # Importable, but constructing or calling them raises our one-line error with the reason.
@@ -41,6 +55,9 @@ PLACEHOLDERS: dict[str, str] = {
         "streams from zeusd; sample power in the process with zeus_nb.monitor.PowerMonitor"
     ),
 }
+
+_BSO = "zeus.optimizer.batch_size"
+_PFO = "zeus.optimizer.pipeline_frequency"
 
 NOTES: dict[str, str] = {
     "zeus._legacy.simulate.Simulator": "The NSDI '23 trace-driven simulator over this package's "
@@ -116,6 +133,32 @@ NOTES: dict[str, str] = {
     "zeus.device.soc.apple.zeus_apple_silicon": "None: the Apple binding is never loaded",
     "zeus.device.common.has_sys_admin": "reads CapEff from /proc/self/status; not cached",
     "zeus.utils.zeusd.ZeusdConfig": "a record only: make_client() raises (no zeusd client)",
+    f"{_BSO}.client.BatchSizeOptimizer": (
+        "server_url is the store (sqlite:///PATH, a path, postgresql://...; None: "
+        "$ZEUS_SERVER_URL); http(s):// is refused. job_id=None makes a new job per run, as "
+        "Zeus's server does; trials are numbered per job in the store. See "
+        "batch_size_optimizer.md."
+    ),
+    f"{_BSO}.common.JobSpec": (
+        "A checked dataclass with pydantic-v1 methods (dict, json, parse_obj). "
+        "mab_prior_mean, mab_prior_precision and mab_num_explorations are accepted, but "
+        "zeus-nb's bandit uses its own prior; beta_knob must be > 1 or None."
+    ),
+    f"{_BSO}.common.REGISTER_JOB_URL": "Zeus's server route; nothing listens on it here.",
+    f"{_BSO}.exceptions.ZeusBSORuntimError": "Every ZeusBSO*Error is also a ZeusNbError.",
+    f"{_PFO}.optimizer.PipelineFrequencyOptimizer": (
+        "server_url names a schedule file (the planner's freqs_pipeline_NNNNN.py or a zeus-nb "
+        "plan JSON, as a path or file://); torch.distributed is optional; zeus-nb's own call "
+        "(plan, stage, gpu) works too. See pipeline_frequency.md."
+    ),
+    f"{_PFO}.frequency_controller.FrequencyController": (
+        "Sets clocks in the calling process through zeus-nb's device layer (a settings guard "
+        "restores them), not in a child process."
+    ),
+    f"{_PFO}.common.PFOServerSettings": "No server reads it; fields default to $ZEUS_PFO_*.",
+    f"{_PFO}.common.InstructionProfilingResult": (
+        "Its CSV has no blocking rows: load_profile(path, p2p_power=W) plans with it."
+    ),
     # --- zeus.profile: thermally stable profiling (power_limit_optimizer.md) ---------------------
     "zeus.profile.measure": "Iterations are timed on the monitor's clock, not `time.monotonic()`: "
     "on the simulated GPU's virtual clock `target_function` must call `zeus_nb.step()` (one that "

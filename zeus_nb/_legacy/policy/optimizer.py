@@ -24,12 +24,12 @@ from zeus_nb._legacy.policy.interface import BatchSizeOptimizer, PowerLimitOptim
 from zeus_nb._legacy.policy.mab import GaussianTS
 from zeus_nb.errors import CallbackOrderError, InputError
 from zeus_nb.optimizer.batch_size import (
-    JobSpec,
     MemoryStore,
     Observation,
     PaperBatchSizeOptimizer,
     PruningExplorer,
 )
+from zeus_nb.optimizer.batch_size.store import JobSpec
 
 __all__ = [
     "GTSBatchSizeOptimizer",
