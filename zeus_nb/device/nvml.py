@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
@@ -307,6 +308,7 @@ class NvmlSystem(GPUSystem):
     backend = "nvml"
 
     def __init__(self, cuda_visible_devices: str | None = FROM_ENV):
+        self._cuda: bool | None = None  # torch.cuda.is_available(), asked once torch is in use
         nv = _pynvml()
         try:
             nv.nvmlInit()
@@ -332,12 +334,57 @@ class NvmlSystem(GPUSystem):
     def clock(self) -> float:
         return time.monotonic()
 
+    def snapshot_reader(self, gpus: list[GPU]) -> Callable[[], tuple[float, list[float]]]:
+        """The clock and each GPU's energy counter, called straight on the driver.
+
+        On an NVML error the snapshot is read again through :meth:`NvmlGPU.energy`, whose error
+        names the GPU and says what to do. GPUs without a counter (pre-Volta) integrate power,
+        through the general reader.
+        """
+        if not all(isinstance(g, NvmlGPU) and g.supports_energy_counter() for g in gpus):
+            return super().snapshot_reader(gpus)
+        nv = _pynvml()
+        read, error, clock = nv.nvmlDeviceGetTotalEnergyConsumption, nv.NVMLError, time.monotonic
+        gpus, handles = list(gpus), [g.handle for g in gpus]
+        if len(handles) == 1:
+            (handle,) = handles
+
+            def snapshot() -> tuple[float, list[float]]:
+                try:
+                    return clock(), [read(handle) / 1000.0]
+                except error:
+                    return self.snapshot(gpus)
+
+            return snapshot
+
+        def snapshot_all() -> tuple[float, list[float]]:
+            try:
+                return clock(), [read(h) / 1000.0 for h in handles]
+            except error:
+                return self.snapshot(gpus)
+
+        return snapshot_all
+
     def sync(self, indices: list[int] | None = None) -> None:
         torch = sys.modules.get("torch")  # never import torch just to synchronize
-        if torch is None or not torch.cuda.is_available():
+        if torch is None:
+            return
+        if self._cuda is None:  # whether torch sees CUDA does not change within a process
+            self._cuda = bool(torch.cuda.is_available())
+        if not self._cuda:
             return
         for i in indices if indices is not None else [g.index for g in self.gpus]:
             torch.cuda.synchronize(i)
+
+    def sync_function(self, indices: list[int]) -> Callable[[], None]:
+        """:meth:`sync`, reduced to one dictionary lookup while torch is not imported."""
+        modules, indices = sys.modules, list(indices)
+
+        def sync() -> None:
+            if modules.get("torch") is not None:
+                self.sync(indices)
+
+        return sync
 
     def info(self) -> dict[str, str]:
         nv = _pynvml()
