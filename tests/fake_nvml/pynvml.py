@@ -20,12 +20,24 @@ NVML_ERROR_UNINITIALIZED = 1
 NVML_ERROR_INVALID_ARGUMENT = 2
 NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_NO_PERMISSION = 4
+NVML_ERROR_ALREADY_INITIALIZED = 5
 NVML_ERROR_NOT_FOUND = 6
+NVML_ERROR_INSUFFICIENT_SIZE = 7
+NVML_ERROR_INSUFFICIENT_POWER = 8
 NVML_ERROR_DRIVER_NOT_LOADED = 9
 NVML_ERROR_TIMEOUT = 10
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_IRQ_ISSUE = 11
+NVML_ERROR_FUNCTION_NOT_FOUND = 13
+NVML_ERROR_CORRUPTED_INFOROM = 14
+NVML_ERROR_RESET_REQUIRED = 16
+NVML_ERROR_OPERATING_SYSTEM = 17
+NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
+NVML_ERROR_MEMORY = 20
 NVML_ERROR_UNKNOWN = 999
+NVML_DEVICE_ARCH_VOLTA = 5
+NVML_DEVICE_ARCH_AMPERE = 7
 NVML_TEMPERATURE_GPU = 0
 NVML_FI_DEV_POWER_AVERAGE = 185
 NVML_FI_DEV_POWER_INSTANT = 186
@@ -60,6 +72,7 @@ _ERRORS = {
     "LibraryNotFound": _sub("LibraryNotFound", NVML_ERROR_LIBRARY_NOT_FOUND),
     "Timeout": _sub("Timeout", NVML_ERROR_TIMEOUT),
     "GpuIsLost": _sub("GpuIsLost", NVML_ERROR_GPU_IS_LOST),
+    "FunctionNotFound": _sub("FunctionNotFound", NVML_ERROR_FUNCTION_NOT_FOUND),
     "Unknown": _sub("Unknown", NVML_ERROR_UNKNOWN),
 }
 
@@ -79,6 +92,7 @@ def default_device(i: int, **overrides) -> dict:
         "energy_error": None,
         "power_error": None,
         "temperature_c": 45,
+        "architecture": NVML_DEVICE_ARCH_AMPERE,
         # Field-value power domains in mW (None: the field is not supported).
         "power_instant_mw": None,
         "power_average_mw": None,
@@ -108,6 +122,19 @@ def default_state(num_gpus: int = 2) -> dict:
     }
 
 
+_memory_state: dict | None = None
+
+
+def keep_state_in_memory(state: dict | None) -> None:
+    """Serve ``state`` from memory instead of the JSON file; None goes back to the file.
+
+    Benchmarks use this so that a call costs what a driver call costs, not a JSON round trip
+    (subprocesses then no longer share the state).
+    """
+    global _memory_state
+    _memory_state = state
+
+
 def _path() -> Path:
     p = os.environ.get("ZEUS_NB_FAKE_NVML_STATE")
     if not p:
@@ -116,10 +143,14 @@ def _path() -> Path:
 
 
 def load_state() -> dict:
+    if _memory_state is not None:
+        return _memory_state
     return json.loads(_path().read_text())
 
 
 def save_state(state: dict) -> None:
+    if _memory_state is not None:
+        return  # callers changed the in-memory state in place
     p = _path()
     tmp = p.with_suffix(".tmp")
     tmp.write_text(json.dumps(state))
@@ -231,6 +262,21 @@ def nvmlDeviceGetTotalEnergyConsumption(handle: _Handle) -> int:
     d["energy_mj"] += int(d["power_mw"] * d["read_interval_s"])
     save_state(state)
     return d["energy_mj"]
+
+
+def nvmlDeviceGetArchitecture(handle: _Handle) -> int:
+    return int(_dev(handle).get("architecture", NVML_DEVICE_ARCH_AMPERE))
+
+
+def nvmlDeviceGetC2cModeInfoV(handle: _Handle):
+    """No fake GPU is a Grace Hopper chip (the call exists on such drivers only)."""
+    _dev(handle)
+    raise _ERRORS["NotSupported"]()
+
+
+def _nvmlGetFunctionPointer(name: str):
+    """Present in the official bindings (libraries such as Zeus check for it); unused here."""
+    raise _ERRORS["FunctionNotFound"]()
 
 
 def nvmlDeviceGetPowerUsage(handle: _Handle) -> int:

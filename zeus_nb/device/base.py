@@ -6,9 +6,11 @@ and its :class:`GPU` objects only, and never asks which backend it has.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -220,6 +222,14 @@ class GPUSystem(ABC):
         """The clock and the energy counters of ``gpus``, read as close together as possible."""
         return self.clock(), [g.energy() for g in gpus]
 
+    def snapshot_reader(self, gpus: list[GPU]) -> Callable[[], tuple[float, list[float]]]:
+        """A function that returns :meth:`snapshot` of ``gpus``, built once for repeated reads.
+
+        Measurement windows read snapshots on their hot path; backends whose reads can skip
+        per-call dispatch (NVML) return a faster function with the same result.
+        """
+        return functools.partial(self.snapshot, list(gpus))
+
     def wall_time(self, t: float | None = None) -> float:
         """Unix time (comparable with ``time.time()``) of the clock reading ``t`` (default: now).
 
@@ -245,6 +255,10 @@ class GPUSystem(ABC):
     def sync(self, indices: list[int] | None = None) -> None:
         """Wait for queued GPU work before reading counters (no-op where nothing is queued)."""
         return None
+
+    def sync_function(self, indices: list[int]) -> Callable[[], None]:
+        """A function that does :meth:`sync` of ``indices``, built once for repeated calls."""
+        return functools.partial(self.sync, list(indices))
 
     def step(self, n: int = 1, batch_size: int | None = None) -> None:
         """Account for ``n`` training steps. Advances simulated GPUs; no-op on real GPUs."""

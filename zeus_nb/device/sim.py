@@ -388,9 +388,9 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
 
     def power_sampler(self, indices: list[int], period: float) -> PowerSampler:
         if self.clock_mode == "wall":
-            from zeus_nb.device.nvml import _ThreadSampler  # reads power() on a real-time grid
+            from zeus_nb.device.sampling import ThreadSampler  # power() on a real-time grid
 
-            return _ThreadSampler(self, indices, period)  # type: ignore[arg-type]
+            return ThreadSampler(self, indices, period)
         from zeus_nb.device.sim_sampler import SimSampler
 
         return SimSampler(self, indices, period)
