@@ -69,15 +69,19 @@ def test_marked_steps_cost_the_calibrated_time_whatever_their_real_length(monkey
     t0, e0 = system.clock(), system.gpus[0].energy()
     for length in (0.0, 0.004, 0.0005, 0.006):  # fast and slow steps cost the same
         fake.now += length / 2
-        system.clock()  # a reading mid-step never charges more than the step's budget
+        assert system.clock() == t0 + (system.clock() - t0)  # readings mid-step: held still
         fake.now += length / 2
         system.mark_step()
     stretched = 4 * 0.002 * system.slowdown(low)
     assert system.clock() - t0 == pytest.approx(stretched)
     watts = system.step_cost(system.batch_size, low)[1]
     assert system.gpus[0].energy() - e0 == pytest.approx(watts * stretched)
-    fake.now += 0.5  # time outside steps is real time, stretched, up to the step budget
-    assert system.clock() - t0 == pytest.approx(stretched + 0.002 * system.slowdown(low))
+    t1 = system.clock()
+    fake.now += 0.002 * 5  # a window opening mid-step sees the clock held at the last mark
+    assert system.clock() == t1
+    fake.now += 0.5  # beyond the hold: the loop does something else, real time counts again
+    beyond = 0.002 * 5 + 0.5 - sim_wall.HOLD * 0.002
+    assert system.clock() - t1 == pytest.approx(beyond * system.slowdown(low))
 
 
 def test_virtual_clock_ignores_step_marks():
