@@ -15,8 +15,9 @@ else as many as the code asks for), ``ZEUS_NB_SIM_NOISE``, ``ZEUS_NB_SIM_SEED``,
 (the simulated CPU); :func:`use_simulated` sets them in code.
 
 Zeus's device API is here too, over whichever backend is current: :func:`get_gpus`
-(:mod:`zeus_nb.device.gpu`, mW and mJ as in Zeus), :func:`get_cpus` (:mod:`zeus_nb.device.cpus`)
-and :func:`get_soc` (:mod:`zeus_nb.device.soc`); they load on first use.
+(:mod:`zeus_nb.device.gpu`, mW and mJ as in Zeus), :func:`get_cpus`
+(:mod:`zeus_nb.device.cpu.common`) and :func:`get_soc` (:mod:`zeus_nb.device.soc`); they load
+on first use.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ _current: GPUSystem | None = None
 # Zeus's device API: name -> module that defines it, imported on first use.
 _ZEUS_API = {
     "get_gpus": "zeus_nb.device.gpu",
-    "get_cpus": "zeus_nb.device.cpus",
+    "get_cpus": "zeus_nb.device.cpu.common",
     "get_soc": "zeus_nb.device.soc",
 }
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from zeus_nb.device.cpu import CPU
+    from zeus_nb.device.cpu.packages import CPU
 
 #: Power domains a GPU may report, with Zeus's names: the instantaneous board power, the board
 #: power averaged by the driver (over about a second on NVIDIA), and the memory's average power.
@@ -244,7 +244,7 @@ class GPUSystem(ABC):
 
         Raises the errors of :func:`zeus_nb.device.cpu.rapl_cpus` (no RAPL, no permission).
         """
-        from zeus_nb.device.cpu import rapl_cpus
+        from zeus_nb.device.cpu.packages import rapl_cpus
 
         return rapl_cpus()
 

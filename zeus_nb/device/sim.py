@@ -29,7 +29,7 @@ import numpy as np
 
 from zeus_nb.data.traces import GPU_NAMES, get_workload, load_power_trace, power_curves
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
-from zeus_nb.device.cpu import CPU, SimulatedCPU
+from zeus_nb.device.cpu.packages import CPU, SimulatedCPU
 from zeus_nb.device.frequency import Work
 from zeus_nb.device.sim_clocks import SimulatedClocks
 from zeus_nb.device.sim_wall import WallPace
