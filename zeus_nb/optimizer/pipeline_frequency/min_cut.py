@@ -4,21 +4,22 @@ The Phillips–Dessouky step needs, over the cuts ``(S, T)`` of a network with a
 ``[lb, ub]``, the one minimizing ``sum(ub forward) - sum(lb backward)``, and needs to know whether
 any flow meets all the bounds (``lowtime`` stops when none does). Writing ``e(v)`` for the lower
 bounds entering ``v`` minus those leaving it, that cut value equals ``sum((ub - lb) forward) +
-sum(e(v) for v in T)``: up to a constant, the value of the cut in one network without lower bounds,
-with capacities ``ub - lb``, an arc ``source -> v`` of capacity ``e(v)`` where it is positive and
-``v -> sink`` of ``-e(v)`` where negative. One max flow there gives the cut: the smallest source
-side, the nodes still reachable from the source through arcs with residual capacity above
-``threshold``. If that flow saturates every ``e`` arc, adding the lower bounds back to it gives a
-flow that meets all bounds; only otherwise does the textbook feasibility flow (from a super source
-feeding every lower bound to a super sink draining them, with an unbounded arc from sink to
-source) have to decide.
+sum(e(v) for v in T)``: up to a constant, the value of the cut in one network without lower
+bounds, with capacities ``ub - lb``, an arc ``source -> v`` of capacity ``e(v)`` where it is
+positive and ``v -> sink`` of ``-e(v)`` where negative (merged with the network's own arc between
+the two where there is one). One max flow there gives the cut: the smallest source side, the
+nodes still reachable from the source through arcs with residual capacity above ``threshold``. If
+that flow saturates every ``e`` arc (none of them merged), adding the lower bounds back to it
+gives a flow that meets all bounds; only otherwise does the textbook feasibility flow (from a
+super source feeding every lower bound to a super sink draining them, with an unbounded arc from
+sink to source) have to decide.
 
 scipy's :func:`~scipy.sparse.csgraph.maximum_flow` takes 32-bit integer capacities (and wraps
 larger ones silently), so bounds arrive as integers of a caller-chosen resolution, with
 ``INFINITE`` standing for "no upper bound"; the caller keeps finite bounds summing to less than
-``FINITE_TOTAL_LIMIT``. The source must have a single outgoing arc, so that no flow exceeds
-``INFINITE`` plus that sum. The network's arcs are fixed and only the bounds change between calls,
-so the sparse pattern is built once.
+``FINITE_TOTAL_LIMIT``. The source must have one outgoing arc and no incoming one, so that no
+flow exceeds ``INFINITE`` plus that sum. The network's arcs are fixed and only the bounds change
+between calls, so the sparse pattern is built once.
 """
 
 from __future__ import annotations
@@ -58,14 +59,15 @@ class BoundedCutNetwork:
     """Arcs ``frm -> to`` among ``n`` nodes whose bounds change from one cut to the next."""
 
     def __init__(self, n: int, frm: np.ndarray, to: np.ndarray, source: int, sink: int) -> None:
-        if np.count_nonzero(frm == source) != 1:
-            raise ValueError("the source needs exactly one outgoing arc")
+        if np.count_nonzero(frm == source) != 1 or (to == source).any():
+            raise ValueError("the source needs exactly one outgoing arc and no incoming one")
         self.n, self.frm, self.to, self.source, self.sink = n, frm, to, source, sink
-        # nodes next to the source or sink must balance their lower bounds (checked per cut)
-        self._plain = np.ones(n, bool)
-        self._plain[[source, sink, *to[frm == source], *frm[to == sink]]] = False
-        nodes = np.flatnonzero(self._plain)
+        nodes = np.flatnonzero((np.arange(n) != source) & (np.arange(n) != sink))
         self._excess_nodes = nodes
+        # where an excess arc coincides with an arc of the network, their flows mix
+        self._shared = np.zeros(n, bool)
+        self._shared[to[frm == source]] = self._shared[frm[to == sink]] = True
+        self._shared[[source, sink]] = False
         rows = np.concatenate([frm, np.full(len(nodes), source), nodes])
         cols = np.concatenate([to, nodes, np.full(len(nodes), sink)])
         keys = np.concatenate([rows * n + cols, cols * n + rows])  # every arc and its reverse
@@ -90,11 +92,9 @@ class BoundedCutNetwork:
         n, source, sink = self.n, self.source, self.sink
         into = np.bincount(self.to, lower, minlength=n)
         excess = (into - np.bincount(self.frm, lower, minlength=n)).astype(np.int64)
-        if excess[~self._plain & (np.arange(n) != source) & (np.arange(n) != sink)].any():
-            raise ValueError("a node next to the source or sink carries unbalanced lower bounds")
         ex = excess[self._excess_nodes]
-        supply, demand = np.maximum(ex, 0), np.maximum(-ex, 0)
-        caps = np.concatenate([upper - lower, supply, demand])
+        supply_demand = np.concatenate([np.maximum(ex, 0), np.maximum(-ex, 0)])
+        caps = np.concatenate([upper - lower, supply_demand])
         cap = np.bincount(self._entry, caps, minlength=len(self._row)).astype(np.int32)
         # only arcs with capacity, and their reverses, which the max flow needs anyway
         live = (cap > 0) | (cap[self._reverse] > 0)
@@ -104,9 +104,10 @@ class BoundedCutNetwork:
         flows = np.zeros(len(cap), np.int64)
         flows[live] = flow.data
         k = len(self.frm)
-        if not np.array_equal(flows[self._entry[k:]], np.concatenate([supply, demand])) and (
-            not _feasible(n, self.frm, self.to, lower, upper, source, sink)
-        ):
+        certified = np.array_equal(flows[self._entry[k:]], supply_demand) and not (
+            excess[self._shared].any()
+        )
+        if not certified and not _feasible(n, self.frm, self.to, lower, upper, source, sink):
             return Cut(None, "no flow meets the lower bounds")
         keep = live & (cap - flows > threshold)
         reach = self._matrix(keep, np.ones(np.count_nonzero(keep), np.int8))

@@ -82,6 +82,23 @@ class Frontier:
         return [p.to_json() for p in self.points]
 
 
+def frontier_gap(a: Frontier, b: Frontier) -> float:
+    """Largest relative energy difference between two frontiers at matched iteration times.
+
+    At the iteration time of every point of either frontier that both can meet, each frontier's
+    least-energy plan within that time (:meth:`Frontier.for_deadline`) is compared; the result
+    is ``max |E_a - E_b| / E_b``. Times only one frontier can meet (below the other's fastest
+    point) are left out.
+    """
+    floor = max(a.fastest().iteration_time, b.fastest().iteration_time)
+    times = sorted({p.iteration_time for p in a.points + b.points if p.iteration_time >= floor})
+    gaps = [
+        abs(a.for_deadline(t).energy - b.for_deadline(t).energy) / b.for_deadline(t).energy
+        for t in times
+    ]
+    return max(gaps, default=0.0)
+
+
 def _tighten(plan: FrequencyPlan, profile: InstructionProfile, target: float) -> FrequencyPlan:
     """Speed up critical instructions one clock step at a time until ``plan`` meets ``target``."""
     clocks = dict(((s, i, j), f) for s, st in enumerate(plan.stages) for i, j, f in st)

@@ -134,16 +134,20 @@ def _step(
     crit_act, crit_arc, _ = graph.critical(d)
     at = tab.base + d
     crit = np.concatenate([crit_act, crit_arc])
-    lower = np.where(crit, np.concatenate([tab.lower[at], np.zeros(len(crit_arc), int)]), 0)
-    upper = np.where(crit, np.concatenate([tab.upper[at], np.full(len(crit_arc), INFINITE)]), 0)
+    size = graph.size
+    lower = np.zeros(len(crit), np.int64)
+    lower[:size] = tab.lower[at]
+    upper = np.full(len(crit), INFINITE, np.int64)
+    upper[:size] = tab.upper[at]
+    lower[~crit] = upper[~crit] = 0  # off the longest paths: no arc
     cut = net.min_cut(lower, upper, threshold=int(FP_ERROR // tab.resolution))
     if cut.source_side is None:
         return cut.reason
     side = cut.source_side
     forward = crit & side[net.frm] & ~side[net.to]
     backward = crit & ~side[net.frm] & side[net.to]
-    act_fwd, arc_fwd = forward[: graph.size], forward[graph.size :]
-    slow = backward[: graph.size] & ~dummy
+    act_fwd, arc_fwd = forward[:size], forward[size:]
+    slow = backward[:size] & ~dummy
     if not act_fwd.any() and not arc_fwd.any():
         return "the cut shortens nothing"
     if arc_fwd.any() or (act_fwd & (dummy | (d <= tab.shortest))).any():
