@@ -76,6 +76,8 @@ class BoundedCutNetwork:
         self._row = unique // n
         self._indices = (unique % n).astype(np.int32)
         self._reverse = np.searchsorted(unique, self._indices.astype(np.int64) * n + self._row)
+        own = ~np.concatenate([self._shared[nodes], self._shared[nodes]])
+        self._own_excess_entries = self._entry[len(frm) :][own]
 
     def _matrix(self, keep: np.ndarray, data: np.ndarray) -> sp.csr_matrix:
         """The pattern's entries where ``keep``, holding ``data`` (one value per kept entry)."""
@@ -90,27 +92,25 @@ class BoundedCutNetwork:
         lower bounds.
         """
         n, source, sink = self.n, self.source, self.sink
-        into = np.bincount(self.to, lower, minlength=n)
-        excess = (into - np.bincount(self.frm, lower, minlength=n)).astype(np.int64)
+        excess = np.bincount(self.to, lower, n) - np.bincount(self.frm, lower, n)
         ex = excess[self._excess_nodes]
-        supply_demand = np.concatenate([np.maximum(ex, 0), np.maximum(-ex, 0)])
-        caps = np.concatenate([upper - lower, supply_demand])
+        caps = np.concatenate([upper - lower, np.maximum(ex, 0), np.maximum(-ex, 0)])
         cap = np.bincount(self._entry, caps, minlength=len(self._row)).astype(np.int32)
         # only arcs with capacity, and their reverses, which the max flow needs anyway
-        live = (cap > 0) | (cap[self._reverse] > 0)
+        live = cap > 0
+        live |= live[self._reverse]
         flow = maximum_flow(self._matrix(live, cap[live]), source, sink, method="dinic").flow
         if not np.array_equal(flow.indices, self._indices[live]):
             raise RuntimeError("scipy's max flow changed the network's sparse pattern")
-        flows = np.zeros(len(cap), np.int64)
-        flows[live] = flow.data
-        k = len(self.frm)
-        certified = np.array_equal(flows[self._entry[k:]], supply_demand) and not (
-            excess[self._shared].any()
-        )
-        if not certified and not _feasible(n, self.frm, self.to, lower, upper, source, sink):
+        residual = cap.astype(np.int64)
+        residual[live] -= flow.data
+        own = self._own_excess_entries  # saturated: the lower bounds are met
+        if (residual[own].any() or excess[self._shared].any()) and not _feasible(
+            n, self.frm, self.to, lower, upper, source, sink
+        ):
             return Cut(None, "no flow meets the lower bounds")
-        keep = live & (cap - flows > threshold)
-        reach = self._matrix(keep, np.ones(np.count_nonzero(keep), np.int8))
+        keep = live & (residual > threshold)
+        reach = self._matrix(keep, np.ones(np.count_nonzero(keep)))
         side = np.zeros(n, bool)
         side[breadth_first_order(reach, source, directed=True, return_predecessors=False)] = True
         return Cut(side)
