@@ -244,12 +244,16 @@ def test_min_cut_is_the_smallest_minimum_cut_under_lower_bounds():
 
 
 def test_min_cut_reports_bounds_no_flow_meets():
-    # source -> a -> b -> sink: at least 5 must enter b, at most 2 may leave it
+    # source -> a -> b -> sink: at least 5 must enter b, at most 4 may leave it
     frm, to = np.array([0, 1, 2]), np.array([1, 2, 3])
-    cut = BoundedCutNetwork(4, frm, to, 0, 3).min_cut(
-        np.array([0, 5, 0]), np.array([INFINITE, INFINITE, 2])
-    )
+    net = BoundedCutNetwork(4, frm, to, 0, 3)
+    lower, upper = np.array([0, 5, 0]), np.array([INFINITE, INFINITE, 4])
+    cut = net.min_cut(lower, upper)
     assert cut.source_side is None and "lower bounds" in cut.reason
+    # short by one unit: within a tolerance of one (lowtime's resolution), the cut is b -> sink
+    cut = net.min_cut(lower, upper, tolerance=1)
+    assert cut.source_side.tolist() == [True, True, True, False]
+    assert net.min_cut(lower, upper - 1, tolerance=1).source_side is None
 
 
 def test_each_step_is_optimal_on_small_dags():

@@ -33,6 +33,7 @@ class ActivityGraph:
     _entry_length: np.ndarray = field(init=False, repr=False)
     _entry_levels: np.ndarray = field(init=False, repr=False)
     _potential: np.ndarray = field(init=False, repr=False)
+    _shift: tuple = field(init=False, repr=False)
 
     @classmethod
     def from_predecessors(cls, predecessors: Sequence[Sequence[int]]) -> ActivityGraph:
@@ -75,6 +76,7 @@ class ActivityGraph:
             level[cols[a]] = max(level[cols[a]], level[rows[a]] + 1)
         self._potential = level
         self._entry_levels = level[cols[order]] - level[rows[order]]
+        self._shift = (0, None, None)  # K and the shifts it makes, for the last K used
 
     @property
     def size(self) -> int:
@@ -88,11 +90,13 @@ class ActivityGraph:
         """
         size = self.size
         k = int(lengths.max()) + 1
+        if k != self._shift[0]:
+            self._shift = (k, k * self._entry_levels, k * self._potential.reshape(2, size))
         both = self._both
-        both.data = (k * self._entry_levels - lengths[self._entry_length]).astype(float)
+        both.data = (self._shift[1] - lengths[self._entry_length]).astype(float)
         dist = dijkstra(both, directed=True, indices=[0, size])
         shifted = np.rint([dist[0, :size], dist[1, size:]]).astype(np.int64)
-        longest = k * self._potential.reshape(2, size) - shifted
+        longest = self._shift[2] - shifted
         return longest[0], longest[1, ::-1], int(longest[0, -1])
 
     def critical(self, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:

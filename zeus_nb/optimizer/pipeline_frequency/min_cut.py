@@ -12,7 +12,8 @@ nodes still reachable from the source through arcs with residual capacity above 
 that flow saturates every ``e`` arc (none of them merged), adding the lower bounds back to it
 gives a flow that meets all bounds; only otherwise does the textbook feasibility flow (from a
 super source feeding every lower bound to a super sink draining them, with an unbounded arc from
-sink to source) have to decide.
+sink to source) have to decide. Like ``lowtime``, which checks that flow's saturation to within
+its ``1e-6`` J resolution, both tests let each node's lower bounds fall short by ``tolerance``.
 
 scipy's :func:`~scipy.sparse.csgraph.maximum_flow` takes 32-bit integer capacities (and wraps
 larger ones silently), so bounds arrive as integers of a caller-chosen resolution, with
@@ -42,8 +43,9 @@ class Cut:
     reason: str = ""
 
 
-def _feasible(n, frm, to, lower, upper, source, sink) -> bool:
-    """Whether some flow meets every arc's bounds (the textbook super source/sink test)."""
+def _feasible(n, frm, to, lower, upper, source, sink, tolerance) -> bool:
+    """Whether some flow meets every arc's bounds, each node's lower bounds in and out short by at
+    most ``tolerance`` (the textbook super source/sink test)."""
     into = np.bincount(to, lower, minlength=n).astype(np.int64)
     out = np.bincount(frm, lower, minlength=n).astype(np.int64)
     nodes = np.arange(n)
@@ -52,7 +54,8 @@ def _feasible(n, frm, to, lower, upper, source, sink) -> bool:
     caps = np.concatenate([upper - lower, into, out, [INFINITE]])
     keep = caps > 0
     mat = sp.csr_matrix((caps[keep].astype(np.int32), (rows[keep], cols[keep])), shape=(n + 2,) * 2)
-    return maximum_flow(mat, n, n + 1).flow_value == into.sum()
+    flow = maximum_flow(mat, n, n + 1).flow[[n, n + 1]].toarray()[:, :n]
+    return bool(np.all(into - flow[0] <= tolerance) and np.all(out + flow[1] <= tolerance))
 
 
 class BoundedCutNetwork:
@@ -85,11 +88,13 @@ class BoundedCutNetwork:
         np.cumsum(np.bincount(self._row[keep], minlength=self.n), out=indptr[1:])
         return sp.csr_matrix((data, self._indices[keep], indptr), shape=(self.n, self.n))
 
-    def min_cut(self, lower: np.ndarray, upper: np.ndarray, threshold: int = 0) -> Cut:
+    def min_cut(
+        self, lower: np.ndarray, upper: np.ndarray, threshold: int = 0, tolerance: int = 0
+    ) -> Cut:
         """The minimum cut under integer bounds ``[lower, upper]`` per arc (0, 0: no arc).
 
         ``upper`` is :data:`INFINITE` where unbounded. Returns no cut when no flow meets the
-        lower bounds.
+        lower bounds, each node's short by at most ``tolerance``.
         """
         n, source, sink = self.n, self.source, self.sink
         excess = np.bincount(self.to, lower, n) - np.bincount(self.frm, lower, n)
@@ -105,9 +110,8 @@ class BoundedCutNetwork:
         residual = cap.astype(np.int64)
         residual[live] -= flow.data
         own = self._own_excess_entries  # saturated: the lower bounds are met
-        if (residual[own].any() or excess[self._shared].any()) and not _feasible(
-            n, self.frm, self.to, lower, upper, source, sink
-        ):
+        met = not (residual[own] > tolerance).any() and not excess[self._shared].any()
+        if not met and not _feasible(n, self.frm, self.to, lower, upper, source, sink, tolerance):
             return Cut(None, "no flow meets the lower bounds")
         keep = live & (residual > threshold)
         reach = self._matrix(keep, np.ones(np.count_nonzero(keep)))

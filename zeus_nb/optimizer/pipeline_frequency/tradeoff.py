@@ -12,9 +12,10 @@ speeding up. The steps stop when the cut would shorten something that cannot be 
 flow meets the bounds, or when a step saves nothing.
 
 This follows ``lowtime``'s ``PhillipsDessouky`` step for step (its capacities, rounded down to
-``1e-6``, the same unbounded arcs, stopping rules and residual threshold), so both produce the
-same sequence of plans up to ties between equally cheap cuts; longest paths, max flows and the
-reachability search run in scipy's compiled graph routines on arrays instead of Python graphs.
+``1e-6`` J, or coarser where their sum would not fit scipy's 32-bit capacities; the same unbounded
+arcs, stopping rules and residual threshold), so both produce the same sequence of plans up to
+ties between equally cheap cuts; longest paths, max flows and the reachability search run in
+scipy's compiled graph routines on arrays instead of Python graphs.
 """
 
 from __future__ import annotations
@@ -140,12 +141,13 @@ def _step(
     upper = np.full(len(crit), INFINITE, np.int64)
     upper[:size] = tab.upper[at]
     lower[~crit] = upper[~crit] = 0  # off the longest paths: no arc
-    cut = net.min_cut(lower, upper, threshold=int(FP_ERROR // tab.resolution))
+    unit = int(FP_ERROR // tab.resolution)  # lowtime's tolerance, in capacity units
+    cut = net.min_cut(lower, upper, threshold=unit, tolerance=unit)
     if cut.source_side is None:
         return cut.reason
-    side = cut.source_side
-    forward = crit & side[net.frm] & ~side[net.to]
-    backward = crit & ~side[net.frm] & side[net.to]
+    tail_in, head_in = cut.source_side[net.frm], cut.source_side[net.to]
+    forward = crit & tail_in & ~head_in
+    backward = crit & head_in & ~tail_in
     act_fwd, arc_fwd = forward[:size], forward[size:]
     slow = backward[:size] & ~dummy
     if not act_fwd.any() and not arc_fwd.any():
@@ -181,10 +183,11 @@ def tradeoff_durations(
     _, _, t_max = graph.longest_paths(d)
     logger.info("time-cost tradeoff: %d to %d quanta", t_max, t_min)
     plans = [d[1:-1].copy()]
-    for _ in range(t_max - t_min):
-        reason = _step(graph, net, tab, dummy, d)
-        if reason is not None:
-            logger.info("time-cost tradeoff stops after %d steps: %s", len(plans) - 1, reason)
-            break
+    limit = 2 * (t_max - t_min) + 100  # each step shortens by one quantum: a guard, not a rule
+    while (reason := _step(graph, net, tab, dummy, d)) is None:
         plans.append(d[1:-1].copy())
+        if len(plans) > limit:
+            reason = f"{limit} steps"
+            break
+    logger.info("time-cost tradeoff stops after %d steps: %s", len(plans) - 1, reason)
     return plans
