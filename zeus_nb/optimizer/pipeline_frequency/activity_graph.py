@@ -34,6 +34,7 @@ class ActivityGraph:
     _entry_levels: np.ndarray = field(init=False, repr=False)
     _potential: np.ndarray = field(init=False, repr=False)
     _shift: tuple = field(init=False, repr=False)
+    _pick: np.ndarray = field(init=False, repr=False)
 
     @classmethod
     def from_predecessors(cls, predecessors: Sequence[Sequence[int]]) -> ActivityGraph:
@@ -74,8 +75,10 @@ class ActivityGraph:
         level = np.zeros(2 * size, np.int64)  # arcs on the longest path from either source
         for a in order:  # rows ascend in topological order in both halves
             level[cols[a]] = max(level[cols[a]], level[rows[a]] + 1)
-        self._potential = level
-        self._entry_levels = level[cols[order]] - level[rows[order]]
+        self._potential = level.astype(float)
+        self._entry_levels = (level[cols[order]] - level[rows[order]]).astype(float)
+        # row 0 of the two-source distances for the DAG's nodes, row 1 for the reversed ones
+        self._pick = np.concatenate([np.arange(size), 3 * size + np.arange(size)])
         self._shift = (0, None, None)  # K and the shifts it makes, for the last K used
 
     @property
@@ -83,27 +86,27 @@ class ActivityGraph:
         """Activities plus source and sink."""
         return self.num_activities + 2
 
-    def longest_paths(self, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    def longest_paths(self, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """Earliest starts, longest tails (own length to the end) and the total length.
 
-        ``lengths`` holds one integer per extended activity (source and sink: 0).
+        ``lengths`` holds one integer per extended activity (source and sink: 0). The results
+        are whole numbers held as floats (exact far beyond any plan's length).
         """
         size = self.size
-        k = int(lengths.max()) + 1
+        k = float(lengths.max()) + 1.0
         if k != self._shift[0]:
-            self._shift = (k, k * self._entry_levels, k * self._potential.reshape(2, size))
+            self._shift = (k, k * self._entry_levels, k * self._potential)
         both = self._both
-        both.data = (self._shift[1] - lengths[self._entry_length]).astype(float)
-        dist = dijkstra(both, directed=True, indices=[0, size])
-        shifted = np.rint([dist[0, :size], dist[1, size:]]).astype(np.int64)
-        longest = self._shift[2] - shifted
-        return longest[0], longest[1, ::-1], int(longest[0, -1])
+        both.data = self._shift[1] - lengths[self._entry_length]
+        dist = dijkstra(both, directed=True, indices=[0, size]).reshape(-1)
+        longest = self._shift[2] - dist[self._pick]
+        return longest[:size], longest[size:][::-1], longest[size - 1]
 
-    def critical(self, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    def critical(self, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """Which activities and which precedence arcs lie on a longest path, and its length."""
         start, tail, total = self.longest_paths(lengths)
         activities = start + tail == total
-        arcs = start[self.arc_from] + lengths[self.arc_from] + tail[self.arc_to] == total
+        arcs = (start + lengths)[self.arc_from] + tail[self.arc_to] == total
         return activities, arcs, total
 
     def arc_nodes(self) -> tuple[np.ndarray, np.ndarray]:

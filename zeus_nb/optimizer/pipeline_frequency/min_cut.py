@@ -80,7 +80,8 @@ class BoundedCutNetwork:
         self._indices = (unique % n).astype(np.int32)
         self._reverse = np.searchsorted(unique, self._indices.astype(np.int64) * n + self._row)
         own = ~np.concatenate([self._shared[nodes], self._shared[nodes]])
-        self._own_excess_entries = self._entry[len(frm) :][own]
+        self._own_excess = np.zeros(len(unique), bool)  # entries of excess arcs not merged
+        self._own_excess[self._entry[len(frm) :][own]] = True
 
     def _matrix(self, keep: np.ndarray, data: np.ndarray) -> sp.csr_matrix:
         """The pattern's entries where ``keep``, holding ``data`` (one value per kept entry)."""
@@ -104,17 +105,18 @@ class BoundedCutNetwork:
         # only arcs with capacity, and their reverses, which the max flow needs anyway
         live = cap > 0
         live |= live[self._reverse]
-        flow = maximum_flow(self._matrix(live, cap[live]), source, sink, method="dinic").flow
-        if not np.array_equal(flow.indices, self._indices[live]):
+        net = self._matrix(live, cap[live])
+        flow = maximum_flow(net, source, sink, method="dinic").flow
+        if not np.array_equal(flow.indices, net.indices):
             raise RuntimeError("scipy's max flow changed the network's sparse pattern")
-        residual = cap.astype(np.int64)
-        residual[live] -= flow.data
-        own = self._own_excess_entries  # saturated: the lower bounds are met
-        met = not (residual[own] > tolerance).any() and not excess[self._shared].any()
-        if not met and not _feasible(n, self.frm, self.to, lower, upper, source, sink, tolerance):
+        residual = net.data - flow.data
+        met = not (residual[self._own_excess[live]] > tolerance).any()
+        if not (met and not excess[self._shared].any()) and not _feasible(
+            n, self.frm, self.to, lower, upper, source, sink, tolerance
+        ):
             return Cut(None, "no flow meets the lower bounds")
-        keep = live & (residual > threshold)
-        reach = self._matrix(keep, np.ones(np.count_nonzero(keep)))
+        net.data = (residual > threshold).astype(float)  # the arcs left to search along
+        net.eliminate_zeros()
         side = np.zeros(n, bool)
-        side[breadth_first_order(reach, source, directed=True, return_predecessors=False)] = True
+        side[breadth_first_order(net, source, directed=True, return_predecessors=False)] = True
         return Cut(side)

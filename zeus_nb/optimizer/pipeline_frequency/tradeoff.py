@@ -135,12 +135,10 @@ def _step(
     crit_act, crit_arc, _ = graph.critical(d)
     at = tab.base + d
     crit = np.concatenate([crit_act, crit_arc])
-    size = graph.size
-    lower = np.zeros(len(crit), np.int64)
-    lower[:size] = tab.lower[at]
-    upper = np.full(len(crit), INFINITE, np.int64)
-    upper[:size] = tab.upper[at]
-    lower[~crit] = upper[~crit] = 0  # off the longest paths: no arc
+    size, arcs = graph.size, len(crit_arc)
+    # precedences: [0, unbounded]; off the longest paths: [0, 0], no arc
+    lower = np.concatenate([tab.lower[at], np.zeros(arcs, np.int64)]) * crit
+    upper = np.concatenate([tab.upper[at], np.full(arcs, INFINITE)]) * crit
     unit = int(FP_ERROR // tab.resolution)  # lowtime's tolerance, in capacity units
     cut = net.min_cut(lower, upper, threshold=unit, tolerance=unit)
     if cut.source_side is None:
@@ -179,8 +177,7 @@ def tradeoff_durations(
     dummy = np.zeros(graph.size, bool)
     dummy[[0, -1]] = True
     d = tab.longest.copy()
-    _, _, t_min = graph.longest_paths(tab.shortest)
-    _, _, t_max = graph.longest_paths(d)
+    t_min, t_max = (int(graph.longest_paths(x)[2]) for x in (tab.shortest, d))
     logger.info("time-cost tradeoff: %d to %d quanta", t_max, t_min)
     plans = [d[1:-1].copy()]
     limit = 2 * (t_max - t_min) + 100  # each step shortens by one quantum: a guard, not a rule
