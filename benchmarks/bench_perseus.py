@@ -1,7 +1,7 @@
 """Pipeline frequency planning: both frontier solvers side by side, and the energy saved.
 
 Run: python benchmarks/bench_perseus.py [--gpu v100|a40] [--weights 1,1.2,0.9,1.1]
-         [--sizes 4x8,4x16,8x32] [--solvers native,lowtime] [--json]
+         [--sizes 4x8,4x16,8x32] [--solvers native,lowtime] [--repeat 3] [--json]
 
 For (stages x microbatches) = 4x8, 4x16 and 8x32 it builds a synthetic instruction profile from
 the simulated GPU's calibrated frequency model (zeus_nb.optimizer.pipeline_frequency.
@@ -10,7 +10,8 @@ whole time-energy frontier with each solver in this one process: this package's 
 the default) and the lowtime package's ("lowtime", the reference). Per size it reports each
 solver's planning time (solve_frontier, profile to frontier, after one tiny warm-up solve per
 solver so that no timing includes imports: wall clock and this process's CPU time, which a busy
-shared machine inflates less), the ratio lowtime / native of both, the largest
+shared machine inflates less; the best of up to --repeat runs, the two solvers' runs alternating,
+one run only where a run takes over 10 s), the ratio lowtime / native of both, the largest
 relative energy difference between the two frontiers at matched iteration times
 (zeus_nb.optimizer.pipeline_frequency.frontier_gap), the number of frontier points, and, from the
 native frontier, the energy saved against all-max clocks at the same iteration time (the fastest
@@ -33,6 +34,7 @@ from zeus_nb.optimizer.pipeline_frequency import (
 
 SIZES = ((4, 8), (4, 16), (8, 32))
 SOLVERS = ("native", "lowtime")
+ONCE_ABOVE_S = 10.0
 
 
 def warm_up(gpu: str, solvers=SOLVERS) -> None:
@@ -48,13 +50,35 @@ def _timed_solve(profile, stages: int, microbatches: int, solver: str):
     return frontier, time.perf_counter() - t0, time.process_time() - c0
 
 
+def best_of(profile, stages: int, microbatches: int, solvers, repeat: int) -> dict:
+    """Per solver: its frontier and shortest wall and CPU time over up to ``repeat`` runs.
+
+    The solvers' runs alternate, so that a change in the machine's load hits both; a solver
+    whose first run took over ``ONCE_ABOVE_S`` runs once.
+    """
+    best: dict = {}
+    for r in range(repeat):
+        for name in solvers:
+            if r and best[name][1] > ONCE_ABOVE_S:
+                continue
+            frontier, wall, cpu = _timed_solve(profile, stages, microbatches, name)
+            old = best.get(name, (frontier, wall, cpu))
+            best[name] = (frontier, min(wall, old[1]), min(cpu, old[2]))
+    return best
+
+
 def run_case(
-    gpu: str, stages: int, microbatches: int, pattern: list[float], solvers=SOLVERS
+    gpu: str,
+    stages: int,
+    microbatches: int,
+    pattern: list[float],
+    solvers=SOLVERS,
+    repeat: int = 3,
 ) -> dict:
     weights = [pattern[s % len(pattern)] for s in range(stages)]
     profile = synthetic_profile(gpu, stages, weights)
     dependencies(stages, microbatches)  # the DAG both solvers share, cached
-    solved = {name: _timed_solve(profile, stages, microbatches, name) for name in solvers}
+    solved = best_of(profile, stages, microbatches, solvers, repeat)
     frontier, elapsed, cpu = solved[solvers[0]]
     ref = frontier.max_clock
     fastest = frontier.fastest()
@@ -65,6 +89,7 @@ def run_case(
         "microbatches": microbatches,
         "weights": weights,
         "solver": solvers[0],
+        "repeat": repeat,
         "planning_s": round(elapsed, 3),
         "planning_cpu_s": round(cpu, 3),
         "frontier_points": len(frontier.points),
@@ -123,6 +148,12 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(SOLVERS),
         help="solvers to run, the first one reported in full (default native,lowtime)",
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help=f"best of this many runs per solver (default 3; once above {ONCE_ABOVE_S:g} s)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON line per case")
     args = parser.parse_args(argv)
     pattern = [float(w) for w in args.weights.split(",")]
@@ -134,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     warm_up(args.gpu, solvers)
     for stages, mbs in sizes:
-        r = run_case(args.gpu, stages, mbs, pattern, solvers)
+        r = run_case(args.gpu, stages, mbs, pattern, solvers, args.repeat)
         print(json.dumps(r) if args.json else _line(r, solvers), flush=True)
     return 0
 
