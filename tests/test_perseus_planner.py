@@ -1,4 +1,4 @@
-"""Pipeline frequency planning: profiles, the 1F1B DAG, the lowtime frontier, applying plans."""
+"""Pipeline frequency planning: profiles, the 1F1B DAG, the frontier, applying plans."""
 
 import pytest
 

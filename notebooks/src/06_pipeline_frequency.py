@@ -6,7 +6,8 @@
 # - why a pipeline-parallel iteration under the 1F1B schedule leaves some GPUs waiting, and why
 #   the energy of those waits counts;
 # - how an instruction profile (time and energy of each stage's forward and backward at each SM
-#   clock) turns into the whole time–energy frontier of an iteration, solved with `lowtime`;
+#   clock) turns into the whole time–energy frontier of an iteration (Phillips–Dessouky, as in
+#   `lowtime`);
 # - how a frequency plan runs a live 4-stage pipeline at the same iteration time with less energy,
 #   measured on every rank;
 # - what a straggler elsewhere in the job buys: the least-energy plan that still keeps up with it
@@ -149,13 +150,13 @@ print(f"your energy: {my_energy:.1f} J; the planner's: {max_clock.energy:.1f} J"
 # %% [markdown]
 # ## The frontier
 #
-# Each instruction's profiled (time, energy) options become a `lowtime` operation with an
-# exponential cost model (energy minus blocking energy, so waiting is paid for). The
-# Phillips–Dessouky solver shortens the iteration one time quantum at a time from the all-slowest
-# plan to the fastest; each step is a plan. The frontier keeps the plans where a longer iteration
-# buys strictly less energy. Its fastest point runs as fast as all max clocks (the star) with less
-# energy: the instructions off the critical path slow down into their slack (the *intrinsic
-# energy bloat*).
+# Each instruction's profiled (time, energy) options get an exponential cost model (energy minus
+# blocking energy, so waiting is paid for). A Phillips–Dessouky solver (the package's own, which
+# follows `lowtime`'s; `solver="lowtime"` runs `lowtime` itself) shortens the iteration one time
+# quantum at a time from the all-slowest plan to the fastest; each step is a plan. The frontier
+# keeps the plans where a longer iteration buys strictly less energy. Its fastest point runs as
+# fast as all max clocks (the star) with less energy: the instructions off the critical path slow
+# down into their slack (the *intrinsic energy bloat*).
 
 # %%
 frontier = solve_frontier(
