@@ -365,12 +365,12 @@ def test_04_batch_size_optimizer_records(tour):
 
     r = _records(tour, "04_batch_size_optimizer")
     # the exercise's worked example: draws 102 and 102.5, so 128 runs despite 256's cheaper mean
-    from zeus_nb.course.exercises import _thompson_pick_ref
+    from zeus_nb.course.exercises.batch_size import thompson_pick_ref
 
     posterior, z = {128: (100.0, 10.0), 256: (95.0, 5.0)}, [0.2, 1.5]
     draws = [m + sd * n for (m, sd), n in zip(posterior.values(), z, strict=True)]
     assert draws == pytest.approx([102.0, 102.5])
-    assert _thompson_pick_ref(posterior, z) == 128 and posterior[256][0] < posterior[128][0]
+    assert thompson_pick_ref(posterior, z) == 128 and posterior[256][0] < posterior[128][0]
     # the exercise's thompson_pick, redrawn round by round from the log, runs what the bandit ran
     assert r["thompson_rounds"] > 0 and r["thompson_agreement"] == r["thompson_rounds"]
     again = simulate("imagenet", gpu="v100", eta=0.5, beta=2.0, seed=1).summary()
