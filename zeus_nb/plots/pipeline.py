@@ -124,9 +124,10 @@ def cost_model_fit(frontier, stages: Sequence[int] | None = None, path: str | Pa
             ax = axes[r][c]
             cands, model = frontier.cost_models[(s, inst)]
             q = np.array([o.quant_time for o in cands.options])
-            ax.plot(q * unit, [o.cost for o in cands.options], "o", ms=4, label="profiled")
+            scale = getattr(frontier, "cost_scale", 1.0)
+            ax.plot(q * unit, [o.cost / scale for o in cands.options], "o", ms=4, label="profiled")
             xs = np.linspace(q.min(), q.max(), 100) if q.max() > q.min() else q
-            ax.plot(xs * unit, [model(x) for x in xs], "-", label=type(model).__name__)
+            ax.plot(xs * unit, [model(x) / scale for x in xs], "-", label=type(model).__name__)
             ax.set_title(f"stage {s} {inst}", fontsize=9)
             ax.set_xlabel("time (s)", fontsize=8)
             ax.set_ylabel("cost (J)", fontsize=8)

@@ -61,6 +61,7 @@ class Frontier:
     unit_time: float
     profile: InstructionProfile
     cost_models: dict = field(default_factory=dict, repr=False)
+    cost_scale: float = 1.0  # the solver's cost units per joule (see _cost_scale)
 
     def fastest(self) -> FrontierPoint:
         return self.points[0]
@@ -128,7 +129,24 @@ def _cost_model(options):
     return _convex_fallback(q, c)
 
 
-def _build_dag(profile: InstructionProfile, microbatches: int, unit: float):
+def _cost_scale(profile: InstructionProfile) -> float:
+    """Cost units per joule for the solver: costs of at least ~10 units.
+
+    ``lowtime`` rounds every cost change per time quantum to 1e-6 (absolute). Instructions of a
+    small model cost about a millijoule, so their per-quantum changes vanish in that rounding and
+    the solver stops at once with a one-point frontier. Scaling every cost by one positive factor
+    keeps the same plans optimal and lifts the changes above the rounding.
+    """
+    largest = max(
+        abs(m.energy - profile.blocking_power[s] * m.time)
+        for s in range(profile.num_stages)
+        for inst in ("forward", "backward")
+        for m in profile.options(s, inst)
+    )
+    return max(1.0, 10.0 / largest) if largest > 0 else 1.0
+
+
+def _build_dag(profile: InstructionProfile, microbatches: int, unit: float, scale: float = 1.0):
     import networkx as nx
     from lowtime.graph_utils import add_sink_node, add_source_node
     from lowtime.operation import CandidateExecutionOptions, ExecutionOption, OperationSpec
@@ -143,7 +161,7 @@ def _build_dag(profile: InstructionProfile, microbatches: int, unit: float):
                 ExecutionOption(
                     real_time=(math.ceil(m.time / unit - 1e-9) + 0.5) * unit,
                     unit_time=unit,
-                    cost=m.energy - p_block * m.time,
+                    cost=scale * (m.energy - p_block * m.time),
                     knob=m.frequency,
                 )
                 for m in profile.options(s, inst)
@@ -228,7 +246,8 @@ def solve_frontier(
     unit = default_unit_time(profile) if unit_time is None else float(unit_time)
     if unit <= 0:
         raise ValueError(f"the time quantum must be > 0 s, got {unit}")
-    dag, ids, models = _build_dag(profile, microbatches, unit)
+    scale = _cost_scale(profile)
+    dag, ids, models = _build_dag(profile, microbatches, unit, scale)
     plans = [_snapshot(dag, ids, stages, microbatches)]  # all-slowest: the solver's start
     for _ in PhillipsDessouky(dag).run():
         plans.append(_snapshot(dag, ids, stages, microbatches))
@@ -247,4 +266,4 @@ def solve_frontier(
         ):
             points.append(p)
     max_point = FrontierPoint(max_tl.iteration_time, max_tl.energy, max_plan)
-    return Frontier(points, max_point, unit, profile, models)
+    return Frontier(points, max_point, unit, profile, models, scale)
