@@ -451,6 +451,26 @@ def test_shipped_notebook_course_versions(notebook, real_course, tmp_path):
     solution, student_run = by_version["solution"], by_version["student"]
     assert solution.ok, f"{notebook.name} solution: {solution.detail}"
     assert student_run.ok, f"{notebook.name} student: {student_run.detail}"
+    # "your" is said only of the student's own code: never while the reference runs
+    printed = {
+        version: [
+            line
+            for cell in nbformat.read(one / "executed" / version / b.name, as_version=4).cells
+            for o in cell.get("outputs", [])
+            if o.get("output_type") == "stream"
+            for line in o.get("text", "").splitlines()
+        ]
+        for version in ("student", "solution")
+    }
+    yours = [ln for ln in printed["student"] if re.search(r"\byours?\b", ln, re.I)]
+    assert not yours, f"{notebook.name} student edition: {yours}"
+    if "check.whose(" in _source_text(notebook):
+        assert any("the reference " in ln for ln in printed["student"]), notebook.name
+        assert any(re.search(r"\byour \w+", ln) for ln in printed["solution"]), notebook.name
+
+
+def _source_text(notebook: Path) -> str:
+    return "\n".join(_source(c) for c in nbformat.read(notebook, as_version=4).cells)
 
 
 @pytest.mark.parametrize("notebook", REAL_NOTEBOOKS, ids=lambda p: p.stem)
