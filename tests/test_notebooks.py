@@ -345,6 +345,15 @@ def test_03_energy_time_tradeoff_records(tour):
     assert tuple(r["optimum_by_eta"]["0.0"]) == fastest
     assert r["live_configurations"] == 4  # smoke: 2 batch sizes x 2 limits
     assert 1 <= len(r["live_front"]) <= r["live_reached"] <= 4
+    # "a lower limit slows every step down" and buys energy with it: a real tradeoff, so the
+    # live front has more than one point; "larger batches need more epochs"
+    sweep = {(row["batch_size"], row["power_limit"]): row for row in r["live_sweep"]}
+    for bs in {b for b, _ in sweep}:
+        fast, slow = sweep[(bs, 300.0)], sweep[(bs, 200.0)]
+        assert slow["time"] > fast["time"] and slow["energy"] < fast["energy"]
+    assert len(r["live_front"]) >= 2
+    small, large = sorted({b for b, _ in sweep})
+    assert sweep[(large, 300.0)]["time"] > sweep[(small, 300.0)]["time"]
     assert set(r["best_both_ratio"]) >= {"imagenet", "cifar100"}
     assert all(0 < v <= 1 for v in r["best_both_ratio"].values())
     # the prose: six workloads; both together never worse than either alone, better on most
@@ -449,12 +458,41 @@ def test_05_data_parallel_records(tour):
     assert t == pytest.approx(max(r["dp_rank_times"])) == pytest.approx(r["dp"]["time_s"])
     assert e == pytest.approx(sum(r["dp_rank_energies"])) == pytest.approx(r["dp"]["energy_j"])
     assert all(x > 0 for x in r["dp_rank_energies"])
+    # the simulated ranks differ (rank_spread), so the slowest one sets the job's time
+    assert len(set(r["dp_rank_times"])) == 2 and len(set(r["dp_rank_energies"])) == 2
+    assert t > min(r["dp_rank_times"])
     # every rank ends on the one limit the optimizer chose, within the A40's range
     assert len(set(r["dp_power_limits"])) == 1
     assert r["dp_power_limits"][0] == r["dp_optimal_power_limit"]
     assert 100 <= r["dp_optimal_power_limit"] <= 300
     assert len(set(r["fsdp_power_limits"])) == 1 and r["fsdp"]["world_size"] == 2
     assert 0 <= r["fsdp"]["accuracy"] <= 1 and r["fsdp"]["energy_j"] > 0
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_every_notebook_records_a_takeaway_made_of_its_numbers(tour, path):
+    r = _records(tour, path.stem)
+    takeaway = r["takeaway"]
+    assert isinstance(takeaway, str) and 40 < len(takeaway) < 400 and "\n" not in takeaway
+    expected = {
+        "01_measuring_energy": [f"{r.get('training_energy_j', 0):.0f} J"],
+        "03_energy_time_tradeoff": [f"front has {len(r.get('live_front', []))} point"],
+        "05_data_parallel": [f"({r.get('dp_aggregated', [0, 0])[1]:.0f} J)"],
+        "06_pipeline_frequency": [f"{r.get('saved_at_fastest_pct', 0):.1f} %"],
+    }.get(path.stem, [])
+    for words in expected:
+        assert words in takeaway, (words, takeaway)
+
+
+def test_the_tour_prints_each_takeaway_first_and_rounds_what_follows(tour):
+    _, out = tour
+    for path in NOTEBOOKS:
+        block = out.stdout.split(f"{path.stem} (ok", 1)[1].split("\n\n", 1)[0]
+        lines = block.splitlines()[1:]
+        assert lines[0].startswith("  takeaway: "), lines[:2]
+        for line in lines[1:]:
+            assert not re.search(r"\d\.\d{5,}", line), f"unrounded: {line}"
+            assert len(line) < 140, f"too long: {line}"
 
 
 def test_no_gpu_notice_is_one_line_on_stdout_not_stderr(monkeypatch, capsys):
@@ -556,3 +594,12 @@ def test_06_pipeline_frequency_records(tour):
     assert r["live_saved_pct"] == pytest.approx(100 * (1 - e_plan / e_live))
     # the header's "at the same iteration time with less energy": within 2 % of all max clocks
     assert t_plan == pytest.approx(t_live, rel=0.02)
+    # the live straggler: a frontier of several plans, and the least-energy one in time
+    live_front = r["live_frontier"]
+    assert len(live_front) >= 3
+    for (t0, e0), (t1, e1) in itertools.pairwise(live_front):
+        assert t1 > t0 and e1 < e0
+    deadline_live = 1.1 * live_front[0][0]
+    in_time = [p for p in live_front if p[0] <= deadline_live * (1 + 1e-9)]
+    assert r["live_straggler"] == pytest.approx(min(in_time, key=lambda p: p[1]))
+    assert r["live_straggler"][1] < live_front[0][1]

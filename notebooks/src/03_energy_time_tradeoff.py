@@ -239,6 +239,7 @@ zeus_nb.record("eta_knob", knob.value)
 zeus_nb.record("optimum", [int(best.batch_size), float(best.power_limit)])
 zeus_nb.record("optimum_by_eta", along)
 zeus_nb.record("live_configurations", len(live))
+zeus_nb.record("live_sweep", live[["batch_size", "power_limit", "reached", "time", "energy"]])
 zeus_nb.record("live_reached", int(live.reached.sum()))
 zeus_nb.record(
     "live_front",
