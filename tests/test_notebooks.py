@@ -491,7 +491,8 @@ def test_the_tour_prints_each_takeaway_first_and_rounds_what_follows(tour):
         lines = block.splitlines()[1:]
         assert lines[0].startswith("  takeaway: "), lines[:2]
         for line in lines[1:]:
-            assert not re.search(r"\d\.\d{5,}", line), f"unrounded: {line}"
+            for token in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", line):
+                assert float(token) == float(f"{float(token):.4g}"), f"unrounded: {line}"
             assert len(line) < 140, f"too long: {line}"
 
 
