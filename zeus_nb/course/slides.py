@@ -56,6 +56,16 @@ def executed_copy(
     return nbformat.read(out, as_version=4)
 
 
+def _current_prose(executed: Any, source: Any) -> None:
+    """The source's markdown in the executed copy (in place), so a deck made from an earlier run
+    shows today's text; left alone when the two notebooks have different markdown cells."""
+    done = [c for c in executed.cells if c.cell_type == "markdown"]
+    now = [c for c in source.cells if c.cell_type == "markdown"]
+    if len(done) == len(now):
+        for old, new in zip(done, now, strict=True):
+            old.source = new.source
+
+
 def _exporter(reveal_url_prefix: str | None):
     from nbconvert import SlidesExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
@@ -119,8 +129,9 @@ def build_slides(
     with tempfile.TemporaryDirectory(prefix="zeus-nb-slides-") as tmp:
         for path in _collect(notebooks):
             nb = executed_copy(path, executed, Path(tmp), params)
-            stubs = student_sources(nbformat.read(path, as_version=4), path.name)
-            body, _ = exporter.from_notebook_node(lay_out(nb, stubs))
+            source = nbformat.read(path, as_version=4)
+            _current_prose(nb, source)
+            body, _ = exporter.from_notebook_node(lay_out(nb, student_sources(source, path.name)))
             pages[f"{path.stem}.slides.html"] = body
     out.mkdir(parents=True, exist_ok=True)
     if reveal_url_prefix is None:
