@@ -496,6 +496,25 @@ def test_the_tour_prints_each_takeaway_first_and_rounds_what_follows(tour):
             assert len(line) < 140, f"too long: {line}"
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        0.037939154657367156,
+        {f"selector number {i}": 175.123456 for i in range(9)},
+        [[1.123456789, 2.0]] * 30,
+        [{"a": 1.23456789, "b": 2}] * 7,
+        list(range(100)),
+        "x" * 300,
+    ],
+)
+def test_tour_values_are_rounded_and_summarised_not_cut(value):
+    from zeus_nb.commands.tour import WIDTH, _short
+
+    text = _short(value)
+    assert len(text) <= WIDTH + 40 and "1.123456" not in text and "175.1234" not in text
+    assert not text.endswith("...") and text.count('"') % 2 == 0
+
+
 def test_no_gpu_notice_is_one_line_on_stdout_not_stderr(monkeypatch, capsys):
     """Without a GPU the fallback is information: part of the backend line, nothing on stderr."""
     import logging

@@ -56,8 +56,13 @@ def _short(value) -> str:
     if isinstance(value, list):
         return f"{len(value)} items, first {json.dumps(value[0])} (see the notebook)"
     if isinstance(value, dict):
-        return f"{len(value)} entries: {', '.join(map(str, value))} (see the notebook)"
-    return f"{text[: WIDTH - 30]}... ({len(text)} characters; see the notebook)"
+        names, shown = [str(k) for k in value], []
+        while names and len(", ".join([*shown, names[0]])) < WIDTH - 40:
+            shown.append(names.pop(0))
+        more = f" and {len(names)} more" if names else ""
+        return f"{len(value)} entries: {', '.join(shown)}{more} (see the notebook)"
+    shown = value if isinstance(value, str) else text
+    return f"{shown[: WIDTH - 40]}… ({len(shown)} characters; see the notebook)"
 
 
 def run(args) -> int:
