@@ -98,6 +98,24 @@ def _output_lines(outputs: list[Any]) -> int:
     return lines
 
 
+def _bookkeeping(source: str) -> bool:
+    """Whether a cell only imports and records results (``zeus_nb.record``): not lecture matter."""
+    import ast
+
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+
+    def plain(node: ast.stmt) -> bool:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            return True
+        call = node.value if isinstance(node, ast.Expr) else None
+        return isinstance(call, ast.Call) and ast.unparse(call.func).endswith("record")
+
+    return bool(body) and all(plain(node) for node in body)
+
+
 def _markdown_parts(text: str) -> list[str]:
     """``text`` split at blank lines into parts of at most :data:`MAX_MARKDOWN_LINES` lines."""
     parts, current = [], []
@@ -161,7 +179,7 @@ def lay_out(executed: Any, exercises: list[str] | None = None) -> Any:
     for cell in nb.cells:
         tags = set(cell.metadata.get("tags", []))
         if cell.cell_type == "code":
-            if tags & SKIP_TAGS:
+            if tags & SKIP_TAGS or _bookkeeping(_source(cell)):
                 continue
             if _is_exercise(cell):  # the assignment, never its solution or the check's verdict
                 cell.source, cell.outputs = stubs.pop(0), []
@@ -181,6 +199,7 @@ def lay_out(executed: Any, exercises: list[str] | None = None) -> Any:
             continue
         for i, part in enumerate(_markdown_parts(_source(cell))):
             new = nbformat.v4.new_markdown_cell(part)
+            new.id = f"{cell.get('id') or 'md'}-{i}"[-64:]  # the same deck on every build
             height = _markdown_lines(part)
             first = part.lstrip().split("\n", 1)[0]
             if i == 0 and first.startswith(("# ", "## ")):
