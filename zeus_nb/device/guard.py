@@ -122,7 +122,8 @@ class SettingsGuard:
         return ", ".join(str(g.index) for g in self.gpus)
 
     def _describe(self) -> str:
-        return " and ".join(k.name.replace("_", " ") + "s" for k in self.kinds)
+        names = (k.name.replace("_", " ") for k in self.kinds)
+        return " and ".join(n if n.endswith("s") else n + "s" for n in names)
 
     def _entries(self) -> list[dict[str, Any]]:
         names = {g.index: g.name for g in self.gpus}

@@ -49,6 +49,45 @@ NO_STEP_HINT = (
 )
 
 
+def parse_straggler(spec: object) -> tuple[int, float] | None:
+    """``"RANK:FACTOR"`` (e.g. ``"1:1.3"``: rank 1 takes 1.3x as long per step), or None."""
+    if spec is None or (isinstance(spec, str) and not spec.strip()):
+        return None
+    if isinstance(spec, tuple) and len(spec) == 2:
+        rank, factor = spec
+    else:
+        rank, _, factor = str(spec).strip().partition(":")
+    try:
+        rank, factor = int(rank), float(factor)
+    except (TypeError, ValueError):
+        rank, factor = -1, math.nan
+    if rank < 0 or not 1.0 <= factor <= 100.0:
+        raise InputError(
+            f"straggler {spec!r}: give RANK:FACTOR with a rank >= 0 and a slowdown factor from 1 "
+            "to 100, e.g. 1:1.3 (ZEUS_NB_SIM_STRAGGLER or use_simulated(straggler=...))"
+        )
+    return rank, factor
+
+
+def rank_factors(
+    rank: int, spread: float, straggler: tuple[int, float] | None
+) -> tuple[float, float]:
+    """(time, power) multipliers of one rank's GPUs: no two GPUs of a model run exactly alike.
+
+    ``spread`` is the relative standard deviation of both across ranks, drawn once per rank from a
+    generator of its own (the same rank always gets the same GPU); the straggler's rank also takes
+    ``factor`` times as long per step.
+    """
+    time_factor = power_factor = 1.0
+    if spread:
+        z = np.random.default_rng([0x5EED, int(rank)]).standard_normal(2)
+        time_factor = max(0.5, 1.0 + spread * float(z[0]))
+        power_factor = max(0.5, 1.0 + spread * float(z[1]))
+    if straggler is not None and straggler[0] == rank:
+        time_factor *= straggler[1]
+    return time_factor, power_factor
+
+
 class SimulatedGPU(GPU):
     """One simulated GPU; all its numbers come from its system's power trace."""
 
@@ -142,6 +181,9 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
             ``ZeusMonitor(gpu_indices=[0, 1, 2, 3])``); off when the user fixed the count.
         cpu_tdp: TDP in W of the simulated CPU package (default 85 W, CodeCarbon's).
         dram_gb: memory size in GB of the simulated DRAM (default: this machine's).
+        rank: the process's rank in a distributed job (each rank simulates its own GPUs).
+        rank_spread: relative spread of step time and power between ranks (0: all alike).
+        straggler: ``(rank, factor)`` or ``"RANK:FACTOR"``: that rank's steps take longer.
     """
 
     backend = "sim"
@@ -160,6 +202,9 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
         grow: bool = False,
         cpu_tdp: float | None = None,
         dram_gb: float | None = None,
+        rank: int = 0,
+        rank_spread: float = 0.0,
+        straggler: tuple[int, float] | str | None = None,
     ):
         clock = (clock or "virtual").strip().lower()
         if clock not in CLOCKS:
@@ -187,6 +232,9 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
         self.max_limit = float(self.trace["power_limit"].max())
         self.noise = float(noise)
         self.seed = int(seed)
+        spread = number(rank_spread, "parameter rank_spread", NOISE, "use e.g. 0.03, or 0")
+        self.rank = integer(rank, "parameter rank", 0, 2**20)
+        self.rank_factors = rank_factors(self.rank, spread, parse_straggler(straggler))
         self._rng = np.random.default_rng(seed)
         self._now = 0.0
         self.clock_mode = clock
@@ -320,15 +368,17 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
         return math.ceil(self.num_samples / (batch_size or self.batch_size))
 
     def step_cost(self, batch_size: int, power_limit: float) -> tuple[float, float]:
-        """(seconds, watts) of one noiseless step: exact trace values at measured limits."""
+        """(seconds, watts) of one noiseless step: exact trace values at measured limits, times
+        this rank's factors (see :func:`rank_factors`; 1 unless a spread or straggler is set)."""
         key = (batch_size, power_limit)
         cost = self._cache.get(key)
         if cost is None:
             pl, t, p = self._curves[self._check_batch_size(batch_size)]
             epoch_time = float(np.interp(power_limit, pl, t))
+            time_factor, power_factor = self.rank_factors
             cost = (
-                epoch_time / self.steps_per_epoch(batch_size),
-                float(np.interp(power_limit, pl, p)),
+                time_factor * epoch_time / self.steps_per_epoch(batch_size),
+                power_factor * float(np.interp(power_limit, pl, p)),
             )
             self._cache[key] = cost
         return cost

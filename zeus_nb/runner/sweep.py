@@ -217,7 +217,7 @@ def _train_one(
         g.set_power_limit(pl)
     row = measure_configuration(monitor, train_fn, bs, pl, target, cap, higher)
     log.info(
-        "batch size %d at %g W: metric %g after %d epoch(s), %.1f s, %.0f J%s",
+        "batch size %d at %g W: metric %.3f after %d epoch(s), %.1f s, %.0f J%s",
         bs,
         pl,
         row["metric"],

@@ -38,20 +38,38 @@ class QuantizedOption:
         return int(self.real_time // self.unit_time)
 
 
+def cost_scale(profile: InstructionProfile) -> float:
+    """Cost units per joule for the solvers: the largest instruction cost is at least 10 units.
+
+    Both solvers round every cost change per time quantum to 1e-6 (absolute), as ``lowtime``
+    does. Instructions of a small model cost about a millijoule, so their per-quantum changes
+    vanish in that rounding and the solver stops at once with a one-point frontier. Scaling every
+    cost by one positive factor keeps the same plans optimal and lifts the changes above it.
+    """
+    largest = max(
+        abs(m.energy - profile.blocking_power[s] * m.time)
+        for s in range(profile.num_stages)
+        for inst in ("forward", "backward")
+        for m in profile.options(s, inst)
+    )
+    return max(1.0, 10.0 / largest) if largest > 0 else 1.0
+
+
 def quantized_options(
-    profile: InstructionProfile, stage: int, instruction: str, unit: float
+    profile: InstructionProfile, stage: int, instruction: str, unit: float, scale: float = 1.0
 ) -> list[QuantizedOption]:
     """Every profiled clock of ``(stage, instruction)`` as a quantized option.
 
     The real time is placed mid-quantum after rounding up, so that flooring it back (what the
-    quantized time is) gives the rounded-up count however the division rounds.
+    quantized time is) gives the rounded-up count however the division rounds. Costs are in
+    joules times ``scale`` (:func:`cost_scale`).
     """
     p_block = profile.blocking_power[stage]
     return [
         QuantizedOption(
             real_time=(math.ceil(m.time / unit - 1e-9) + 0.5) * unit,
             unit_time=unit,
-            cost=m.energy - p_block * m.time,
+            cost=scale * (m.energy - p_block * m.time),
             knob=m.frequency,
         )
         for m in profile.options(stage, instruction)
@@ -170,12 +188,12 @@ def fit_cost_model(cands: CandidateOptions) -> ExponentialModel | ConvexHullMode
 
 
 def instruction_models(
-    profile: InstructionProfile, unit: float
+    profile: InstructionProfile, unit: float, scale: float = 1.0
 ) -> dict[tuple[int, str], tuple[CandidateOptions, ExponentialModel | ConvexHullModel]]:
     """Per (stage, instruction): its candidate options and the cost model fitted through them."""
     models = {}
     for s in range(profile.num_stages):
         for inst in ("forward", "backward"):
-            cands = CandidateOptions.select(quantized_options(profile, s, inst, unit))
+            cands = CandidateOptions.select(quantized_options(profile, s, inst, unit, scale))
             models[(s, inst)] = (cands, fit_cost_model(cands))
     return models

@@ -49,7 +49,7 @@ def _cost_model(options):
     return _Hull()
 
 
-def _build_dag(profile: InstructionProfile, table: PlanTable, unit: float):
+def _build_dag(profile: InstructionProfile, table: PlanTable, unit: float, scale: float):
     import networkx as nx
     from lowtime.graph_utils import add_sink_node, add_source_node
     from lowtime.operation import CandidateExecutionOptions, ExecutionOption, OperationSpec
@@ -60,7 +60,7 @@ def _build_dag(profile: InstructionProfile, table: PlanTable, unit: float):
         for inst in ("forward", "backward"):
             opts = [
                 ExecutionOption(real_time=o.real_time, unit_time=unit, cost=o.cost, knob=o.knob)
-                for o in quantized_options(profile, s, inst, unit)
+                for o in quantized_options(profile, s, inst, unit, scale)
             ]
             cands = CandidateExecutionOptions(options=opts)
             model = _cost_model(cands)
@@ -80,11 +80,11 @@ def _build_dag(profile: InstructionProfile, table: PlanTable, unit: float):
     return dag, models
 
 
-def lowtime_clocks(profile: InstructionProfile, table: PlanTable, unit: float):
+def lowtime_clocks(profile: InstructionProfile, table: PlanTable, unit: float, scale: float = 1.0):
     """Clock rows (all-slowest first, then one per step) and the cost models per instruction."""
     from lowtime.solver import PhillipsDessouky
 
-    dag, models = _build_dag(profile, table, unit)
+    dag, models = _build_dag(profile, table, unit, scale)
     columns = range(len(table.ops))
 
     def snapshot() -> list[int]:

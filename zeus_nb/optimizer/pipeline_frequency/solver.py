@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zeus_nb.errors import ZeusNbError
-from zeus_nb.optimizer.pipeline_frequency.cost_model import instruction_models
+from zeus_nb.optimizer.pipeline_frequency.cost_model import cost_scale, instruction_models
 from zeus_nb.optimizer.pipeline_frequency.plan_table import PlanTable, pareto_rows
 from zeus_nb.optimizer.pipeline_frequency.profile import InstructionProfile
 from zeus_nb.optimizer.pipeline_frequency.schedule import FrequencyPlan, Timeline, evaluate
@@ -61,6 +61,7 @@ class Frontier:
     unit_time: float
     profile: InstructionProfile
     cost_models: dict = field(default_factory=dict, repr=False)
+    cost_scale: float = 1.0  # the solvers' cost units per joule (cost_model.cost_scale)
 
     def fastest(self) -> FrontierPoint:
         return self.points[0]
@@ -144,9 +145,9 @@ class SolverChoiceError(ZeusNbError, ValueError):
     """An unknown solver name was asked for."""
 
 
-def _native_clocks(profile: InstructionProfile, table: PlanTable, unit: float):
+def _native_clocks(profile: InstructionProfile, table: PlanTable, unit: float, scale: float):
     """Clock rows (all-slowest first, then one per step) from this package's own solver."""
-    models = instruction_models(profile, unit)
+    models = instruction_models(profile, unit, scale)
     kinds = {
         key: Activity(cands.min_quant_time, cands.max_quant_time, model)
         for key, (cands, model) in models.items()
@@ -186,12 +187,13 @@ def solve_frontier(
     if unit <= 0:
         raise ValueError(f"the time quantum must be > 0 s, got {unit}")
     table = PlanTable(stages, microbatches)
+    scale = cost_scale(profile)
     if solver == "lowtime":
         from zeus_nb.optimizer.pipeline_frequency.lowtime_backend import lowtime_clocks
 
-        clocks, models = lowtime_clocks(profile, table, unit)
+        clocks, models = lowtime_clocks(profile, table, unit, scale)
     else:
-        clocks, models = _native_clocks(profile, table, unit)
+        clocks, models = _native_clocks(profile, table, unit, scale)
     max_plan = FrequencyPlan.max_clock(profile, microbatches)
     max_tl = evaluate(max_plan, profile)
     fastest = _tighten(table.plan(clocks[-1]), profile, max_tl.iteration_time + unit)
@@ -202,4 +204,4 @@ def solve_frontier(
         for k in pareto_rows(times, energies)
     ]
     max_point = FrontierPoint(max_tl.iteration_time, max_tl.energy, max_plan)
-    return Frontier(points, max_point, unit, profile, models)
+    return Frontier(points, max_point, unit, profile, models, scale)
