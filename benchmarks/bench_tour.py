@@ -11,16 +11,25 @@ run-time table of the project, ``zeus_nb/resources/run_times.json`` (with the ma
 and load average before and after), then regenerates what quotes it: the README's table, each
 notebook header's run-time paragraph and ``docs/notebooks.md``
 (:func:`zeus_nb.course.runtimes.sync`).
+
+    python benchmarks/bench_tour.py --background N [--repeat R] [--only 01,03]
+
+``--background N`` runs the tour beside N busy processes (each spinning NumPy matrix products on
+one thread, started and stopped here) and without them, alternately ``--repeat`` times, and
+prints each notebook's median seconds without and with them and the ratio (target: every
+notebook within 2x with 2 busy processes).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -98,6 +107,63 @@ def write_table(note: str, keep: Path | None = None) -> int:
     return 0
 
 
+BUSY = """
+import numpy as np
+a = np.random.default_rng(0).random((256, 256))
+while True:
+    a = a @ a
+    a /= np.abs(a).max()
+"""
+LOADED_TARGET = 2.0  # each notebook within 2x of its time without the busy processes
+
+
+@contextlib.contextmanager
+def busy_processes(n: int):
+    """``n`` processes that keep one core each busy, stopped on the way out."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    procs = [subprocess.Popen([sys.executable, "-c", BUSY], env=env) for _ in range(n)]
+    try:
+        time.sleep(1.0)  # let them start spinning
+        yield procs
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
+
+
+def compare_loaded(full: bool, only: str | None, n: int, repeat: int, as_json: bool) -> int:
+    """Tours without and with ``n`` busy processes, alternately; medians and their ratios."""
+    runs: dict[str, list[dict[str, float]]] = {"idle": [], "loaded": []}
+    ok = True
+    for i in range(repeat):
+        for kind in ("idle", "loaded") if i % 2 == 0 else ("loaded", "idle"):
+            with busy_processes(n if kind == "loaded" else 0):
+                per, _, out = run_tour(full, only=only)
+            runs[kind].append(per)
+            if out.returncode:
+                ok = False
+                print(out.stdout[-2000:] + out.stderr[-2000:], file=sys.stderr)
+    names = list(runs["idle"][0])
+    med = {
+        k: {nb: statistics.median(r[nb] for r in rs if nb in r) for nb in names}
+        for k, rs in runs.items()
+    }
+    ratio = {nb: med["loaded"][nb] / med["idle"][nb] for nb in names}
+    worst = max(ratio.values(), default=0.0)
+    result = {"background": n, "repeat": repeat, "cpus": os.cpu_count(), "idle_s": med["idle"]}
+    result |= {"loaded_s": med["loaded"], "ratio": ratio, "target": LOADED_TARGET, "ok": ok}
+    if as_json:
+        print(json.dumps(result))
+    else:
+        print(f"{'notebook':28s} {'idle s':>8s} {'loaded s':>9s} {'ratio':>6s}  ({n} busy)")
+        for nb in names:
+            print(f"{nb:28s} {med['idle'][nb]:8.1f} {med['loaded'][nb]:9.1f} {ratio[nb]:6.2f}")
+        met = "met" if worst <= LOADED_TARGET else "NOT met"
+        print(f"worst ratio {worst:.2f} (target <= {LOADED_TARGET:g}: {met}; medians of {repeat})")
+    return 0 if ok else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
@@ -120,10 +186,15 @@ def main() -> int:
         default="On a busy machine every notebook takes longer; the ratios between them hold.",
         help="a sentence about the machine, printed under the README's table",
     )
+    ap.add_argument("--only", help="comma-separated notebook numbers, e.g. 01,03")
+    ap.add_argument("--background", type=int, default=0, metavar="N", help="busy processes")
+    ap.add_argument("--repeat", type=int, default=1, help="paired runs with --background")
     args = ap.parse_args()
+    if args.background:
+        return compare_loaded(args.full, args.only, args.background, args.repeat, args.json)
     if args.write_table:
         return write_table(args.note, args.keep_executed)
-    per, total, out = run_tour(args.full)
+    per, total, out = run_tour(args.full, only=args.only)
     result = {
         "mode": "full" if args.full else "smoke",
         "cpus": os.cpu_count(),

@@ -41,7 +41,9 @@ import torchvision
 from torchvision import transforms
 
 import zeus_nb
-from zeus_nb import check, validate, widgets
+from zeus_nb import widgets
+from zeus_nb.course import check
+from zeus_nb.utils import validate
 
 epochs, steps_per_epoch, batch_size = validate.notebook_counts(
     epochs=epochs, steps_per_epoch=steps_per_epoch, batch_size=batch_size

@@ -43,7 +43,8 @@ import torch
 from IPython.display import display
 
 import zeus_nb
-from zeus_nb import check, validate, widgets
+from zeus_nb import widgets
+from zeus_nb.course import check
 from zeus_nb.data.traces import resource_path
 from zeus_nb.optimizer import (
     Energy,
@@ -54,6 +55,7 @@ from zeus_nb.optimizer import (
 )
 from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
 from zeus_nb.plots import power_limit_profile
+from zeus_nb.utils import validate
 
 (warmup_steps,) = validate.notebook_counts(low=0, warmup_steps=warmup_steps)
 profile_steps, epochs, steps_per_epoch = validate.notebook_counts(

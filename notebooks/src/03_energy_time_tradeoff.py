@@ -40,7 +40,8 @@ import pandas as pd
 from IPython.display import display
 
 import zeus_nb
-from zeus_nb import check, validate, widgets
+from zeus_nb import widgets
+from zeus_nb.course import check
 from zeus_nb.data.traces import tta_eta
 from zeus_nb.plots import energy_time_scatter, savings_bars, trace_tradeoff_figure
 from zeus_nb.plots.tradeoff import in_plot_units
@@ -48,6 +49,7 @@ from zeus_nb.runner.sweep import run_sweep
 from zeus_nb.tradeoff import min_cost, pareto_front, potential_savings
 from zeus_nb.train.demos import small_classifier
 from zeus_nb.train.sweep_fn import synthetic_images, torch_train_fn
+from zeus_nb.utils import validate
 
 batch_sizes = validate.number_list(live_batch_sizes, "live_batch_sizes", integers=True)
 power_limits = validate.number_list(live_power_limits, "live_power_limits", validate.POWER_LIMIT)

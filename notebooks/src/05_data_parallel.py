@@ -40,7 +40,7 @@ headless: bool = False  # True: show no interactive controls (automatic under pa
 import pandas as pd
 
 import zeus_nb
-from zeus_nb import check
+from zeus_nb.course import check
 from zeus_nb.optimizer import PowerLimitMeasurement
 from zeus_nb.plots import power_limit_profile
 from zeus_nb.train.launch import launch

@@ -51,7 +51,8 @@ import pandas as pd
 from IPython.display import display
 
 import zeus_nb
-from zeus_nb import check, widgets
+from zeus_nb import widgets
+from zeus_nb.course import check
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.optimizer.pipeline_frequency import (
     FrequencyPlan,

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 from zeus_nb import device
 from zeus_nb.device.base import GPUSystem
+from zeus_nb.utils.threads import use_threads
 
 _HANDLER_NAME = "zeus_nb.notebook"
 
@@ -119,12 +120,16 @@ def notebook_setup(
     sim_workload: str = "cifar100",
     sim_noise: float = 0.0,
     quiet: bool = False,
+    threads: int | None = None,
 ) -> GPUSystem:
-    """Pick the backend, seed torch, show INFO logs; returns the current GPU system.
+    """Pick the backend, seed torch, set its CPU threads, show INFO logs; returns the GPU system.
 
     ``backend="auto"`` lets ``ZEUS_NB_BACKEND`` decide, else finds a real GPU (NVML), else
     simulates one. A simulated backend is configured afresh as ``sim_gpu`` running
     ``sim_workload`` with ``sim_noise`` relative step noise, seeded with ``seed``.
+    ``threads`` sets torch's intra-op threads; by default ``OMP_NUM_THREADS`` if you set it,
+    else the count for a small model (one thread: see :mod:`zeus_nb.utils.threads`), which
+    keeps the notebooks' tiny models fast on a machine other work shares.
     """
     with _collect_warnings() as notices:  # "no NVIDIA driver": part of the line below
         system = device.current(None if backend == "auto" else backend)
@@ -138,6 +143,7 @@ def notebook_setup(
         pass
     else:
         torch.manual_seed(seed)
+        use_threads(threads)
     global _seed
     _seed = int(seed)  # the exercises' random cases follow the notebook's seed
     show_logs()

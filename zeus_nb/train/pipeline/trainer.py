@@ -30,6 +30,7 @@ from zeus_nb.errors import ZeusNbError
 from zeus_nb.train.pipeline.layout import Layout, all_reduce_grads, setup_layout, teardown
 from zeus_nb.train.pipeline.results import describe, rank_record, write_results
 from zeus_nb.utils.framework import gather
+from zeus_nb.utils.threads import local_processes, use_threads
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ class PipelineConfig:
     backend: str | None = None
     lr: float = 1e-3
     seed: int = 0
+    threads: int | None = None  # torch CPU threads; default OMP_NUM_THREADS, else by stage size
 
     def __post_init__(self) -> None:
         for name in ("microbatch_size", "num_microbatches", "dp", "max_steps", "num_prof_steps"):
@@ -67,6 +69,8 @@ class PipelineConfig:
                 raise ValueError(
                     f"{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}"
                 )
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads must be >= 1, got {self.threads}")
         if self.num_warmup_steps < 0:
             raise ValueError("num-warmup-steps must be >= 0")
         if self.pp is not None and self.pp < 1:
@@ -190,19 +194,18 @@ class Trainer:
 def run(config: PipelineConfig | None = None) -> dict[str, Any]:
     """Train (or profile) in this process, one rank of the pipeline; rank 0 writes the results."""
     config = config or PipelineConfig()
-    import torch
-
     from zeus_nb import device as zdevice
 
     saved = os.environ.get("ZEUS_NB_BACKEND")
     if config.backend is not None:
         os.environ["ZEUS_NB_BACKEND"] = zdevice.resolve_backend(config.backend)
-    torch.set_num_threads(1)
     layout = None
     ok = False
     try:
         layout = setup_layout(config)
         trainer = Trainer(config, layout)
+        # a stage is a small model and the ranks share the cores: one thread unless told
+        use_threads(config.threads, model=trainer.module, processes=local_processes())
         if config.profile:
             from zeus_nb.train.pipeline.profiling import profile
 
@@ -304,6 +307,11 @@ def parser() -> argparse.ArgumentParser:
     opt("backend", choices=("auto", "sim", "nvml"), help="zeus-nb GPU backend")
     opt("lr", type=float, default=d.lr)
     opt("seed", type=int, default=d.seed)
+    opt(
+        "threads",
+        type=int,
+        help="torch CPU threads per rank (default: OMP_NUM_THREADS, else by the stage's size)",
+    )
     return p
 
 
