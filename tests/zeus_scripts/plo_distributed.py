@@ -50,6 +50,7 @@ def main() -> None:
             plo.on_step_end()
         plo.on_epoch_end()
     print(f"rank {dist.get_rank()} chose {plo.state.optimal_power_limit // 1000} W", flush=True)
+    dist.barrier()  # a gloo group destroyed while a peer still uses it aborts at exit
     dist.destroy_process_group()
 
 
