@@ -2,7 +2,7 @@
 
 The notebooks stay at the repository root (``notebooks/*.ipynb``, edited through their jupytext
 sources in ``notebooks/src/``). Building a wheel copies them into the package as
-``zeus_nb/_notebooks/``, which :func:`zeus_nb.paths.notebooks_dir` finds in an installed
+``zeus_nb/_notebooks/``, which :func:`zeus_nb.runner.paths.notebooks_dir` finds in an installed
 package. Editable installs copy nothing: a checkout runs its own ``notebooks/``.
 """
 

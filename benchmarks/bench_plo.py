@@ -46,6 +46,7 @@ from plo_v100 import v100_section
 
 import zeus_nb
 from zeus_nb import device
+from zeus_nb.data.traces import WORKLOADS
 from zeus_nb.monitor import ZeusMonitor
 from zeus_nb.optimizer.power_limit import (
     Energy,
@@ -61,7 +62,6 @@ from zeus_nb.optimizer.power_limit.synthetic import (
     SyntheticProfile,
 )
 from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
-from zeus_nb.traces import WORKLOADS
 
 
 def sim_run(workload, selector, adaptive, noise, seed, margin):

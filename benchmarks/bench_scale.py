@@ -69,8 +69,8 @@ def sweep_seconds(workers: int, work: int, out: Path) -> tuple[float, float]:
     from distributed import Client
 
     from zeus_nb import device
-    from zeus_nb.cluster import local_cluster
-    from zeus_nb.sweep import run_sweep
+    from zeus_nb.runner.cluster import local_cluster
+    from zeus_nb.runner.sweep import run_sweep
 
     out.mkdir(parents=True, exist_ok=True)
     device.use_simulated("a40", "imagenet")

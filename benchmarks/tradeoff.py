@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import zeus_nb
-from zeus_nb.sweep import run_sweep, trace_train_fn
-from zeus_nb.traces import load_power_trace, load_train_trace, tta_eta
+from zeus_nb.data.traces import load_power_trace, load_train_trace, tta_eta
+from zeus_nb.runner.sweep import run_sweep, trace_train_fn
 from zeus_nb.tradeoff import pareto_front, potential_savings
 
 

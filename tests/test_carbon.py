@@ -13,15 +13,14 @@ import pytest
 
 import zeus_nb
 from zeus_nb import device
-from zeus_nb.carbon import (
-    J_PER_KWH,
-    CarbonEmissionMonitor,
-    CsvIntensity,
-    EnergyCostMonitor,
-    FixedIntensity,
-)
-from zeus_nb.carbon_http import ElectricityMapsClient, ElectrictyMapsClient, OpenEIClient
 from zeus_nb.errors import IntensityProviderError, TraceFormatError
+from zeus_nb.monitor.carbon import (
+    CarbonEmissionMonitor,
+    ElectricityMapsClient,
+    ElectrictyMapsClient,
+)
+from zeus_nb.monitor.price import EnergyCostMonitor, OpenEIClient
+from zeus_nb.monitor.providers import J_PER_KWH, CsvIntensity, FixedIntensity
 
 
 def test_monitor_exports_zeus_names():

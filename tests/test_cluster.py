@@ -16,7 +16,7 @@ import pytest
 from cluster_tasks import die_if_poisoned, lines, slow_square
 from dask_fixture import dask_env, dask_processes  # noqa: F401 (a fixture)
 
-from zeus_nb.cluster import ClusterError, PinGPU, SlurmOptions, open_client, run_points
+from zeus_nb.runner.cluster import ClusterError, PinGPU, SlurmOptions, open_client, run_points
 
 pytestmark = pytest.mark.slow
 
@@ -97,7 +97,7 @@ INTERRUPTIBLE = """
 import json, sys
 from pathlib import Path
 from cluster_tasks import slow_square
-from zeus_nb.cluster import open_client, run_points
+from zeus_nb.runner.cluster import open_client, run_points
 
 results = Path(sys.argv[1])
 lines = results.read_text().splitlines() if results.exists() else []
@@ -158,7 +158,7 @@ def test_slurm_job_script_asks_for_gpus_and_one_worker_per_gpu():
     opts = SlurmOptions(
         queue="gpu", account="lab42", walltime="02:30:00", gpus_per_job=4, memory="64GB"
     )
-    from zeus_nb.cluster import slurm_cluster
+    from zeus_nb.runner.cluster import slurm_cluster
 
     with slurm_cluster(opts) as cluster:
         script = cluster.job_script()

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from dask_fixture import dask_env, dask_processes  # noqa: F401 (a fixture)
 
-from zeus_nb.notebooks import is_complete
+from zeus_nb.runner.notebooks import is_complete
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ from cluster_tasks import SleepyTrain, lines
 from dask_fixture import dask_processes  # noqa: F401 (a fixture)
 
 from zeus_nb import device
-from zeus_nb.sweep import read_results, run_sweep
-from zeus_nb.sweep_points import SweepPointsFailed
+from zeus_nb.runner.points import SweepPointsFailed
+from zeus_nb.runner.sweep import read_results, run_sweep
 
 pytestmark = pytest.mark.slow
 BATCH_SIZES = [64, 128, 256]

@@ -1,4 +1,4 @@
-"""zeus_nb.data: ImageFolder datasets in the extracted layout, synthetic tensors, clear errors."""
+"""zeus_nb.data.datasets: ImageFolder datasets in the extracted layout, synthetic data, errors."""
 
 from __future__ import annotations
 
@@ -84,7 +84,8 @@ def test_synthetic_datasets_are_deterministic_and_learnable_shapes():
 
 def test_importing_data_and_train_does_not_import_torch():
     code = (
-        "import sys, zeus_nb.data, zeus_nb.train, zeus_nb.train.common, zeus_nb.train.launch; "
+        "import sys, zeus_nb.data.datasets, zeus_nb.train, zeus_nb.train.common, "
+        "zeus_nb.train.launch; "
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

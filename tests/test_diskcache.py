@@ -7,7 +7,7 @@ import json
 import pytest
 
 from zeus_nb import _diskcache
-from zeus_nb._diskcache import cached
+from zeus_nb.utils.diskcache import cached
 
 
 @pytest.fixture

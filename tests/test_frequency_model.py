@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from zeus_nb import device
+from zeus_nb.data.traces import load_power_trace
 from zeus_nb.device.frequency import (
     CLOCKS,
     FIT_ERROR_BOUND,
@@ -13,7 +14,6 @@ from zeus_nb.device.frequency import (
     fit_table,
 )
 from zeus_nb.errors import ClockPermissionError, UnsupportedError
-from zeus_nb.traces import load_power_trace
 
 
 @pytest.mark.parametrize("gpu", ["a40", "v100"])

@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from zeus_nb import device, validate
+from zeus_nb.data.traces import POWER_COLUMNS, load_power_trace
 from zeus_nb.device.guard import read_state
 from zeus_nb.device.replay import load_profile_log
 from zeus_nb.errors import ZeusNbError
-from zeus_nb.records import read_notebook
-from zeus_nb.traces import POWER_COLUMNS, load_power_trace
+from zeus_nb.runner.records import read_notebook
 
 SETTINGS = settings(
     max_examples=80,
@@ -287,7 +287,7 @@ grid_text = st.one_of(
 @SETTINGS
 @given(text=grid_text, type_name=st.sampled_from([None, "int", "float", "bool", "str", "None"]))
 def test_sweep_values_parse_to_typed_values_or_our_error(text, type_name):
-    from zeus_nb.notebooks import parse_values
+    from zeus_nb.runner.notebooks import parse_values
 
     try:
         values = parse_values(text, type_name, "knob")
@@ -310,7 +310,7 @@ def test_sweep_values_parse_to_typed_values_or_our_error(text, type_name):
     )
 )
 def test_grid_points_cover_every_combination_or_our_error(grid):
-    from zeus_nb.notebooks import grid_points
+    from zeus_nb.runner.notebooks import grid_points
 
     try:
         points = grid_points(grid)

@@ -6,7 +6,7 @@ import pytest
 
 from zeus_nb import device
 from zeus_nb.device.guard import power_limits_restored
-from zeus_nb.logs import level_for, show_logs
+from zeus_nb.utils.logging import level_for, show_logs
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +24,7 @@ def test_show_logs_prints_info_lines_once_however_often_it_is_called(capsys):
     out = capsys.readouterr().out.splitlines()
     wanted = "zeus_nb.device.guard: restored the original power limits of GPU(s) 0"
     assert out.count(wanted) == 1
-    logging.getLogger("zeus_nb.sweep").debug("hidden at INFO")
+    logging.getLogger("zeus_nb.runner.sweep").debug("hidden at INFO")
     assert capsys.readouterr().out == ""
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from zeus_nb import cli
-from zeus_nb.notebooks import (
+from zeus_nb.runner.notebooks import (
     find_notebook,
     grid_points,
     is_complete,
@@ -155,8 +155,8 @@ def test_interrupted_sweep_resumes_to_all_results(tmp_path):
 
 
 def test_kernel_environment_is_restored_even_after_an_error(monkeypatch):
-    from zeus_nb._env import temp_environ
-    from zeus_nb.notebooks import kernel_environment
+    from zeus_nb.runner.notebooks import kernel_environment
+    from zeus_nb.utils.environ import temp_environ
 
     monkeypatch.setenv("ZEUS_NB_BACKEND", "nvml")
     monkeypatch.delenv("ZEUS_NB_HEADLESS", raising=False)

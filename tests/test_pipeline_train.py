@@ -8,14 +8,14 @@ import json
 import pytest
 
 from zeus_nb.train import pipeline_models as pm
-from zeus_nb.train.pipeline_profile import (
+from zeus_nb.train.pipeline.profile import (
     ProfileFileError,
     append_rows,
     clocks_to_profile,
     existing_keys,
     parse_clocks,
 )
-from zeus_nb.train.pipeline_stages import PartitionError, partition, stage_work
+from zeus_nb.train.pipeline.stages import PartitionError, partition, stage_work
 
 
 # --- the model table ------------------------------------------------------------------------------
@@ -109,11 +109,13 @@ def test_profile_rows_append_and_resume(tmp_path):
     assert clocks_to_profile(path, [1740, 1500], 2) == [1500]  # stage 1 still lacks 1500
     assert (1, "blocking", 1500) not in existing_keys(path)
     text = path.read_text()
-    assert text.startswith("# zeus-nb instruction profile v1\n# model=tiny-gpt\n")
-    assert text.count("stage,instruction,frequency,time,energy") == 1
+    assert text.startswith("stage,instruction,frequency,time,energy\n")  # plain CSV
+    assert text.count("stage,instruction,frequency,time,energy") == 1 and "#" not in text
     from zeus_nb.optimizer.pipeline_frequency import load_profile
 
-    assert load_profile(path).at(0, "forward", 1740).time == pytest.approx(1e-3)
+    profile = load_profile(path)
+    assert profile.at(0, "forward", 1740).time == pytest.approx(1e-3)
+    assert profile.metadata == ["model=tiny-gpt"]  # from prof.csv.json beside it
 
 
 def test_profile_file_loads_with_the_planner(tmp_path):
@@ -146,7 +148,7 @@ def test_profile_clock_choices():
 # --- simulated instructions ----------------------------------------------------------------------
 def test_instruction_work_scales_the_reference_step():
     from zeus_nb.device.frequency import frequency_model
-    from zeus_nb.train.pipeline_cost import InstructionWork
+    from zeus_nb.train.pipeline.cost import InstructionWork
 
     w = InstructionWork("a40")
     f1, f2 = w.work("forward", 1e9), w.work("forward", 3e9)
@@ -162,8 +164,8 @@ def test_instruction_work_scales_the_reference_step():
 
 def test_instruction_clock_advances_by_the_modelled_time_at_the_locked_clock():
     from zeus_nb import device
-    from zeus_nb.train.pipeline_clock import InstructionClock
-    from zeus_nb.train.pipeline_cost import InstructionWork
+    from zeus_nb.train.pipeline.clock import InstructionClock
+    from zeus_nb.train.pipeline.cost import InstructionWork
 
     system = device.use_simulated("a40", num_gpus=2)
     model = system.frequency_model
@@ -192,7 +194,7 @@ def test_instruction_clock_advances_by_the_modelled_time_at_the_locked_clock():
 
 
 def test_plan_files_must_be_one_point(tmp_path):
-    from zeus_nb.train.pipeline_plan import PlanError, load_plan
+    from zeus_nb.train.pipeline.plan import PlanError, load_plan
 
     many = tmp_path / "frontier.json"
     many.write_text(json.dumps([{"plan": []}, {"plan": []}]))

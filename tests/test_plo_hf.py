@@ -102,7 +102,7 @@ def test_without_transformers_the_error_names_the_extra(tmp_path):
 
 def test_demo_trainer_prints_no_raw_metrics_dict(tmp_path, capsys):
     """The notebook's Trainer says nothing itself: no ``{'train_runtime': ...}`` line."""
-    from zeus_nb.demos import tiny_bert_trainer
+    from zeus_nb.train.demos import tiny_bert_trainer
 
     trainer = tiny_bert_trainer(tmp_path / "hf", max_steps=2)
     assert not any(

@@ -117,7 +117,7 @@ def test_collect_reads_lone_sidecars_and_globs(tmp_path):
 
 
 def test_display_rounds_floats_for_people_and_the_record_keeps_every_digit():
-    from zeus_nb.records import _for_people
+    from zeus_nb.runner.records import _for_people
 
     value = {"time_s": 24.011604165658326, "rows": [6224.8859999924825, 3], "name": "a"}
     assert _for_people(value) == {"time_s": 24.012, "rows": [6224.9, 3], "name": "a"}

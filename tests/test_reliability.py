@@ -274,7 +274,7 @@ def test_restore_state_dir_that_is_a_file(tmp_path, capsys):
 def test_collect_reports_an_unreadable_notebook_and_reads_the_others(tmp_path):
     import nbformat
 
-    from zeus_nb.records import MIMETYPE, collect
+    from zeus_nb.runner.records import MIMETYPE, collect
 
     good = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("x")
@@ -414,7 +414,7 @@ def test_bso_show_reports_a_missing_or_empty_store_without_creating_it(tmp_path,
 # --- sweeps: one row per configuration, whoever writes ----------------------------------------
 _WRITER = """
 import pathlib, sys
-from zeus_nb.sweep import _append
+from zeus_nb.runner.sweep import _append
 
 def write(path):
     for b in range(1, 31):
@@ -455,7 +455,7 @@ def test_concurrent_writers_never_duplicate_or_tear_a_row(tmp_path):
     [("energy", "NaN"), ("time", "-1"), ("power_limit", "1e6"), ("energy", '"5"')],
 )
 def test_a_sweep_results_line_with_a_bad_number_is_refused(tmp_path, field, value):
-    from zeus_nb.sweep import SweepResultsError, load_results
+    from zeus_nb.runner.sweep import SweepResultsError, load_results
 
     good = {"batch_size": 32, "power_limit": 150.0, "epochs": 2, "metric": 0.6, "reached": True,
             "time": 20.0, "energy": 3000.0, "target_metric": 0.5, "max_epochs": 5,

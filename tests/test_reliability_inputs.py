@@ -83,8 +83,8 @@ def test_notebook_number_list_parameters_take_one_number_a_list_or_text(tmp_path
         variants,
     )
     assert [g.get("ok") for g in got[:3]] == [
-        {"batch_sizes": [32, 64, 128], "power_limits": [500.0]},
-        {"batch_sizes": [32, 64, 128], "power_limits": [300.0, 200.0]},
+        {"batch_sizes": [32, 128, 512], "power_limits": [500.0]},
+        {"batch_sizes": [32, 128, 512], "power_limits": [300.0, 200.0]},
         {"batch_sizes": [64], "power_limits": [250.0, 150.5]},
     ]
     for g, name, item in zip(
@@ -198,7 +198,7 @@ def test_a_damaged_results_table_is_kept_aside_not_overwritten(tmp_path, caplog,
 
 # --- relative output paths (the runner `zeus-nb tour` and `sweep` share) ---------------------
 def test_a_relative_tour_output_keeps_the_records_beside_the_notebook(tmp_path, monkeypatch):
-    from zeus_nb.notebooks import run_notebook
+    from zeus_nb.runner.notebooks import run_notebook
 
     nb = nbformat.v4.new_notebook()
     kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}

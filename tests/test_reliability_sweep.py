@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import zeus_nb
 from zeus_nb.cli import main
-from zeus_nb.notebooks import point_file, point_name
+from zeus_nb.runner.notebooks import point_file, point_name
 
 ROOT = Path(zeus_nb.__file__).resolve().parents[1]
 

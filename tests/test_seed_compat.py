@@ -47,7 +47,7 @@ def test_data_dir_positional_as_in_zeus_examples(tmp_path):
 
 
 def test_get_env_like_zeus(monkeypatch):
-    from zeus_nb.util.env import get_env as old_path
+    from zeus_nb.utils.env import get_env as old_path
 
     assert old_path is get_env
     monkeypatch.setenv("X_FLOAT", "1.25")

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from zeus_nb import device
+from zeus_nb.data.traces import WORKLOADS, load_power_trace, power_curves
 from zeus_nb.device.sim import SimulatedSystem
 from zeus_nb.errors import TraceFormatError
 from zeus_nb.monitor import ZeusMonitor
-from zeus_nb.traces import WORKLOADS, load_power_trace, power_curves
 
 
 @pytest.mark.parametrize("gpu", ["v100", "a40"])

@@ -13,8 +13,14 @@ from pathlib import Path
 import pytest
 
 import zeus_nb
-from zeus_nb.sweep import SweepResultsError, load_results, read_results, run_sweep, trace_train_fn
-from zeus_nb.traces import tta_eta
+from zeus_nb.data.traces import tta_eta
+from zeus_nb.runner.sweep import (
+    SweepResultsError,
+    load_results,
+    read_results,
+    run_sweep,
+    trace_train_fn,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 BATCHES, LIMITS = [64, 128, 256, 360], [100, 175, 250]
@@ -156,7 +162,7 @@ CHILD = textwrap.dedent(
     """
     import os, signal, sys
     import zeus_nb
-    from zeus_nb.sweep import run_sweep, trace_train_fn
+    from zeus_nb.runner.sweep import run_sweep, trace_train_fn
 
     zeus_nb.use_simulated("v100", workload="imagenet")
     inner = trace_train_fn("imagenet", run=1)
@@ -222,7 +228,7 @@ def test_sweep_killed_midway_resumes_with_every_configuration_once(tmp_path):
 
 def test_live_torch_sweep_charges_each_step_on_the_simulated_gpu(tmp_path):
     torch = pytest.importorskip("torch")
-    from zeus_nb.torch_train import synthetic_images, torch_train_fn
+    from zeus_nb.train.sweep_fn import synthetic_images, torch_train_fn
 
     train, val = synthetic_images(200, num_classes=4, image_size=8, noise=0.6, seed=1)
     fn = torch_train_fn(

@@ -11,8 +11,8 @@ import pytest  # noqa: E402
 
 import zeus_nb  # noqa: E402
 from zeus_nb import plots  # noqa: E402
-from zeus_nb.sweep import run_sweep, trace_train_fn  # noqa: E402
-from zeus_nb.traces import tta_eta  # noqa: E402
+from zeus_nb.data.traces import tta_eta  # noqa: E402
+from zeus_nb.runner.sweep import run_sweep, trace_train_fn  # noqa: E402
 from zeus_nb.tradeoff import pareto_front, potential_savings  # noqa: E402
 
 

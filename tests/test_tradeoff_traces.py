@@ -18,8 +18,7 @@ import pandas as pd
 import pytest
 
 from zeus_nb.cli import main
-from zeus_nb.errors import TraceFormatError
-from zeus_nb.traces import (
+from zeus_nb.data.traces import (
     WORKLOADS,
     default_batch_size,
     load_power_trace,
@@ -27,6 +26,7 @@ from zeus_nb.traces import (
     target_epochs,
     tta_eta,
 )
+from zeus_nb.errors import TraceFormatError
 from zeus_nb.tradeoff import min_cost, pareto_front, potential_savings
 
 

@@ -86,7 +86,7 @@ SEED_000_RANK = """
 from zeus_nb.monitor import ZeusMonitor
 from zeus_nb.optimizer import GlobalPowerLimitOptimizer
 from zeus_nb.optimizer.power_limit import MaxSlowdownConstraint
-from zeus_nb.util.env import get_env
+from zeus_nb.utils.env import get_env
 
 monitor = ZeusMonitor(gpu_indices=[local_rank]) # pass in local rank to gpu_indices.
 plo = GlobalPowerLimitOptimizer(
@@ -108,7 +108,7 @@ SEED_003 = """
 from zeus_nb.monitor import ZeusMonitor
 from zeus_nb.optimizer import GlobalPowerLimitOptimizer
 from zeus_nb.optimizer.power_limit import MaxSlowdownConstraint
-from zeus_nb.util.env import get_env
+from zeus_nb.utils.env import get_env
 
 n_max_iter = 1
 MIN_VALIDATION_ACC = 0.65 #Stop training if validation accuracy reaches atleast MIN_VALIDATION_ACC

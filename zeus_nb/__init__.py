@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from zeus_nb import _moved
+
 __version__ = "0.1.0"
 
 # public name -> module that defines it
@@ -18,11 +20,11 @@ _LAZY = {
     "step": "zeus_nb.device",
     "use_simulated": "zeus_nb.device",
     "ZeusNbError": "zeus_nb.errors",
-    "run_sweep": "zeus_nb.sweep",
+    "run_sweep": "zeus_nb.runner.sweep",
     "BatchSizeOptimizer": "zeus_nb.optimizer.batch_size",
-    "record": "zeus_nb.records",
-    "collect": "zeus_nb.records",
-    "notebook_setup": "zeus_nb.nbsetup",
+    "record": "zeus_nb.runner.records",
+    "collect": "zeus_nb.runner.records",
+    "notebook_setup": "zeus_nb.runner.setup",
 }
 
 if TYPE_CHECKING:
@@ -31,18 +33,22 @@ if TYPE_CHECKING:
     from zeus_nb.errors import ZeusNbError as ZeusNbError
     from zeus_nb.monitor import Measurement as Measurement
     from zeus_nb.monitor import ZeusMonitor as ZeusMonitor
-    from zeus_nb.nbsetup import notebook_setup as notebook_setup
     from zeus_nb.optimizer.batch_size import BatchSizeOptimizer as BatchSizeOptimizer
-    from zeus_nb.records import collect as collect
-    from zeus_nb.records import record as record
-    from zeus_nb.sweep import run_sweep as run_sweep
+    from zeus_nb.runner.records import collect as collect
+    from zeus_nb.runner.records import record as record
+    from zeus_nb.runner.setup import notebook_setup as notebook_setup
+    from zeus_nb.runner.sweep import run_sweep as run_sweep
 
 __all__ = sorted(_LAZY)
+
+_moved.install()  # old module paths (zeus_nb.check, zeus_nb.sweep, ...) keep importing
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
+        if f"{__name__}.{name}" in _moved.MOVED:  # an old module path: zeus_nb.records.recorded()
+            return importlib.import_module(f"{__name__}.{name}")
         raise AttributeError(f"module 'zeus_nb' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value

@@ -1,9 +1,9 @@
 """The energy-time tradeoff: the Zeus cost, the Pareto front, and the potential savings.
 
-Cost = eta x Energy + (1 - eta) x MaxPower x Time. ``eta`` = 1 minds energy only, 0 time only;
-MaxPower (W) turns time into joules so both terms share a unit. Every optimizer in zeus-nb
-minimizes it; the Pareto front shows which (batch size, power limit) choices are worth making at
-all, and the potential-savings table how much energy they save over the usual defaults.
+Cost = eta x Energy + (1 - eta) x MaxPower x Time (:func:`zeus_nb.utils.metric.zeus_cost`, which
+every optimizer minimizes). ``eta`` = 1 minds energy only, 0 time only. The Pareto front shows
+which (batch size, power limit) choices are worth making at all, and the potential-savings table
+how much energy they save over the usual defaults.
 """
 
 from __future__ import annotations
@@ -11,26 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from zeus_nb.utils.metric import check_eta, zeus_cost
+
+__all__ = ["check_eta", "min_cost", "pareto_front", "potential_savings", "zeus_cost"]
+
 if TYPE_CHECKING:
     import pandas as pd
-
-
-def check_eta(eta_knob: float) -> float:
-    """Validate the energy-time knob; returns it as float."""
-    eta = float(eta_knob)
-    if not 0.0 <= eta <= 1.0:
-        raise ValueError(
-            f"eta_knob must be within [0, 1] (1: energy only, 0: time only), got {eta}"
-        )
-    return eta
-
-
-def zeus_cost(energy: float, time: float, eta_knob: float, max_power: float) -> float:
-    """eta x energy + (1 - eta) x max_power x time, in J."""
-    eta = check_eta(eta_knob)
-    if max_power <= 0:
-        raise ValueError(f"max_power must be > 0 W, got {max_power}")
-    return eta * energy + (1.0 - eta) * max_power * time
 
 
 def pareto_front(data: pd.DataFrame, time: str = "tta", energy: str = "eta") -> pd.DataFrame:
@@ -104,7 +90,7 @@ def potential_savings(
     """
     import pandas as pd
 
-    from zeus_nb.traces import (
+    from zeus_nb.data.traces import (
         WORKLOADS,
         default_batch_size,
         get_workload,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from zeus_nb.validate import finite_float
+from zeus_nb.utils.validate import finite_float
 
 
 def register(sub) -> None:

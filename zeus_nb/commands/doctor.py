@@ -10,7 +10,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from zeus_nb.doctor import diagnose
+    from zeus_nb.device.doctor import diagnose
 
     report = diagnose(args.backend)
     print(report)

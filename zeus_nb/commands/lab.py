@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,8 @@ def register(sub) -> None:
             "Copy the notebooks into DIR as `zeus-nb notebooks` does (the student edition unless "
             "--solutions; never overwriting ones you edited), then start JupyterLab with DIR as "
             "its root folder. Arguments after `--` go to JupyterLab, e.g. "
-            "`zeus-nb lab -- --port 9999 --no-browser`."
+            "`zeus-nb lab -- --port 9999 --no-browser`. Run as root (a container), it passes "
+            "JupyterLab's --allow-root."
         ),
     )
     p.add_argument("dir", nargs="?", default=DEFAULT_DIR, help=f"default: ./{DEFAULT_DIR}")
@@ -47,4 +49,11 @@ def run(args) -> int:
     dest = Path(args.dir).resolve()
     print_report(copy_notebooks(dest, solutions=args.solutions), dest, args.solutions)
     argv = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={dest}", *jupyter_args]
+    if _as_root() and "--allow-root" not in argv:
+        # JupyterLab refuses root without it; containers run as root, and so may a lab machine
+        argv.append("--allow-root")
     return launch(argv, dest)
+
+
+def _as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0

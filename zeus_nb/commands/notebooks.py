@@ -56,8 +56,8 @@ def copy_notebooks(
     did not edit it) or ``force`` is true.
     """
     from zeus_nb.course import edition_text
-    from zeus_nb.notebooks import list_notebooks
-    from zeus_nb.paths import notebooks_dir
+    from zeus_nb.runner.notebooks import list_notebooks
+    from zeus_nb.runner.paths import notebooks_dir
 
     src_dir = source or notebooks_dir()
     notebooks = list_notebooks(src_dir)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zeus_nb.optimizer.power_limit import registry
-from zeus_nb.validate import finite_float
+from zeus_nb.utils.validate import finite_float
 
 CLI_SELECTORS = tuple(spec.cli_name for spec in registry.SELECTORS.values())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from zeus_nb.validate import finite_seconds
+from zeus_nb.utils.validate import finite_seconds
 
 
 def register(sub) -> None:
@@ -66,7 +66,7 @@ def executor_from_args(args):
     if args.scheduler:
         return args.scheduler
     if args.cluster == "slurm":
-        from zeus_nb.cluster import SlurmOptions
+        from zeus_nb.runner.cluster import SlurmOptions
 
         return SlurmOptions(
             queue=args.queue,
@@ -81,7 +81,7 @@ def executor_from_args(args):
 
 def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
     """The grid from ``-p NAME VALUES`` pairs, typed and checked against the notebook's cell."""
-    from zeus_nb.notebooks import notebook_parameters, parse_values
+    from zeus_nb.runner.notebooks import notebook_parameters, parse_values
 
     declared = notebook_parameters(notebook)
     grid: dict[str, list] = {}
@@ -96,8 +96,14 @@ def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
 
 
 def run(args) -> int:
-    from zeus_nb.notebooks import find_notebook, grid_points, point_file, run_notebook, same_point
-    from zeus_nb.validate import writable_dir
+    from zeus_nb.runner.notebooks import (
+        find_notebook,
+        grid_points,
+        point_file,
+        run_notebook,
+        same_point,
+    )
+    from zeus_nb.utils.validate import writable_dir
 
     notebook = find_notebook(args.notebook)
     grid = build_grid(notebook, args.param)
@@ -130,7 +136,7 @@ def run(args) -> int:
             failed.append((label, res.error))
             print(f"[{i}/{len(points)}] {label}: FAILED: {res.error}", flush=True)
     if executor is not None and todo:
-        from zeus_nb.sweep_points import sweep_notebook_on_cluster
+        from zeus_nb.runner.points import sweep_notebook_on_cluster
 
         failed = sweep_notebook_on_cluster(
             notebook,
@@ -167,7 +173,7 @@ def write_results(out_dir: Path, outputs: list[Path]):
     import pandas as pd
     from filelock import FileLock
 
-    from zeus_nb.records import collect
+    from zeus_nb.runner.records import collect
 
     table = collect(outputs) if outputs else pd.DataFrame(columns=["notebook", "status"])
     csv = out_dir / "results.csv"

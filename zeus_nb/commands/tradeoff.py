@@ -29,7 +29,7 @@ def _common(p) -> None:
 
 
 def _train(args):
-    from zeus_nb.traces import load_train_trace
+    from zeus_nb.data.traces import load_train_trace
 
     return None if args.train_trace is None else load_train_trace(args.train_trace)
 
@@ -69,7 +69,7 @@ def _print_json(frame, **columns) -> int:
 
 
 def run_pareto(args) -> int:
-    from zeus_nb.traces import get_workload, tta_eta
+    from zeus_nb.data.traces import get_workload, tta_eta
     from zeus_nb.tradeoff import pareto_front
 
     wl = get_workload(args.workload)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from zeus_nb.check import FAILED_MARK, NOT_DONE_MARK, PASSED_MARK
+from zeus_nb.course.check import FAILED_MARK, NOT_DONE_MARK, PASSED_MARK
 
 EXERCISE_TAG = "exercise"
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.check import FAILED_MARK, NOT_DONE_MARK, PASSED_MARK  # noqa: F401 (re-exported)
+from zeus_nb.course.check import FAILED_MARK, NOT_DONE_MARK, PASSED_MARK  # noqa: F401 (re-exported)
 from zeus_nb.errors import ZeusNbError
 
 BEGIN = "# BEGIN SOLUTION"
@@ -148,7 +148,7 @@ class BuiltNotebook:
 def _collect(given: Iterable[str | os.PathLike] | None) -> list[Path]:
     paths = [Path(p) for p in given or []]
     if not paths:
-        from zeus_nb.notebooks import list_notebooks
+        from zeus_nb.runner.notebooks import list_notebooks
 
         shipped = list_notebooks()
         if not shipped:
@@ -177,8 +177,9 @@ def build(
     """Write ``out_dir/student/*.ipynb`` and ``out_dir/solution/*.ipynb``.
 
     ``notebooks`` are notebook files or folders of them (default: the shipped, numbered notebooks,
-    found as :func:`zeus_nb.notebooks.notebooks_dir` says, whatever the current directory). All
-    notebooks are checked before anything is written, so a marker error leaves no half-built course.
+    found as :func:`zeus_nb.runner.paths.notebooks_dir` says, whatever the current directory).
+    All notebooks are checked before anything is written, so a marker error leaves no half-built
+    course.
     """
     import nbformat
 

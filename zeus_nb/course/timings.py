@@ -10,7 +10,7 @@ from typing import Any
 
 from zeus_nb.course.markers import CourseError
 from zeus_nb.errors import InputError, ZeusNbError
-from zeus_nb.validate import DURATION, number
+from zeus_nb.utils.validate import DURATION, number
 
 
 @dataclass

@@ -27,7 +27,7 @@ class Verification:
 
 def _environ(extra: Mapping[str, str] | None = None):
     """Environment for the papermill kernels: headless, importing this zeus_nb, plus ``extra``."""
-    from zeus_nb.notebooks import kernel_environment
+    from zeus_nb.runner.notebooks import kernel_environment
 
     return kernel_environment(dict(extra or {}))
 
@@ -59,7 +59,7 @@ def _run_version(
     kernel_name: str,
 ) -> Verification:
     """:func:`execute_version` in the current environment (safe to call from several threads)."""
-    from zeus_nb.execute import execute
+    from zeus_nb.runner.execute import execute
 
     if version not in VERSIONS:
         raise ValueError(f"version must be one of {VERSIONS}, got {version!r}")

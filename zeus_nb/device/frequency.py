@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zeus_nb._diskcache import cached
-from zeus_nb.traces import load_power_trace
+from zeus_nb.data.traces import load_power_trace
+from zeus_nb.utils.diskcache import cached
 
 
 @dataclass(frozen=True)

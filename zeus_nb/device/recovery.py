@@ -15,9 +15,9 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from zeus_nb.device.guard import FORMAT, LEGACY_FORMAT, SETTING_KINDS, _kind, state_dir
+from zeus_nb.device.settings import FORMAT, LEGACY_FORMAT, SETTING_KINDS, _kind, state_dir
 from zeus_nb.errors import ZeusNbError
-from zeus_nb.validate import integer
+from zeus_nb.utils.validate import integer
 
 log = logging.getLogger(__name__)
 

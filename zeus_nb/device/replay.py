@@ -20,7 +20,7 @@ from pathlib import Path
 
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
 from zeus_nb.errors import InputError, TraceFormatError, UnsupportedError
-from zeus_nb.validate import DURATION, ENERGY, POWER_LIMIT, number, power_of
+from zeus_nb.utils.validate import DURATION, ENERGY, POWER_LIMIT, number, power_of
 
 _WINDOW = re.compile(r"^__GlobalPowerLimitOptimizer_(\d+(?:\.\d+)?)$")
 _ENERGY = re.compile(r"^gpu(\d+)_energy$")
@@ -50,7 +50,7 @@ def _gpu_name_from_path(path: Path) -> str:
 def load_profile_log(path: str | Path, gpu_name: str | None = None) -> ProfileLog:
     """Parse a ZeusMonitor log; rows of one limit split over several windows are summed.
 
-    Every number is checked (:mod:`zeus_nb.validate`): a NaN, infinite, zero-length or
+    Every number is checked (:mod:`zeus_nb.utils.validate`): a NaN, infinite, zero-length or
     implausible row (an average power outside 1..2000 W per GPU, e.g. energy in mJ) and a row
     cut short are errors naming the line and column, never a silently wrong choice.
     """

@@ -80,7 +80,7 @@ def _environ(**changes: str) -> Iterator[None]:
 def write_editions(dest: Path, solutions: bool = False) -> list[Path]:
     """The student edition (``solutions``: instructor edition) of each shipped notebook."""
     from zeus_nb.course import write_edition
-    from zeus_nb.notebooks import list_notebooks
+    from zeus_nb.runner.notebooks import list_notebooks
 
     return write_edition(dest, solutions, list_notebooks())
 
@@ -97,7 +97,7 @@ def execute_notebooks(
     """
     import nbformat
 
-    from zeus_nb.notebooks import run_notebook
+    from zeus_nb.runner.notebooks import run_notebook
 
     dest.mkdir(parents=True, exist_ok=True)
     done = []
@@ -141,10 +141,10 @@ def _slides_page(slides: Path, notebooks: list[Path]) -> Path | None:
     lines = [
         "# Slides",
         "",
-        "One reveal.js deck per notebook, built from its student edition with "
-        "`zeus-nb course slides -o docs/course/slides` (see the [course kit](../README.md)). "
-        "Arrow keys move between slides. The decks load reveal.js from a public CDN; for a room "
-        "without internet, rebuild them with `--reveal-url` pointing at a local copy.",
+        "One reveal.js deck per notebook, built from the executed notebook with its plots, "
+        "exercises shown as students get them, by `zeus-nb course slides` (see the "
+        "[course kit](../README.md)). Arrow keys move between slides. reveal.js sits beside "
+        "the decks, so they need no internet.",
         "",
     ]
     for deck in decks:
@@ -216,7 +216,7 @@ def build_site(
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
 
-    from zeus_nb.paths import source_checkout
+    from zeus_nb.runner.paths import source_checkout
 
     checkout = source_checkout()
     if checkout is None or not (checkout / "mkdocs.yml").is_file():

@@ -32,7 +32,7 @@ def _runs(source):
 def bso_costs(source, *, path: str | Path | None = None, ax=None, title: str | None = None):
     """Cost of every recurrence, coloured by the batch size it finished with.
 
-    ``source`` is a :class:`~zeus_nb.optimizer.batch_size_sim.SimulationResult`, a
+    ``source`` is a :class:`~zeus_nb.optimizer.batch_size.simulator.SimulationResult`, a
     :class:`~zeus_nb.optimizer.batch_size.BatchSizeOptimizer` (each reported run is a point) or
     a history frame with ``recurrence``, ``batch_size``, ``cost`` and ``reached`` columns.
     Failed and early-stopped runs are crosses; their cost is part of their recurrence's bar.

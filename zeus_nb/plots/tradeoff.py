@@ -1,7 +1,7 @@
 """Energy-time tradeoff figures: the scatter with its Pareto front, savings bars, per-limit profile.
 
-Every function takes the tables of :mod:`zeus_nb.traces` (``tta_eta``), :mod:`zeus_nb.tradeoff`
-(``potential_savings``) or :mod:`zeus_nb.sweep` (``load_results``), which share the columns
+Every function takes the tables of :mod:`zeus_nb.data.traces` (``tta_eta``), :mod:`zeus_nb.tradeoff`
+(``potential_savings``) or :mod:`zeus_nb.runner.sweep` (``load_results``), which share the columns
 ``batch_size``, ``power_limit`` (W), ``tta`` (s) and ``eta`` (J).
 """
 
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "in_plot_units",
     "energy_time_scatter",
     "tta_eta_by_power_limit",
     "savings_bars",
@@ -44,6 +45,21 @@ def _energy_unit(joules: float) -> tuple[float, str]:
     if joules >= 3e3:
         return 1e3, "kJ"
     return 1.0, "J"
+
+
+def in_plot_units(table: pd.DataFrame, like: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``table`` with ``tta``/``eta`` in the units the tradeoff figures pick for ``like``.
+
+    The figures choose h or min or s and MJ or kJ or J from the median configuration, so a
+    table printed beside a figure speaks its units; the columns are renamed to say which
+    (``time_h``, ``energy_MJ``...).
+    """
+    ok = (table if like is None else like).dropna(subset=["tta", "eta"])
+    ts, tu = _time_unit(float(ok["tta"].median()))
+    es, eu = _energy_unit(float(ok["eta"].median()))
+    out = table.copy()
+    out["tta"], out["eta"] = out["tta"] / ts, out["eta"] / es
+    return out.rename(columns={"tta": f"time_{tu}", "eta": f"energy_{eu}"})
 
 
 def _batch_colors(sizes: list[int]) -> dict[int, tuple]:
@@ -276,7 +292,7 @@ def trace_tradeoff_figure(
     path: str | Path | None = None,
 ) -> Figure:
     """The energy-time scatter of a traced workload on a traced GPU (default ResNet-50, V100)."""
-    from zeus_nb.traces import default_batch_size, get_workload, load_power_trace, tta_eta
+    from zeus_nb.data.traces import default_batch_size, get_workload, load_power_trace, tta_eta
 
     wl = get_workload(workload)
     power = load_power_trace(gpu)
@@ -302,7 +318,7 @@ def sweep_tradeoff_figure(
     """The energy-time scatter of a live sweep (a results file or ``load_results`` table)."""
     import pandas as pd
 
-    from zeus_nb.sweep import load_results
+    from zeus_nb.runner.sweep import load_results
 
     table = results if isinstance(results, pd.DataFrame) else load_results(results)
     return energy_time_scatter(

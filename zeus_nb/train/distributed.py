@@ -1,82 +1,22 @@
-"""Processes and reductions of a data-parallel job, shared by the training loop and the optimizer.
+"""Processes and devices of a data-parallel job: ranks, the GPU system per rank, model wrapping.
 
-Every reduction here asks :func:`initialized_dist` whether ``torch.distributed`` is running and
-otherwise returns the local values, so the same code serves a single-process notebook and a
-torchrun job. Nothing here imports torch at module level: importing the power-limit optimizer or
-this package stays cheap.
+The reductions over ranks live in :mod:`zeus_nb.utils.framework` (the optimizers use them too).
+Nothing here imports torch at module level.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.train import MODES
+from zeus_nb.utils.framework import initialized_dist
 
 if TYPE_CHECKING:
     from zeus_nb.device import GPUSystem
     from zeus_nb.train.config import TrainConfig
-
-
-# --- reductions -----------------------------------------------------------------------------------
-def initialized_dist():
-    """``torch.distributed`` if the program initialized it, else None (never imports torch)."""
-    dist = sys.modules.get("torch.distributed")
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        return dist
-    return None
-
-
-def _reduce_device(dist) -> str:
-    """NCCL reduces CUDA tensors only (on this rank's current GPU); gloo reduces CPU tensors."""
-    if dist.get_backend() == "nccl":
-        import torch
-
-        return f"cuda:{torch.cuda.current_device()}"
-    return "cpu"
-
-
-def all_sum(values: list[float]) -> list[float]:
-    """Element-wise sums of ``values`` over all ranks; the local values otherwise."""
-    dist = initialized_dist()
-    if dist is None:
-        return list(values)
-    import torch
-
-    t = torch.tensor(values, dtype=torch.float64, device=_reduce_device(dist))
-    dist.all_reduce(t, op=dist.ReduceOp.SUM)
-    return t.tolist()
-
-
-def gather(obj: Any) -> list[Any]:
-    """Every rank's ``obj`` in rank order; ``[obj]`` otherwise."""
-    dist = initialized_dist()
-    if dist is None:
-        return [obj]
-    out: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(out, obj)
-    return out
-
-
-def reduce_time_energy(time: float, energy: float, gpus: int) -> tuple[float, float, int]:
-    """(max time, summed energy, summed GPU count) over all ranks; local values otherwise.
-
-    The job's time is its slowest rank's, its energy is every GPU's together.
-    """
-    dist = initialized_dist()
-    if dist is None:
-        return time, energy, gpus
-    import torch
-
-    dev = _reduce_device(dist)
-    t = torch.tensor([time], dtype=torch.float64, device=dev)
-    s = torch.tensor([energy, float(gpus)], dtype=torch.float64, device=dev)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    dist.all_reduce(s, op=dist.ReduceOp.SUM)
-    return float(t[0]), float(s[0]), int(round(float(s[1])))
 
 
 # --- processes and devices ----------------------------------------------------------------------

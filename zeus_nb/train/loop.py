@@ -20,16 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from zeus_nb.train import results as results_
 from zeus_nb.train.config import TrainConfig, max_slowdown_factor
-from zeus_nb.train.distributed import (
-    Context,
-    all_sum,
-    gpu_system,
-    reduce_time_energy,
-    setup,
-    teardown,
-    wrap_model,
-)
+from zeus_nb.train.distributed import Context, gpu_system, setup, teardown, wrap_model
 from zeus_nb.train.loaders import datasets, evaluate, loaders
+from zeus_nb.utils.framework import all_sum, reduce_time_energy
 
 if TYPE_CHECKING:
     from zeus_nb.device import GPUSystem
@@ -103,6 +96,7 @@ def _prepare(config: TrainConfig, ctx: Context, system: GPUSystem, factor: float
 
     from zeus_nb.monitor import ZeusMonitor
     from zeus_nb.train.models import build_model
+    from zeus_nb.utils.threads import local_processes, use_threads
 
     # the same seed on every rank: FSDP2 shards each rank's own copy, so they must agree
     torch.manual_seed(config.seed)
@@ -110,7 +104,9 @@ def _prepare(config: TrainConfig, ctx: Context, system: GPUSystem, factor: float
         torch.backends.cudnn.benchmark = True  # autotuning happens in the optimizer's wait
     data = datasets(config)
     train_loader, val_loader, sampler = loaders(data, config, ctx)
-    model = wrap_model(build_model(config.arch, data.num_classes).to(ctx.device), ctx)
+    model = build_model(config.arch, data.num_classes).to(ctx.device)
+    use_threads(config.threads, model=model, processes=local_processes())
+    model = wrap_model(model, ctx)
     optimizer = torch.optim.SGD(
         model.parameters(), lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
     )
@@ -145,7 +141,7 @@ def run(
     ``system`` is the GPU system to measure and control; by default the process's current one
     for ``config.backend`` (single process) or a fresh one per rank (DDP, FSDP).
     """
-    from zeus_nb.data import SYNTHETIC, check_imagenet_folder
+    from zeus_nb.data.datasets import SYNTHETIC, check_imagenet_folder
 
     config = config or TrainConfig()
     if str(config.data) != SYNTHETIC:

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zeus_nb.train.distributed import gather
+from zeus_nb.utils.framework import gather
 
 if TYPE_CHECKING:
     from zeus_nb.device import GPU

@@ -1,12 +1,12 @@
-"""A ready-made ``train_fn`` for live sweeps of small torchvision models (``zeus_nb.torch_train``).
+"""A ready-made ``train_fn`` for live sweeps of small torchvision models.
 
 :func:`torch_train_fn` trains a fresh model per configuration, one epoch per call, calling
 ``zeus_nb.step(batch_size=...)`` once per step, and returns the validation accuracy. It runs on
 CUDA when torch sees a GPU and on the CPU otherwise; the GPU's time and energy come from whatever
 backend is current (a simulated GPU charges the traced cost of each step).
 
-:func:`synthetic_images` is :func:`zeus_nb.data.synthetic_datasets` as a (train, validation) pair
-split 4:1, so a sweep can run where no dataset can be downloaded.
+:func:`synthetic_images` is :func:`zeus_nb.data.datasets.synthetic_datasets` as a
+(train, validation) pair split 4:1, so a sweep can run where no dataset can be downloaded.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ def synthetic_images(
     noise: float = 2.0,
     seed: int = 0,
 ):
-    """(train, validation) TensorDatasets from :func:`zeus_nb.data.synthetic_datasets`.
+    """(train, validation) TensorDatasets from :func:`zeus_nb.data.datasets.synthetic_datasets`.
 
     1/5 of the ``num_samples`` validate. With the defaults, ResNet-18 reaches 90 % validation
     accuracy in about 2 epochs at batch size 32, 3 at 128, and not within 5 at 512: like real
     data, large batches need more epochs.
     """
-    from zeus_nb.data import synthetic_datasets
+    from zeus_nb.data.datasets import synthetic_datasets
 
     if num_samples < 10 or num_classes < 2:
         raise ValueError("need at least 10 samples and 2 classes")
@@ -50,7 +50,7 @@ def torch_train_fn(
     seed: int = 0,
     device: str | None = None,
 ) -> Callable[[int, int], float]:
-    """``train_fn(batch_size, epoch) -> validation accuracy`` for :func:`zeus_nb.sweep.run_sweep`.
+    """``train_fn(batch_size, epoch) -> validation accuracy`` for live sweeps (``run_sweep``).
 
     At epoch 0 a fresh model (``model_fn()``) and optimizer (``adadelta``, ``adam``, ``adamw`` or
     ``sgd``, learning rate ``lr``) are made with torch seeded by ``seed``, so every configuration

@@ -24,7 +24,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from zeus_nb.errors import ZeusNbError
-from zeus_nb.tradeoff import check_eta
+from zeus_nb.optimizer.batch_size.trials import SQLITE_SCHEMA as TRIALS_SCHEMA
+from zeus_nb.optimizer.batch_size.trials import MemoryTrials, SQLiteTrials
+from zeus_nb.utils.metric import check_eta
 
 STATE_DIR_ENV = "ZEUS_NB_STATE_DIR"
 DEFAULT_FILENAME = "bso.sqlite3"
@@ -45,7 +47,8 @@ class StoreNotFoundError(StoreError):
 
 
 # Version of the stores' table layout (SQLite and SQL servers alike), kept in their
-# ``schema_version`` table; bump it with every change to the tables.
+# ``schema_version`` table; bump it with every change older code would misread (a new table that
+# older code ignores, such as ``trials``, needs no bump).
 SCHEMA_VERSION = 1
 SCHEMA_COMPONENT = "bso"
 
@@ -126,7 +129,7 @@ def default_path() -> Path:
     return base / "zeus-nb" / DEFAULT_FILENAME
 
 
-class MemoryStore:
+class MemoryStore(MemoryTrials):
     """The state of any number of jobs in this process only (simulation, notebooks, tests)."""
 
     def __init__(self) -> None:
@@ -174,7 +177,7 @@ class MemoryStore:
         return dict(self._limits[name])
 
     def delete(self, name: str) -> None:
-        for d in (self._jobs, self._obs, self._limits):
+        for d in (self._jobs, self._obs, self._limits, self.__dict__.get("_trials", {})):
             d.pop(name, None)
 
     def _require(self, name: str) -> None:
@@ -205,7 +208,7 @@ CREATE TABLE IF NOT EXISTS schema_version (component TEXT PRIMARY KEY, version I
 """
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteTrials):
     """Bandit state in a local SQLite file, shared safely by concurrent processes.
 
     ``path`` defaults to :func:`default_path` (override the directory with ``ZEUS_NB_STATE_DIR``).
@@ -239,7 +242,7 @@ class SQLiteStore:
             try:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=NORMAL")
-                self._conn.executescript(_SCHEMA)
+                self._conn.executescript(_SCHEMA + TRIALS_SCHEMA)
                 self._conn.execute(
                     "INSERT OR IGNORE INTO schema_version(component, version) VALUES (?, ?)",
                     (SCHEMA_COMPONENT, SCHEMA_VERSION),  # files from before the table: 1
@@ -336,7 +339,8 @@ class SQLiteStore:
 
     def delete(self, name: str) -> None:
         with self._write():
-            for table, col in (("observations", "job"), ("power_limits", "job"), ("jobs", "name")):
+            tables = ("trials", "job"), ("observations", "job"), ("power_limits", "job")
+            for table, col in (*tables, ("jobs", "name")):
                 self._conn.execute(f"DELETE FROM {table} WHERE {col} = ?", (name,))
 
     def _require(self, name: str) -> None:
@@ -403,8 +407,11 @@ def validated_spec(spec: JobSpec) -> JobSpec:
         raise ValueError(f"beta must be > 1 (inf disables early stopping), got {spec.beta}")
     if spec.max_power is not None and not spec.max_power > 0:
         raise ValueError(f"max_power must be > 0 W, got {spec.max_power}")
-    if spec.pruning_rounds < 1:
-        raise ValueError(f"pruning_rounds must be >= 1, got {spec.pruning_rounds}")
+    if spec.pruning_rounds < 0:
+        raise ValueError(
+            f"pruning_rounds must be >= 0 (0: no pruning, every batch size is an arm), got "
+            f"{spec.pruning_rounds}"
+        )
     if not (spec.exploration >= 0 and math.isfinite(spec.exploration)):
         raise ValueError(
             f"exploration must be a finite number >= 0 (1: plain posterior draws, 0: greedy), "

@@ -2,10 +2,15 @@
 
 The CSV format is documented in ``docs/pipeline_frequency.md`` (section "The instruction profile
 CSV"); :func:`load_profile` enforces it and names the file, line and column of anything wrong.
+The file is plain CSV, so ``pandas.read_csv(path)`` reads it as it is; metadata (model, GPU,
+how it was measured) lives beside it in ``PATH.json`` (:func:`sidecar_path`). Files written
+before that kept metadata in leading ``#`` lines; they still load, their comments read as
+metadata.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -16,7 +21,9 @@ from zeus_nb.errors import TraceFormatError
 COLUMNS = ("stage", "instruction", "frequency", "time", "energy")
 INSTRUCTIONS = ("forward", "backward")
 BLOCKING = "blocking"
-HEADER_COMMENT = "# zeus-nb instruction profile v1"
+HEADER_COMMENT = "# zeus-nb instruction profile v1"  # the first line of version-1 files
+SIDECAR_FORMAT = "zeus-nb instruction profile"
+SIDECAR_VERSION = 2
 
 
 class ProfileFormatError(TraceFormatError):
@@ -65,9 +72,10 @@ class InstructionProfile:
             )
 
     def to_csv(self, path: str | Path, blocking_time: float = 1.0) -> Path:
-        """Write the documented CSV (blocking rows: ``blocking_time`` s at the blocking power)."""
+        """Write the documented CSV (blocking rows: ``blocking_time`` s at the blocking power)
+        and its metadata beside it (:func:`sidecar_path`)."""
         path = Path(path)
-        lines = [HEADER_COMMENT, *(f"# {m}" for m in self.metadata), ",".join(COLUMNS)]
+        lines = [",".join(COLUMNS)]
         for stage in range(self.num_stages):
             for inst in INSTRUCTIONS:
                 for m in self.options(stage, inst):
@@ -75,7 +83,40 @@ class InstructionProfile:
             energy = self.blocking_power[stage] * blocking_time
             lines.append(f"{stage},{BLOCKING},,{blocking_time!r},{energy!r}")
         path.write_text("\n".join(lines) + "\n")
+        write_sidecar(path, self.metadata)
         return path
+
+
+def sidecar_path(path: str | Path) -> Path:
+    """Where a profile's metadata lives: ``prof.csv`` -> ``prof.csv.json``."""
+    path = Path(path)
+    return path.with_name(path.name + ".json")
+
+
+def write_sidecar(path: str | Path, metadata: list[str], **fields: object) -> Path:
+    """Write the metadata lines (and any ``fields``) of the profile at ``path``."""
+    side = sidecar_path(path)
+    doc = {"format": SIDECAR_FORMAT, "version": SIDECAR_VERSION, "metadata": list(metadata)}
+    side.write_text(json.dumps({**doc, **fields}, indent=1) + "\n")
+    return side
+
+
+def read_sidecar(path: str | Path) -> list[str]:
+    """The metadata lines beside the profile at ``path`` (none when there is no sidecar)."""
+    side = sidecar_path(path)
+    if not side.is_file():
+        return []
+    try:
+        doc = json.loads(side.read_text())
+        lines = doc["metadata"] if doc.get("format") == SIDECAR_FORMAT else None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        lines = None
+    if not isinstance(lines, list):
+        raise ProfileFormatError(
+            f"{side}: not a zeus-nb profile metadata file (a JSON object with format "
+            f"{SIDECAR_FORMAT!r} and a 'metadata' list); fix or remove it"
+        )
+    return [str(line) for line in lines]
 
 
 def _number(text: str, where: str, column: str, integer: bool = False) -> float:
@@ -116,8 +157,15 @@ def _rows(lines: Iterable[str], src: str):
         raise ProfileFormatError(f"{src}: no header line; expected {','.join(COLUMNS)}")
 
 
-def parse_profile(lines: Iterable[str], src: str = "<profile>") -> InstructionProfile:
-    """Parse and validate the lines of a profile CSV."""
+def parse_profile(
+    lines: Iterable[str], src: str = "<profile>", p2p_power: float | None = None
+) -> InstructionProfile:
+    """Parse and validate the lines of a profile CSV.
+
+    ``p2p_power`` (W) is the blocking power of stages without ``blocking`` rows: the CSV of
+    Zeus's ``InstructionProfilingResult.to_csv`` has none (Zeus's planner takes it as an
+    argument, 70 W by default); rows of the file take precedence.
+    """
     lines = list(lines)
     metadata = [
         ln.lstrip()[1:].strip()
@@ -171,17 +219,38 @@ def parse_profile(lines: Iterable[str], src: str = "<profile>") -> InstructionPr
         for inst in INSTRUCTIONS:
             if (stage, inst) not in measurements:
                 raise ProfileFormatError(f"{src}: stage {stage} has no {inst!r} row")
-        if stage not in blocking:
+    return InstructionProfile(
+        measurements, _blocking_power(stages, blocking, p2p_power, src), metadata
+    )
+
+
+def _blocking_power(
+    stages: list[int], blocking: dict[int, list[float]], p2p_power: float | None, src: str
+) -> dict[int, float]:
+    """Each stage's blocking power: its rows' energy over their time, else ``p2p_power``."""
+    if p2p_power is not None and not (math.isfinite(p2p_power) and p2p_power > 0):
+        raise ProfileFormatError(f"p2p_power must be a number of watts > 0, got {p2p_power!r}")
+    power = {}
+    for stage in stages:
+        if stage in blocking:
+            energy, time = blocking[stage]
+            power[stage] = energy / time
+        elif p2p_power is not None:
+            power[stage] = float(p2p_power)
+        else:
             raise ProfileFormatError(
                 f"{src}: stage {stage} has no {BLOCKING!r} row; the planner needs each stage's "
-                "power while it waits on communication"
+                "power while it waits on communication (or pass p2p_power=WATTS)"
             )
-    power = {s: e / t for s, (e, t) in sorted(blocking.items())}
-    return InstructionProfile(measurements, power, metadata)
+    return power
 
 
-def load_profile(path: str | Path) -> InstructionProfile:
-    """Read and validate an instruction profile CSV (format: docs/pipeline_frequency.md)."""
+def load_profile(path: str | Path, p2p_power: float | None = None) -> InstructionProfile:
+    """Read and validate an instruction profile CSV (format: docs/pipeline_frequency.md).
+
+    Metadata comes from ``PATH.json`` beside it, then from ``#`` lines of older files;
+    ``p2p_power`` as in :func:`parse_profile`.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such instruction profile")
@@ -189,4 +258,6 @@ def load_profile(path: str | Path) -> InstructionProfile:
         text = path.read_text()
     except UnicodeDecodeError as e:
         raise ProfileFormatError(f"{path}: not a text CSV file ({e})") from e
-    return parse_profile(text.splitlines(), str(path))
+    profile = parse_profile(text.splitlines(), str(path), p2p_power)
+    profile.metadata = read_sidecar(path) + profile.metadata
+    return profile

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from zeus_nb.data.traces import get_workload
 from zeus_nb.device.frequency import Work, calibrate
 from zeus_nb.optimizer.pipeline_frequency.profile import InstructionProfile, Measurement
-from zeus_nb.traces import get_workload
 
 
 def split_step(step: Work) -> tuple[Work, Work]:

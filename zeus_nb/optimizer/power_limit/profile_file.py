@@ -19,7 +19,7 @@ from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement
-from zeus_nb.validate import DURATION, ENERGY, POWER_LIMIT, integer, number, power_of
+from zeus_nb.utils.validate import DURATION, ENERGY, POWER_LIMIT, integer, number, power_of
 
 __all__ = [
     "PROFILE_FORMAT",
@@ -121,7 +121,7 @@ def _load_zeus(path: Path, data: dict, key: ProfileKey) -> list[PowerLimitMeasur
 def load_profile(path: Path, key: ProfileKey) -> tuple[list[PowerLimitMeasurement], str | None]:
     """(measurements, the selector repr it was pruned for or None) of a profile matching ``key``.
 
-    Every number is checked (:mod:`zeus_nb.validate`); a damaged profile is refused with a
+    Every number is checked (:mod:`zeus_nb.utils.validate`); a damaged profile is refused with a
     :class:`ProfileError` naming the field, never applied.
     """
     try:

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from zeus_nb.tradeoff import check_eta, zeus_cost
+from zeus_nb.utils.metric import check_eta, zeus_cost
 
 __all__ = [
     "Energy",

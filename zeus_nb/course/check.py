@@ -1,0 +1,288 @@
+"""Checks for the notebook exercises: feedback for people, never the checker's answers.
+
+``f = check.<exercise>(f)`` runs a student's function on a few kinds of cases (fixed ones and
+random ones drawn from the notebook's seed, so one memorized number cannot pass) and shows one
+short line (HTML in Jupyter): how many cases were right, which kind of case went wrong, in words,
+and a hint at the concept (units, which energy, which sign). It never shows the expected value of
+a case, and never a traceback.
+
+It returns the function the notebook should go on with: the student's when every case is right,
+else the reference one, so later cells and plots still work while an exercise is unsolved
+(``NotImplementedError`` from the student edition's stub reads as "not done yet").
+
+A *strict* check raises :class:`CheckError` on a wrong answer instead of going on: that is how a
+wrong reference solution fails the instructor edition and CI loudly. ``ZEUS_NB_CHECKS=strict`` or
+``lenient`` decides; unset, checks are strict when no person drives the kernel (papermill, a plain
+Python process) and lenient in JupyterLab. "Not done yet" is never an error: the student edition
+runs to the end in CI.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# The exercises live in zeus_nb.course.exercises; their registry, Case and use_seed are
+# used as check.*.
+from zeus_nb.course.exercises import (  # noqa: F401 (re-exported)
+    EXERCISES,
+    MISTAKES,
+    REFERENCES,
+    Case,
+    Mistake,
+    use_seed,
+)
+
+PASSED_MARK = "\N{CHECK MARK}"
+FAILED_MARK = "\N{BALLOT X}"
+NOT_DONE_MARK = "\N{HOURGLASS}"
+NOT_DONE = "not done yet"
+NONE_HINT = "the function returned None: end it with a `return` of the answer"
+CONSTANT_HINT = "it gives the same answer whatever the input: compute the answer from the arguments"
+
+
+class CheckError(AssertionError):
+    """A function differs from the reference (raised by strict checks only)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a check found: shown to the student, read by ``zeus-nb course grade``."""
+
+    name: str
+    status: str  # "passed", "failed", "not done"
+    right: int
+    total: int
+    message: str
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+def strict() -> bool:
+    """Whether a wrong answer raises (see the module doc)."""
+    mode = os.environ.get("ZEUS_NB_CHECKS", "").strip().lower()
+    if mode in ("strict", "lenient"):
+        return mode == "strict"
+    from zeus_nb.widgets import _interactive_kernel
+
+    return not _interactive_kernel()
+
+
+def _close(a: Any, b: Any, rel: float = 1e-6) -> bool:
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_close(x, y, rel) for x, y in zip(a, b, strict=True))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b or a == b
+    try:
+        return math.isclose(float(a), float(b), rel_tol=rel, abs_tol=1e-9)
+    except (TypeError, ValueError):
+        return False
+
+
+@dataclass
+class _Wrong:
+    """A case answered wrong: ``what`` happened, and the answers when the function returned."""
+
+    case: Case
+    what: str
+    answers: list[Any] | None
+
+
+def _answers(fn: Callable, case: Case) -> tuple[list[Any] | None, str]:
+    """The function's answers to every call of ``case`` (copies of the inputs), or what it raised.
+
+    ``NotImplementedError`` (the student edition's stub) is not caught.
+    """
+    answers = []
+    for args in case.calls:
+        try:
+            answers.append(fn(*copy.deepcopy(args)))
+        except NotImplementedError:
+            raise
+        except Exception as e:  # the student's code crashed: name the error, not our numbers
+            return None, f"raised {type(e).__name__}"
+    return answers, ""
+
+
+def _same_everywhere(answers: list[Any], expected: list[Any]) -> bool:
+    """One answer for every input while the right answers differ: a constant."""
+    return (
+        len(answers) > 1
+        and all(_close(a, answers[0]) for a in answers)
+        and not all(_close(e, expected[0]) for e in expected)
+    )
+
+
+def _agrees(mistake: Mistake, case: Case, answers: list[Any]) -> bool:
+    try:
+        theirs = [mistake.fn(*copy.deepcopy(args)) for args in case.calls]
+    except Exception:
+        return False
+    return all(_close(a, b) for a, b in zip(answers, theirs, strict=True))
+
+
+def _fitting_hint(
+    wrong: list[_Wrong], answered: list[tuple[Case, list[Any]]], mistakes: Sequence[Mistake]
+) -> str | None:
+    """The hint of the known mistake that explains the student's answers best, if one does.
+
+    A mistake must give the student's answers on some wrong case; among those, the one that
+    agrees with them on the most cases (right ones included) wins, so two mistakes that fail the
+    same case are told apart by the cases the student got right.
+    """
+    best, best_score = None, (0, 0)
+    for mistake in mistakes:
+        explained = sum(_agrees(mistake, w.case, w.answers) for w in wrong if w.answers is not None)
+        if not explained:
+            continue
+        score = (sum(_agrees(mistake, c, a) for c, a in answered), explained)
+        if score > best_score:
+            best, best_score = mistake, score
+    return best.hint if best else None
+
+
+def _judge(
+    name: str,
+    fn: Any,
+    reference: Callable,
+    cases: Sequence[Case],
+    mistakes: Sequence[Mistake] = (),
+) -> Outcome:
+    total = len(cases)
+    if not callable(fn):
+        msg = f"{name}: expected a function, got {type(fn).__name__}; define it with def"
+        return Outcome(name, "failed", 0, total, msg)
+    right, wrong = 0, []
+    all_answers, all_expected, answered = [], [], []
+    for case in cases:
+        expected = [reference(*copy.deepcopy(args)) for args in case.calls]
+        try:
+            answers, raised = _answers(fn, case)
+        except NotImplementedError:
+            return Outcome(name, "not done", 0, total, f"{name}: {NOT_DONE}")
+        if answers is None:
+            wrong.append(_Wrong(case, raised, None))
+            continue
+        all_answers += answers
+        all_expected += expected
+        answered.append((case, answers))
+        if all(_close(a, e) for a, e in zip(answers, expected, strict=True)):
+            right += 1
+        elif any(a is None for a in answers):
+            wrong.append(_Wrong(case, "returned None", answers))
+        else:
+            wrong.append(_Wrong(case, "gave a different answer", answers))
+    if not wrong:
+        return Outcome(name, "passed", right, total, f"{name}: all {total} cases right")
+    first = next((w for w in wrong if w.what == "returned None"), wrong[0])
+    if first.what == "returned None":
+        hint = NONE_HINT
+    elif _same_everywhere(all_answers, all_expected):
+        hint = CONSTANT_HINT
+    else:
+        hint = _fitting_hint(wrong, answered, mistakes) or first.case.hint
+    kinds = sorted({w.case.kind for w in wrong}, key=[c.kind for c in cases].index)
+    msg = (
+        f"{name}: {right} of {total} cases right; wrong on {', '.join(kinds)} "
+        f"(on {first.case.kind} it {first.what}). Hint: {hint}"
+    )
+    return Outcome(name, "failed", right, total, msg)
+
+
+def _show(outcome: Outcome, going_on: bool) -> None:
+    mark = {"passed": PASSED_MARK, "failed": FAILED_MARK}.get(outcome.status, NOT_DONE_MARK)
+    tail = " The notebook goes on with the reference answer." if going_on else ""
+    text = f"{mark} {outcome.message}.{tail}"
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        get_ipython = None  # type: ignore[assignment]
+    if get_ipython is not None and getattr(get_ipython(), "kernel", None) is not None:
+        from IPython.display import display
+
+        colour = {"passed": "#1b5e20", "failed": "#b71c1c"}.get(outcome.status, "#6d4c00")
+        background = {"passed": "#e8f5e9", "failed": "#ffebee"}.get(outcome.status, "#fff8e1")
+        body = html.escape(text)
+        if outcome.status == "not done":
+            body = html.escape(f"{mark} {outcome.name}: your turn, {NOT_DONE}.{tail}")
+        style = (
+            f"padding:4px 8px;border-left:4px solid {colour};background:{background};"
+            f"color:{colour};font-family:sans-serif"
+        )
+        display({"text/plain": text, "text/html": f'<div style="{style}">{body}</div>'}, raw=True)
+    else:
+        print(text)
+
+
+def _run(
+    name: str, fn: Any, reference: Callable, cases: Sequence[Case], mistakes: Sequence[Mistake]
+) -> Callable:
+    outcome = _judge(name, fn, reference, cases, mistakes)
+    if outcome.passed:
+        _show(outcome, going_on=False)
+        return fn
+    if outcome.status == "failed" and strict():
+        _show(outcome, going_on=False)
+        raise CheckError(outcome.message)
+    _show(outcome, going_on=True)
+    return reference
+
+
+def is_reference(fn: Any) -> bool:
+    """Whether ``fn`` is an exercise's reference answer: what a check returns until it passes."""
+    try:
+        return fn in REFERENCES
+    except TypeError:  # unhashable: not one of ours
+        return False
+
+
+def whose(fn: Any, name: str) -> str:
+    """ "your NAME" for the student's own function, "the reference NAME" for the reference one.
+
+    Notebooks word every sentence about an exercise's result with it, so a line that says "your"
+    always comes from the student's code.
+    """
+    return f"the reference {name}" if is_reference(fn) else f"your {name}"
+
+
+def judge(name: str, fn: Any) -> Outcome:
+    """The outcome of exercise ``name`` for ``fn``, shown nowhere (for tests and tools)."""
+    reference, make_cases = EXERCISES[name]
+    return _judge(name, fn, reference, make_cases(), MISTAKES[name]())
+
+
+def _check(name: str) -> Callable[[Any], Callable]:
+    reference, make_cases = EXERCISES[name]
+
+    def check(fn: Any) -> Callable:
+        return _run(name, fn, reference, make_cases(), MISTAKES[name]())
+
+    check.__name__ = name
+    check.__doc__ = f"Check ``{name}``; returns the function to go on with."
+    return check
+
+
+average_power = _check("average_power")  # fn(measurement) -> W over the window, 0 if empty
+energy_per_step = _check("energy_per_step")  # fn(measurement, steps) -> J per step
+zeus_cost = _check("zeus_cost")  # fn(energy J, time s, eta, max_power W) -> cost
+energy_optimal_limit = _check("energy_optimal_limit")  # fn(profile DataFrame) -> W
+pareto_front = _check("pareto_front")  # fn([(time, energy)]) -> non-dominated, by time
+should_stop_early = _check("should_stop_early")  # fn(cost, best or None, beta) -> stop?
+aggregate_data_parallel = _check("aggregate_data_parallel")  # fn(times, energies) -> (t, e)
+# fn(per-stage busy energy J, busy time s, iteration time s, blocking power W) -> J
+iteration_energy = _check("iteration_energy")
+# fn([(batch size, power limit W, time s, energy J)], eta) -> (batch size, power limit)
+least_cost_config = _check("least_cost_config")
+# fn({batch size: (mean cost, std)}, [z per arm]) -> the batch size of the cheapest draw
+thompson_pick = _check("thompson_pick")
+# fn([PowerLimitMeasurement], max_slowdown) -> the lowest limit within the slowdown budget
+slowdown_limit = _check("slowdown_limit")
+# fn([(iteration time s, energy J)], deadline s) -> index of the least-energy plan in time
+plan_within = _check("plan_within")

@@ -1,0 +1,376 @@
+"""Load the Zeus NSDI '23 traces (shipped as package data) and user traces of the same schema.
+
+The power trace gives, per (dataset, network, batch size, optimizer, power limit), the time of one
+epoch and the average power. The train trace gives the epoch at which each training run first
+reached each target metric. Both are real measurements; the simulator and the tradeoff analysis
+only ever read numbers from them.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from zeus_nb.errors import InputError, TraceFormatError, TraceNotFoundError
+from zeus_nb.utils.validate import AVERAGE_POWER, DURATION, POWER_LIMIT, Quantity
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+POWER_COLUMNS = (
+    "dataset",
+    "network",
+    "batch_size",
+    "optimizer",
+    "power_limit",
+    "time_per_epoch",
+    "average_power",
+)
+TRAIN_COLUMNS = (
+    "dataset",
+    "network",
+    "batch_size",
+    "optimizer",
+    "learning_rate",
+    "run",
+    "target_metric",
+    "target_epoch",
+)
+BUNDLED_GPUS = ("v100", "a40")
+GPU_NAMES = {"v100": "NVIDIA Tesla V100", "a40": "NVIDIA A40"}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One of the six traced workloads and the knobs the paper trained it with.
+
+    ``num_samples`` is the size of the public training set; the simulator uses it only to split a
+    measured epoch into steps (steps per epoch = ceil(num_samples / batch size)).
+    """
+
+    dataset: str
+    network: str
+    optimizer: str
+    target_metric: float
+    max_epochs: int
+    default_batch_size: int
+    num_samples: int
+    higher_is_better: bool = True
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.dataset, self.network, self.optimizer)
+
+    def steps_per_epoch(self, batch_size: int) -> int:
+        return -(-self.num_samples // int(batch_size))
+
+
+WORKLOADS: dict[str, Workload] = {
+    w.dataset: w
+    for w in (
+        Workload("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024, 50_000),
+        Workload("imagenet", "resnet50", "adadelta", 0.65, 100, 256, 1_281_167),
+        Workload("squad", "bert_base_uncased", "adamw", 84.0, 6, 32, 87_599),
+        Workload("librispeech", "deepspeech2", "adamw", 40.0, 16, 256, 281_241, False),
+        Workload("movielens-1m", "ncf", "adam", 0.41, 100, 1024, 1_000_209),
+        Workload("sentiment140", "bert_base_uncased", "adamw", 0.84, 10, 128, 1_600_000),
+    )
+}
+
+
+def get_workload(name: str) -> Workload:
+    """Look up a workload by dataset name (``imagenet``) or ``dataset/network``."""
+    key = name.split("/")[0].lower()
+    if key not in WORKLOADS:
+        raise InputError(f"unknown workload {name!r}; choose one of: {', '.join(WORKLOADS)}")
+    return WORKLOADS[key]
+
+
+def resource_path(*parts: str) -> Path:
+    """Path of a file shipped in ``zeus_nb/resources``."""
+    return Path(str(resources.files("zeus_nb").joinpath("resources", *parts)))
+
+
+@dataclass(frozen=True)
+class _Column:
+    """What a numeric trace column may hold: a range, integers only, empty cells (never)."""
+
+    quantity: Quantity
+    integer: bool = False
+    empty_ok: bool = False
+
+
+# Physical ranges (zeus_nb.utils.validate): a power or time 1000x off (mW, ms) is refused.
+_POWER_COLUMNS = {
+    "batch_size": _Column(Quantity("batch size", "", 1, 1e7), integer=True),
+    "power_limit": _Column(POWER_LIMIT),
+    "time_per_epoch": _Column(DURATION),
+    "average_power": _Column(AVERAGE_POWER),
+}
+_TRAIN_COLUMNS = {
+    "batch_size": _Column(Quantity("batch size", "", 1, 1e7), integer=True),
+    "run": _Column(Quantity("run number", "", 0, 1e9), integer=True),
+    "target_metric": _Column(Quantity("target metric", "", -1e12, 1e12)),
+    "target_epoch": _Column(Quantity("epoch", "", 0, 1e7), empty_ok=True),
+}
+
+
+def _validate(df: pd.DataFrame, columns: tuple[str, ...], numeric: dict[str, _Column], src: str):
+    """Check columns and numeric cells; name the first bad row (1-based file line) or column.
+
+    Numeric cells must be finite and in their column's physical range; ``inf``, ``nan``, a
+    negative time or a power in mW are errors, never values that reach a printed result.
+    """
+    import numpy as np
+    import pandas as pd
+
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise TraceFormatError(
+            f"{src}: missing column(s) {', '.join(missing)}; expected columns: {', '.join(columns)}"
+        )
+    df = df[list(columns)].copy()
+    for col in ("dataset", "network", "optimizer"):
+        if col in df.columns:
+            bad = df[col].isna() | (df[col].astype(str).str.strip() == "")
+            if bad.any():
+                line = int(bad.to_numpy().nonzero()[0][0]) + 2
+                raise TraceFormatError(f"{src}: row {line} (file line): column {col!r} is empty")
+            df[col] = df[col].astype(str).str.strip()
+    for col, spec in numeric.items():
+        values = pd.to_numeric(df[col], errors="coerce").astype(float)
+        q = spec.quantity
+        with np.errstate(invalid="ignore"):
+            below = values <= q.low if q.open_low else values < q.low
+            bad = ~np.isfinite(values) | below | (values > q.high)
+            if spec.integer:
+                bad |= values != np.round(values)
+        if spec.empty_ok:
+            bad &= df[col].notna()
+        if bad.any():
+            i = int(bad.to_numpy().nonzero()[0][0])
+            kind = "an integer " if spec.integer else "a finite "
+            raise TraceFormatError(
+                f"{src}: row {i + 2} (file line): column {col!r} has {df[col].iloc[i]!r}; "
+                f"expected {kind}{q.describe()}" + ("" if not spec.empty_ok else " or empty")
+            )
+        df[col] = values
+    return df
+
+
+def _read_csv(path: Path, src: str) -> pd.DataFrame:
+    import pandas as pd
+
+    if not path.is_file():
+        raise TraceNotFoundError(f"{src}: no such file; give the path of an existing CSV trace")
+    try:
+        return pd.read_csv(path, dtype=str, skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise TraceFormatError(f"{src}: not a readable CSV file ({e})") from e
+
+
+def _stamp(source: str) -> tuple[int, int] | None:
+    """A file's (mtime, size), so an edited trace is read again rather than served stale."""
+    try:
+        st = Path(source).stat()
+    except (OSError, ValueError):
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+def _checked_power_trace(raw: pd.DataFrame, src: str) -> pd.DataFrame:
+    """Validate a power trace and normalize its types (int batch sizes, lower-case optimizers)."""
+    df = _validate(raw, POWER_COLUMNS, _POWER_COLUMNS, src)
+    df["batch_size"] = df["batch_size"].astype(int)
+    df["optimizer"] = df["optimizer"].str.lower()
+    dup = df.duplicated(["dataset", "network", "batch_size", "optimizer", "power_limit"])
+    if dup.any():
+        i = int(dup.to_numpy().nonzero()[0][0])
+        raise TraceFormatError(
+            f"{src}: row {i + 2} (file line) repeats an earlier "
+            "(dataset, network, batch_size, optimizer, power_limit)"
+        )
+    return df.reset_index(drop=True)
+
+
+def _checked_train_trace(raw: pd.DataFrame, src: str) -> pd.DataFrame:
+    """Validate a train trace and normalize its types, as :func:`_checked_power_trace`."""
+    df = _validate(raw, TRAIN_COLUMNS, _TRAIN_COLUMNS, src)
+    df["batch_size"] = df["batch_size"].astype(int)
+    df["run"] = df["run"].astype(int)
+    df["optimizer"] = df["optimizer"].str.lower()
+    return df.reset_index(drop=True)
+
+
+@functools.lru_cache(maxsize=16)
+def _load_power_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
+    if source.lower() in BUNDLED_GPUS:
+        path = resource_path("zeus_traces", f"summary_power_{source.lower()}.csv")
+    else:
+        path = Path(source)
+    return _checked_power_trace(_read_csv(path, source), source)
+
+
+def load_power_trace(gpu: str | Path | pd.DataFrame = "v100") -> pd.DataFrame:
+    """Power trace of a bundled GPU (``"v100"``, ``"a40"``), of a CSV file of the same schema,
+    or an already read DataFrame of that schema (validated the same way).
+
+    Returns a fresh copy, so callers may modify it.
+    """
+    if _is_frame(gpu):
+        return _checked_power_trace(gpu, "power trace (DataFrame)")
+    source = str(gpu)
+    stamp = None if source.lower() in BUNDLED_GPUS else _stamp(source)
+    return _load_power_trace_cached(source, stamp).copy()
+
+
+@functools.lru_cache(maxsize=4)
+def _load_train_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
+    path = resource_path("zeus_traces", "summary_train.csv") if source == "" else Path(source)
+    src = source or "summary_train.csv"
+    return _checked_train_trace(_read_csv(path, src), src)
+
+
+def load_train_trace(path: str | Path | pd.DataFrame | None = None) -> pd.DataFrame:
+    """The bundled train trace, a CSV file of the same schema, or an already read DataFrame of
+    that schema (validated the same way). ``target_epoch`` NaN: never."""
+    if _is_frame(path):
+        return _checked_train_trace(path, "train trace (DataFrame)")
+    source = "" if path is None else str(path)
+    return _load_train_trace_cached(source, _stamp(source) if source else None).copy()
+
+
+def _is_frame(obj: object) -> bool:
+    import pandas as pd
+
+    return isinstance(obj, pd.DataFrame)
+
+
+def power_curves(
+    trace: pd.DataFrame, dataset: str, network: str | None = None, optimizer: str | None = None
+) -> pd.DataFrame:
+    """Rows of one workload, sorted by (batch size, power limit).
+
+    ``network`` and ``optimizer`` default to the paper's choice when the dataset is a known workload
+    and the trace has it; otherwise the dataset must identify a single (network, optimizer).
+    """
+    rows = trace[trace["dataset"] == dataset]
+    if rows.empty:
+        known = ", ".join(sorted(trace["dataset"].unique()))
+        raise InputError(f"the power trace has no dataset {dataset!r}; it has: {known}")
+    wl = WORKLOADS.get(dataset)
+    if network is None:
+        nets = rows["network"].unique()
+        network = wl.network if wl and wl.network in nets else nets[0]
+    if optimizer is None:
+        opts = rows[rows["network"] == network]["optimizer"].unique()
+        optimizer = wl.optimizer if wl and wl.optimizer in opts else opts[0]
+    rows = rows[(rows["network"] == network) & (rows["optimizer"] == optimizer.lower())]
+    if rows.empty:
+        raise InputError(f"the power trace has no rows for {dataset}/{network}/{optimizer}")
+    return rows.sort_values(["batch_size", "power_limit"]).reset_index(drop=True)
+
+
+def default_batch_size(workload: str | Workload, power_trace: pd.DataFrame) -> int:
+    """The workload's default batch size b0, clipped to the batch sizes the power trace has.
+
+    A b0 larger than every traced batch size (DeepSpeech2's 256 on the V100, whose trace stops at
+    192) becomes the largest traced one; a b0 between traced sizes becomes the next smaller one.
+    """
+    wl = workload if isinstance(workload, Workload) else get_workload(workload)
+    sizes = sorted(int(b) for b in power_curves(power_trace, wl.dataset)["batch_size"].unique())
+    smaller = [b for b in sizes if b <= wl.default_batch_size]
+    return smaller[-1] if smaller else sizes[0]
+
+
+def _metric_rows(train: pd.DataFrame, wl: Workload, target: float) -> pd.DataFrame:
+    rows = train[
+        (train["dataset"] == wl.dataset)
+        & (train["network"] == wl.network)
+        & (train["optimizer"] == wl.optimizer)
+    ]
+    if rows.empty:
+        raise InputError(f"the train trace has no runs of {wl.dataset}/{wl.network}/{wl.optimizer}")
+    hit = rows[(rows["target_metric"] - target).abs() <= 1e-9 * max(1.0, abs(target))]
+    if hit.empty:
+        have = ", ".join(f"{m:g}" for m in sorted(rows["target_metric"].unique()))
+        raise InputError(
+            f"the train trace records no target metric {target:g} for {wl.dataset}; "
+            f"choose one of: {have}"
+        )
+    return hit
+
+
+def target_epochs(
+    workload: str | Workload,
+    train_trace: pd.DataFrame | None = None,
+    target_metric: float | None = None,
+    max_epochs: int | None = None,
+) -> pd.DataFrame:
+    """Epoch at which each recorded run first reached the target, per (batch size, run).
+
+    Columns: batch_size, run, target_epoch (NaN: never), reached. A run that reached the target
+    only after ``max_epochs`` (default: the workload's) counts as not reached, as a training job
+    capped at ``max_epochs`` would have stopped first.
+    """
+    wl = workload if isinstance(workload, Workload) else get_workload(workload)
+    train = load_train_trace() if train_trace is None else train_trace
+    target = wl.target_metric if target_metric is None else float(target_metric)
+    cap = wl.max_epochs if max_epochs is None else int(max_epochs)
+    rows = _metric_rows(train, wl, target)
+    out = rows[["batch_size", "run", "target_epoch"]].copy()
+    out["reached"] = out["target_epoch"].notna() & (out["target_epoch"] <= cap)
+    out.loc[~out["reached"], "target_epoch"] = float("nan")
+    return out.sort_values(["batch_size", "run"]).reset_index(drop=True)
+
+
+def tta_eta(
+    workload: str | Workload,
+    gpu: str | Path | pd.DataFrame = "v100",
+    *,
+    per_run: bool = False,
+    train_trace: pd.DataFrame | None = None,
+    target_metric: float | None = None,
+    max_epochs: int | None = None,
+) -> pd.DataFrame:
+    """Time- and energy-to-accuracy of every traced (batch size, power limit) of a workload.
+
+    TTA = target_epoch x time_per_epoch (s) and ETA = TTA x average_power (J), from the power
+    trace of ``gpu`` (a bundled name, a CSV path or an already loaded trace) and the train trace.
+
+    ``per_run=True``: one row per (batch size, power limit, run), with ``reached`` per run.
+    Otherwise one row per (batch size, power limit): ``runs`` recorded, ``runs_reached``, and
+    ``reached`` (every run reached the target). ``epochs``, ``tta`` and ``eta`` are the means over
+    runs, and NaN unless every run reached the target: a configuration that sometimes fails is
+    reported as failing rather than averaged over its lucky runs only. Only batch sizes present in
+    both traces appear.
+    """
+    import pandas as pd
+
+    wl = workload if isinstance(workload, Workload) else get_workload(workload)
+    power = gpu if isinstance(gpu, pd.DataFrame) else load_power_trace(gpu)
+    curves = power_curves(power, wl.dataset, wl.network, wl.optimizer)
+    curves = curves[["batch_size", "power_limit", "time_per_epoch", "average_power"]]
+    runs = target_epochs(wl, train_trace, target_metric, max_epochs)
+    if per_run:
+        df = curves.merge(runs, on="batch_size", how="inner")
+        df["tta"] = df["target_epoch"] * df["time_per_epoch"]
+        df["eta"] = df["tta"] * df["average_power"]
+        return df.sort_values(["batch_size", "power_limit", "run"]).reset_index(drop=True)
+    grouped = runs.groupby("batch_size")
+    per_bs = pd.DataFrame(
+        {
+            "runs": grouped["run"].count(),
+            "runs_reached": grouped["reached"].sum().astype(int),
+            "epochs": grouped["target_epoch"].mean(),
+        }
+    ).reset_index()
+    per_bs["reached"] = per_bs["runs_reached"] == per_bs["runs"]
+    per_bs.loc[~per_bs["reached"], "epochs"] = float("nan")
+    df = curves.merge(per_bs, on="batch_size", how="inner")
+    df["tta"] = df["epochs"] * df["time_per_epoch"]
+    df["eta"] = df["tta"] * df["average_power"]
+    return df.sort_values(["batch_size", "power_limit"]).reset_index(drop=True)

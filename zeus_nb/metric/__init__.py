@@ -1,0 +1,433 @@
+"""Energy and power as Prometheus metrics, pushed to a Pushgateway, with Zeus's ``zeus.metric`` API.
+
+- :class:`EnergyHistogram`: each ``begin_window``/``end_window`` pair is measured with a
+  :class:`~zeus_nb.monitor.ZeusMonitor` and observed in the histograms
+  ``energy_monitor_{gpu,cpu,dram}_energy_joules``, then pushed.
+- :class:`EnergyCumulativeCounter`: while a window is open, the counters
+  ``energy_monitor_{gpu,cpu,dram}_energy_joules`` grow by the energy measured and are pushed every
+  ``update_period`` seconds, and once more at ``end_window``.
+- :class:`PowerGauge`: while a window is open, the gauge ``power_monitor_gpu_power_watts`` is set
+  to the latest :class:`~zeus_nb.power_monitor.PowerMonitor` reading and pushed every
+  ``update_period`` seconds, and once more at ``end_window``.
+
+Series carry the labels ``window`` (the window's name) and ``index`` (the device index), and the
+gateway adds ``job``. Zeus runs the periodic loops in a spawned process per window; here they run
+on a daemon thread of this process, because a child process would open its own GPU system: on
+the simulated GPU it would not see this process's ``zeus_nb.step()`` calls (virtual clock) or
+power limits (wall clock) and would push 0 J or the wrong power. A thread sees exactly what this
+process's ``ZeusMonitor`` sees, and never imports the user's ``__main__`` again.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import queue
+import threading
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from zeus_nb.errors import WindowError
+from zeus_nb.metric.push import (
+    PUSH_TIMEOUT,
+    Pusher,
+    PushgatewayError,
+    check_buckets,
+    check_period,
+    resolve_url,
+)
+from zeus_nb.metric.windows import (
+    TIMED_OUT,
+    Totals,
+    add_energy,
+    energy_counters,
+    power_gauge,
+    set_power,
+    wait,
+)
+from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.power_monitor import PowerMonitor
+
+__all__ = [
+    "EnergyCumulativeCounter",
+    "EnergyHistogram",
+    "Metric",
+    "MonitoringProcessState",
+    "PowerGauge",
+    "PushgatewayError",
+    "energy_monitoring_loop",
+    "power_monitoring_loop",
+]
+
+log = logging.getLogger(__name__)
+
+#: How long ``end_window`` waits for a window's thread to take its last reading and push.
+JOIN_TIMEOUT = PUSH_TIMEOUT + 5.0
+
+
+@dataclass
+class MonitoringProcessState:
+    """An open periodic window: ``queue`` stops it, ``proc`` runs it (a thread here)."""
+
+    queue: queue.Queue
+    proc: threading.Thread
+
+
+class Metric(abc.ABC):
+    """A metric measured over named windows: ``begin_window(name)`` ... ``end_window(name)``."""
+
+    @abc.abstractmethod
+    def begin_window(self, name: str, sync_execution: bool = True) -> None:
+        """Open window ``name``; ``sync_execution`` waits for queued GPU work first."""
+
+    @abc.abstractmethod
+    def end_window(self, name: str, sync_execution: bool = True) -> None:
+        """Close window ``name`` and push its metrics."""
+
+
+class EnergyHistogram(Metric):
+    """Energy per window (J) of GPUs, CPUs and DRAM as Prometheus histograms.
+
+    Args:
+        cpu_indices: CPU packages to measure (as for :class:`~zeus_nb.monitor.ZeusMonitor`).
+        gpu_indices: GPUs to measure.
+        pushgateway_url: the Pushgateway, e.g. ``"http://localhost:9091"`` (Zeus's documentation
+            calls it ``prometheus_url=``; both names are accepted).
+        job: the Prometheus job the series are pushed under.
+        gpu_bucket_range, cpu_bucket_range, dram_bucket_range: bucket upper bounds in J;
+            non-empty and strictly increasing.
+    """
+
+    def __init__(
+        self,
+        cpu_indices: list | None,
+        gpu_indices: list | None,
+        pushgateway_url: str | None = None,
+        job: str | None = None,
+        gpu_bucket_range: Sequence[float] = (50.0, 100.0, 200.0, 500.0, 1000.0),
+        cpu_bucket_range: Sequence[float] = (10.0, 50.0, 100.0, 500.0, 1000.0),
+        dram_bucket_range: Sequence[float] = (5.0, 10.0, 20.0, 50.0, 150.0),
+        *,
+        prometheus_url: str | None = None,
+    ) -> None:
+        self.pushgateway_url = resolve_url(pushgateway_url, prometheus_url, "EnergyHistogram")
+        buckets = {
+            "gpu": check_buckets(gpu_bucket_range, "gpu_bucket_range"),
+            "cpu": check_buckets(cpu_bucket_range, "cpu_bucket_range"),
+            "dram": check_buckets(dram_bucket_range, "dram_bucket_range"),
+        }
+        self._pusher = Pusher(self.pushgateway_url, job)  # type: ignore[arg-type]
+        self.job = self._pusher.job
+        self.registry = self._pusher.registry
+        self.gpu_bucket_range, self.cpu_bucket_range, self.dram_bucket_range = buckets.values()
+        self.energy_monitor = ZeusMonitor(cpu_indices=cpu_indices, gpu_indices=gpu_indices)
+        self.gpu_indices = self.energy_monitor.gpu_indices
+        self.cpu_indices = self.energy_monitor.cpu_indices
+        kinds = {"gpu": bool(self.gpu_indices), "cpu": bool(self.cpu_indices)}
+        kinds["dram"] = any(c.supports_dram() for c in self.energy_monitor.cpus)
+        families = energy_counters(self.registry, kinds, buckets)
+        self.gpu_histograms = families.get("gpu")
+        self.cpu_histograms = families.get("cpu")
+        self.dram_histograms = families.get("dram")
+        self._buckets = buckets
+        self._open: set[str] = set()
+
+    def _key(self, name: str) -> str:
+        return f"__EnergyHistogram_{name}"
+
+    def begin_window(self, name: str, sync_execution: bool = True) -> None:
+        """Start measuring window ``name`` (names may nest and overlap, as in ZeusMonitor)."""
+        if name in self._open:
+            raise WindowError(f"EnergyHistogram window {name!r} is already open; end it first")
+        self.energy_monitor.begin_window(self._key(name), sync_execution=sync_execution)
+        self._open.add(name)
+
+    def end_window(self, name: str, sync_execution: bool = True) -> None:
+        """Measure window ``name``, observe its energy in the histograms and push them.
+
+        Raises :class:`PushgatewayError` if the push fails; the observation stays in the
+        registry and goes out with the next push that works.
+        """
+        if name not in self._open:
+            opened = ", ".join(repr(k) for k in sorted(self._open)) or "none"
+            raise WindowError(
+                f"EnergyHistogram window {name!r} was never begun (open windows: {opened}); "
+                "call begin_window first"
+            )
+        m = self.energy_monitor.end_window(self._key(name), sync_execution=sync_execution)
+        self._open.discard(name)
+        for kind, family, energies in (
+            ("gpu", self.gpu_histograms, m.gpu_energy),
+            ("cpu", self.cpu_histograms, m.cpu_energy),
+            ("dram", self.dram_histograms, m.dram_energy),
+        ):
+            for index, joules in (energies or {}).items():
+                if family is not None:
+                    family.labels(window=name, index=index).observe(joules)
+                    self._check_range(kind, index, joules)
+        self._pusher.push()
+
+    def _check_range(self, kind: str, index: int, joules: float) -> None:
+        """Warn (as Zeus does) when a value falls outside the buckets it was given."""
+        bounds = self._buckets[kind]
+        if bounds[0] <= joules <= bounds[-1]:
+            return
+        above = joules > bounds[-1]
+        side = "above the largest" if above else "below the smallest"
+        edge = bounds[-1] if above else bounds[0]
+        warnings.warn(
+            f"{kind.upper()} {index} energy {joules:.6g} J is {side} bucket ({edge:g} J) of "
+            f"{kind}_bucket_range; choose buckets that span your windows' energy",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+class _PeriodicMetric(Metric):
+    """Windows that each run a thread pushing every ``update_period`` seconds."""
+
+    kind = "metric"
+
+    def __init__(self, update_period: float, pushgateway_url, job, prometheus_url) -> None:
+        who = type(self).__name__
+        self.update_period = check_period(update_period)
+        self.pushgateway_url = resolve_url(pushgateway_url, prometheus_url, who)
+        self._pusher = Pusher(self.pushgateway_url, job)
+        self.job = self._pusher.job
+        self.registry = self._pusher.registry
+        self.window_state: dict[str, MonitoringProcessState] = {}
+        self._sources: dict[str, Any] = {}  # window -> what its thread reads
+
+    def _check_new(self, name: str) -> None:
+        if name in self.window_state:
+            raise WindowError(
+                f"{type(self).__name__} window {name!r} is already open; end it first"
+            )
+
+    def _start(self, name: str, source: Any, target, args: tuple) -> None:
+        stop: queue.Queue = queue.Queue()
+        thread = threading.Thread(
+            target=target,
+            args=(name, stop, *args),
+            name=f"zeus-nb-{self.kind}-{name}",
+            daemon=True,
+        )
+        thread.start()
+        self.window_state[name] = MonitoringProcessState(queue=stop, proc=thread)
+        self._sources[name] = source
+
+    def _stop(self, name: str, message: Any) -> Any:
+        """Hand the window's thread its last message, wait for it, return the window's source."""
+        if name not in self.window_state:
+            opened = ", ".join(repr(k) for k in self.window_state) or "none"
+            raise WindowError(
+                f"{type(self).__name__} window {name!r} was never begun (open windows: "
+                f"{opened}); call begin_window first"
+            )
+        state = self.window_state.pop(name)
+        state.queue.put(message)
+        state.proc.join(timeout=JOIN_TIMEOUT)
+        if state.proc.is_alive():
+            log.warning(
+                "the %s thread of window %r did not finish in %g s; it is left to stop at exit",
+                self.kind,
+                name,
+                JOIN_TIMEOUT,
+            )
+        return self._sources.pop(name)
+
+
+class EnergyCumulativeCounter(_PeriodicMetric):
+    """Energy (J) of GPUs, CPUs and DRAM as Prometheus counters that only grow.
+
+    While a window is open, a thread adds the energy measured since its last reading to the
+    counters and pushes them every ``update_period`` seconds; ``end_window`` adds the rest up to
+    that moment and pushes once more, so a window's counters end at exactly the energy
+    measured between ``begin_window`` and ``end_window``. Counters live as long as this object:
+    a window name used again keeps counting up.
+
+    Args:
+        cpu_indices, gpu_indices: what to measure (as for :class:`~zeus_nb.monitor.ZeusMonitor`).
+        update_period: seconds between pushes.
+        pushgateway_url: the Pushgateway (``prometheus_url=`` is accepted too).
+        job: the Prometheus job the series are pushed under.
+    """
+
+    kind = "energy-counter"
+
+    def __init__(
+        self,
+        cpu_indices: list | None,
+        gpu_indices: list | None,
+        update_period: float,
+        pushgateway_url: str | None = None,
+        job: str | None = None,
+        *,
+        prometheus_url: str | None = None,
+    ) -> None:
+        super().__init__(update_period, pushgateway_url, job, prometheus_url)
+        self.cpu_indices = cpu_indices
+        self.gpu_indices = gpu_indices
+        self._counters: dict[str, Any] = {}
+
+    def begin_window(self, name: str, sync_execution: bool = False) -> None:
+        """Start counting window ``name``: the counters appear at once (pushed at 0 J more).
+
+        Raises :class:`PushgatewayError` if that first push fails (nothing is started then).
+        """
+        self._check_new(name)
+        totals = Totals(ZeusMonitor(cpu_indices=self.cpu_indices, gpu_indices=self.gpu_indices))
+        self._counters.update(energy_counters(self.registry, totals.kinds(), None, self._counters))
+        if sync_execution:
+            totals.sync()
+        start = totals.read()
+        add_energy(self._counters, name, start, start)
+        self._pusher.push()
+        counters = dict(self._counters)  # the thread's own copy: later windows may add kinds
+        args = (totals, counters, self._pusher, self.update_period, start)
+        self._start(name, totals, _count_energy, args)
+
+    def end_window(self, name: str, sync_execution: bool = False) -> None:
+        """Add the energy up to now to window ``name``'s counters, push them and stop."""
+        totals: Totals | None = self._sources.get(name)
+        if totals is not None and sync_execution:
+            totals.sync()
+        self._stop(name, totals.read() if totals is not None else None)
+
+
+class PowerGauge(_PeriodicMetric):
+    """GPU power (W) as a Prometheus gauge, set from a :class:`~zeus_nb.power_monitor.PowerMonitor`.
+
+    Args:
+        gpu_indices: GPUs to watch.
+        update_period: seconds between pushes.
+        pushgateway_url: the Pushgateway (``prometheus_url=`` is accepted too).
+        job: the Prometheus job the series are pushed under.
+    """
+
+    kind = "power-gauge"
+
+    def __init__(
+        self,
+        gpu_indices: list | None,
+        update_period: float,
+        pushgateway_url: str | None = None,
+        job: str | None = None,
+        *,
+        prometheus_url: str | None = None,
+    ) -> None:
+        super().__init__(update_period, pushgateway_url, job, prometheus_url)
+        self.gpu_indices = gpu_indices
+        self._gauge = power_gauge(self.registry)
+
+    def begin_window(self, name: str, sync_execution: bool = False) -> None:
+        """Start sampling power for window ``name`` and push the first reading.
+
+        Raises :class:`PushgatewayError` if that first push fails (nothing is started then).
+        """
+        self._check_new(name)
+        monitor = PowerMonitor(
+            gpu_indices=self.gpu_indices,
+            update_period=min(0.1, self.update_period),
+            max_samples_per_gpu=64,  # the gauge only ever needs the latest sample
+        )
+        try:
+            if sync_execution:
+                monitor.system.sync(monitor.gpu_indices)
+            seen = set_power(self._gauge, name, monitor)
+            self._pusher.push()
+        except BaseException:
+            monitor.stop()
+            raise
+        args = (monitor, self._gauge, self._pusher, self.update_period, seen)
+        self._start(name, monitor, _gauge_power, args)
+
+    def end_window(self, name: str, sync_execution: bool = False) -> None:
+        """Set and push window ``name``'s last power reading, then stop sampling."""
+        monitor: PowerMonitor | None = self._sources.get(name)
+        if monitor is not None and sync_execution:
+            monitor.system.sync(monitor.gpu_indices)
+        monitor = self._stop(name, "stop")
+        monitor.stop()
+
+
+# --- the loops a window's thread runs -----------------------------------------------------------
+def _count_energy(name, stop, totals: Totals, counters, pusher: Pusher, period, start) -> None:
+    last = start
+    while True:
+        message = wait(stop, period)
+        try:
+            now = message if isinstance(message, dict) else totals.read()
+        except Exception as e:  # a device that fails must not kill the thread silently
+            log.warning("EnergyCumulativeCounter window %r: reading failed, it stops: %s", name, e)
+            return
+        add_energy(counters, name, last, now)
+        last = now
+        pusher.push_logged(period)
+        if message is not TIMED_OUT:
+            totals.warn_if_idle(name, start, last)
+            return
+
+
+def _gauge_power(name, stop, monitor: PowerMonitor, gauge, pusher: Pusher, period, seen) -> None:
+    while True:
+        message = wait(stop, period)
+        try:
+            seen = set_power(gauge, name, monitor) or seen
+        except Exception as e:
+            log.warning("PowerGauge window %r: reading power failed, it stops: %s", name, e)
+            return
+        pusher.push_logged(period)
+        if message is not TIMED_OUT:
+            if not seen:
+                hint = monitor.system.window_hint(0.0) or "the PowerMonitor took no sample"
+                log.warning("PowerGauge window %r pushed no power: %s", name, hint)
+            return
+
+
+def energy_monitoring_loop(
+    name: str,
+    pipe: queue.Queue,
+    cpu_indices: list,
+    gpu_indices: list,
+    update_period: float,
+    pushgateway_url: str,
+    job: str,
+) -> None:
+    """Count energy into ``energy_monitor_*_energy_joules`` and push every ``update_period`` s.
+
+    Runs until anything is put into ``pipe`` (a ``queue.Queue`` or ``multiprocessing.Queue``),
+    then pushes once more and returns; the loop :class:`EnergyCumulativeCounter` runs per window.
+    """
+    pusher = Pusher(pushgateway_url, job)
+    period = check_period(update_period)
+    totals = Totals(ZeusMonitor(cpu_indices=cpu_indices, gpu_indices=gpu_indices))
+    counters = energy_counters(pusher.registry, totals.kinds(), None)
+    start = totals.read()
+    add_energy(counters, name, start, start)
+    pusher.push_logged(period)
+    _count_energy(name, pipe, totals, counters, pusher, period, start)
+
+
+def power_monitoring_loop(
+    name: str,
+    pipe: queue.Queue,
+    gpu_indices: list[int],
+    update_period: float,
+    pushgateway_url: str,
+    job: str,
+) -> None:
+    """Set ``power_monitor_gpu_power_watts`` from a PowerMonitor and push every ``update_period`` s.
+
+    Runs until anything is put into ``pipe``, then pushes once more and returns; the loop
+    :class:`PowerGauge` runs per window.
+    """
+    pusher = Pusher(pushgateway_url, job)
+    period = check_period(update_period)
+    gauge = power_gauge(pusher.registry)
+    with PowerMonitor(gpu_indices=gpu_indices, update_period=min(0.1, period)) as monitor:
+        seen = set_power(gauge, name, monitor)
+        pusher.push_logged(period)
+        _gauge_power(name, pipe, monitor, gauge, pusher, period, seen)

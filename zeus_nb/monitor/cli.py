@@ -1,0 +1,110 @@
+"""``python -m zeus_nb.monitor energy|power``: live GPU energy or power, like Zeus's monitor CLI.
+
+``energy`` measures one window from start until Ctrl+C (or ``--duration`` seconds) and prints it.
+``power`` prints each GPU's power every ``--update-period`` seconds, then the time and the energy
+integrated from those samples. On the simulated backend the GPU follows the wall clock here
+(``ZEUS_NB_SIM_CLOCK=wall`` unless set otherwise), since nothing calls ``zeus_nb.step()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import time
+from datetime import datetime
+
+from zeus_nb.device.base import POWER_DOMAINS
+
+
+def _wait(duration: float | None) -> None:
+    """Sleep ``duration`` s, or until Ctrl+C when None."""
+    with contextlib.suppress(KeyboardInterrupt):
+        time.sleep(duration if duration is not None else 365 * 24 * 3600)
+
+
+def energy(
+    gpu_indices: list[int] | None = None,
+    duration: float | None = None,
+    backend: str | None = None,
+) -> None:
+    """Print the time and energy of one window from now until Ctrl+C or ``duration`` s."""
+    from zeus_nb.monitor import ZeusMonitor
+
+    monitor = ZeusMonitor(gpu_indices, backend=backend)
+    monitor.begin_window("zeus_nb.monitor.energy")
+    _wait(duration)
+    m = monitor.end_window("zeus_nb.monitor.energy")
+    print(f"Time (s): {m.time:.3f}")
+    for i, joules in m.gpu_energy.items():
+        print(f"GPU{i} energy (J): {joules:.3f}")
+    for label, values in (("CPU", m.cpu_energy), ("DRAM", m.dram_energy)):
+        for i, joules in (values or {}).items():
+            print(f"{label}{i} energy (J): {joules:.3f}")
+    print(f"Total GPU energy (J): {m.total_energy:.3f}")
+
+
+def power(
+    gpu_indices: list[int] | None = None,
+    update_period: float = 1.0,
+    power_domain: str = "device_instant",
+    duration: float | None = None,
+    backend: str | None = None,
+) -> None:
+    """Print power every ``update_period`` s until Ctrl+C or ``duration`` s, then the totals."""
+    from zeus_nb.monitor.power import PowerMonitor
+
+    monitor = PowerMonitor(
+        gpu_indices, update_period, power_domains=[power_domain], backend=backend
+    )
+    start = time.time()
+    deadline = None if duration is None else time.monotonic() + duration
+    try:
+        while deadline is None or time.monotonic() < deadline:
+            left = (
+                update_period
+                if deadline is None
+                else min(update_period, deadline - time.monotonic())
+            )
+            time.sleep(max(0.0, left))
+            watts = monitor.get_power(power_domain=power_domain)
+            if watts is not None:
+                readings = ", ".join(f"GPU{i}: {w:.1f} W" for i, w in watts.items())
+                print(f"{datetime.now().isoformat(timespec='milliseconds')} {readings}", flush=True)
+    except KeyboardInterrupt:
+        pass
+    end = time.time()
+    monitor.stop()
+    print(f"Total time (s): {end - start:.3f}")
+    joules = monitor.get_energy(start, end, power_domain)
+    if joules is not None:
+        print("Total energy (J): " + ", ".join(f"GPU{i}: {e:.3f}" for i, e in joules.items()))
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m zeus_nb.monitor", description=__doc__.split("\n")[0]
+    )
+    sub = p.add_subparsers(dest="subcommand", required=True)
+    for name, text in (
+        ("energy", "time and energy from now until Ctrl+C"),
+        ("power", "power every update period; time and energy at the end"),
+    ):
+        s = sub.add_parser(name, help=text)
+        s.add_argument("--gpu-indices", nargs="+", type=int, help="default: all GPUs")
+        s.add_argument("--duration", type=float, help="stop after this many seconds")
+        s.add_argument("--backend", choices=("auto", "sim", "nvml"))
+        if name == "power":
+            s.add_argument("--update-period", type=float, default=1.0, help="seconds")
+            s.add_argument("--power-domain", choices=POWER_DOMAINS, default="device_instant")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    os.environ.setdefault("ZEUS_NB_SIM_CLOCK", "wall")
+    if args.subcommand == "energy":
+        energy(args.gpu_indices, args.duration, args.backend)
+    else:
+        power(args.gpu_indices, args.update_period, args.power_domain, args.duration, args.backend)
+    return 0

@@ -1,0 +1,159 @@
+"""The one papermill execution function behind ``zeus-nb tour``, ``sweep`` and ``course``.
+
+Kernels talk to this process over local IPC sockets in a private temporary folder, not over
+TCP: nothing listens on the network, and ipykernel has no reason to print its warning about
+unencrypted TCP into every run's output. At the end an idle kernel is asked to shut down
+without the SIGINT jupyter_client sends first by default (a kernel busy with a message logs
+``KeyboardInterrupt caught in kernel`` to the terminal); a kernel still running a cell (one that
+timed out) is interrupted as before, so the cell shows where it stopped. The kernel process's own
+log lines go to a file beside its sockets and are quoted only when the kernel dies, so a run's
+terminal output holds the notebooks' results and nothing of ipykernel's housekeeping.
+
+A failing notebook never raises here: the outcome carries papermill's error (cell, exception
+name and value) or the reason the kernel stopped.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zeus_nb.utils.threads import thread_environment
+
+KERNEL = "python3"
+
+
+@dataclass
+class Execution:
+    """What happened to one papermill execution."""
+
+    ename: str = ""  # exception name of the failing cell (empty: no cell failed)
+    evalue: str = ""
+    cell_source: str = ""  # source of the failing cell
+    exec_count: int | None = None
+    problem: str = ""  # the kernel died, a cell timed out, the notebook was unreadable
+
+    @property
+    def ok(self) -> bool:
+        return not (self.ename or self.problem)
+
+    @property
+    def error(self) -> str:
+        """One line for reports: ``Name: value (cell N)``, the problem, or empty."""
+        if self.ename:
+            return f"{self.ename}: {self.evalue} (cell {self.exec_count})"
+        return self.problem
+
+
+def _quiet_shutdown(running: dict[str, bool], log: Any = None) -> type:
+    """``AsyncKernelManager`` that interrupts at shutdown only while ``running["cell"]``.
+
+    The kernel process's own stderr (ipykernel's log lines, not cell output) goes to ``log``
+    when given: it is shown only if the kernel dies, never mixed into a run's terminal output.
+    Without ``OMP_NUM_THREADS`` of its own, the kernel starts with the thread count of a small
+    model (:func:`zeus_nb.utils.threads.thread_environment`): torch's default of one thread per
+    core makes the notebooks' tiny models several times slower on a machine other work shares.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietShutdownKernelManager(AsyncKernelManager):
+        async def _async_interrupt_kernel(self) -> None:
+            if running["cell"] or not self.shutting_down:
+                await super()._async_interrupt_kernel()
+
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            if log is not None:
+                kw["stderr"] = log
+            if isinstance(kw.get("env"), dict):  # threads for small models, unless set
+                thread_environment(kw["env"])
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return QuietShutdownKernelManager
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    """The last lines of the kernel's log, for a report of why it stopped."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+    return " | ".join(text.splitlines()[-lines:])
+
+
+def _ipc_config(folder: str) -> Any:
+    """nbclient configuration: the kernel's sockets are files in ``folder``."""
+    from traitlets.config import Config
+
+    config = Config()
+    config.KernelManager.transport = "ipc"
+    config.KernelManager.ip = str(Path(folder) / "kernel")
+    return config
+
+
+def execute(
+    notebook: Any,
+    output: str | Path,
+    parameters: Mapping[str, Any] | None = None,
+    cwd: str | Path | None = None,
+    kernel_name: str = KERNEL,
+    timeout: float | None = None,
+    progress: bool = False,
+) -> Execution:
+    """Run ``notebook`` (a path or an ``nbformat`` node) into ``output`` with papermill.
+
+    Paths may be relative to the current directory, which this never changes. ``cwd`` (the
+    kernel's folder) defaults to the output's folder; ``timeout`` is per cell, in seconds (None:
+    none).
+    The environment the kernel inherits is the caller's (see
+    :func:`zeus_nb.utils.environ.temp_environ`).
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    # Paths are made absolute, and the kernel gets its folder through nbclient's resources rather
+    # than papermill's ``cwd``: papermill chdirs the whole process, which races between threads
+    # (``course verify -j 2``) and left the caller in another folder.
+    out = Path(output).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    source = notebook if not isinstance(notebook, str | Path) else str(Path(notebook).resolve())
+    running = {"cell": False}  # whether a cell is executing, from nbclient's hooks
+
+    def started(**_: Any) -> None:
+        running["cell"] = True
+
+    def finished(**_: Any) -> None:
+        running["cell"] = False
+
+    with tempfile.TemporaryDirectory(prefix="zeus-nb-kernel-") as sockets:
+        log_path = Path(sockets) / "kernel.log"
+        log = log_path.open("w", encoding="utf-8")
+        try:
+            papermill.execute_notebook(
+                source,
+                str(out),
+                parameters=dict(parameters or {}),
+                kernel_name=kernel_name,
+                resources={"metadata": {"path": str(Path(cwd or out.parent).resolve())}},
+                progress_bar=progress,
+                execution_timeout=timeout,
+                config=_ipc_config(sockets),
+                kernel_manager_class=_quiet_shutdown(running, log),
+                on_cell_start=started,
+                on_cell_executed=finished,
+            )
+        except PapermillExecutionError as e:
+            return Execution(e.ename, e.evalue, e.source, e.exec_count)
+        except Exception as e:  # kernel died, timeout, bad notebook: report and go on
+            lines = str(e).strip().splitlines()
+            problem = f"{type(e).__name__}: {lines[0] if lines else ''}".strip()
+            log.close()
+            kernel_said = _tail(log_path)
+            return Execution(
+                problem=problem + (f" (kernel log: {kernel_said})" if kernel_said else "")
+            )
+        finally:
+            log.close()
+    return Execution()

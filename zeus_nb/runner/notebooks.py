@@ -1,0 +1,274 @@
+"""Find the shipped notebooks and execute them headless with papermill.
+
+``zeus-nb sweep`` and ``zeus-nb tour`` share this runner. Each execution:
+
+* runs in a fresh ``python3`` kernel that imports the same ``zeus_nb`` as this process;
+* sets ``ZEUS_NB_HEADLESS=1`` (widgets show no controls and the parameter values are used) and
+  ``ZEUS_NB_RECORD_FILE`` (the sidecar of :func:`zeus_nb.record`) in the kernel's environment;
+* never raises for a failing notebook: the result says what failed, and papermill keeps the
+  partially executed output notebook for inspection.
+
+The notebooks directory is found by :func:`zeus_nb.runner.paths.notebooks_dir`:
+``ZEUS_NB_NOTEBOOKS``, else a source checkout's ``notebooks/``, else the copy packaged in the
+wheel.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import itertools
+import json
+import math
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.runner.execute import KERNEL
+from zeus_nb.runner.paths import PACKAGE_ROOT, NotebookNotFoundError, notebooks_dir
+
+
+def list_notebooks(directory: Path | None = None) -> list[Path]:
+    """The numbered notebooks (``NN_name.ipynb``) in order."""
+    d = directory or notebooks_dir()
+    return sorted(p for p in d.glob("[0-9][0-9]_*.ipynb"))
+
+
+def find_notebook(name: str | Path) -> Path:
+    """A notebook by path, or by number or name among the shipped ones (``01``, ``tradeoff``)."""
+    p = Path(name)
+    if p.suffix == ".ipynb" and p.exists():
+        return p.resolve()
+    if p.suffix == ".ipynb" or p.parent != Path("."):
+        raise NotebookNotFoundError(f"notebook {str(name)!r} does not exist")
+    shipped = list_notebooks()
+    key = str(name).lower()
+    matches = [n for n in shipped if n.stem == key or n.stem.startswith(key + "_")] or [
+        n for n in shipped if key in n.stem
+    ]
+    if len(matches) == 1:
+        return matches[0]
+    names = ", ".join(n.stem for n in shipped) or "none"
+    what = "is ambiguous" if matches else "matches no notebook"
+    raise NotebookNotFoundError(f"{str(name)!r} {what}; shipped notebooks: {names}")
+
+
+def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
+    """The ``parameters`` cell's names -> {inferred_type_name, default, help}."""
+    import papermill
+
+    try:
+        return papermill.inspect_notebook(str(path))
+    except (ValueError, AttributeError, KeyError, TypeError) as e:  # not JSON, not a notebook
+        raise ZeusNbError(
+            f"{path}: not a readable notebook ({type(e).__name__}: {str(e)[:200]}); "
+            "check the path, or open and save it in Jupyter"
+        ) from None
+
+
+# --- parameter grids ----------------------------------------------------------------------------
+_CASTS = {"int": int, "float": float, "str": str}
+
+
+def parse_value(text: str, type_name: str | None = None, name: str = "") -> Any:
+    """One parameter value from text, typed like the notebook declares it (``int``, ``bool``...).
+
+    ``nan`` and ``inf`` are refused for numbers: no notebook parameter means anything with them.
+    Errors are :class:`~zeus_nb.errors.InputError`, naming the parameter when ``name`` is given.
+    """
+    t = (type_name or "").strip().lower()
+    s = text.strip()
+    where = f"parameter {name!r}: " if name else ""
+    if t == "bool":
+        if s.lower() in ("true", "1", "yes"):
+            return True
+        if s.lower() in ("false", "0", "no"):
+            return False
+        raise InputError(f"{where}{text!r} is not a boolean; use true or false")
+    if t in _CASTS:
+        try:
+            value = _CASTS[t](s)
+        except ValueError:
+            raise InputError(f"{where}{text!r} is not a valid {t}") from None
+    else:
+        try:
+            value = ast.literal_eval(s)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return s
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{where}{text!r} is not a finite number")
+    return value
+
+
+def parse_values(text: str, type_name: str | None = None, name: str = "") -> list[Any]:
+    """Comma-separated values (``"64,128,256"``) as a list of typed values."""
+    parts = [p for p in text.split(",") if p.strip()]
+    if not parts:
+        where = f"parameter {name!r}: " if name else ""
+        raise InputError(
+            f"{where}no values in {text!r}; give comma-separated values like 64,128,256"
+        )
+    return [parse_value(p, type_name, name) for p in parts]
+
+
+def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the values, first parameter varying slowest."""
+    for name, values in grid.items():
+        if not values:
+            raise InputError(f"parameter {name!r} has no values")
+    names = list(grid)
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*grid.values())]
+
+
+_SAFE = re.compile(r"[A-Za-z0-9._+-]+")
+_MAX_LABEL = 150
+
+
+def point_name(params: dict[str, Any]) -> str:
+    """A file-name-safe label of a grid point: ``batch_size=64,power_limit=150``.
+
+    Readable but lossy (``/tmp/x/a`` and ``/tmp/x_a`` both read ``_tmp_x_a``): a point's files
+    are named by :func:`point_file`, which is not.
+    """
+    if not params:
+        return "default"
+
+    def clean(v: Any) -> str:
+        return re.sub(r"[^A-Za-z0-9._+-]", "_", str(v))
+
+    return ",".join(f"{clean(k)}={clean(v)}" for k, v in params.items())
+
+
+def point_identity(notebook: str | Path, params: dict[str, Any]) -> str:
+    """What makes a sweep point itself: the notebook and every parameter it runs with (``smoke``
+    included), as canonical JSON."""
+    return json.dumps(
+        {"notebook": Path(notebook).name, "parameters": params}, sort_keys=True, default=repr
+    )
+
+
+def _lossless(params: dict[str, Any]) -> bool:
+    """Whether :func:`point_name` can be read back into exactly these parameters."""
+    for k, v in params.items():
+        text = str(v)
+        if not (_SAFE.fullmatch(str(k)) and _SAFE.fullmatch(text)):
+            return False
+        if not isinstance(v, (bool, int, float, str)) or parse_value(text) != v:
+            return False  # e.g. the string "1", which reads back as the int 1
+        if type(parse_value(text)) is not type(v):
+            return False
+    return True
+
+
+def point_file(notebook: str | Path, point: dict[str, Any], smoke: bool = False) -> str:
+    """The file stem of a sweep point's outputs; distinct points never share one.
+
+    It is :func:`point_name` when that label says everything (``batch_size=64``); otherwise a
+    digest of :func:`point_identity` follows a ``~`` (a character labels never contain), and a
+    smoke run ends in ``~smoke``, so it is never mistaken for (or overwrites) a full run.
+    """
+    label = point_name(point)
+    stem = label
+    if not _lossless(point) or len(label) > _MAX_LABEL:
+        digest = hashlib.sha256(point_identity(notebook, point).encode()).hexdigest()[:12]
+        stem = f"{label[:_MAX_LABEL]}~{digest}"
+    return f"{stem}~smoke" if smoke else stem
+
+
+def same_point(output: str | Path, notebook: str | Path, parameters: dict[str, Any]) -> bool:
+    """Whether ``output`` is a finished run of ``notebook`` with exactly ``parameters``.
+
+    Resuming a sweep reuses an output only then: a smoke run, another notebook's output or a run
+    with other parameters under the same name is run again.
+    """
+    import nbformat
+
+    if not is_complete(output):
+        return False
+    try:
+        pm = nbformat.read(Path(output), as_version=4).metadata.get("papermill", {})
+    except Exception:
+        return False
+    ran = pm.get("parameters") or {}
+    same_params = json.dumps(ran, sort_keys=True, default=repr) == json.dumps(
+        parameters, sort_keys=True, default=repr
+    )
+    return same_params and Path(str(pm.get("input_path", ""))).name == Path(notebook).name
+
+
+# --- execution ----------------------------------------------------------------------------------
+@dataclass
+class RunResult:
+    """Outcome of one notebook execution."""
+
+    notebook: Path
+    output: Path
+    parameters: dict[str, Any]
+    ok: bool
+    seconds: float
+    error: str = ""
+    skipped: bool = False
+
+
+def is_complete(output: str | Path) -> bool:
+    """Whether ``output`` is a notebook papermill finished executing without an error."""
+    import nbformat
+
+    p = Path(output)
+    if not p.exists():
+        return False
+    try:
+        nb = nbformat.read(p, as_version=4)
+    except Exception:
+        return False
+    pm = nb.metadata.get("papermill", {})
+    return bool(pm) and pm.get("end_time") is not None and not pm.get("exception")
+
+
+def kernel_environment(extra: dict[str, str] | None = None) -> contextlib.AbstractContextManager:
+    """Environment papermill kernels inherit, restored afterwards.
+
+    Kernels run headless (controls step aside) and import this process's ``zeus_nb`` first;
+    ``extra`` adds variables such as ``ZEUS_NB_RECORD_FILE`` or ``ZEUS_NB_BACKEND``.
+    """
+    from zeus_nb.utils.environ import temp_environ
+
+    path = os.pathsep.join(
+        p for p in (str(PACKAGE_ROOT.parent), os.environ.get("PYTHONPATH", "")) if p
+    )
+    return temp_environ(ZEUS_NB_HEADLESS="1", PYTHONPATH=path, **(extra or {}))
+
+
+def run_notebook(
+    notebook: str | Path,
+    output: str | Path,
+    parameters: dict[str, Any] | None = None,
+    cwd: str | Path | None = None,
+    kernel_name: str = KERNEL,
+    timeout: float | None = None,
+    progress: bool = False,
+) -> RunResult:
+    """Execute ``notebook`` into ``output`` with papermill; never raises for a failing cell.
+
+    ``cwd`` defaults to the output's directory; ``timeout`` is per cell, in seconds.
+    """
+    from zeus_nb.runner.execute import execute
+    from zeus_nb.runner.records import sidecar_of
+
+    nb = Path(notebook)
+    # Absolute: the kernel runs in ``cwd``, so a relative record path would land below it again.
+    out = Path(output).absolute()
+    cwd = Path(cwd).absolute() if cwd is not None else None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    side = sidecar_of(out)
+    side.unlink(missing_ok=True)
+    params = dict(parameters or {})
+    start = time.monotonic()
+    with kernel_environment({"ZEUS_NB_RECORD_FILE": str(side)}):
+        outcome = execute(nb, out, params, cwd, kernel_name, timeout, progress)
+    return RunResult(nb, out, params, outcome.ok, time.monotonic() - start, outcome.error)

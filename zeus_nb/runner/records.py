@@ -1,0 +1,281 @@
+"""Record a notebook's key results, then gather them from many executed notebooks.
+
+``record(name, value)`` does two things so results survive however the notebook was run:
+
+* it displays the value with the MIME type :data:`MIMETYPE`; papermill and JupyterLab keep that
+  output in the saved notebook, so the executed ``.ipynb`` is the record;
+* it writes the value into a sidecar JSON file when one is configured: ``ZEUS_NB_RECORD_FILE``
+  (set by ``zeus-nb sweep`` and ``zeus-nb tour`` to ``<output>.records.json``), or
+  ``ZEUS_NB_RECORD_DIR`` (``<dir>/<notebook>.records.json``), or :func:`configure`.
+
+``collect(paths)`` reads executed notebooks (and sidecars) into one pandas DataFrame, one row per
+notebook, with the papermill parameters next to the recorded values, ready for a sweep analysis.
+
+This module lives at ``zeus_nb.runner.records`` (plural) so that ``zeus_nb.record`` always names the
+function, never a module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import logging
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from zeus_nb.errors import ZeusNbError
+
+log = logging.getLogger(__name__)
+
+MIMETYPE = "application/vnd.zeus-nb.record+json"
+SIDECAR_SUFFIX = ".records.json"
+ENV_FILE = "ZEUS_NB_RECORD_FILE"
+ENV_DIR = "ZEUS_NB_RECORD_DIR"
+
+_records: dict[str, Any] = {}
+_sidecar: Path | None = None
+
+
+def _plain(value: Any, where: str) -> Any:
+    """``value`` as plain JSON types (numpy and pandas values, dataclasses and paths included)."""
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None if math.isnan(value) else str(value)
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v, f"{where}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, Path):
+        return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _plain(dataclasses.asdict(value), where)
+    if hasattr(value, "to_dict") and hasattr(value, "columns"):  # pandas DataFrame
+        return _plain(value.to_dict(orient="records"), where)
+    if hasattr(value, "to_dict"):  # pandas Series
+        return _plain(value.to_dict(), where)
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return _plain(value.tolist(), where)
+    raise TypeError(
+        f"cannot record {where}: {type(value).__name__} is not JSON-serialisable; record numbers, "
+        "strings, lists or dicts of them (e.g. float(x), df.to_dict())"
+    )
+
+
+def _default_sidecar() -> Path | None:
+    if _sidecar is not None:
+        return _sidecar
+    file = os.environ.get(ENV_FILE)
+    if file:
+        return Path(file)
+    directory = os.environ.get(ENV_DIR)
+    if directory:
+        session = os.environ.get("JPY_SESSION_NAME") or "notebook"
+        return Path(directory) / (Path(session).stem + SIDECAR_SUFFIX)
+    return None
+
+
+def configure(file: str | Path | None = None, directory: str | Path | None = None) -> Path | None:
+    """Choose where the sidecar goes (``file``, or ``<directory>/records.json``); returns it.
+
+    With neither, go back to the environment (``ZEUS_NB_RECORD_FILE`` / ``ZEUS_NB_RECORD_DIR``).
+    """
+    global _sidecar
+    if file is not None and directory is not None:
+        raise ValueError("give either file or directory, not both")
+    if file is not None:
+        _sidecar = Path(file)
+    elif directory is not None:
+        _sidecar = Path(directory) / "records.json"
+    else:
+        _sidecar = None
+    return _default_sidecar()
+
+
+def _write_sidecar(path: Path, records: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"records": records}, indent=1))
+    os.replace(tmp, path)
+
+
+def _shell():
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
+
+
+def _for_people(value: Any) -> Any:
+    """``value`` with floats cut to 5 significant digits, for display only."""
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.5g}")
+    if isinstance(value, dict):
+        return {k: _for_people(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_for_people(v) for v in value]
+    return value
+
+
+def record(name: str, value: Any, display: bool = True) -> Any:
+    """Keep ``value`` as result ``name`` of this notebook run; returns ``value`` unchanged.
+
+    Recording a name again replaces the earlier value (re-running a cell is fine).
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"record name must be a non-empty string, got {name!r}")
+    plain = _plain(value, repr(name))
+    _records[name] = plain
+    if display and _shell() is not None:
+        from IPython.display import display as show
+
+        text = json.dumps(_for_people(plain))  # the record keeps every digit
+        if len(text) > 200:
+            text = text[:197] + "..."
+        show({MIMETYPE: {"name": name, "value": plain}, "text/plain": f"{name} = {text}"}, raw=True)
+    path = _default_sidecar()
+    if path is not None:
+        existing: dict[str, Any] = {}
+        if path.exists():
+            try:
+                existing = _read_sidecar(path)
+            except ZeusNbError as e:
+                log.warning("%s; starting it afresh with %r", e, name)
+                existing = {}
+        existing[name] = plain
+        _write_sidecar(path, existing)
+    return value
+
+
+def recorded() -> dict[str, Any]:
+    """What this process recorded so far, by name."""
+    return dict(_records)
+
+
+# --- reading back -------------------------------------------------------------------------------
+def sidecar_of(notebook: str | Path) -> Path:
+    """The sidecar file that belongs to an output notebook."""
+    p = Path(notebook)
+    return p.with_name(p.stem + SIDECAR_SUFFIX)
+
+
+def _read_sidecar(path: Path) -> dict[str, Any]:
+    """The records of a sidecar file; a damaged one is a :class:`ZeusNbError` naming it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ZeusNbError(f"{path}: not a readable records file ({e})") from None
+    records = data.get("records") if isinstance(data, dict) else None
+    if not isinstance(records, dict):
+        raise ZeusNbError(f"{path}: no 'records' object; delete the file or re-run its notebook")
+    return records
+
+
+def _read_ipynb(path: Path):
+    import nbformat
+
+    try:
+        return nbformat.read(path, as_version=4)
+    except (OSError, ValueError, AttributeError, KeyError, TypeError) as e:
+        # nbformat's NotJSONError and ValidationError are ValueErrors
+        raise ZeusNbError(
+            f"{path}: not a readable notebook ({type(e).__name__}: {str(e)[:200]}); "
+            "re-run it or leave it out"
+        ) from None
+
+
+def read_notebook(path: str | Path) -> dict[str, Any]:
+    """Records, papermill parameters and status of one executed notebook (or sidecar file).
+
+    A file that cannot be read raises :class:`ZeusNbError` naming it; reading never writes.
+    """
+    p = Path(path)
+    if p.name.endswith(SIDECAR_SUFFIX):
+        records = _read_sidecar(p)
+        return {"notebook": str(p), "status": "ok", "parameters": {}, "records": records}
+    nb = _read_ipynb(p)
+    records: dict[str, Any] = {}
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data")
+            item = data.get(MIMETYPE) if isinstance(data, dict) else None
+            if isinstance(item, dict) and isinstance(item.get("name"), str) and "value" in item:
+                records[item["name"]] = item["value"]
+    side = sidecar_of(p)
+    if side.exists():  # the sidecar has values the notebook could not display (e.g. no shell)
+        try:
+            for k, v in _read_sidecar(side).items():
+                records.setdefault(k, v)
+        except ZeusNbError as e:
+            log.warning("%s; using the records shown in the notebook only", e)
+    pm = nb.metadata.get("papermill", {})
+    if not isinstance(pm, dict):
+        pm = {}
+    if pm.get("exception"):
+        status = "failed"
+    elif pm and pm.get("end_time") is None:
+        status = "incomplete"
+    else:
+        status = "ok"
+    return {
+        "notebook": str(p),
+        "status": status,
+        "parameters": dict(pm.get("parameters") or {}),
+        "records": records,
+    }
+
+
+def _expand(paths: str | Path | Iterable[str | Path]) -> list[Path]:
+    items = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    found: list[Path] = []
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            found += sorted(p.glob("*.ipynb"))
+            nbs = {q.stem for q in found}
+            found += [
+                q
+                for q in sorted(p.glob("*" + SIDECAR_SUFFIX))
+                if q.name.removesuffix(SIDECAR_SUFFIX) not in nbs
+            ]
+        elif p.exists():
+            found.append(p)
+        else:
+            matches = sorted(glob.glob(str(item)))
+            if not matches:
+                raise FileNotFoundError(f"no notebook matches {str(item)!r}")
+            found += [Path(m) for m in matches]
+    return found
+
+
+def collect(paths: str | Path | Iterable[str | Path]):
+    """One DataFrame row per executed notebook: notebook, status, parameters, then records.
+
+    ``paths`` are notebooks, sidecar files, directories (all ``*.ipynb`` in them) or glob patterns.
+    A record named like a parameter gets the column ``result.<name>``. A file that cannot be
+    read does not stop the others: its row has status ``unreadable`` and the reason in
+    ``error`` (also logged as a warning). Nothing is written.
+    """
+    import pandas as pd
+
+    rows = []
+    for p in _expand(paths):
+        try:
+            info = read_notebook(p)
+        except ZeusNbError as e:
+            log.warning("%s", e)
+            rows.append({"notebook": str(p), "status": "unreadable", "error": str(e)})
+            continue
+        row: dict[str, Any] = {"notebook": info["notebook"], "status": info["status"]}
+        row.update(info["parameters"])
+        for k, v in info["records"].items():
+            row[f"result.{k}" if k in row else k] = v
+        rows.append(row)
+    return pd.DataFrame(rows)

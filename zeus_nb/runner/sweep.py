@@ -1,0 +1,399 @@
+"""Live (batch size, power limit) sweeps that survive interruptions.
+
+:func:`run_sweep` trains once per configuration on the current backend, measuring each run with
+:class:`~zeus_nb.monitor.ZeusMonitor` until the target metric or the epoch cap, and appends each
+finished configuration to a JSON-lines results file at once. Running it again with the same file
+resumes: finished configurations are skipped, the one that was interrupted is redone from scratch.
+
+The training function
+---------------------
+``train_fn(batch_size, epoch) -> metric`` is called once per epoch (``epoch`` counts from 0; at 0
+start from a fresh model), trains one epoch at ``batch_size`` and returns the validation metric.
+Inside, call ``zeus_nb.step(batch_size=batch_size)`` once per training step: a simulated GPU then
+charges the traced time and energy of that batch size, a real GPU ignores the call. The sweep sets
+the power limit of every monitored GPU before each configuration; ``train_fn`` never needs to know
+which backend it runs on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.utils.validate import DURATION, ENERGY, POWER_LIMIT, Quantity, integer, number
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+TrainFn = Callable[[int, int], float]
+log = logging.getLogger(__name__)
+
+RESULT_FIELDS = (
+    "batch_size",
+    "power_limit",
+    "epochs",
+    "metric",
+    "reached",
+    "time",
+    "energy",
+    "target_metric",
+    "max_epochs",
+    "higher_is_better",
+    "finished_at",
+)
+
+
+class SweepResultsError(ZeusNbError, ValueError):
+    """A results file cannot be resumed (another sweep's file, or corrupted)."""
+
+
+def _key(batch_size: float, power_limit: float) -> tuple[int, float]:
+    return int(batch_size), float(power_limit)
+
+
+_MEASURED_TIME = Quantity("time", "s", 0.0, DURATION.high)  # 0 s: train_fn never stepped
+
+
+def _checked(rec: object, where: str) -> dict:
+    """A results line with every number checked (a NaN energy would pick a wrong optimum)."""
+    if not isinstance(rec, dict):
+        raise InputError(f"{where}: not a JSON object")
+    out = dict(rec)
+    out["batch_size"] = integer(rec.get("batch_size"), f"{where}, batch_size", 1, 10**7)
+    out["power_limit"] = number(rec.get("power_limit"), f"{where}, power_limit", POWER_LIMIT)
+    for field, q in (("time", _MEASURED_TIME), ("energy", ENERGY), ("metric", None)):
+        if field in rec:
+            out[field] = number(rec[field], f"{where}, {field}", q, text_ok=False)
+    if "target_metric" in rec:
+        out["target_metric"] = number(rec["target_metric"], f"{where}, target_metric")
+    for field, least in (("epochs", 0), ("max_epochs", 1)):
+        if field in rec:
+            out[field] = integer(rec[field], f"{where}, {field}", least, 10**7, text_ok=False)
+    if "reached" in rec and not isinstance(rec["reached"], bool):
+        raise InputError(f"{where}, reached: {rec['reached']!r} is not true or false")
+    return out
+
+
+def read_results(path: str | Path) -> list[dict]:
+    """Finished configurations recorded in a results file (empty if it does not exist).
+
+    A last line without its newline is what a killed process may leave behind: it is ignored.
+    Every number is checked; a configuration recorded twice (files written before writers took
+    the lock) counts once, its first record.
+    """
+    p = Path(path)
+    if not p.exists():
+        return []
+    records = []
+    seen: set[tuple[int, float]] = set()
+    lines = p.read_bytes().split(b"\n")
+    for n, raw in enumerate(lines[:-1], start=1):  # the part after the last newline is partial
+        if not raw.strip():
+            continue
+        try:
+            rec = _checked(json.loads(raw), f"{p}: line {n}")
+        except (ValueError, KeyError, TypeError) as e:
+            raise SweepResultsError(
+                f"{p}: line {n} is not a sweep result ({e}); pass another results_path or "
+                "delete the file to start over"
+            ) from None
+        key = _key(rec["batch_size"], rec["power_limit"])
+        if key in seen:
+            log.warning("%s: line %d repeats batch size %d at %g W; using the first", p, n, *key)
+            continue
+        seen.add(key)
+        records.append(rec)
+    return records
+
+
+def _drop_partial_tail(p: Path) -> None:
+    """Cut a half-written last line so the next append starts on a fresh line."""
+    if not p.exists():
+        return
+    data = p.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with p.open("r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
+
+
+def _recorded(path: Path) -> set[tuple[int, float]]:
+    return {_key(r["batch_size"], r["power_limit"]) for r in read_results(path)}
+
+
+def results_lock(path: str | Path):
+    """The lock every writer of a results file holds (processes and threads alike)."""
+    from filelock import FileLock
+
+    return FileLock(f"{path}.lock", timeout=600)
+
+
+def _append(p: Path, record: dict) -> bool:
+    """Append one JSON line under the file's lock, unless its configuration is there already.
+
+    Two sweeps over one file (two processes, or threads) may both run a configuration; only the
+    first to finish records it, so the file never holds a duplicate or a torn line. Returns
+    whether the line was written.
+    """
+    line = (json.dumps(record, sort_keys=False, allow_nan=False) + "\n").encode()
+    key = _key(record["batch_size"], record["power_limit"])
+    with results_lock(p):
+        _drop_partial_tail(p)
+        if key in _recorded(p):
+            log.info("%s already records batch size %d at %g W; not written twice", p, *key)
+            return False
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            written = os.write(fd, line)
+            if written != len(line):
+                raise OSError(f"short write to {p}: {written} of {len(line)} bytes")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return True
+
+
+def _settings(
+    workload: str | None,
+    target_metric: float | None,
+    max_epochs: int | None,
+    higher_is_better: bool | None,
+) -> tuple[float, int, bool]:
+    """Target, epoch cap and direction: the given values, else the traced workload's defaults."""
+    if workload is not None:
+        from zeus_nb.data.traces import get_workload
+
+        wl = get_workload(workload)
+        target_metric = wl.target_metric if target_metric is None else target_metric
+        max_epochs = wl.max_epochs if max_epochs is None else max_epochs
+        higher_is_better = wl.higher_is_better if higher_is_better is None else higher_is_better
+    if target_metric is None or max_epochs is None:
+        raise ValueError("give target_metric and max_epochs, or a traced workload= for defaults")
+    if int(max_epochs) < 1:
+        raise ValueError(f"max_epochs must be >= 1, got {max_epochs}")
+    higher = True if higher_is_better is None else bool(higher_is_better)
+    return float(target_metric), int(max_epochs), higher
+
+
+def _grid(batch_sizes: Iterable[int], power_limits: Iterable[float]) -> list[tuple[int, float]]:
+    """Every (batch size, power limit) once; an empty or repeating grid is a mistake."""
+    grid = [_key(b, p) for b in batch_sizes for p in power_limits]
+    if not grid:
+        raise ValueError("empty sweep: give at least one batch size and one power limit")
+    if len(set(grid)) != len(grid):
+        raise ValueError("batch_sizes and power_limits must not repeat values")
+    return grid
+
+
+def _done_keys(path: Path, target: float, cap: int) -> set[tuple[int, float]]:
+    """Configurations ``path`` already holds; a file of another sweep is refused, not mixed."""
+    with results_lock(path):
+        _drop_partial_tail(path)
+    done = set()
+    for rec in read_results(path):
+        theirs = (float(rec.get("target_metric", target)), int(rec.get("max_epochs", cap)))
+        if theirs != (target, cap):
+            raise SweepResultsError(
+                f"{path} holds a sweep with target {rec.get('target_metric')} and "
+                f"{rec.get('max_epochs')} max epochs, not {target:g} and {cap}; pass another "
+                "results_path"
+            )
+        done.add(_key(rec["batch_size"], rec["power_limit"]))
+    return done
+
+
+def _train_one(
+    monitor, train_fn: TrainFn, bs: int, pl: float, target: float, cap: int, higher: bool
+) -> dict:
+    """Train one configuration at power limit ``pl`` here; its record, logged."""
+    from zeus_nb.runner.points import measure_configuration
+
+    for g in monitor.gpus:
+        g.set_power_limit(pl)
+    row = measure_configuration(monitor, train_fn, bs, pl, target, cap, higher)
+    log.info(
+        "batch size %d at %g W: metric %.3f after %d epoch(s), %.1f s, %.0f J%s",
+        bs,
+        pl,
+        row["metric"],
+        row["epochs"],
+        row["time"],
+        row["energy"],
+        "" if row["reached"] else " (target not reached)",
+    )
+    return row
+
+
+def run_sweep(
+    train_fn: TrainFn,
+    batch_sizes: Iterable[int],
+    power_limits: Iterable[float],
+    *,
+    results_path: str | Path,
+    workload: str | None = None,
+    target_metric: float | None = None,
+    max_epochs: int | None = None,
+    higher_is_better: bool | None = None,
+    gpu_indices: list[int] | None = None,
+    progress: bool = True,
+    executor=None,
+) -> pd.DataFrame:
+    """Train every (batch size, power limit) until the target metric or ``max_epochs``.
+
+    Args:
+        train_fn: ``train_fn(batch_size, epoch) -> metric``; see the module docstring.
+        batch_sizes, power_limits: the grid; power limits in W.
+        results_path: JSON-lines file; one line per finished configuration. Resumable.
+        workload: a traced workload (``"imagenet"``...) whose paper defaults fill in
+            ``target_metric``, ``max_epochs`` and ``higher_is_better`` unless given.
+        gpu_indices: GPUs to measure and to set the power limit of (default: all).
+        progress: show a tqdm progress bar over configurations.
+        executor: run configurations in parallel on Dask workers, one GPU each: a number of
+            local workers, a scheduler address, ``"slurm"`` or a ``distributed.Client`` (see
+            docs/cluster.md). ``train_fn`` is shipped to the workers; only this process
+            writes the results file. Default: one after another, here.
+
+    Returns the results of the whole grid (earlier runs included) as :func:`load_results` does.
+    The power limits in force before the sweep are restored afterwards, also on errors.
+    """
+    from zeus_nb.device.guard import power_limits_restored
+    from zeus_nb.monitor import ZeusMonitor
+
+    target, cap, higher = _settings(workload, target_metric, max_epochs, higher_is_better)
+    grid = _grid(batch_sizes, power_limits)
+    path = Path(results_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    done = _done_keys(path, target, cap)
+    if executor is not None:
+        from zeus_nb.runner.points import sweep_on_cluster
+
+        todo = [k for k in grid if k not in done]
+        params = (target, cap, higher, gpu_indices)
+        sweep_on_cluster(
+            train_fn,
+            todo,
+            params,
+            lambda row: _append(path, row),
+            executor,
+            progress,
+            len(grid) - len(todo),
+        )
+        return load_results(path, grid)
+    monitor = ZeusMonitor(gpu_indices=gpu_indices)
+    for _, pl in grid:  # validate every limit before changing anything
+        for g in monitor.gpus:
+            g.check_power_limit(pl)
+    todo = [k for k in grid if k not in done]
+    if len(todo) < len(grid):
+        log.info(
+            "resuming %s: %d of %d configurations already done",
+            path,
+            len(grid) - len(todo),
+            len(grid),
+        )
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(grid), initial=len(grid) - len(todo), desc="sweep", unit="config")
+    # Limits come back afterwards (errors, Ctrl-C and SIGTERM included). Only changed limits are
+    # set back, so a permission error on the first change surfaces as it is.
+    try:
+        with power_limits_restored(monitor.gpus, backend=monitor.system.backend):
+            for bs, pl in todo:
+                if (bs, pl) in _recorded(path):
+                    log.info("batch size %d at %g W was recorded by another sweep", bs, pl)
+                else:
+                    if bar is not None:
+                        bar.set_postfix_str(f"batch {bs}, {pl:g} W")
+                    _append(path, _train_one(monitor, train_fn, bs, pl, target, cap, higher))
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return load_results(path, grid)
+
+
+def load_results(path: str | Path, grid: Iterable[tuple[int, float]] | None = None) -> pd.DataFrame:
+    """A results file as a DataFrame ready for the tradeoff functions and plots.
+
+    Columns: the recorded fields, plus ``tta`` and ``eta`` (= time and energy where the target was
+    reached, NaN otherwise). ``grid`` restricts the rows to those configurations.
+    """
+    import pandas as pd
+
+    recs = read_results(path)
+    df = pd.DataFrame(recs, columns=list(RESULT_FIELDS))
+    if grid is not None:
+        keys = set(grid)
+        mask = [
+            _key(b, p) in keys for b, p in zip(df["batch_size"], df["power_limit"], strict=True)
+        ]
+        df = df[mask]
+    df = df.astype({"batch_size": int, "power_limit": float, "reached": bool})
+    df["tta"] = df["time"].where(df["reached"])
+    df["eta"] = df["energy"].where(df["reached"])
+    return df.sort_values(["batch_size", "power_limit"]).reset_index(drop=True)
+
+
+def trace_train_fn(
+    workload: str,
+    run: int = 1,
+    train_trace: pd.DataFrame | None = None,
+    step_delay: float = 0.0,
+) -> TrainFn:
+    """A ``train_fn`` that replays recorded training runs instead of training.
+
+    Each call is one epoch: it steps the GPU through the workload's steps per epoch at that batch
+    size (``zeus_nb.step``), then returns the best metric threshold that ``run`` of the train trace
+    had reached by that epoch. The target is thus reached at exactly the recorded epoch, and on the
+    simulated GPU set to the same workload (``zeus_nb.use_simulated(gpu, workload=...)``) a sweep
+    reproduces the traced TTA and ETA. Batch sizes without a recorded run raise ValueError.
+    ``step_delay`` (s) sleeps once per epoch, to make demos visibly progress.
+    """
+    from zeus_nb import device
+    from zeus_nb.data.traces import get_workload, load_train_trace
+
+    wl = get_workload(workload)
+    train = load_train_trace() if train_trace is None else train_trace
+    rows = train[
+        (train["dataset"] == wl.dataset)
+        & (train["network"] == wl.network)
+        & (train["optimizer"] == wl.optimizer)
+        & (train["run"] == int(run))
+    ]
+    curves: dict[int, list[tuple[float, float]]] = {}
+    for bs, g in rows.groupby("batch_size"):
+        recorded = g.dropna(subset=["target_epoch"])
+        pts = list(
+            zip(recorded["target_epoch"].astype(float), recorded["target_metric"], strict=True)
+        )
+        curves[int(bs)] = sorted(pts)
+    if not curves:
+        raise ValueError(f"the train trace has no run {run} of {wl.dataset}")
+    worst = min if wl.higher_is_better else max
+    better = max if wl.higher_is_better else min
+    floor = worst(float(m) for m in rows["target_metric"])
+    # Below every recorded threshold: report a value just past the worst one, never a fake score.
+    start = floor - 1e-9 if wl.higher_is_better else floor + 1e-9
+
+    def train_fn(batch_size: int, epoch: int) -> float:
+        pts = curves.get(int(batch_size))
+        if pts is None:
+            raise ValueError(
+                f"the train trace has no run {run} of {wl.dataset} at batch size {batch_size}; "
+                f"use one of {sorted(curves)}"
+            )
+        device.step(wl.steps_per_epoch(batch_size), batch_size=int(batch_size))
+        if step_delay:
+            time.sleep(step_delay)
+        reached = [m for e, m in pts if e <= epoch + 1]
+        return better(reached) if reached else start
+
+    return train_fn
