@@ -1,31 +1,48 @@
-"""Adaptive versus exhaustive power-limit profiling, replayed on real A40 profiling logs.
+"""Adaptive versus exhaustive power-limit profiling: real A40 logs, then V100-shaped profiles.
 
 Run: python benchmarks/bench_plo.py [--margin M] [--warmup-steps N] [--profile-steps N] [--json]
 
 Every log in zeus_nb/resources/zeus_profiles is replayed (each window's steps spread evenly over its
-elapsed time) for Energy, Time, ZeusCost(eta 0, .25, .5, .75, 1) and MaxSlowdownConstraint(1.0, 1.1,
-1.2, 1.5, 2, 3). Per case it prints the limit chosen exhaustively and adaptively, the selector's
-criterion for each (evaluated on the full log), and the profiling time and energy each spent. Last:
-identical choices, cases where adaptive is worse by more than 3% on the criterion (for
-MaxSlowdownConstraint: its energy, and it must meet the constraint within 5%), and the total
-profiling-time saving. Targets: 0 cases worse, >= 30% saving.
+elapsed time) for every selector of the registry: Energy, Time, ZeusCost(eta 0, .25, .5, .75, 1)
+and MaxSlowdownConstraint(1.0, 1.1, 1.2, 1.5, 2, 3) (plo_common.selectors). Per case it prints the
+limit chosen exhaustively and adaptively, the selector's criterion for each (evaluated on the full
+log), and the profiling time and energy each spent. Last: identical choices, the worst regret,
+cases where adaptive is worse by more than 3% on the criterion (for MaxSlowdownConstraint: its
+energy, and it must meet the constraint within 5%), and the total profiling-time saving. Targets:
+0 cases worse, >= 30% saving.
 
 Replayed windows have no step-to-step spread, so they exercise the fixed-margin rules only. Then:
 the simulated A40 with step noise (--sim-noise levels), the single-GPU logs as noise-free curves
-with 1/3/5% step noise (--logged-seeds), and the synthetic family (--synthetic-seeds), where the
-rules bounded by the measured noise apply. Noise seeds start at --seed-base (default 100): the
-adaptive rules were set on seeds below 100, so the default figures come from seeds they never saw.
-Runs compared with one seed read the same noise at every limit (see SyntheticSystem).
+with 1/3/5% step noise (--logged-seeds), the synthetic family (--synthetic-seeds), and the
+V100-shaped profiles of plo_v100 (--v100-seeds: the V100 power trace's curves and synthetic shapes
+with 5 to 7 limits, every registry selector), where the rules bounded by the measured noise apply.
+Noise seeds start at --seed-base (default 100): the adaptive rules were set on seeds below 100, so
+the default figures come from seeds they never saw. Runs compared with one seed read the same noise
+at every limit (see SyntheticSystem). Regret is how much worse the adaptive choice is than the
+exhaustive one on the noise-free criterion (plo_common.regret).
 
-Quick look (about a minute): --sim-noise 0 --logged-seeds 0 --synthetic-seeds 1
+Quick look (a few minutes): --sim-noise 0 --logged-seeds 0 --synthetic-seeds 1 --v100-seeds 1
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
 from importlib import resources
+
+from plo_common import (
+    OTHER_NOISE,
+    TUNING_SEEDS,
+    WORSE,
+    Tally,
+    criterion,
+    label,
+    regret,
+    selectors,
+    span,
+    synthetic_run,
+)
+from plo_v100 import v100_section
 
 import zeus_nb
 from zeus_nb import device
@@ -36,40 +53,15 @@ from zeus_nb.optimizer.power_limit import (
     GlobalPowerLimitOptimizer,
     MaxSlowdownConstraint,
     PowerLimitMeasurement,
-    Time,
     ZeusCost,
 )
 from zeus_nb.optimizer.power_limit.synthetic import (
     CURVES,
     OPTIMA,
     LoggedProfile,
-    SyntheticMonitor,
     SyntheticProfile,
 )
 from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
-
-WORSE = 0.03
-TUNING_SEEDS = range(100)  # noise seeds the adaptive rules were tried and set on
-OTHER_NOISE = 100_000  # seed offset of the second exhaustive run (the noise floor)
-CONSTRAINT_SLACK = 0.05
-
-
-def selectors():
-    yield Energy()
-    yield Time()
-    for eta in (0.0, 0.25, 0.5, 0.75, 1.0):
-        yield ZeusCost(eta)
-    for factor in (1.0, 1.1, 1.2, 1.5, 2.0, 3.0):
-        yield MaxSlowdownConstraint(factor)
-
-
-def criterion(selector, full, limit: float) -> tuple[float, bool]:
-    """(criterion value at ``limit`` on the full measurements, whether constraints hold)."""
-    m = next(x for x in full if x.power_limit == limit)
-    if isinstance(selector, MaxSlowdownConstraint):
-        t_max = max(full, key=lambda x: x.power_limit).time
-        return m.energy, m.time <= selector.factor * t_max * (1 + CONSTRAINT_SLACK)
-    return selector.score(m.energy, m.time, full), True
 
 
 def sim_run(workload, selector, adaptive, noise, seed, margin):
@@ -87,7 +79,7 @@ def sim_run(workload, selector, adaptive, noise, seed, margin):
 
 def noisy_section(noise: float, margin: float, seeds: range) -> None:
     print()
-    print(f"simulated A40, {noise:.0%} per-step noise, seeds {_span(seeds)} per case:")
+    print(f"simulated A40, {noise:.0%} per-step noise, seeds {span(seeds)} per case:")
     results = {"adaptive": [0, 0, 0, 0.0, 0.0], "exhaustive (other noise)": [0, 0, 0, 0.0, 0.0]}
     for workload in WORKLOADS:
         for sel in selectors():
@@ -97,14 +89,13 @@ def noisy_section(noise: float, margin: float, seeds: range) -> None:
                 for w in ref.power_limits:
                     t, p = system.step_cost(system.batch_size, w)
                     exact.append(PowerLimitMeasurement(w, p * t, t))
-                c_ref, _ = criterion(sel, exact, ref.optimal_power_limit)
                 for name, adaptive in (("adaptive", True), ("exhaustive (other noise)", False)):
                     other, _ = sim_run(workload, sel, adaptive, noise, seed + OTHER_NOISE, margin)
-                    c, ok = criterion(sel, exact, other.optimal_power_limit)
+                    loss = regret(sel, exact, other.optimal_power_limit, ref.optimal_power_limit)
                     r = results[name]
                     r[0] += 1
                     r[1] += other.optimal_power_limit == ref.optimal_power_limit
-                    r[2] += (not ok) or c > c_ref * (1 + WORSE) + 1e-12
+                    r[2] += loss > WORSE + 1e-12
                     r[3] += ref.profiling_time
                     r[4] += other.profiling_time
     for name, (n, same, worse, t_ref, t) in results.items():
@@ -112,27 +103,6 @@ def noisy_section(noise: float, margin: float, seeds: range) -> None:
             f"  {name:<25} vs exhaustive: identical {same}/{n}, worse by > {WORSE:.0%}: {worse}, "
             f"profiling-time saving {100 * (1 - t / t_ref):.1f}%"
         )
-
-
-def synthetic_run(profile, selector, adaptive, seed, margin, warmup, steps):
-    monitor = SyntheticMonitor(profile, seed)
-    plo = GlobalPowerLimitOptimizer(
-        monitor,
-        selector,
-        wait_steps=0,
-        warmup_steps=warmup,
-        profile_steps=steps,
-        pl_step=profile.pl_step,
-        adaptive=adaptive,
-        noise_margin=margin,
-        verbose=False,
-    )
-    while not plo.done:
-        plo.on_step_begin()
-        monitor.step()
-        plo.on_step_end()
-    plo.close()
-    return plo
 
 
 SYNTHETIC_SELECTORS = (Energy(), ZeusCost(0.5), MaxSlowdownConstraint(1.1))
@@ -149,7 +119,7 @@ def logged_noise_section(logs, margin: float, warmup: int, steps: int, seeds: ra
     """
     print()
     print(
-        f"A40 single-GPU logs with synthetic step noise (13 selectors, seeds {_span(seeds)} "
+        f"A40 single-GPU logs with synthetic step noise (13 selectors, seeds {span(seeds)} "
         "per case):"
     )
     print(
@@ -170,12 +140,14 @@ def logged_noise_section(logs, margin: float, warmup: int, steps: int, seeds: ra
                     ex2 = synthetic_run(
                         profile, sel, False, seed + OTHER_NOISE, margin, warmup, steps
                     )
-                    c_ex, _ = criterion(sel, exact, ex.optimal_power_limit)
-                    regret = _regret(sel, exact, ad.optimal_power_limit, c_ex)
+                    loss = regret(sel, exact, ad.optimal_power_limit, ex.optimal_power_limit)
                     if not isinstance(sel, MaxSlowdownConstraint):
-                        worst_score = max(worst_score, regret)
-                    over += regret > WORSE + 1e-12
-                    floor += _regret(sel, exact, ex2.optimal_power_limit, c_ex) > WORSE + 1e-12
+                        worst_score = max(worst_score, loss)
+                    over += loss > WORSE + 1e-12
+                    floor += (
+                        regret(sel, exact, ex2.optimal_power_limit, ex.optimal_power_limit)
+                        > WORSE + 1e-12
+                    )
                     n += 1
                     t_ex += ex.profiling_time
                     t_ad += ad.profiling_time
@@ -186,57 +158,6 @@ def logged_noise_section(logs, margin: float, warmup: int, steps: int, seeds: ra
             f"{floor:>10}"
         )
     return out
-
-
-@dataclass
-class Tally:
-    """Adaptive vs exhaustive over a group of cases."""
-
-    cases: int = 0
-    exhaustive_s: float = 0.0
-    adaptive_s: float = 0.0
-    worst: float = -1.0  # worst regret, every selector
-    worst_score: float = -1.0  # worst regret, the selectors that minimise a score
-    over: int = 0  # adaptive choices more than WORSE worse than exhaustive's
-    floor: int = 0  # second exhaustive runs (other noise) more than WORSE worse
-
-    def add(self, sel, ex, ad, regret: float, regret2: float) -> None:
-        self.cases += 1
-        self.exhaustive_s += ex.profiling_time
-        self.adaptive_s += ad.profiling_time
-        self.worst = max(self.worst, regret)
-        if not isinstance(sel, MaxSlowdownConstraint):
-            self.worst_score = max(self.worst_score, regret)
-        self.over += regret > WORSE + 1e-12
-        self.floor += regret2 > WORSE + 1e-12
-
-    @property
-    def saving(self) -> float:
-        return 100.0 * (1.0 - self.adaptive_s / self.exhaustive_s)
-
-    @staticmethod
-    def header(label: str) -> str:
-        return (
-            f"  {label:<18} {'cases':>5} {'saving':>7} {'worst regret':>13} {'(score)':>8} "
-            f"{'> 3%':>5} {'exh2 > 3%':>10}"
-        )
-
-    def row(self, label: str) -> str:
-        score = f"{100 * self.worst_score:>7.2f}%" if self.worst_score >= 0 else f"{'-':>8}"
-        return (
-            f"  {label:<18} {self.cases:>5} {self.saving:>6.1f}% {100 * self.worst:>12.2f}% "
-            f"{score} {self.over:>5} {self.floor:>10}"
-        )
-
-    def summary(self) -> dict:
-        return {
-            "cases": self.cases,
-            "saving_pct": self.saving,
-            "worst_regret_pct": 100 * self.worst,
-            "worst_score_regret_pct": 100 * self.worst_score if self.worst_score >= 0 else None,
-            "over_3pct": self.over,
-            "second_exhaustive_over_3pct": self.floor,
-        }
 
 
 SYNTHETIC_LIMITS = range(5, 10)
@@ -258,14 +179,14 @@ def synthetic_section(margin: float, warmup: int, steps: int, seeds: range) -> d
     print()
     print(
         f"synthetic profiles (5 to 9 limits, 1/3/5% step noise, {len(SYNTHETIC_SELECTORS)} "
-        f"selectors, seeds {_span(seeds)} per case):"
+        f"selectors, seeds {span(seeds)} per case):"
     )
     groups: dict[str, Tally] = {}
     for key in (
         *(f"{o}/{c}" for o in OPTIMA for c in CURVES),
         *(f"{n} limits" for n in SYNTHETIC_LIMITS),
         *(f"{noise:.0%} noise" for noise in SYNTHETIC_NOISE),
-        *(_label(sel) for sel in SYNTHETIC_SELECTORS),
+        *(label(sel) for sel in SYNTHETIC_SELECTORS),
     ):
         groups[key] = Tally()
     for optimum in OPTIMA:
@@ -281,16 +202,19 @@ def synthetic_section(margin: float, warmup: int, steps: int, seeds: range) -> d
                             ex2 = synthetic_run(
                                 profile, sel, False, seed + OTHER_NOISE, margin, warmup, steps
                             )
-                            c_ex, _ = criterion(sel, exact, ex.optimal_power_limit)
-                            regret = _regret(sel, exact, ad.optimal_power_limit, c_ex)
-                            regret2 = _regret(sel, exact, ex2.optimal_power_limit, c_ex)
+                            loss = regret(
+                                sel, exact, ad.optimal_power_limit, ex.optimal_power_limit
+                            )
+                            loss2 = regret(
+                                sel, exact, ex2.optimal_power_limit, ex.optimal_power_limit
+                            )
                             for key in (
                                 f"{optimum}/{curve}",
                                 f"{limits} limits",
                                 f"{noise:.0%} noise",
-                                _label(sel),
+                                label(sel),
                             ):
-                                groups[key].add(sel, ex, ad, regret, regret2)
+                                groups[key].add(sel, ex, ad, loss, loss2)
     shapes = {f"{o}/{c}": groups[f"{o}/{c}"] for o in OPTIMA for c in CURVES}
     print(Tally.header("shape"))
     for key, tally in shapes.items():
@@ -305,23 +229,73 @@ def synthetic_section(margin: float, warmup: int, steps: int, seeds: range) -> d
     return {key: tally.summary() for key, tally in groups.items()}
 
 
-def _label(selector) -> str:
-    """A short name: Energy, ZeusCost(0.5), MaxSlowdown(1.1)."""
-    if isinstance(selector, ZeusCost):
-        return f"ZeusCost({selector.eta_knob:g})"
-    if isinstance(selector, MaxSlowdownConstraint):
-        return f"MaxSlowdown({selector.factor:g})"
-    return type(selector).__name__
-
-
-def _span(seeds: range) -> str:
-    return f"{seeds.start}-{seeds.stop - 1}" if len(seeds) > 1 else f"{seeds.start}"
-
-
-def _regret(selector, exact, limit: float, c_ref: float) -> float:
-    """How much worse ``limit`` is than a choice scoring ``c_ref`` (inf: constraint broken)."""
-    c, ok = criterion(selector, exact, limit)
-    return c / c_ref - 1.0 if ok else float("inf")
+def a40_replay_section(logs, margin: float, warmup: int, steps: int) -> dict:
+    """Every shipped A40 log replayed per selector: the table, then saving, identical choices,
+    worst regret and cases more than WORSE worse."""
+    kw = dict(warmup_steps=warmup, profile_steps=steps)
+    rows, same, worse, worst = [], 0, [], 0.0
+    print(
+        f"{'log':<30} {'selector':<28} {'exh W':>6} {'ada W':>6} {'exh crit':>10} "
+        f"{'ada crit':>10} {'exh s':>7} {'ada s':>7} {'exh kJ':>7} {'ada kJ':>7}"
+    )
+    for path in logs:
+        log = load_profile_log(path)
+        for sel in selectors():
+            ex = replay_optimizer(log, sel, adaptive=False, **kw)
+            ad = replay_optimizer(log, sel, adaptive=True, noise_margin=margin, **kw)
+            full = ex.measurements
+            c_ex, _ = criterion(sel, full, ex.optimal_power_limit)
+            c_ad, ok_ad = criterion(sel, full, ad.optimal_power_limit)
+            loss = c_ad / c_ex - 1.0 if ok_ad else float("inf")
+            worst = max(worst, loss)
+            is_worse = loss > WORSE + 1e-12
+            same += ex.optimal_power_limit == ad.optimal_power_limit
+            if is_worse:
+                worse.append(f"{path.name} {sel!r}")
+            rows.append((path.name, ex, ad))
+            print(
+                f"{path.name:<30} {repr(sel):<28.28} {ex.optimal_power_limit:>6g} "
+                f"{ad.optimal_power_limit:>6g} {c_ex:>10.1f} {c_ad:>10.1f} "
+                f"{ex.profiling_time:>7.1f} {ad.profiling_time:>7.1f} "
+                f"{ex.profiling_energy / 1e3:>7.1f} {ad.profiling_energy / 1e3:>7.1f}"
+                + ("  WORSE" if is_worse else "")
+            )
+    print()
+    print("profiling-time saving per log:")
+    for path in logs:
+        ex_t = sum(ex.profiling_time for name, ex, _ in rows if name == path.name)
+        ad_t = sum(ad.profiling_time for name, _, ad in rows if name == path.name)
+        print(
+            f"  {path.name:<30} {ex_t:>8.1f} s -> {ad_t:>8.1f} s ({100 * (1 - ad_t / ex_t):.1f}%)"
+        )
+    ex_t = sum(ex.profiling_time for _, ex, _ in rows)
+    ad_t = sum(ad.profiling_time for _, _, ad in rows)
+    ex_e = sum(ex.profiling_energy for _, ex, _ in rows)
+    ad_e = sum(ad.profiling_energy for _, _, ad in rows)
+    saving_t, saving_e = 100.0 * (1 - ad_t / ex_t), 100.0 * (1 - ad_e / ex_e)
+    print()
+    print(f"A40 replayed logs (no step noise): {len(rows)} cases")
+    print(f"identical choices: {same}/{len(rows)}")
+    print(f"worst regret: {100 * worst:.2f}%")
+    print(f"adaptive worse than exhaustive by > {WORSE:.0%}: {len(worse)}")
+    for w in worse:
+        print(f"  worse: {w}")
+    print(f"profiling time: exhaustive {ex_t:.1f} s, adaptive {ad_t:.1f} s, saving {saving_t:.1f}%")
+    print(
+        f"profiling energy: exhaustive {ex_e / 1e3:.1f} kJ, adaptive {ad_e / 1e3:.1f} kJ, "
+        f"saving {saving_e:.1f}%"
+    )
+    met = not worse and saving_t >= 30.0
+    print(f"targets (0 worse, >= 30% time saving): {'met' if met else 'NOT met'}")
+    return {
+        "cases": len(rows),
+        "identical": same,
+        "worse": len(worse),
+        "worst_regret_pct": 100 * worst,
+        "time_saving_pct": saving_t,
+        "energy_saving_pct": saving_e,
+        "targets_met": met,
+    }
 
 
 def main() -> int:
@@ -335,123 +309,36 @@ def main() -> int:
     )
     ap.add_argument("--synthetic-seeds", type=int, default=5, help="0 skips synthetic profiles")
     ap.add_argument("--logged-seeds", type=int, default=3, help="0 skips noisy A40 logs")
+    ap.add_argument("--v100-seeds", type=int, default=5, help="0 skips V100-shaped profiles")
     ap.add_argument(
         "--seed-base",
         type=int,
         default=TUNING_SEEDS.stop,
         help=f"first noise seed (default {TUNING_SEEDS.stop}: the adaptive rules were set on "
-        f"seeds {_span(TUNING_SEEDS)}, so the default reports on seeds they never saw)",
+        f"seeds {span(TUNING_SEEDS)}, so the default reports on seeds they never saw)",
     )
     args = ap.parse_args()
+    warmup, steps, base = args.warmup_steps, args.profile_steps, args.seed_base
 
     folder = resources.files("zeus_nb") / "resources" / "zeus_profiles"
     logs = sorted((p for p in folder.iterdir() if p.name.endswith(".csv")), key=lambda p: p.name)
-    kw = dict(warmup_steps=args.warmup_steps, profile_steps=args.profile_steps)
-    rows, same, worse = [], 0, []
-    total_ex_t = total_ad_t = total_ex_e = total_ad_e = 0.0
-    print(
-        f"{'log':<30} {'selector':<28} {'exh W':>6} {'ada W':>6} {'exh crit':>10} "
-        f"{'ada crit':>10} {'exh s':>7} {'ada s':>7} {'exh kJ':>7} {'ada kJ':>7}"
-    )
-    for path in logs:
-        log = load_profile_log(path)
-        for sel in selectors():
-            ex = replay_optimizer(log, sel, adaptive=False, **kw)
-            ad = replay_optimizer(log, sel, adaptive=True, noise_margin=args.margin, **kw)
-            full = ex.measurements
-            c_ex, ok_ex = criterion(sel, full, ex.optimal_power_limit)
-            c_ad, ok_ad = criterion(sel, full, ad.optimal_power_limit)
-            is_worse = (not ok_ad) or c_ad > c_ex * (1 + WORSE) + 1e-12
-            same += ex.optimal_power_limit == ad.optimal_power_limit
-            if is_worse:
-                worse.append(f"{path.name} {sel!r}")
-            total_ex_t += ex.profiling_time
-            total_ad_t += ad.profiling_time
-            total_ex_e += ex.profiling_energy
-            total_ad_e += ad.profiling_energy
-            row = {
-                "log": path.name,
-                "selector": repr(sel),
-                "exhaustive_limit": ex.optimal_power_limit,
-                "adaptive_limit": ad.optimal_power_limit,
-                "exhaustive_criterion": c_ex,
-                "adaptive_criterion": c_ad,
-                "exhaustive_time": ex.profiling_time,
-                "adaptive_time": ad.profiling_time,
-                "exhaustive_energy": ex.profiling_energy,
-                "adaptive_energy": ad.profiling_energy,
-                "worse": is_worse,
-            }
-            rows.append(row)
-            print(
-                f"{path.name:<30} {repr(sel):<28.28} {ex.optimal_power_limit:>6g} "
-                f"{ad.optimal_power_limit:>6g} {c_ex:>10.1f} {c_ad:>10.1f} "
-                f"{ex.profiling_time:>7.1f} {ad.profiling_time:>7.1f} "
-                f"{ex.profiling_energy / 1e3:>7.1f} {ad.profiling_energy / 1e3:>7.1f}"
-                + ("  WORSE" if is_worse else "")
-            )
-    print()
-    print("profiling-time saving per log:")
-    for path in logs:
-        ex_t = sum(r["exhaustive_time"] for r in rows if r["log"] == path.name)
-        ad_t = sum(r["adaptive_time"] for r in rows if r["log"] == path.name)
-        print(
-            f"  {path.name:<30} {ex_t:>8.1f} s -> {ad_t:>8.1f} s ({100 * (1 - ad_t / ex_t):.1f}%)"
-        )
-    saving_t = 100.0 * (1 - total_ad_t / total_ex_t)
-    saving_e = 100.0 * (1 - total_ad_e / total_ex_e)
-    print()
-    print(f"cases: {len(rows)}")
-    print(f"identical choices: {same}/{len(rows)}")
-    print(f"adaptive worse than exhaustive by > {WORSE:.0%}: {len(worse)}")
-    for w in worse:
-        print(f"  worse: {w}")
-    print(
-        f"profiling time: exhaustive {total_ex_t:.1f} s, adaptive {total_ad_t:.1f} s, "
-        f"saving {saving_t:.1f}%"
-    )
-    print(
-        f"profiling energy: exhaustive {total_ex_e / 1e3:.1f} kJ, adaptive "
-        f"{total_ad_e / 1e3:.1f} kJ, saving {saving_e:.1f}%"
-    )
-    met = not worse and saving_t >= 30.0
-    print(f"targets (0 worse, >= 30% time saving): {'met' if met else 'NOT met'}")
+    out = {"a40_replay": a40_replay_section(logs, args.margin, warmup, steps)}
     for noise in (float(x) for x in args.sim_noise.split(",")):
         if noise > 0:
-            noisy_section(noise, args.margin, range(args.seed_base, args.seed_base + 3))
-    logged = {}
+            noisy_section(noise, args.margin, range(base, base + 3))
     if args.logged_seeds > 0:
         single = [p for p in logs if "," not in p.name]
-        logged = logged_noise_section(
-            single,
-            args.margin,
-            args.warmup_steps,
-            args.profile_steps,
-            range(args.seed_base, args.seed_base + args.logged_seeds),
+        out["logged_with_noise"] = logged_noise_section(
+            single, args.margin, warmup, steps, range(base, base + args.logged_seeds)
         )
-    synthetic = {}
     if args.synthetic_seeds > 0:
-        synthetic = synthetic_section(
-            args.margin,
-            args.warmup_steps,
-            args.profile_steps,
-            range(args.seed_base, args.seed_base + args.synthetic_seeds),
+        out["synthetic"] = synthetic_section(
+            args.margin, warmup, steps, range(base, base + args.synthetic_seeds)
         )
+    if args.v100_seeds > 0:
+        out["v100"] = v100_section(args.margin, warmup, steps, range(base, base + args.v100_seeds))
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "synthetic": synthetic,
-                    "logged_with_noise": logged,
-                    "cases": len(rows),
-                    "identical": same,
-                    "worse": len(worse),
-                    "time_saving_pct": saving_t,
-                    "energy_saving_pct": saving_e,
-                    "targets_met": met,
-                }
-            )
-        )
+        print(json.dumps(out))
     return 0
 
 

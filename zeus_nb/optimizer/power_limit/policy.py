@@ -18,10 +18,14 @@ compared with the others by confidence bounds ``z`` standard errors wide:
   stops and its readings, extrapolated to the full window, stand for it.
 
 Every limit is still visited in these cases; only windows get shorter. With noise estimates the
-lowest limit is probed right after the highest (:meth:`~AdaptivePolicy.reorder`). The defaults
-(``z`` 1.75, ``tolerance`` and ``precision`` 2 %) were set on the synthetic family of
-:mod:`~zeus_nb.optimizer.power_limit.synthetic`; ``benchmarks/bench_plo.py`` reports the saving and
-the worst regret per shape on seeds they were not set on. Readings without
+lowest limit is probed right after the highest (:meth:`~AdaptivePolicy.reorder`). The descent
+stops early only when time alone rules out every lower limit (two limits in a row of one
+descent, the probe not counted, each slower than the best by more than the margin even at the
+lower bound of its time) or after ``patience`` losses in a row. The defaults (``z`` 1.75,
+``tolerance`` 2 %, ``precision`` 1.5 %, ``min_steps`` 4) were set on noise seeds 0-29 of the
+synthetic family of :mod:`~zeus_nb.optimizer.power_limit.synthetic` and of the V100-shaped
+profiles (the V100 power trace's curves with step noise); ``benchmarks/bench_plo.py`` reports the
+saving and the worst regret on seeds they were not set on. Readings without
 step-to-step spread (a replayed log spreads each window evenly over its steps) carry no noise
 estimate, so there the fixed ``noise_margin`` rules apply: a window is abandoned once its partial
 readings (lower bounds of the full window) rule the limit out, or once ``min_fraction`` of it,
@@ -115,8 +119,8 @@ class AdaptivePolicy:
     min_fraction: float = 0.25  # of the window run before extrapolating from it (no spread)
     z: float = 1.75  # confidence bounds, in standard errors (Student-t corrected)
     tolerance: float = 0.02  # a limit that cannot beat the best by more stops early
-    precision: float = 0.02  # a winning window stops once its bound is this tight
-    min_steps: int = 5  # steps before a window's spread is trusted
+    precision: float = 0.015  # a winning window stops once its bound is this tight
+    min_steps: int = 4  # steps before a window's spread is trusted
     losses: int = 0
     recent_times: list[float] = field(default_factory=list)
     last_limit: float | None = None
@@ -180,10 +184,11 @@ class AdaptivePolicy:
         scale = steps_total / steps_done
         e_hat, t_hat = energy * scale, time * scale
         lo, hi = 1.0 - width, 1.0 + width
+        # A stopped window's time for the descent's time bound is a lower bound, not a guess.
         if sel.rules_out(measurements, e_hat * lo, t_hat * lo, margin + self.noise_margin):
-            return Abandon("its partial window lost beyond its noise", t_hat)
+            return Abandon("its partial window lost beyond its noise", t_hat * lo)
         if sel.cannot_gain(measurements, e_hat * lo, t_hat * lo, margin, self.tolerance):
-            return Abandon(INDIFFERENT, t_hat, lost=False)
+            return Abandon(INDIFFERENT, t_hat * lo, lost=False)
         if width <= self.precision and sel.wins(measurements, e_hat * hi, t_hat * hi, margin):
             self.bounds[self.window_limit] = width
             return Abandon("its partial window won", t_hat, lost=False, estimate=(e_hat, t_hat))
@@ -247,7 +252,9 @@ class AdaptivePolicy:
     ) -> str | None:
         """Record the outcome at ``limit``; the reason to skip all ``remaining`` limits, or None."""
         if self.last_limit is not None and limit > self.last_limit:
-            self.losses = 0  # a new descent starts (e.g. after MaxSlowdown's probe of the bottom)
+            # A new descent starts (after the probe of the bottom): neither its losses nor its
+            # times say anything about the limits between the probe and the one above.
+            self.losses, self.recent_times = 0, []
         self.last_limit = limit
         # A loss says the descent went past the optimum only if the choice lies above: one that
         # lost to a lower limit (the probed bottom) lies on the way down to it.

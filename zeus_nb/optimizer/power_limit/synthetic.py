@@ -17,6 +17,10 @@ a window's energy follows its time, and its average power varies half as much (a
 choice, not a measurement). ``t0`` (1 s) and ``e0`` (200 J) only set the units: every comparison
 is relative.
 
+:class:`LoggedProfile` takes its noise-free curve from a real profiling log instead, and
+:func:`trace_profiles` from each (workload, optimizer, batch size) of a shipped power trace (the
+V100's: seven limits, 250 W down to 100 W); the step noise is the same.
+
 :class:`SyntheticMonitor` runs :class:`GlobalPowerLimitOptimizer` on such a profile with no GPU:
 it offers the monitor interface the optimizer uses (``gpus``, ``system``, windows).
 """
@@ -35,6 +39,7 @@ __all__ = [
     "OPTIMA",
     "SyntheticMonitor",
     "SyntheticProfile",
+    "trace_profiles",
 ]
 
 OPTIMA = {"top": 0.0, "middle": 0.5, "bottom": 1.0}
@@ -115,6 +120,41 @@ class LoggedProfile(SyntheticProfile):
 
     def step_cost(self, limit: float) -> tuple[float, float]:
         return self.steps[limit]
+
+
+def trace_profiles(gpu: str = "v100", noise: float = 0.03) -> list[tuple[str, LoggedProfile]]:
+    """Every (workload, optimizer, batch size) of a shipped power trace as a noisy profile.
+
+    One step at limit W costs the trace's epoch time and energy (time x average power) at W,
+    divided by the epoch time at the highest limit: a step there takes 1 s, so each curve weighs
+    the same in a total, and only the ratios between limits, the trace's, matter. Labelled
+    ``dataset/network/optimizer/batch size`` and sorted by those.
+    """
+    from zeus_nb.errors import TraceFormatError
+    from zeus_nb.traces import load_power_trace
+
+    out = []
+    trace = load_power_trace(gpu)
+    keys = ["dataset", "network", "optimizer", "batch_size"]
+    for key, rows in trace.groupby(keys, sort=True):
+        rows = rows.sort_values("power_limit", ascending=False)
+        limits = [float(w) for w in rows["power_limit"]]
+        strides = {round(a - b, 6) for a, b in zip(limits, limits[1:], strict=False)}
+        if len(limits) < 2 or len(strides) != 1:
+            raise TraceFormatError(
+                f"{gpu} trace, {'/'.join(map(str, key))}: power limits {limits} are not evenly "
+                "spaced; give every curve the same stride (e.g. 25 W)"
+            )
+        unit = float(rows["time_per_epoch"].iloc[0])
+        steps = {
+            w: (t / unit, t * p / unit)
+            for w, t, p in zip(limits, rows["time_per_epoch"], rows["average_power"], strict=True)
+        }
+        profile = LoggedProfile(
+            len(limits), noise=noise, max_limit=limits[0], pl_step=strides.pop(), steps=steps
+        )
+        out.append(("/".join(str(k) for k in key), profile))
+    return out
 
 
 class SyntheticGPU:
