@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from zeus_nb.errors import InputError
 from zeus_nb.utils.validate import finite_float
 
 
@@ -21,7 +22,7 @@ def run(args) -> int:
     from zeus_nb.monitor import ZeusMonitor
 
     if args.epochs < 1:
-        raise ValueError("--epochs must be at least 1")
+        raise InputError("--epochs must be at least 1")
     system = device.use_simulated(gpu=args.gpu, workload=args.workload)
     monitor = ZeusMonitor(gpu_indices=[0])
     if args.power_limit is not None:

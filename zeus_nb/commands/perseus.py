@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from zeus_nb.errors import InputError
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -93,7 +95,7 @@ def run_synthetic(args) -> int:
             weights = [float(w) for w in args.weights.split(",")]
         except ValueError:
             msg = f"--weights must be numbers separated by commas, got {args.weights!r}"
-            raise ValueError(msg) from None
+            raise InputError(msg) from None
     profile = synthetic_profile(args.gpu, args.stages, weights, args.workload)
     path = profile.to_csv(args.output)
     print(f"wrote {path} ({args.stages} stages, {args.gpu})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from zeus_nb.errors import InputError
 from zeus_nb.utils.validate import finite_seconds
 
 
@@ -88,9 +89,9 @@ def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
     for name, text in pairs:
         if name not in declared:
             names = ", ".join(declared) or "none (it has no cell tagged 'parameters')"
-            raise ValueError(f"{notebook.name} has no parameter {name!r}; its parameters: {names}")
+            raise InputError(f"{notebook.name} has no parameter {name!r}; its parameters: {names}")
         if name in grid:
-            raise ValueError(f"parameter {name!r} given twice; list all its values in one -p")
+            raise InputError(f"parameter {name!r} given twice; list all its values in one -p")
         grid[name] = parse_values(text, declared[name].get("inferred_type_name"), name)
     return grid
 

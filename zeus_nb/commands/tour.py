@@ -6,6 +6,7 @@ import json
 import sys
 import time
 
+from zeus_nb.errors import InputError
 from zeus_nb.utils.validate import finite_seconds
 
 
@@ -43,7 +44,7 @@ def run(args) -> int:
     else:
         notebooks = list_notebooks()
     if not notebooks:
-        raise ValueError("no notebooks to run")
+        raise InputError("no notebooks to run")
     out_dir = writable_dir(args.output_dir, "-o")
     params = {"smoke": True} if args.smoke else {}
     mode = "smoke" if args.smoke else "full"

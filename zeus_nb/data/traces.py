@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zeus_nb.errors import TraceFormatError
+from zeus_nb.errors import InputError, TraceFormatError
 from zeus_nb.utils.validate import AVERAGE_POWER, DURATION, POWER_LIMIT, Quantity
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def get_workload(name: str) -> Workload:
     """Look up a workload by dataset name (``imagenet``) or ``dataset/network``."""
     key = name.split("/")[0].lower()
     if key not in WORKLOADS:
-        raise ValueError(f"unknown workload {name!r}; choose one of: {', '.join(WORKLOADS)}")
+        raise InputError(f"unknown workload {name!r}; choose one of: {', '.join(WORKLOADS)}")
     return WORKLOADS[key]
 
 
@@ -248,7 +248,7 @@ def power_curves(
     rows = trace[trace["dataset"] == dataset]
     if rows.empty:
         known = ", ".join(sorted(trace["dataset"].unique()))
-        raise ValueError(f"the power trace has no dataset {dataset!r}; it has: {known}")
+        raise InputError(f"the power trace has no dataset {dataset!r}; it has: {known}")
     wl = WORKLOADS.get(dataset)
     if network is None:
         nets = rows["network"].unique()
@@ -258,7 +258,7 @@ def power_curves(
         optimizer = wl.optimizer if wl and wl.optimizer in opts else opts[0]
     rows = rows[(rows["network"] == network) & (rows["optimizer"] == optimizer.lower())]
     if rows.empty:
-        raise ValueError(f"the power trace has no rows for {dataset}/{network}/{optimizer}")
+        raise InputError(f"the power trace has no rows for {dataset}/{network}/{optimizer}")
     return rows.sort_values(["batch_size", "power_limit"]).reset_index(drop=True)
 
 
@@ -281,11 +281,11 @@ def _metric_rows(train: pd.DataFrame, wl: Workload, target: float) -> pd.DataFra
         & (train["optimizer"] == wl.optimizer)
     ]
     if rows.empty:
-        raise ValueError(f"the train trace has no runs of {wl.dataset}/{wl.network}/{wl.optimizer}")
+        raise InputError(f"the train trace has no runs of {wl.dataset}/{wl.network}/{wl.optimizer}")
     hit = rows[(rows["target_metric"] - target).abs() <= 1e-9 * max(1.0, abs(target))]
     if hit.empty:
         have = ", ".join(f"{m:g}" for m in sorted(rows["target_metric"].unique()))
-        raise ValueError(
+        raise InputError(
             f"the train trace records no target metric {target:g} for {wl.dataset}; "
             f"choose one of: {have}"
         )

@@ -58,7 +58,7 @@ def resolve_backend(backend: str | None = None) -> str:
     if name in ("simulated", "simulation"):
         name = "sim"
     if name not in BACKENDS:
-        raise ValueError(f"unknown backend {name!r}; use one of: {', '.join(BACKENDS)}")
+        raise InputError(f"unknown backend {name!r}; use one of: {', '.join(BACKENDS)}")
     return name
 
 
@@ -203,7 +203,12 @@ def use_replay(log, steps_per_window: int = 40, gpu_name: str | None = None):
 
 
 def step(n: int = 1, batch_size: int | None = None) -> None:
-    """Call once per training step: advances simulated GPUs, does nothing on real ones."""
+    """Call once per training step: advances simulated GPUs, does nothing on real ones.
+
+    ``n`` (steps) and ``batch_size`` are checked on every backend: a NaN or a fraction is an
+    error here rather than a NaN energy in every later window.
+    """
+    n, batch_size = validate.step_count(n, batch_size)
     current().step(n, batch_size)
 
 

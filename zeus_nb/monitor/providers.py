@@ -28,7 +28,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import IntensityProviderError, TraceFormatError
+from zeus_nb.errors import InputError, IntensityProviderError, TraceFormatError
 
 J_PER_KWH = 3.6e6
 
@@ -92,7 +92,7 @@ class FixedIntensity(CarbonIntensityProvider, ElectricityPriceProvider):
 
     def __init__(self, value: float, unit: str | None = None):
         if not value >= 0:
-            raise ValueError(f"an intensity or price must be >= 0, got {value}")
+            raise InputError(f"an intensity or price must be >= 0, got {value}")
         self.value = float(value)
         if unit:
             self.unit = unit

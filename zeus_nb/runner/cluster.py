@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.runner.workers import IgnoreInterrupts, PinGPU
 
 if TYPE_CHECKING:
@@ -283,7 +283,7 @@ def run_points(
     earlier on the progress bar.
     """
     if on_interrupt not in ("wait", "cancel"):
-        raise ValueError(f"on_interrupt must be 'wait' or 'cancel', got {on_interrupt!r}")
+        raise InputError(f"on_interrupt must be 'wait' or 'cancel', got {on_interrupt!r}")
     bar = None
     if progress:
         from tqdm.auto import tqdm

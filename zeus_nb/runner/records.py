@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def configure(file: str | Path | None = None, directory: str | Path | None = Non
     """
     global _sidecar
     if file is not None and directory is not None:
-        raise ValueError("give either file or directory, not both")
+        raise InputError("give either file or directory, not both")
     if file is not None:
         _sidecar = Path(file)
     elif directory is not None:
@@ -130,7 +130,7 @@ def record(name: str, value: Any, display: bool = True) -> Any:
     Recording a name again replaces the earlier value (re-running a cell is fine).
     """
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"record name must be a non-empty string, got {name!r}")
+        raise InputError(f"record name must be a non-empty string, got {name!r}")
     plain = _plain(value, repr(name))
     _records[name] = plain
     if display and _shell() is not None:

@@ -173,9 +173,9 @@ def _settings(
         max_epochs = wl.max_epochs if max_epochs is None else max_epochs
         higher_is_better = wl.higher_is_better if higher_is_better is None else higher_is_better
     if target_metric is None or max_epochs is None:
-        raise ValueError("give target_metric and max_epochs, or a traced workload= for defaults")
+        raise InputError("give target_metric and max_epochs, or a traced workload= for defaults")
     if int(max_epochs) < 1:
-        raise ValueError(f"max_epochs must be >= 1, got {max_epochs}")
+        raise InputError(f"max_epochs must be >= 1, got {max_epochs}")
     higher = True if higher_is_better is None else bool(higher_is_better)
     return float(target_metric), int(max_epochs), higher
 
@@ -184,9 +184,9 @@ def _grid(batch_sizes: Iterable[int], power_limits: Iterable[float]) -> list[tup
     """Every (batch size, power limit) once; an empty or repeating grid is a mistake."""
     grid = [_key(b, p) for b in batch_sizes for p in power_limits]
     if not grid:
-        raise ValueError("empty sweep: give at least one batch size and one power limit")
+        raise InputError("empty sweep: give at least one batch size and one power limit")
     if len(set(grid)) != len(grid):
-        raise ValueError("batch_sizes and power_limits must not repeat values")
+        raise InputError("batch_sizes and power_limits must not repeat values")
     return grid
 
 
@@ -368,7 +368,7 @@ def trace_train_fn(
         )
         curves[int(bs)] = sorted(pts)
     if not curves:
-        raise ValueError(f"the train trace has no run {run} of {wl.dataset}")
+        raise InputError(f"the train trace has no run {run} of {wl.dataset}")
     worst = min if wl.higher_is_better else max
     better = max if wl.higher_is_better else min
     floor = worst(float(m) for m in rows["target_metric"])
@@ -378,7 +378,7 @@ def trace_train_fn(
     def train_fn(batch_size: int, epoch: int) -> float:
         pts = curves.get(int(batch_size))
         if pts is None:
-            raise ValueError(
+            raise InputError(
                 f"the train trace has no run {run} of {wl.dataset} at batch size {batch_size}; "
                 f"use one of {sorted(curves)}"
             )

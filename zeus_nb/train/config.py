@@ -8,6 +8,7 @@ import sys
 from dataclasses import dataclass, fields
 from typing import Any
 
+from zeus_nb.errors import InputError
 from zeus_nb.utils.validate import Quantity, env_number, number
 
 DEFAULT_MAX_SLOWDOWN = 1.1
@@ -49,11 +50,11 @@ class TrainConfig:
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "profile_steps", "lr_step_epochs"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+                raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_steps_per_epoch is not None and self.max_steps_per_epoch < 1:
-            raise ValueError("max_steps_per_epoch must be >= 1")
+            raise InputError("max_steps_per_epoch must be >= 1")
         if self.device not in ("auto", "cuda", "cpu"):
-            raise ValueError(f"device must be auto, cuda or cpu, got {self.device!r}")
+            raise InputError(f"device must be auto, cuda or cpu, got {self.device!r}")
 
 
 # A run allowed to take 100x longer has no time budget at all; such a value is a typo.
@@ -78,7 +79,7 @@ def _slowdown_from_env() -> float | None:
         found[name] = env_number(name, DEFAULT_MAX_SLOWDOWN, SLOWDOWN, _SLOWDOWN_FIX)
     if len(set(found.values())) > 1:
         a, b = SLOWDOWN_VARS
-        raise ValueError(
+        raise InputError(
             f"{a}={found[a]:g} and {b}={found[b]:g} disagree; they name the same setting, so "
             f"unset one of them (zeus-nb reads both; {a} is Zeus's name)"
         )
@@ -94,7 +95,7 @@ def max_slowdown_factor(value: float | None = None) -> float:
             return DEFAULT_MAX_SLOWDOWN
     value = number(value, "the maximum slowdown factor", fix=_SLOWDOWN_FIX, text_ok=False)
     if not value >= 1.0:
-        raise ValueError(f"the maximum slowdown factor must be >= 1.0 (1.0 = none), got {value}")
+        raise InputError(f"the maximum slowdown factor must be >= 1.0 (1.0 = none), got {value}")
     return number(value, "the maximum slowdown factor", SLOWDOWN, _SLOWDOWN_FIX)
 
 

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.train import MODES
 from zeus_nb.utils.framework import initialized_dist
 
@@ -55,7 +55,7 @@ def _torch_device(config: TrainConfig, index: int):
 def setup(mode: str, config: TrainConfig) -> Context:
     """Pick the device and, for dp/fsdp, join the process group torchrun prepared."""
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        raise InputError(f"mode must be one of {MODES}, got {mode!r}")
     if mode == "single":
         device, _ = _torch_device(config, config.gpu)
         return Context(mode, device=device, gpu_index=config.gpu)

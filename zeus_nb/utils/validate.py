@@ -264,3 +264,14 @@ def _message(where: str, value: object, problem: str, quantity: Quantity | None,
         shown = shown[:37] + "..."
     want = f"; expected {quantity.describe()}" if quantity is not None else ""
     return f"{where}: {shown} {problem}{want}" + (f"; {fix}" if fix else "")
+
+
+def step_count(n: object, batch_size: object = None) -> tuple[int, int | None]:
+    """``zeus_nb.step(n, batch_size)``'s arguments, checked: a whole number of steps >= 0 and
+    a batch size >= 1 (or None). ``step(float("nan"))`` would otherwise make every later window
+    report NaN energy. Cheap for the usual ``int``: it runs once per training step."""
+    if type(n) is not int or n < 0:
+        n = integer(n, "zeus_nb.step(n)", 0, 10**12, "n counts training steps", text_ok=False)
+    if batch_size is not None and (type(batch_size) is not int or batch_size < 1):
+        batch_size = integer(batch_size, "zeus_nb.step(batch_size=...)", 1, 10**7, text_ok=False)
+    return n, batch_size  # type: ignore[return-value]

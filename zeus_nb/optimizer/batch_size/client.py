@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.optimizer.batch_size.store import JobSpec as StoreJobSpec
 from zeus_nb.utils.framework import all_sum, initialized_dist, reduce_time_energy
 
@@ -78,11 +78,11 @@ class TrainingJobSpec:
 
     def __post_init__(self) -> None:
         if self.job_id is not None and not self.job_id.startswith(self.job_id_prefix):
-            raise ValueError(
+            raise InputError(
                 f"job_id {self.job_id!r} must start with job_id_prefix {self.job_id_prefix!r}"
             )
         if self.max_epochs < 1:
-            raise ValueError(f"max_epochs must be >= 1, got {self.max_epochs}")
+            raise InputError(f"max_epochs must be >= 1, got {self.max_epochs}")
 
     @property
     def name(self) -> str:

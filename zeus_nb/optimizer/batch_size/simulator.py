@@ -45,6 +45,7 @@ from zeus_nb.data.traces import (
     power_curves,
     target_epochs,
 )
+from zeus_nb.errors import InputError
 from zeus_nb.optimizer.batch_size.optimizer import BatchSizeOptimizer
 from zeus_nb.optimizer.batch_size.store import DEFAULT_EXPLORATION, JobSpec, MemoryStore
 
@@ -151,10 +152,10 @@ def workload_model(
             target,
         )
     if not arms:
-        raise ValueError(f"no batch size of {wl.dataset} is in both the train and power traces")
+        raise InputError(f"no batch size of {wl.dataset} is in both the train and power traces")
     b0 = wl.default_batch_size if default_batch_size is None else int(default_batch_size)
     if default_batch_size is not None and b0 not in arms:
-        raise ValueError(
+        raise InputError(
             f"default batch size {b0} of {wl.dataset} is not in both traces on {gpu}; "
             f"choose one of {sorted(arms)}"
         )
@@ -375,11 +376,11 @@ def simulate(
         model = workload_model(str(workload), gpu, eta, train_trace)
     n = model.num_recurrences() if recurrences is None else int(recurrences)
     if n < 1:
-        raise ValueError(f"recurrences must be at least 1, got {n}")
+        raise InputError(f"recurrences must be at least 1, got {n}")
     if profile_steps < 1:
-        raise ValueError(f"profile_steps must be at least 1, got {profile_steps}")
+        raise InputError(f"profile_steps must be at least 1, got {profile_steps}")
     if accounting not in ACCOUNTING:
-        raise ValueError(f"accounting must be one of {ACCOUNTING}, got {accounting!r}")
+        raise InputError(f"accounting must be one of {ACCOUNTING}, got {accounting!r}")
     spec = JobSpec(
         f"sim/{model.workload}/{model.gpu}",
         tuple(model.batch_sizes),

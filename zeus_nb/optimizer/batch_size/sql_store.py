@@ -17,6 +17,7 @@ is refused with a message saying so, instead of being misread.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -52,9 +53,13 @@ from zeus_nb.optimizer.batch_size.store import (
     StoreSchemaError,
     _check_same,
     check_schema_version,
+    stored_observation,
 )
 
 log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 5  # s to reach the database server before giving up
+LOCK_TIMEOUT = 60.0  # s a write waits for another process's lock
 
 # pg_advisory_xact_lock key for schema creation ("zeusnbso" as 8 bytes).
 _SCHEMA_LOCK = int.from_bytes(b"zeusnbso", "big") & 0x7FFF_FFFF_FFFF_FFFF
@@ -94,6 +99,22 @@ power_limits = Table(
 )
 
 
+def _translated(method):
+    """SQLAlchemy's errors (a lost connection, a lock wait that timed out) as our StoreError."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except SQLAlchemyError as e:
+            raise StoreError(
+                f"the batch-size optimizer state at {self.url}: {str(e).splitlines()[0]}; "
+                "check that the database server runs and can be reached, then try again"
+            ) from e
+
+    return wrapper
+
+
 def engine_url(url: str | URL) -> URL:
     """The SQLAlchemy URL, with ``postgresql://`` meaning psycopg 3 (not psycopg2)."""
     try:
@@ -112,12 +133,24 @@ class SQLStore:
     database without the tables raises :class:`StoreNotFoundError`.
     """
 
-    def __init__(self, url: str | URL, *, create: bool = True, connect_timeout: int = 30) -> None:
+    def __init__(
+        self,
+        url: str | URL,
+        *,
+        create: bool = True,
+        connect_timeout: int = CONNECT_TIMEOUT,
+        lock_timeout: float = LOCK_TIMEOUT,
+    ) -> None:
         self._url = engine_url(url)
         self.url = self._url.render_as_string(hide_password=True)
         connect_args: dict[str, Any] = {}
         if self._url.get_backend_name() == "postgresql":
-            connect_args["connect_timeout"] = connect_timeout
+            # Every wait is bounded: reaching the server, and a lock another process holds.
+            # A read command (create=False) runs in read-only transactions: it cannot write.
+            options = f"-c lock_timeout={int(lock_timeout * 1000)}"
+            if not create:
+                options += " -c default_transaction_read_only=on"
+            connect_args.update(connect_timeout=connect_timeout, options=options)
         try:
             self.engine: Engine = create_engine(
                 self._url, pool_pre_ping=True, pool_size=2, connect_args=connect_args
@@ -184,6 +217,7 @@ class SQLStore:
 
     # -- jobs -------------------------------------------------------------------------------
 
+    @_translated
     def register(self, spec: JobSpec) -> JobSpec:
         with self.engine.begin() as conn:
             if self._is_pg:
@@ -197,19 +231,22 @@ class SQLStore:
             elif conn.execute(select(jobs.c.name).where(jobs.c.name == spec.name)).first() is None:
                 conn.execute(insert(jobs).values(name=spec.name, spec=spec.to_json()))
             stored = conn.execute(select(jobs.c.spec).where(jobs.c.name == spec.name)).scalar_one()
-        known = JobSpec.from_json(stored)
+        known = JobSpec.from_json(stored, f"{self.url}, job {spec.name!r}")
         _check_same(known, spec)
         return known
 
+    @_translated
     def job(self, name: str) -> JobSpec | None:
         with self.engine.connect() as conn:
             row = conn.execute(select(jobs.c.spec).where(jobs.c.name == name)).scalar()
-        return JobSpec.from_json(row) if row is not None else None
+        return JobSpec.from_json(row, f"{self.url}, job {name!r}") if row is not None else None
 
+    @_translated
     def jobs(self) -> list[str]:
         with self.engine.connect() as conn:
             return list(conn.execute(select(jobs.c.name).order_by(jobs.c.name)).scalars())
 
+    @_translated
     def delete(self, name: str) -> None:
         with self.engine.begin() as conn:
             self._lock_job(conn, name, require=False)
@@ -227,6 +264,7 @@ class SQLStore:
 
     # -- observations -----------------------------------------------------------------------
 
+    @_translated
     def append(self, name: str, obs: Observation) -> int:
         with self.engine.begin() as conn:
             return self._append(conn, name, obs)
@@ -249,6 +287,7 @@ class SQLStore:
         ).scalar_one()
         return int(new_id)
 
+    @_translated
     def observations(self, name: str, after: int = 0) -> list[tuple[int, Observation]]:
         c = observations.c
         q = (
@@ -258,12 +297,11 @@ class SQLStore:
         )
         with self.engine.connect() as conn:
             rows = conn.execute(q).all()
-        return [
-            (int(r[0]), Observation(int(r[1]), r[2], r[3], r[4], bool(r[5]), r[6])) for r in rows
-        ]
+        return [stored_observation(tuple(r), f"{self.url}, observation {r[0]}") for r in rows]
 
     # -- just-in-time power limits ----------------------------------------------------------
 
+    @_translated
     def set_power_limit(self, name: str, batch_size: int, watts: float) -> None:
         with self.engine.begin() as conn:
             self._lock_job(conn, name)
@@ -277,6 +315,7 @@ class SQLStore:
             else:
                 conn.execute(power_limits.update().where(key).values(power_limit=float(watts)))
 
+    @_translated
     def power_limits(self, name: str) -> dict[int, float]:
         q = select(power_limits.c.batch_size, power_limits.c.power_limit).where(
             power_limits.c.job == name

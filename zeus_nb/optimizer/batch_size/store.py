@@ -23,8 +23,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from zeus_nb.errors import ZeusNbError
-from zeus_nb.utils.metric import check_eta
+from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs import check_record
+from zeus_nb.inputs.kinds import FAILED_OBSERVATION, JOB_SPEC, OBSERVATION, STORED_RUN
+from zeus_nb.utils.files import connect_readonly
 
 STATE_DIR_ENV = "ZEUS_NB_STATE_DIR"
 DEFAULT_FILENAME = "bso.sqlite3"
@@ -93,11 +95,18 @@ class JobSpec:
         return json.dumps(d, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> JobSpec:
-        d = json.loads(text)
-        d["batch_sizes"] = tuple(int(b) for b in d["batch_sizes"])
-        d["beta"] = float("inf") if d.get("beta") is None else float(d["beta"])
-        return cls(**d)
+    def from_json(cls, text: str, where: str = "a stored job") -> JobSpec:
+        """A job's settings from the store, checked like a new job's (a damaged row is named)."""
+        try:
+            d = json.loads(text)
+        except (TypeError, ValueError) as e:
+            raise StoreError(f"{where}: the job's settings are not JSON ({e})") from None
+        try:
+            return validated_spec(d if isinstance(d, dict) else {"settings": d}, where)
+        except InputError as e:
+            raise StoreError(
+                f"{e}; the store is damaged: delete the job to start it over"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -209,22 +218,71 @@ class SQLiteStore:
     """Bandit state in a local SQLite file, shared safely by concurrent processes.
 
     ``path`` defaults to :func:`default_path` (override the directory with ``ZEUS_NB_STATE_DIR``).
+    ``readonly=True`` (read commands such as ``zeus-nb bso show``) opens the file with SQLite's
+    ``mode=ro``: it is never created, changed or given tables, and a file that holds no
+    batch-size optimizer state (another program's database, or not SQLite) is refused.
+    ``timeout`` bounds how long a write waits for another process's (seconds).
     """
 
-    def __init__(self, path: str | Path | None = None, timeout: float = 60.0) -> None:
+    def __init__(
+        self, path: str | Path | None = None, timeout: float = 60.0, *, readonly: bool = False
+    ) -> None:
         self.path = Path(path).expanduser() if path is not None else default_path()
+        self.readonly = readonly
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-            self._init_schema(timeout)
+            if readonly:
+                self._conn = connect_readonly(self.path, timeout)
+                self._check_ours()
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._conn = sqlite3.connect(
+                    self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+                )
+                self._init_schema(timeout)
             self._lock = threading.RLock()  # one connection, possibly shared by threads
-        except (OSError, sqlite3.Error) as e:
+        except sqlite3.DatabaseError as e:
+            raise self._error(e) from None
+        except OSError as e:
             raise StoreError(
                 f"cannot open the batch-size optimizer state {self.path}: {e}; pass another "
                 f"path or set {STATE_DIR_ENV} to a writable directory"
             ) from e
+
+    def _error(self, e: sqlite3.Error) -> StoreError:
+        """sqlite3's message as ours: which file, what it means, what to do."""
+        text = str(e)
+        if "not a database" in text or "malformed" in text:
+            return StoreError(
+                f"{self.path} is not a SQLite database (sqlite3: {text}); give the store file "
+                "zeus-nb wrote (default: $ZEUS_NB_STATE_DIR/bso.sqlite3)"
+            )
+        if "unable to open" in text:
+            return StoreError(
+                f"cannot open the batch-size optimizer state {self.path} (sqlite3: {text}); "
+                f"check the path (a file, not a folder), or set {STATE_DIR_ENV}"
+            )
+        if "locked" in text or "busy" in text:
+            return StoreError(
+                f"the batch-size optimizer state {self.path} stayed locked by another process "
+                f"(sqlite3: {text}); try again when that process has finished"
+            )
+        return StoreError(f"the batch-size optimizer state {self.path}: sqlite3: {text}")
+
+    def _check_ours(self) -> None:
+        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master")}
+        if "schema_version" not in tables or "observations" not in tables:
+            self._conn.close()
+            if not tables:
+                raise StoreNotFoundError(f"no batch-size optimizer state at {self.path}")
+            raise StoreSchemaError(
+                f"{self.path} is not a batch-size optimizer store: it holds another "
+                f"program's tables ({', '.join(sorted(tables)[:5])}); give the store file "
+                "zeus-nb wrote"
+            )
+        found = self._conn.execute(
+            "SELECT version FROM schema_version WHERE component = ?", (SCHEMA_COMPONENT,)
+        ).fetchone()
+        check_schema_version(found[0] if found else None, str(self.path))
 
     def _init_schema(self, timeout: float) -> None:
         """Switch to WAL and create the tables, waiting while another process does the same.
@@ -257,11 +315,16 @@ class SQLiteStore:
         check_schema_version(found[0] if found else None, str(self.path))
 
     def _write(self):
-        return _Immediate(self._conn, self._lock)
+        if self.readonly:
+            raise StoreError(f"{self.path} was opened read-only; open it with readonly=False")
+        return _Immediate(self._conn, self._lock, self._error)
 
     def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
         with self._lock:
-            return self._conn.execute(sql, args).fetchall()
+            try:
+                return self._conn.execute(sql, args).fetchall()
+            except sqlite3.Error as e:
+                raise self._error(e) from None
 
     def close(self) -> None:
         self._conn.close()
@@ -282,13 +345,13 @@ class SQLiteStore:
                     "INSERT INTO jobs(name, spec) VALUES (?, ?)", (spec.name, spec.to_json())
                 )
                 return spec
-        known = JobSpec.from_json(row[0])
+        known = JobSpec.from_json(row[0], f"{self.path}, job {spec.name!r}")
         _check_same(known, spec)
         return known
 
     def job(self, name: str) -> JobSpec | None:
         rows = self._query("SELECT spec FROM jobs WHERE name = ?", (name,))
-        return JobSpec.from_json(rows[0][0]) if rows else None
+        return JobSpec.from_json(rows[0][0], f"{self.path}, job {name!r}") if rows else None
 
     def jobs(self) -> list[str]:
         return [r[0] for r in self._query("SELECT name FROM jobs ORDER BY name")]
@@ -317,7 +380,7 @@ class SQLiteStore:
             "WHERE job = ? AND id > ? ORDER BY id",
             (name, int(after)),
         )
-        return [(r[0], Observation(int(r[1]), r[2], r[3], r[4], bool(r[5]), r[6])) for r in rows]
+        return [stored_observation(r, f"{self.path}, observation {r[0]}") for r in rows]
 
     def set_power_limit(self, name: str, batch_size: int, watts: float) -> None:
         with self._write():
@@ -348,24 +411,33 @@ class _Immediate:
     """``BEGIN IMMEDIATE`` ... ``COMMIT``: takes the write lock up front, so concurrent writers
     queue (up to the connection timeout) instead of failing half-way."""
 
-    def __init__(self, conn: sqlite3.Connection, lock):
+    def __init__(self, conn: sqlite3.Connection, lock, error):
         self.conn = conn
         self.lock = lock
+        self.error = error  # sqlite3.Error -> StoreError
 
     def __enter__(self):
         self.lock.acquire()
         try:
             self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as e:
+            self.lock.release()
+            raise self.error(e) from None
         except BaseException:
             self.lock.release()
             raise
         return self.conn
 
-    def __exit__(self, exc_type, *exc) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
         try:
             self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        except sqlite3.Error as e:
+            if exc_type is None:
+                raise self.error(e) from None
         finally:
             self.lock.release()
+        if isinstance(exc, sqlite3.Error):
+            raise self.error(exc) from None
 
 
 def _check_same(known: JobSpec, asked: JobSpec) -> None:
@@ -386,41 +458,64 @@ def _check_same(known: JobSpec, asked: JobSpec) -> None:
 Store = MemoryStore | SQLiteStore
 
 
-def validated_spec(spec: JobSpec) -> JobSpec:
-    """``spec`` with sorted, deduplicated batch sizes, or a ValueError that names the bad knob."""
-    if not spec.batch_sizes:
-        raise ValueError("batch_sizes must list at least one batch size")
-    sizes = tuple(sorted({int(b) for b in spec.batch_sizes}))
-    if sizes[0] < 1:
-        raise ValueError(f"batch sizes must be positive integers, got {list(spec.batch_sizes)}")
-    if spec.default_batch_size not in sizes:
-        raise ValueError(
-            f"default_batch_size {spec.default_batch_size} must be one of the batch sizes "
-            f"{list(sizes)}"
+def validated_spec(spec: JobSpec | dict, where: str = "BatchSizeOptimizer") -> JobSpec:
+    """``spec`` checked through :data:`~zeus_nb.inputs.kinds.JOB_SPEC` (types and ranges: a
+    batch size of 1.5 is an error, never 1), with sorted, deduplicated batch sizes; the error
+    names the knob."""
+    d = asdict(spec) if isinstance(spec, JobSpec) else dict(spec)
+    if d.get("beta") == math.inf:
+        d["beta"] = None  # inf: no early stopping
+    row = check_record(d, JOB_SPEC, where)
+    sizes = tuple(sorted(set(row["batch_sizes"])))
+    if row["default_batch_size"] not in sizes:
+        raise InputError(
+            f"{where}.default_batch_size: {row['default_batch_size']} must be one of the batch "
+            f"sizes {list(sizes)}"
         )
-    check_eta(spec.eta)
-    if not spec.beta > 1.0:
-        raise ValueError(f"beta must be > 1 (inf disables early stopping), got {spec.beta}")
-    if spec.max_power is not None and not spec.max_power > 0:
-        raise ValueError(f"max_power must be > 0 W, got {spec.max_power}")
-    if spec.pruning_rounds < 1:
-        raise ValueError(f"pruning_rounds must be >= 1, got {spec.pruning_rounds}")
-    if not (spec.exploration >= 0 and math.isfinite(spec.exploration)):
-        raise ValueError(
-            f"exploration must be a finite number >= 0 (1: plain posterior draws, 0: greedy), "
-            f"got {spec.exploration}"
-        )
-    if spec.window < 0:
-        raise ValueError(f"window must be >= 0 (0: all observations), got {spec.window}")
     return JobSpec(
-        spec.name,
+        row["name"],
         sizes,
-        int(spec.default_batch_size),
-        float(spec.eta),
-        float(spec.beta),
-        spec.max_power,
-        int(spec.seed),
-        int(spec.pruning_rounds),
-        int(spec.window),
-        float(spec.exploration),
+        row["default_batch_size"],
+        row["eta"],
+        math.inf if row["beta"] is None else row["beta"],
+        row.get("max_power"),
+        row.get("seed", 0),
+        row.get("pruning_rounds", 2),
+        row.get("window", 0),
+        row.get("exploration", DEFAULT_EXPLORATION),
+    )
+
+
+def stored_observation(r: tuple, where: str) -> tuple[int, Observation]:
+    """(id, observation) of a store row ``(id, batch_size, time, energy, cost, reached,
+    power_limit)``, checked: a row another program (or a damaged file) wrote is named."""
+    fields = ("batch_size", "time", "energy", "cost", "reached", "power_limit")
+    raw = dict(zip(fields, r[1:], strict=True))
+    if isinstance(raw["reached"], int):
+        raw["reached"] = bool(raw["reached"])  # SQLite keeps booleans as 0 and 1
+    try:
+        row = check_record({k: v for k, v in raw.items() if v is not None}, STORED_RUN, where)
+    except InputError as e:
+        raise StoreError(f"{e}; the store is damaged: delete the job to start it over") from None
+    return int(r[0]), Observation(
+        row["batch_size"], row["time"], row["energy"], row["cost"], row["reached"],
+        row.get("power_limit"),
+    )  # fmt: skip
+
+
+def checked_observation(raw: dict, where: str) -> Observation:
+    """A run's numbers through :data:`~zeus_nb.inputs.kinds.OBSERVATION`.
+
+    A run that reached the target took time and energy at a power a GPU can draw: 0 s or 0 J
+    is a mistake (a run that failed before it started may report 0 s and 0 J).
+    """
+    schema = OBSERVATION if raw.get("reached") is not False else FAILED_OBSERVATION
+    row = check_record({k: v for k, v in raw.items() if v is not None}, schema, where)
+    return Observation(
+        row["batch_size"],
+        row["time"],
+        row["energy"],
+        row.get("cost", 0.0),
+        row["reached"],
+        row.get("power_limit"),
     )

@@ -13,6 +13,7 @@ import logging
 
 from zeus_nb.device.base import GPU
 from zeus_nb.device.guard import SettingsGuard
+from zeus_nb.errors import InputError
 from zeus_nb.optimizer.pipeline_frequency.profile import InstructionProfile
 from zeus_nb.optimizer.pipeline_frequency.schedule import FrequencyPlan
 from zeus_nb.optimizer.pipeline_frequency.solver import solve_frontier
@@ -38,7 +39,7 @@ def plan_on_rank0(
     payload: list[str | None] = [None]
     if rank == 0:
         if profile is None:
-            raise ValueError("rank 0 needs the instruction profile to plan")
+            raise InputError("rank 0 needs the instruction profile to plan")
         frontier = solve_frontier(profile, profile.num_stages, microbatches, unit_time)
         point = frontier.fastest() if deadline is None else frontier.for_deadline(deadline)
         logger.info(
@@ -71,7 +72,7 @@ class PipelineFrequencyOptimizer:
 
     def __init__(self, plan: FrequencyPlan, stage: int, gpu: GPU, backend: str = "auto"):
         if not 0 <= stage < plan.num_stages:
-            raise ValueError(f"stage {stage} is outside the plan's 0..{plan.num_stages - 1}")
+            raise InputError(f"stage {stage} is outside the plan's 0..{plan.num_stages - 1}")
         self.plan = plan
         self.stage = stage
         self.gpu = gpu

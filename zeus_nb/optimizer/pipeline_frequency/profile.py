@@ -6,12 +6,14 @@ CSV"); :func:`load_profile` enforces it and names the file, line and column of a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from zeus_nb.errors import TraceFormatError
+from zeus_nb.inputs import read_table, read_text, reader
+from zeus_nb.inputs.kinds import INSTRUCTION_PROFILE
+from zeus_nb.utils.files import atomic_write
 
 COLUMNS = ("stage", "instruction", "frequency", "time", "energy")
 INSTRUCTIONS = ("forward", "backward")
@@ -74,94 +76,43 @@ class InstructionProfile:
                     lines.append(f"{stage},{inst},{m.frequency},{m.time!r},{m.energy!r}")
             energy = self.blocking_power[stage] * blocking_time
             lines.append(f"{stage},{BLOCKING},,{blocking_time!r},{energy!r}")
-        path.write_text("\n".join(lines) + "\n")
+        atomic_write(path, "\n".join(lines) + "\n")
         return path
 
 
-def _number(text: str, where: str, column: str, integer: bool = False) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
-        kind = "an integer" if integer else "a number"
-        raise ProfileFormatError(f"{where}: column {column!r} has {text!r}; expected {kind} > 0")
-    return value
-
-
-def _rows(lines: Iterable[str], src: str):
-    """Yield (file line number, cells dict) for data rows; checks the header."""
-    import csv
-
-    header: list[str] | None = None
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        cells = [c.strip() for c in next(csv.reader([line]))]
-        if header is None:
-            header = [c.lower() for c in cells]
-            missing = [c for c in COLUMNS if c not in header]
-            if missing:
-                raise ProfileFormatError(
-                    f"{src}: line {lineno}: header lacks column(s) {', '.join(missing)}; "
-                    f"expected the columns {', '.join(COLUMNS)} (see docs/pipeline_frequency.md)"
-                )
-            continue
-        if len(cells) != len(header):
-            raise ProfileFormatError(
-                f"{src}: line {lineno}: {len(cells)} cells but the header has {len(header)}"
-            )
-        yield lineno, dict(zip(header, cells, strict=True))
-    if header is None:
-        raise ProfileFormatError(f"{src}: no header line; expected {','.join(COLUMNS)}")
-
-
 def parse_profile(lines: Iterable[str], src: str = "<profile>") -> InstructionProfile:
-    """Parse and validate the lines of a profile CSV."""
-    lines = list(lines)
-    metadata = [
-        ln.lstrip()[1:].strip()
-        for ln in lines
-        if ln.lstrip().startswith("#") and ln.strip() != HEADER_COMMENT
-    ]
+    """Parse and validate the lines of a profile CSV.
+
+    Every cell and row is checked by :data:`zeus_nb.inputs.kinds.INSTRUCTION_PROFILE` (types,
+    ranges, and energy / time a power a GPU can draw, which catches a profile in ms or mJ);
+    here the profile's structure: stages 0..S-1, each with forward, backward and blocking rows,
+    one row per (stage, instruction, frequency).
+    """
+    text = "\n".join(line.rstrip("\r\n") for line in lines) + "\n"
+    try:
+        table = read_table(src, INSTRUCTION_PROFILE, text=text)
+    except TraceFormatError as e:
+        raise ProfileFormatError(str(e)) from None
+    metadata = [c for c in table.comments if c != HEADER_COMMENT.lstrip("# ")]
     measurements: dict[tuple[int, str], list[Measurement]] = {}
     seen: dict[tuple[int, str, int], int] = {}
     blocking: dict[int, list[float]] = {}
-    for lineno, row in _rows(lines, src):
-        where = f"{src}: line {lineno}"
-        stage_text = row["stage"]
-        if not stage_text.isdigit():
-            raise ProfileFormatError(
-                f"{where}: column 'stage' has {stage_text!r}; expected an integer >= 0"
-            )
-        stage = int(stage_text)
-        inst = row["instruction"].lower()
-        time = _number(row["time"], where, "time")
-        energy = _number(row["energy"], where, "energy")
+    for row in table.rows:
+        stage, inst, time, energy = row["stage"], row["instruction"], row["time"], row["energy"]
         if inst == BLOCKING:
-            if row["frequency"]:
-                _number(row["frequency"], where, "frequency", integer=True)
             acc = blocking.setdefault(stage, [0.0, 0.0])
             acc[0] += energy
             acc[1] += time
             continue
-        if inst not in INSTRUCTIONS:
-            raise ProfileFormatError(
-                f"{where}: column 'instruction' has {row['instruction']!r}; expected "
-                f"{', '.join(INSTRUCTIONS)} or {BLOCKING}"
-            )
-        freq = int(_number(row["frequency"], where, "frequency", integer=True))
-        key = (stage, inst, freq)
+        key = (stage, inst, row["frequency"])
         if key in seen:
             raise ProfileFormatError(
-                f"{where}: stage {stage} {inst} at {freq} MHz repeats line {seen[key]}; "
-                "keep one row per (stage, instruction, frequency)"
+                f"{src}, line {row.line}: stage {stage} {inst} at {key[2]} MHz repeats line "
+                f"{seen[key]}; keep one row per (stage, instruction, frequency)"
             )
-        seen[key] = lineno
-        measurements.setdefault((stage, inst), []).append(Measurement(freq, time, energy))
+        seen[key] = row.line
+        measurements.setdefault((stage, inst), []).append(Measurement(key[2], time, energy))
     stages = sorted({s for s, _ in measurements} | set(blocking))
-    if not stages:
-        raise ProfileFormatError(f"{src}: no data rows")
     if stages != list(range(len(stages))):
         missing = sorted(set(range(max(stages) + 1)) - set(stages))
         raise ProfileFormatError(
@@ -180,13 +131,11 @@ def parse_profile(lines: Iterable[str], src: str = "<profile>") -> InstructionPr
     return InstructionProfile(measurements, power, metadata)
 
 
+@reader(INSTRUCTION_PROFILE)
 def load_profile(path: str | Path) -> InstructionProfile:
     """Read and validate an instruction profile CSV (format: docs/pipeline_frequency.md)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such instruction profile")
     try:
-        text = path.read_text()
-    except UnicodeDecodeError as e:
-        raise ProfileFormatError(f"{path}: not a text CSV file ({e})") from e
+        text = read_text(path, INSTRUCTION_PROFILE.name)
+    except TraceFormatError as e:
+        raise ProfileFormatError(str(e)) from None
     return parse_profile(text.splitlines(), str(path))

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.optimizer.pipeline_frequency.profile import InstructionProfile
 from zeus_nb.optimizer.pipeline_frequency.schedule import (
     FrequencyPlan,
@@ -224,10 +224,10 @@ def solve_frontier(
 
     profile.check_stages(stages)
     if microbatches < 1:
-        raise ValueError(f"microbatches must be >= 1, got {microbatches}")
+        raise InputError(f"microbatches must be >= 1, got {microbatches}")
     unit = default_unit_time(profile) if unit_time is None else float(unit_time)
     if unit <= 0:
-        raise ValueError(f"the time quantum must be > 0 s, got {unit}")
+        raise InputError(f"the time quantum must be > 0 s, got {unit}")
     dag, ids, models = _build_dag(profile, microbatches, unit)
     plans = [_snapshot(dag, ids, stages, microbatches)]  # all-slowest: the solver's start
     for _ in PhillipsDessouky(dag).run():

@@ -26,7 +26,7 @@ import warnings
 from pathlib import Path
 
 from zeus_nb.device.guard import PowerLimitGuard
-from zeus_nb.errors import CallbackOrderError, PowerLimitPermissionError
+from zeus_nb.errors import CallbackOrderError, InputError, PowerLimitPermissionError
 from zeus_nb.optimizer.power_limit.policy import AdaptivePolicy
 from zeus_nb.optimizer.power_limit.profile_file import (
     ProfileKey,
@@ -48,6 +48,7 @@ from zeus_nb.optimizer.power_limit.states import (
     Waiting,
     WarmingUp,
 )
+from zeus_nb.utils.boundary import describe_os_error
 from zeus_nb.utils.framework import initialized_dist, reduce_time_energy
 
 __all__ = ["Done", "GlobalPowerLimitOptimizer", "Phase", "Profiling", "Waiting", "WarmingUp"]
@@ -100,11 +101,11 @@ class GlobalPowerLimitOptimizer:
             ("profile_steps", profile_steps, 1),
         ):
             if int(value) != value or value < least:
-                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+                raise InputError(f"{name} must be an integer >= {least}, got {value!r}")
         if not pl_step > 0:
-            raise ValueError(f"pl_step must be > 0 W, got {pl_step!r}")
+            raise InputError(f"pl_step must be > 0 W, got {pl_step!r}")
         if not 0.0 <= noise_margin < 1.0:
-            raise ValueError(f"noise_margin must be within [0, 1), got {noise_margin!r}")
+            raise InputError(f"noise_margin must be within [0, 1), got {noise_margin!r}")
         if optimum_selector is None:
             optimum_selector = ZeusCost(eta_knob=0.5)
         if not isinstance(optimum_selector, OptimumSelector):
@@ -125,12 +126,12 @@ class GlobalPowerLimitOptimizer:
 
         self.gpus = list(monitor.gpus)
         if not self.gpus:
-            raise ValueError("the monitor measures no GPU")
+            raise InputError("the monitor measures no GPU")
         self._check_permission()
         lows, highs = zip(*(g.power_limit_constraints() for g in self.gpus), strict=True)
         self.min_limit, self.max_limit = float(max(lows)), float(min(highs))
         if self.min_limit > self.max_limit:
-            raise ValueError("the monitored GPUs share no power-limit range; monitor alike GPUs")
+            raise InputError("the monitored GPUs share no power-limit range; monitor alike GPUs")
         self.power_limits = self._limits()
         self.gpu_model = self.gpus[0].name
 
@@ -195,13 +196,17 @@ class GlobalPowerLimitOptimizer:
         self.optimal_power_limit = float(self.optimum_selector.select(measurements))
         self.state = Done()
         if is_zeus_profile(path):  # Zeus's format: write it back in ours (model and limits)
-            kept = upgrade_zeus_profile(
-                path,
-                self._profile_key,
-                self.optimum_selector,
-                self.optimal_power_limit,
-                measurements,
-            )
+            try:
+                kept = upgrade_zeus_profile(
+                    path,
+                    self._profile_key,
+                    self.optimum_selector,
+                    self.optimal_power_limit,
+                    measurements,
+                )
+            except OSError as e:
+                logger.warning("could not rewrite %s in zeus-nb's format (%s)", path, e)
+                return
             self._log(
                 f"read Zeus's profile {path}; rewrote it with the GPU model, kept {kept.name}"
             )
@@ -386,6 +391,12 @@ class GlobalPowerLimitOptimizer:
             self.profiling_energy = energy - self._start[1]
         dist = initialized_dist()
         if self.profile_path is not None and (dist is None or dist.get_rank() == 0):
+            self._save_profile()
+
+    def _save_profile(self) -> None:
+        """Save the profile for later runs; a failure is a warning, never the end of training
+        (the limit is already chosen and applied, the measurements stay in this object)."""
+        try:
             save_profile(
                 self.profile_path,
                 self._profile_key,
@@ -393,6 +404,14 @@ class GlobalPowerLimitOptimizer:
                 self.optimal_power_limit,
                 self.measurements,
                 self.abandoned,
+            )
+        except OSError as e:
+            logger.warning(
+                "could not save the power-limit profile to %s (%s); training goes on at "
+                "%g W, and the next run will profile again. Fix the path or free disk space",
+                self.profile_path,
+                describe_os_error(e),
+                self.optimal_power_limit,
             )
 
     def _apply(self) -> None:

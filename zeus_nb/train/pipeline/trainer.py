@@ -28,8 +28,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.train.pipeline.layout import Layout, all_reduce_grads, setup_layout, teardown
+from zeus_nb.utils.files import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -64,25 +65,25 @@ class PipelineConfig:
     def __post_init__(self) -> None:
         for name in ("microbatch_size", "num_microbatches", "dp", "max_steps", "num_prof_steps"):
             if getattr(self, name) < 1:
-                raise ValueError(
+                raise InputError(
                     f"{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}"
                 )
         if self.num_warmup_steps < 0:
-            raise ValueError("num-warmup-steps must be >= 0")
+            raise InputError("num-warmup-steps must be >= 0")
         if self.pp is not None and self.pp < 1:
-            raise ValueError(f"pp must be >= 1, got {self.pp}")
+            raise InputError(f"pp must be >= 1, got {self.pp}")
         if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}")
+            raise InputError(f"schedule must be one of {', '.join(SCHEDULES)}")
         if self.profile and self.num_microbatches != 1:
-            raise ValueError(
+            raise InputError(
                 "instruction profiling runs one microbatch at a time: pass --num-microbatches 1"
             )
         if self.profile and (self.plan or self.plan_profile):
-            raise ValueError("--profile and --plan exclude each other: profile first, then plan")
+            raise InputError("--profile and --plan exclude each other: profile first, then plan")
         if self.plan and self.plan_profile:
-            raise ValueError("give either --plan (a plan file) or --plan-profile (plan here)")
+            raise InputError("give either --plan (a plan file) or --plan-profile (plan here)")
         if self.plan_deadline is not None and not self.plan_profile:
-            raise ValueError("--plan-deadline needs --plan-profile PROFILE.csv")
+            raise InputError("--plan-deadline needs --plan-profile PROFILE.csv")
 
 
 class Trainer:
@@ -311,7 +312,7 @@ def _write_results(trainer: Trainer, results: dict[str, Any]) -> None:
         return
     path = Path(trainer.config.results_json or f"runs/pipeline_{trainer.config.model}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2) + "\n")
+    atomic_write(path, json.dumps(results, indent=2) + "\n")
     if trainer.config.profile:
         what = f"{len(results.get('clocks_profiled', []))} clock(s) profiled"
     else:
