@@ -250,7 +250,7 @@ def test_a_profile_that_cannot_be_saved_does_not_stop_training(tmp_path, caplog)
 
 # --- 4. dependency errors and waits ---------------------------------------------------------
 def _subprocess(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "ZEUS_NB_BACKEND": "sim"}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ZEUS_NB_BACKEND": "sim", "ZEUS_NB_SIM_GPUS": "2"}
     return subprocess.run(
         [sys.executable, *argv], capture_output=True, text=True, env=env, timeout=timeout
     )
@@ -261,7 +261,8 @@ def _subprocess(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess
     [
         ["power", "--update-period", "-1", "--duration", "1"],
         ["power", "--duration", "nan"],
-        ["energy", "--gpu-indices", "99"],
+        ["energy", "--gpu-indices", "5", "--duration", "1"],
+        ["energy", "--gpu-indices", "-1"],
     ],
 )
 def test_python_m_monitor_has_an_error_boundary(args):
@@ -272,10 +273,11 @@ def test_python_m_monitor_has_an_error_boundary(args):
 
 
 def test_numpy_seed_message_does_not_reach_the_user(capsys):
-    code = main(["bso", "simulate", "--workload", "cifar100", "--seed", "-1"])
-    err = capsys.readouterr().err
-    assert code == 2 or "--seed" in err
-    assert "--seed" in err and "non-negative integer" not in err.replace("--seed", "")
+    with pytest.raises(SystemExit) as exit_:
+        main(["bso", "simulate", "--workload", "cifar100", "--seed", "-1"])
+    assert exit_.value.code == 2
+    line = _one_line_error(capsys.readouterr().err)
+    assert "--seed" in line and "expected non-negative integer" not in line
 
 
 def test_a_file_that_is_not_a_store_is_named_as_such(tmp_path, capsys):

@@ -20,13 +20,13 @@ the live plot lives in :mod:`zeus_nb.plots.live`.
 from __future__ import annotations
 
 import html
-import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from zeus_nb.errors import InputError
+from zeus_nb.inputs.env import env
 from zeus_nb.optimizer.power_limit.registry import SELECTORS as _REGISTRY
 from zeus_nb.optimizer.power_limit.registry import (  # noqa: F401  (re-exported)
     Knob,
@@ -61,7 +61,7 @@ def is_headless(headless: bool | None = None) -> bool:
     """Whether controls should stay hidden and parameter values be used (see the module doc)."""
     if headless:
         return True
-    if os.environ.get("ZEUS_NB_HEADLESS", "").strip().lower() in ("1", "true", "yes"):
+    if env("ZEUS_NB_HEADLESS", False):
         return True
     return not _interactive_kernel()
 

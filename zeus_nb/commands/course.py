@@ -7,7 +7,9 @@ import errno
 import sys
 from pathlib import Path
 
-from zeus_nb.utils.validate import finite_seconds
+from zeus_nb.inputs.args import count, nonempty, seconds
+
+PATH = nonempty("path")
 
 
 def register(sub) -> None:
@@ -18,59 +20,88 @@ def register(sub) -> None:
         "build", help="write DIR/student and DIR/solution versions of the notebooks"
     )
     b.add_argument(
-        "notebooks", nargs="*", help="notebooks or folders (default: the shipped notebooks)"
+        "notebooks",
+        nargs="*",
+        type=PATH,
+        help="notebooks or folders (default: the shipped notebooks)",
     )
-    b.add_argument("-o", "--output", default="course", help="course folder (default: course)")
+    b.add_argument(
+        "-o", "--output", type=PATH, default="course", help="course folder (default: course)"
+    )
     b.set_defaults(func=run_build)
 
     v = course_sub.add_parser(
         "verify",
         help="execute a built course: both editions run to the end, solutions pass every check",
     )
-    v.add_argument("dir", nargs="?", default="course", help="course folder (default: course)")
     v.add_argument(
-        "-o", "--output", default=None, help="executed notebooks (default: DIR/executed)"
+        "dir", nargs="?", type=PATH, default="course", help="course folder (default: course)"
+    )
+    v.add_argument(
+        "-o", "--output", type=PATH, default=None, help="executed notebooks (default: DIR/executed)"
     )
     _execution_options(v)
     v.add_argument(
-        "-j", "--jobs", type=int, default=2, help="notebooks executed at once (default: 2)"
+        "-j", "--jobs", type=count(1, 64), default=2, help="notebooks executed at once (default: 2)"
     )
     v.set_defaults(func=run_verify)
 
     g = course_sub.add_parser("grade", help="execute students' notebooks and report every exercise")
-    g.add_argument("submissions", nargs="+", help="submitted notebooks or folders of them")
     g.add_argument(
-        "-o", "--output", default="graded", help="executed copies and grades.csv (default: graded)"
+        "submissions", nargs="+", type=PATH, help="submitted notebooks or folders of them"
+    )
+    g.add_argument(
+        "-o",
+        "--output",
+        type=PATH,
+        default="graded",
+        help="executed copies and grades.csv (default: graded)",
     )
     _execution_options(g)
     g.add_argument(
         "--timeout",
-        type=finite_seconds,
+        type=seconds,
         default=600.0,
         help="seconds a cell may run before the rest of a submission counts as not run "
         "(default: 600)",
     )
     g.add_argument(
-        "-j", "--jobs", type=int, default=2, help="submissions executed at once (default: 2)"
+        "-j",
+        "--jobs",
+        type=count(1, 64),
+        default=2,
+        help="submissions executed at once (default: 2)",
     )
     g.set_defaults(func=run_grade)
 
     t = course_sub.add_parser("timings", help="markdown table of papermill run times")
     t.add_argument(
-        "paths", nargs="*", default=["."], help="executed notebooks or folders (default: .)"
+        "paths",
+        nargs="*",
+        type=PATH,
+        default=["."],
+        help="executed notebooks or folders (default: .)",
     )
-    t.add_argument("-o", "--output", default=None, help="also write the table to this file")
+    t.add_argument(
+        "-o", "--output", type=PATH, default=None, help="also write the table to this file"
+    )
     t.set_defaults(func=run_timings)
 
     s = course_sub.add_parser(
         "slides", help="reveal.js slides of the notebooks (student edition) with nbconvert"
     )
     s.add_argument(
-        "notebooks", nargs="*", help="notebooks or folders (default: the shipped notebooks)"
+        "notebooks",
+        nargs="*",
+        type=PATH,
+        help="notebooks or folders (default: the shipped notebooks)",
     )
-    s.add_argument("-o", "--output", default="slides", help="output folder (default: slides)")
+    s.add_argument(
+        "-o", "--output", type=PATH, default="slides", help="output folder (default: slides)"
+    )
     s.add_argument(
         "--reveal-url",
+        type=nonempty("URL"),
         default=None,
         help="where browsers load reveal.js from (default: nbconvert's CDN address)",
     )
@@ -89,12 +120,16 @@ def _execution_options(p) -> None:
         "-p",
         "--parameter",
         nargs=2,
+        type=nonempty("text"),
         action="append",
         default=[],
         metavar=("NAME", "VALUE"),
-        help="papermill parameter (a Python literal, else a string); repeatable",
+        help="papermill parameter (a Python literal, else a string; '\"\"' for an empty "
+        "string); repeatable",
     )
-    p.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
+    p.add_argument(
+        "--kernel", type=nonempty("name"), default="python3", help="Jupyter kernel (python3)"
+    )
 
 
 def _parameters_and_env(args) -> tuple[dict, dict[str, str]]:

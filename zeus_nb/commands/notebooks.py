@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.inputs.args import nonempty
 
 DEFAULT_DIR = "zeus-nb-notebooks"
 RECORD = ".zeus-nb-notebooks.json"
@@ -125,7 +126,9 @@ def register(sub) -> None:
             "copies are brought up to date."
         ),
     )
-    p.add_argument("dir", nargs="?", default=DEFAULT_DIR, help=f"default: ./{DEFAULT_DIR}")
+    p.add_argument(
+        "dir", nargs="?", type=nonempty("path"), default=DEFAULT_DIR, help=f"./{DEFAULT_DIR}"
+    )
     p.add_argument("--force", action="store_true", help="also overwrite notebooks you edited")
     add_solutions_flag(p)
     p.set_defaults(func=run)

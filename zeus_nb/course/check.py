@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import html
 import math
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 # The exercises live in zeus_nb.course.exercises; their registry, Case and use_seed are
 # used as check.*.
 from zeus_nb.course.exercises import EXERCISES, Case, use_seed  # noqa: F401 (re-exported)
+from zeus_nb.inputs.env import env
 
 PASSED_MARK = "\N{CHECK MARK}"
 FAILED_MARK = "\N{BALLOT X}"
@@ -57,8 +57,8 @@ class Outcome:
 
 def strict() -> bool:
     """Whether a wrong answer raises (see the module doc)."""
-    mode = os.environ.get("ZEUS_NB_CHECKS", "").strip().lower()
-    if mode in ("strict", "lenient"):
+    mode = env("ZEUS_NB_CHECKS")  # strict, lenient, or unset; anything else is an error
+    if mode is not None:
         return mode == "strict"
     from zeus_nb.widgets import _interactive_kernel
 

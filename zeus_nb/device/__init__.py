@@ -18,13 +18,13 @@ else as many as the code asks for), ``ZEUS_NB_SIM_NOISE``, ``ZEUS_NB_SIM_SEED``,
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 from zeus_nb import validate
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.device.nvml import FROM_ENV
 from zeus_nb.errors import InputError, NoGPUError, TraceFormatError
+from zeus_nb.inputs.env import env
 
 __all__ = [
     "GPU",
@@ -54,7 +54,7 @@ def resolve_backend(backend: str | None = None) -> str:
     """
     if backend is not None and backend.strip().lower() == "auto":
         backend = None
-    name = (backend or os.environ.get("ZEUS_NB_BACKEND") or "auto").strip().lower()
+    name = (backend or env("ZEUS_NB_BACKEND") or "auto").strip().lower()
     if name in ("simulated", "simulation"):
         name = "sim"
     if name not in BACKENDS:
@@ -70,38 +70,30 @@ _SIM_VARS = (
 )
 
 
-def _env_optional(name: str, quantity: validate.Quantity) -> float | None:
-    """A checked number from the environment, or None when unset (the model's default)."""
-    if not os.environ.get(name, "").strip():
-        return None
-    return validate.env_number(name, 0.0, quantity)
-
-
 def _sim_from_env(seed_offset: int = 0):
     """A simulated system configured by the ``ZEUS_NB_SIM_*`` variables, each one checked."""
     from zeus_nb.device.sim import SimulatedSystem
 
-    fixed = validate.env_integer(
-        "ZEUS_NB_SIM_GPUS", validate.env_integer("LOCAL_WORLD_SIZE", None, 1, 1024), 1, 1024
-    )
+    # every variable is declared and checked in zeus_nb.inputs.env
+    fixed = env("ZEUS_NB_SIM_GPUS", env("LOCAL_WORLD_SIZE"))
     settings = dict(
-        batch_size=validate.env_integer("ZEUS_NB_SIM_BATCH_SIZE", None, low=1),
+        batch_size=env("ZEUS_NB_SIM_BATCH_SIZE"),
         num_gpus=fixed or 1,
-        noise=validate.env_number("ZEUS_NB_SIM_NOISE", 0.0, validate.NOISE),
-        seed=(validate.env_integer("ZEUS_NB_SIM_SEED", 0, 0, 2**32 - 1) or 0) + seed_offset,
-        clock=os.environ.get("ZEUS_NB_SIM_CLOCK", "").strip() or "virtual",
+        noise=env("ZEUS_NB_SIM_NOISE", 0.0),
+        seed=env("ZEUS_NB_SIM_SEED", 0) + seed_offset,
+        clock=env("ZEUS_NB_SIM_CLOCK", "virtual"),
         grow=fixed is None,
-        cpu_tdp=_env_optional("ZEUS_NB_SIM_CPU_TDP", validate.CPU_TDP),
-        dram_gb=_env_optional("ZEUS_NB_SIM_DRAM_GB", validate.DRAM_SIZE),
+        cpu_tdp=env("ZEUS_NB_SIM_CPU_TDP"),
+        dram_gb=env("ZEUS_NB_SIM_DRAM_GB"),
     )
-    gpu = os.environ.get("ZEUS_NB_SIM_GPU", "a40")
-    workload = os.environ.get("ZEUS_NB_SIM_WORKLOAD", "imagenet")
+    gpu = env("ZEUS_NB_SIM_GPU", "a40")
+    workload = env("ZEUS_NB_SIM_WORKLOAD", "imagenet")
     try:
         return SimulatedSystem(gpu=gpu, workload=workload, **settings)
     except TraceFormatError:
         raise  # a bad trace file: its message names the file, line and column
     except ValueError as e:
-        given = ", ".join(f"{v}={os.environ[v]!r}" for v in _SIM_VARS if v in os.environ)
+        given = ", ".join(f"{v}={env(v)!r}" for v in _SIM_VARS if env(v) is not None)
         raise InputError(
             f"{e} (simulated GPU from the environment: {given or 'defaults'}); fix or unset "
             + ", ".join(_SIM_VARS)
@@ -171,9 +163,9 @@ def use_simulated(
     from zeus_nb.device.sim import SimulatedSystem
 
     if cpu_tdp is None:
-        cpu_tdp = _env_optional("ZEUS_NB_SIM_CPU_TDP", validate.CPU_TDP)
+        cpu_tdp = env("ZEUS_NB_SIM_CPU_TDP")
     if dram_gb is None:
-        dram_gb = _env_optional("ZEUS_NB_SIM_DRAM_GB", validate.DRAM_SIZE)
+        dram_gb = env("ZEUS_NB_SIM_DRAM_GB")
     _current = SimulatedSystem(
         gpu,
         workload,
@@ -182,7 +174,7 @@ def use_simulated(
         noise,
         seed,
         num_samples,
-        clock=clock or os.environ.get("ZEUS_NB_SIM_CLOCK") or "virtual",
+        clock=clock or env("ZEUS_NB_SIM_CLOCK") or "virtual",
         grow=num_gpus is None,
         cpu_tdp=cpu_tdp,
         dram_gb=dram_gb,

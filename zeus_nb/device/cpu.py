@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from zeus_nb.errors import CpuEnergyError, CpuEnergyPermissionError, InputError
+from zeus_nb.inputs.env import env
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ PERMISSION_HINT = (
 
 
 def powercap_root() -> Path:
-    return Path(os.environ.get("ZEUS_NB_POWERCAP_ROOT") or DEFAULT_POWERCAP_ROOT)
+    return Path(env("ZEUS_NB_POWERCAP_ROOT") or DEFAULT_POWERCAP_ROOT)
 
 
 class CPU(ABC):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import abc
 import csv
 import json
-import os
 import time
 import urllib.error
 import urllib.parse
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError, IntensityProviderError, TraceFormatError
+from zeus_nb.inputs.env import env
 
 J_PER_KWH = 3.6e6
 
@@ -196,11 +196,11 @@ class _ConvertingMonitor:
 OFFLINE_HINT = "for offline or reproducible runs use FixedIntensity(value) or CsvIntensity(path)"
 
 
-def _key(api_key: str | None, env: str, service: str) -> str:
-    key = api_key or os.environ.get(env)
+def _key(api_key: str | None, variable: str, service: str) -> str:
+    key = api_key or env(variable)
     if not key:
         raise IntensityProviderError(
-            f"{service} needs an API key: pass api_key=... or set {env}; {OFFLINE_HINT}"
+            f"{service} needs an API key: pass api_key=... or set {variable}; {OFFLINE_HINT}"
         )
     return key
 

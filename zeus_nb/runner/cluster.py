@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GPU = "GPU"
+CONNECT_TIMEOUT = "5s"  # to reach a scheduler: a wrong address fails in seconds, not a minute
 # A point whose worker dies is tried on one more worker, then reported as failed.
 ALLOWED_FAILURES = 1
 ALLOWED_FAILURES_ENV = "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES"
@@ -104,6 +105,18 @@ def slurm_cluster(options: SlurmOptions | None = None, **scheduler_kwargs):
             signal.signal(signal.SIGINT, previous)
     opts = options or SlurmOptions()
     return SLURMCluster(**opts.cluster_kwargs(), **scheduler_kwargs)
+
+
+def require_sbatch() -> None:
+    """Fail at once where Slurm's ``sbatch`` is missing: jobs could never be submitted, and
+    the sweep would wait for workers that never come."""
+    import shutil
+
+    if shutil.which("sbatch") is None:
+        raise ClusterError(
+            "--cluster slurm needs Slurm's sbatch, which is not on PATH here; run zeus-nb on "
+            "a Slurm login node, or use --workers N or --scheduler ADDRESS"
+        )
 
 
 def _import_distributed():
@@ -177,12 +190,13 @@ def open_client(
         raise ClusterError("give exactly one of workers=N, scheduler=ADDRESS or cluster='slurm'")
     if scheduler is not None:
         try:
-            client = distributed.Client(scheduler, timeout="30s")
-        except (OSError, TimeoutError) as e:
+            client = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError, ValueError, TypeError) as e:
             raise ClusterError(
-                f"cannot reach the Dask scheduler at {scheduler}: {e}; start one with "
+                f"cannot reach the Dask scheduler at {scheduler} within {CONNECT_TIMEOUT} "
+                f"({' '.join(str(e).split())[:120]}); check the address, start one with "
                 "`dask scheduler` and workers with `dask worker ADDRESS --resources GPU=1`"
-            ) from e
+            ) from None
         with client:
             _register(client)
             _check_retries(client)
@@ -192,6 +206,7 @@ def open_client(
         if cluster != "slurm":
             raise ClusterError(f"unknown cluster {cluster!r}; the supported one is 'slurm'")
         opts = slurm or SlurmOptions()
+        require_sbatch()
         with dask_allowed_failures(), slurm_cluster(opts) as c:
             c.scale(jobs=opts.jobs)
             with distributed.Client(c) as client:

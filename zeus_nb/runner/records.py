@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs.env import env
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +72,10 @@ def _plain(value: Any, where: str) -> Any:
 def _default_sidecar() -> Path | None:
     if _sidecar is not None:
         return _sidecar
-    file = os.environ.get(ENV_FILE)
+    file = env(ENV_FILE)
     if file:
         return Path(file)
-    directory = os.environ.get(ENV_DIR)
+    directory = env(ENV_DIR)
     if directory:
         session = os.environ.get("JPY_SESSION_NAME") or "notebook"
         return Path(directory) / (Path(session).stem + SIDECAR_SUFFIX)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs.env import env
 from zeus_nb.train import MODES
 from zeus_nb.utils.framework import initialized_dist
 
@@ -67,7 +68,7 @@ def setup(mode: str, config: TrainConfig) -> Context:
         )
     import torch.distributed as dist
 
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    local_rank = env("LOCAL_RANK", 0)
     device, use_cuda = _torch_device(config, local_rank)
     comm = "nccl" if use_cuda else "gloo"
     if not dist.is_initialized():

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from zeus_nb.inputs.env import env
+
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 OFF = ("off", "0", "false", "no")
@@ -28,11 +30,11 @@ OFF = ("off", "0", "false", "no")
 
 def cache_dir() -> Path | None:
     """Where results are kept; None when the cache is turned off."""
-    env = os.environ.get("ZEUS_NB_CACHE_DIR", "").strip()
-    if env.lower() in OFF:
+    folder = env("ZEUS_NB_CACHE_DIR")
+    if folder and folder.lower() in OFF:
         return None
-    if env:
-        return Path(env)
+    if folder:
+        return Path(folder)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "zeus-nb" / "computed"
 

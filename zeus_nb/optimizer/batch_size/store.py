@@ -25,6 +25,7 @@ from pathlib import Path
 
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs import check_record
+from zeus_nb.inputs.env import env
 from zeus_nb.inputs.kinds import FAILED_OBSERVATION, JOB_SPEC, OBSERVATION, STORED_RUN
 from zeus_nb.utils.files import connect_readonly
 
@@ -123,9 +124,9 @@ class Observation:
 
 def default_path() -> Path:
     """``$ZEUS_NB_STATE_DIR/bso.sqlite3``, else ``bso.sqlite3`` in the user's cache directory."""
-    env = os.environ.get(STATE_DIR_ENV)
-    if env:
-        return Path(env).expanduser() / DEFAULT_FILENAME
+    folder = env(STATE_DIR_ENV)
+    if folder:
+        return Path(folder).expanduser() / DEFAULT_FILENAME
     if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
         base = Path(os.environ["LOCALAPPDATA"])
     elif sys.platform == "darwin":
