@@ -46,12 +46,12 @@ def notebooks_dir() -> Path:
     """
     folder = env(ENV_VAR)
     if folder:
-        if not Path(env).is_dir():
+        if not Path(folder).is_dir():
             raise NotebookNotFoundError(
-                f"{ENV_VAR}={env} is not a directory; point it at the folder with the .ipynb files "
-                "or unset it to use the notebooks that come with zeus-nb"
+                f"{ENV_VAR}={folder} is not a directory; point it at the folder with the .ipynb "
+                "files or unset it to use the notebooks that come with zeus-nb"
             )
-        return Path(env).resolve()
+        return Path(folder).resolve()
     checkout = source_checkout()
     candidates = ([checkout / "notebooks"] if checkout else []) + [
         PACKAGE_ROOT / PACKAGED_NOTEBOOKS
