@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from zeus_nb.inputs.args import count, nonempty, seconds
+from zeus_nb.utils.files import atomic_write
 
 PATH = nonempty("path")
 
@@ -181,7 +182,7 @@ def run_verify(args) -> int:
     solution_dir = out / "solution"
     problems: list[str] = []  # a notebook without a run time is named, not fatal
     table = timings_table(timings([solution_dir], problems))
-    (out / "timings.md").write_text(table)
+    atomic_write(out / "timings.md", table)
     print(f"\nRun times of the solutions ({out / 'timings.md'}):\n\n{table}")
     for problem in problems:
         print(f"zeus-nb: not timed: {problem}", file=sys.stderr)
@@ -194,6 +195,7 @@ def run_verify(args) -> int:
 
 def run_grade(args) -> int:
     import csv
+    import io
 
     from zeus_nb.course import CourseError, grade
     from zeus_nb.utils.validate import writable_dir
@@ -207,10 +209,11 @@ def run_grade(args) -> int:
         args.submissions, args.output, params, env, args.kernel, args.timeout, args.jobs
     )
     out = Path(args.output) / "grades.csv"
-    with out.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["submission", "exercise", "status", "detail"])
-        writer.writerows((r.submission, r.exercise, r.status, r.detail) for r in results)
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["submission", "exercise", "status", "detail"])
+    writer.writerows((r.submission, r.exercise, r.status, r.detail) for r in results)
+    atomic_write(out, text.getvalue())
     by_submission: dict[str, list] = {}
     for r in results:
         by_submission.setdefault(r.submission, []).append(r)
@@ -238,7 +241,7 @@ def run_timings(args) -> int:
     table = timings_table(rows)
     print(table, end="")
     if args.output:
-        Path(args.output).write_text(table)
+        atomic_write(args.output, table)
     for problem in problems:
         print(f"zeus-nb: skipped: {problem}", file=sys.stderr)
     return 1 if problems else 0

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs.args import nonempty
+from zeus_nb.utils.files import atomic_write
 
 DEFAULT_DIR = "zeus-nb-notebooks"
 RECORD = ".zeus-nb-notebooks.json"
@@ -92,10 +93,10 @@ def copy_notebooks(
             else:
                 report.skipped.append(nb.name)
                 continue
-        target.write_bytes(text)
+        atomic_write(target, text)
         record[nb.name] = shipped
         bucket.append(nb.name)
-    (out / RECORD).write_text(json.dumps({"files": record}, indent=1, sort_keys=True) + "\n")
+    atomic_write(out / RECORD, json.dumps({"files": record}, indent=1, sort_keys=True) + "\n")
     return report
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.args import ArgType, count, nonempty, only_with, scheduler_address, seconds
+from zeus_nb.utils.files import atomic_write
 
 
 def register(sub) -> None:
@@ -243,7 +244,5 @@ def write_results(out_dir: Path, outputs: list[Path]):
                 keep = before[~before["notebook"].astype(str).isin(ours)]
                 keep = keep[[Path(str(n)).exists() for n in keep["notebook"]]]
                 merged = pd.concat([keep, table], ignore_index=True) if len(keep) else table
-        tmp = csv.with_name(f".{csv.name}.{os.getpid()}.tmp")
-        merged.to_csv(tmp, index=False)
-        os.replace(tmp, csv)
+        atomic_write(csv, merged.to_csv(index=False))
     return csv, table

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.course.markers import _collect, _source, edition
+from zeus_nb.utils.files import atomic_write
 
 SLIDE_KEY = "slideshow"
 
@@ -62,5 +63,5 @@ def build_slides(
         pages[f"{path.stem}.slides.html"] = body
     out.mkdir(parents=True, exist_ok=True)
     for name, body in pages.items():
-        (out / name).write_text(body, encoding="utf-8")
+        atomic_write(out / name, body)
     return [out / name for name in pages]

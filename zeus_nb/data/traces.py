@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zeus_nb.errors import InputError, TraceFormatError
-from zeus_nb.utils.validate import AVERAGE_POWER, DURATION, POWER_LIMIT, Quantity
+from zeus_nb.inputs import read_table, reader
+from zeus_nb.inputs.kinds import POWER_TRACE, TRAIN_TRACE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,82 +95,16 @@ def resource_path(*parts: str) -> Path:
     return Path(str(resources.files("zeus_nb").joinpath("resources", *parts)))
 
 
-@dataclass(frozen=True)
-class _Column:
-    """What a numeric trace column may hold: a range, integers only, empty cells (never)."""
-
-    quantity: Quantity
-    integer: bool = False
-    empty_ok: bool = False
-
-
-# Physical ranges (zeus_nb.utils.validate): a power or time 1000x off (mW, ms) is refused.
-_POWER_COLUMNS = {
-    "batch_size": _Column(Quantity("batch size", "", 1, 1e7), integer=True),
-    "power_limit": _Column(POWER_LIMIT),
-    "time_per_epoch": _Column(DURATION),
-    "average_power": _Column(AVERAGE_POWER),
-}
-_TRAIN_COLUMNS = {
-    "batch_size": _Column(Quantity("batch size", "", 1, 1e7), integer=True),
-    "run": _Column(Quantity("run number", "", 0, 1e9), integer=True),
-    "target_metric": _Column(Quantity("target metric", "", -1e12, 1e12)),
-    "target_epoch": _Column(Quantity("epoch", "", 0, 1e7), empty_ok=True),
-}
-
-
-def _validate(df: pd.DataFrame, columns: tuple[str, ...], numeric: dict[str, _Column], src: str):
-    """Check columns and numeric cells; name the first bad row (1-based file line) or column.
-
-    Numeric cells must be finite and in their column's physical range; ``inf``, ``nan``, a
-    negative time or a power in mW are errors, never values that reach a printed result.
-    """
-    import numpy as np
+def _frame(table, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The checked rows of a trace as a DataFrame of ``columns`` (NaN for an empty cell)."""
     import pandas as pd
 
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise TraceFormatError(
-            f"{src}: missing column(s) {', '.join(missing)}; expected columns: {', '.join(columns)}"
-        )
-    df = df[list(columns)].copy()
-    for col in ("dataset", "network", "optimizer"):
-        if col in df.columns:
-            bad = df[col].isna() | (df[col].astype(str).str.strip() == "")
-            if bad.any():
-                line = int(bad.to_numpy().nonzero()[0][0]) + 2
-                raise TraceFormatError(f"{src}: row {line} (file line): column {col!r} is empty")
-            df[col] = df[col].astype(str).str.strip()
-    for col, spec in numeric.items():
-        values = pd.to_numeric(df[col], errors="coerce").astype(float)
-        q = spec.quantity
-        with np.errstate(invalid="ignore"):
-            below = values <= q.low if q.open_low else values < q.low
-            bad = ~np.isfinite(values) | below | (values > q.high)
-            if spec.integer:
-                bad |= values != np.round(values)
-        if spec.empty_ok:
-            bad &= df[col].notna()
-        if bad.any():
-            i = int(bad.to_numpy().nonzero()[0][0])
-            kind = "an integer " if spec.integer else "a finite "
-            raise TraceFormatError(
-                f"{src}: row {i + 2} (file line): column {col!r} has {df[col].iloc[i]!r}; "
-                f"expected {kind}{q.describe()}" + ("" if not spec.empty_ok else " or empty")
-            )
-        df[col] = values
+    data = {c: [r.get(c) for r in table.rows] for c in columns}
+    df = pd.DataFrame(data)
+    for c in columns:
+        if c not in ("dataset", "network", "optimizer"):
+            df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
     return df
-
-
-def _read_csv(path: Path, src: str) -> pd.DataFrame:
-    import pandas as pd
-
-    if not path.is_file():
-        raise FileNotFoundError(f"{src}: no such file")
-    try:
-        return pd.read_csv(path, dtype=str, skipinitialspace=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-        raise TraceFormatError(f"{src}: not a readable CSV file ({e})") from e
 
 
 def _stamp(source: str) -> tuple[int, int] | None:
@@ -184,31 +119,29 @@ def _stamp(source: str) -> tuple[int, int] | None:
 @functools.lru_cache(maxsize=16)
 def _load_power_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
     if source.lower() in BUNDLED_GPUS:
-        path, src = resource_path("zeus_traces", f"summary_power_{source.lower()}.csv"), source
+        path = resource_path("zeus_traces", f"summary_power_{source.lower()}.csv")
+        table = read_table(source, POWER_TRACE, text=path.read_text())
     else:
-        path, src = Path(source), source
-    df = _validate(
-        _read_csv(path, src),
-        POWER_COLUMNS,
-        _POWER_COLUMNS,
-        src,
-    )
+        table = read_table(source, POWER_TRACE)
+    df = _frame(table, POWER_COLUMNS)
     df["batch_size"] = df["batch_size"].astype(int)
     df["optimizer"] = df["optimizer"].str.lower()
     dup = df.duplicated(["dataset", "network", "batch_size", "optimizer", "power_limit"])
     if dup.any():
         i = int(dup.to_numpy().nonzero()[0][0])
         raise TraceFormatError(
-            f"{src}: row {i + 2} (file line) repeats an earlier "
+            f"{source}, line {table.rows[i].line}: repeats an earlier "
             "(dataset, network, batch_size, optimizer, power_limit)"
         )
     return df.reset_index(drop=True)
 
 
+@reader(POWER_TRACE)
 def load_power_trace(gpu: str | Path = "v100") -> pd.DataFrame:
     """Power trace of a bundled GPU (``"v100"``, ``"a40"``) or of a CSV file of the same schema.
 
-    Returns a fresh copy, so callers may modify it.
+    Read through :data:`zeus_nb.inputs.kinds.POWER_TRACE`. Returns a fresh copy, so callers may
+    modify it.
     """
     source = str(gpu)
     stamp = None if source.lower() in BUNDLED_GPUS else _stamp(source)
@@ -217,22 +150,22 @@ def load_power_trace(gpu: str | Path = "v100") -> pd.DataFrame:
 
 @functools.lru_cache(maxsize=4)
 def _load_train_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
-    path = resource_path("zeus_traces", "summary_train.csv") if source == "" else Path(source)
-    src = source or "summary_train.csv"
-    df = _validate(
-        _read_csv(path, src),
-        TRAIN_COLUMNS,
-        _TRAIN_COLUMNS,
-        src,
-    )
+    if source == "":
+        text = resource_path("zeus_traces", "summary_train.csv").read_text()
+        table = read_table("summary_train.csv", TRAIN_TRACE, text=text)
+    else:
+        table = read_table(source, TRAIN_TRACE)
+    df = _frame(table, TRAIN_COLUMNS)
     df["batch_size"] = df["batch_size"].astype(int)
     df["run"] = df["run"].astype(int)
     df["optimizer"] = df["optimizer"].str.lower()
     return df.reset_index(drop=True)
 
 
+@reader(TRAIN_TRACE)
 def load_train_trace(path: str | Path | None = None) -> pd.DataFrame:
-    """The bundled train trace, or a CSV file of the same schema. ``target_epoch`` NaN: never."""
+    """The bundled train trace, or a CSV file of the same schema (through
+    :data:`zeus_nb.inputs.kinds.TRAIN_TRACE`). ``target_epoch`` NaN: never."""
     source = "" if path is None else str(path)
     return _load_train_trace_cached(source, _stamp(source) if source else None).copy()
 

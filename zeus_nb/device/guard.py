@@ -40,6 +40,7 @@ from zeus_nb import validate
 from zeus_nb.device.base import GPU
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs.env import env
+from zeus_nb.utils.files import atomic_write
 from zeus_nb.utils.validate import number
 
 log = logging.getLogger(__name__)
@@ -222,9 +223,7 @@ class SettingsGuard:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"{socket.gethostname()}-{os.getpid()}-{next(_counter)}.json"
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(state, indent=1))
-            os.replace(tmp, path)
+            atomic_write(path, json.dumps(state, indent=1))
             return path
         except OSError as e:
             log.warning(

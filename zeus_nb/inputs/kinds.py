@@ -195,7 +195,9 @@ PL_MEASUREMENT = Schema(
 STATE_FILE = Schema(
     "device settings state file",
     (
-        Column("format", "choice", choices=("zeus-nb device settings", "zeus-nb power limits")),
+        Column(
+            "format", "choice", choices=("zeus-nb device settings", "zeus-nb power-limit state")
+        ),
         _text("host"),
         Column("pid", "integer", low=1, high=2**31),
         _text("backend"),
@@ -211,6 +213,34 @@ STATE_SETTING = Schema(
     (Column("gpu", "integer", low=0, high=1 << 16), _text("kind"), Column("original", "any")),
     extra="ignore",
     fix="delete the file if its GPUs were restored by hand",
+)
+
+
+# --- records sidecars and frequency plans -------------------------------------------------------
+RECORDS_SIDECAR = Schema(
+    "records file",
+    (Column("records", "any"),),
+    checks=(
+        RowCheck(
+            lambda r: (
+                None
+                if isinstance(r.get("records"), dict)
+                else ("records", "is not an object of name: value")
+            )
+        ),
+    ),
+    extra="ignore",
+    fix="delete the file or re-run its notebook",
+)
+PLAN = Schema(
+    "frequency plan",
+    (
+        Column("plan", "any"),
+        Column("iteration_time", quantity=DURATION, optional=True),
+        Column("energy", quantity=ENERGY, optional=True),
+    ),
+    extra="ignore",
+    fix="save one frontier point: zeus-nb perseus plan ... --deadline SECONDS --json > plan.json",
 )
 
 
@@ -237,21 +267,23 @@ SWEEP_RESULT = Schema(
 
 
 # --- carbon intensity and electricity price CSVs (monitor/providers.py) ------------------------
-def intensity_csv(value_column: str) -> Schema:
-    """``time,<value>`` rows: one value per time, finite and >= 0."""
+def intensity_csv(value_column: str = "value", time_column: str = "time") -> Schema:
+    """``time,<value>`` rows: one value per time, finite and >= 0 (grams of CO2 or a price
+    per kWh: up to 1e6, so a value in mg or a price in cents still fits; only NaN, negative
+    and absurd values are refused)."""
     return Schema(
         "intensity CSV",
         (
-            Column("time", "time"),
+            Column(time_column, "time"),
             Column(value_column, quantity=Quantity("value", "", 0.0, 1e6)),
         ),
-        key=("time",),
+        key=(time_column,),
         extra="ignore",
-        fix="give time (Unix seconds or ISO 8601) and a number per row",
+        fix="give a time (Unix seconds or ISO 8601) and a number per row",
     )
 
 
-INTENSITY_CSV = intensity_csv("value")
+INTENSITY_CSV = intensity_csv()
 
 
 # --- the batch-size optimizer's store rows and arguments (optimizer/batch_size) ---------------
@@ -332,6 +364,8 @@ SCHEMAS: dict[str, Schema] = {
         STATE_FILE,
         STATE_SETTING,
         SWEEP_RESULT,
+        RECORDS_SIDECAR,
+        PLAN,
         INTENSITY_CSV,
         OBSERVATION,
         FAILED_OBSERVATION,

@@ -16,7 +16,6 @@ Unix times through the GPU system's clock (:meth:`~zeus_nb.device.GPUSystem.wall
 from __future__ import annotations
 
 import abc
-import csv
 import json
 import time
 import urllib.error
@@ -28,7 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError, IntensityProviderError, TraceFormatError
+from zeus_nb.inputs import read_table, reader
 from zeus_nb.inputs.env import env
+from zeus_nb.inputs.kinds import INTENSITY_CSV, intensity_csv
+from zeus_nb.inputs.table import read_header
 
 J_PER_KWH = 3.6e6
 
@@ -104,51 +106,21 @@ class FixedIntensity(CarbonIntensityProvider, ElectricityPriceProvider):
 FixedPrice = FixedIntensity
 
 
-def _parse_time(text: str) -> float:
-    text = text.strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
-
-
 class CsvIntensity(CarbonIntensityProvider, ElectricityPriceProvider):
     """Values from a CSV of ``time,value`` rows (a header row first).
 
     ``time`` is Unix seconds or ISO 8601 (UTC unless an offset is given). Each value holds from
     its time until the next row's; before the first row the first value holds, after the last
-    row the last one. ``column`` picks the value column by name (default: the second).
+    row the last one. ``column`` picks the value column by name (default: the second). Read
+    through :func:`zeus_nb.inputs.kinds.intensity_csv`: every value finite and >= 0, every
+    time once.
     """
 
     def __init__(self, path: str | Path, column: str | None = None, unit: str | None = None):
         self.path = Path(path)
         if unit:
             self.unit = unit
-        with self.path.open(newline="") as f:
-            rows = list(csv.reader(f))
-        if len(rows) < 2 or len(rows[0]) < 2:
-            raise TraceFormatError(f"{self.path}: want a header and at least one time,value row")
-        header = [h.strip() for h in rows[0]]
-        col = 1 if column is None else header.index(column) if column in header else -1
-        if col < 0:
-            raise TraceFormatError(f"{self.path}: no column {column!r} (have {header})")
-        points = []
-        for n, row in enumerate(rows[1:], start=2):
-            if not row:
-                continue
-            try:
-                points.append((_parse_time(row[0]), float(row[col])))
-            except (ValueError, IndexError):
-                raise TraceFormatError(
-                    f"{self.path}, line {n}: want a time (Unix seconds or ISO 8601) and a number"
-                ) from None
-        points.sort()
-        if any(v < 0 for _, v in points):
-            raise TraceFormatError(f"{self.path}: negative value")
+        points = read_intensity_csv(self.path, column)
         self.times = [t for t, _ in points]
         self.values = [v for _, v in points]
 
@@ -157,6 +129,22 @@ class CsvIntensity(CarbonIntensityProvider, ElectricityPriceProvider):
 
     def change_points(self, t0: float, t1: float) -> list[float]:
         return [t for t in self.times if t0 < t < t1]
+
+
+@reader(INTENSITY_CSV)
+def read_intensity_csv(path: Path, column: str | None = None) -> list[tuple[float, float]]:
+    """Sorted (time, value) points of a ``time,value`` CSV; ``column`` names the value column
+    (default: the second column of the header)."""
+    header = read_header(path, INTENSITY_CSV)
+    if header is None or len(header) < 2:
+        raise TraceFormatError(f"{path}: want a header and at least one time,value row")
+    header_time = header[0]  # the first column holds the times, whatever its name
+    name = column if column is not None else header[1]
+    if name not in header:
+        raise TraceFormatError(f"{path}: no column {name!r} (have {header})")
+    schema = intensity_csv(name, header_time)
+    table = read_table(path, schema)
+    return sorted((r[header_time], r[name]) for r in table.rows)
 
 
 def _convert(energy: dict[int, float] | None, factor: float) -> dict[int, float] | None:

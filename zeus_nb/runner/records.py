@@ -28,7 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs import check_record, read_json, reader
 from zeus_nb.inputs.env import env
+from zeus_nb.inputs.kinds import RECORDS_SIDECAR
+from zeus_nb.utils.files import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -101,9 +104,7 @@ def configure(file: str | Path | None = None, directory: str | Path | None = Non
 
 def _write_sidecar(path: Path, records: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"records": records}, indent=1))
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps({"records": records}, indent=1))
 
 
 def _shell():
@@ -167,16 +168,14 @@ def sidecar_of(notebook: str | Path) -> Path:
     return p.with_name(p.stem + SIDECAR_SUFFIX)
 
 
+@reader(RECORDS_SIDECAR)
 def _read_sidecar(path: Path) -> dict[str, Any]:
     """The records of a sidecar file; a damaged one is a :class:`ZeusNbError` naming it."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+        data = read_json(path, "records file")
+    except OSError as e:
         raise ZeusNbError(f"{path}: not a readable records file ({e})") from None
-    records = data.get("records") if isinstance(data, dict) else None
-    if not isinstance(records, dict):
-        raise ZeusNbError(f"{path}: no 'records' object; delete the file or re-run its notebook")
-    return records
+    return check_record(data, RECORDS_SIDECAR, str(path))["records"]
 
 
 def _read_ipynb(path: Path):
