@@ -284,6 +284,20 @@ def intensity_csv(value_column: str = "value", time_column: str = "time") -> Sch
 
 
 INTENSITY_CSV = intensity_csv()
+# What the HTTP services answer, checked like a file: ElectricityMaps' history, OpenEI's rates.
+ELECTRICITYMAPS_POINT = Schema(
+    "ElectricityMaps history entry",
+    (
+        Column("datetime", "time"),
+        Column("carbonIntensity", quantity=Quantity("carbon intensity", "g/kWh", 0.0, 1e5)),
+    ),
+    extra="ignore",
+)
+OPENEI_PERIOD = Schema(
+    "OpenEI rate period",
+    (Column("rate", quantity=Quantity("electricity price", "$/kWh", 0.0, 1e3)),),
+    extra="ignore",
+)
 
 
 # --- the batch-size optimizer's store rows and arguments (optimizer/batch_size) ---------------
@@ -367,6 +381,8 @@ SCHEMAS: dict[str, Schema] = {
         RECORDS_SIDECAR,
         PLAN,
         INTENSITY_CSV,
+        ELECTRICITYMAPS_POINT,
+        OPENEI_PERIOD,
         OBSERVATION,
         FAILED_OBSERVATION,
         STORED_RUN,

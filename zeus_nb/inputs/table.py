@@ -97,6 +97,10 @@ def read_header(path: str | Path, schema: Schema) -> list[str] | None:
     return None
 
 
+def _a(name: str) -> str:
+    return ("an " if name[:1].lower() in "aeio" else "a ") + name
+
+
 @dataclass
 class Table:
     """A checked table: its runs (each a list of :class:`Row`), header and comment lines."""
@@ -135,7 +139,7 @@ def _columns(header: list[str], schema: Schema, src: str, line: int) -> list[Col
     if schema.lead and header[: len(schema.lead)] != list(schema.lead):
         raise schema.error(
             f"{src}, line {line}",
-            f"not a {schema.name}: the header must start with {','.join(schema.lead)}",
+            f"not {_a(schema.name)}: the header must start with {','.join(schema.lead)}",
         )
     if len(set(header)) != len(header):
         twice = sorted({h for h in header if header.count(h) > 1})
@@ -183,7 +187,7 @@ def read_table(path: str | Path, schema: Schema, text: str | None = None) -> Tab
     if text is None:
         text = read_text(path, schema.name)
     if not text.strip():
-        raise schema.error(src, f"the file is empty; expected a {schema.name}")
+        raise schema.error(src, f"the file is empty; expected {_a(schema.name)}")
     text, torn = _split_torn(text, schema, src)
     header: list[str] | None = None
     cols: list[Column] = []
@@ -233,10 +237,10 @@ def read_table(path: str | Path, schema: Schema, text: str | None = None) -> Tab
             keys[key] = n
         runs[-1].append(row)
     if header is None:
-        raise schema.error(src, f"no header line; expected a {schema.name}")
+        raise schema.error(src, f"no header line; expected {_a(schema.name)}")
     runs = [r for r in runs if r]
     if sum(len(r) for r in runs) < schema.min_rows:
-        raise schema.error(src, f"holds no data rows; expected a {schema.name}")
+        raise schema.error(src, f"holds no data rows; expected {_a(schema.name)}")
     for run in runs:
         check_spreads(run, schema, src)
     return Table(src, header, runs, comments, torn)
