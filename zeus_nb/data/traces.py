@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zeus_nb.errors import InputError, TraceFormatError
-from zeus_nb.inputs import read_table, reader
+from zeus_nb.inputs import read_table, read_text, reader
 from zeus_nb.inputs.kinds import POWER_TRACE, TRAIN_TRACE
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def _stamp(source: str) -> tuple[int, int] | None:
 def _load_power_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
     if source.lower() in BUNDLED_GPUS:
         path = resource_path("zeus_traces", f"summary_power_{source.lower()}.csv")
-        table = read_table(source, POWER_TRACE, text=path.read_text())
+        table = read_table(source, POWER_TRACE, text=read_text(path, "power trace"))
     else:
         table = read_table(source, POWER_TRACE)
     df = _frame(table, POWER_COLUMNS)
@@ -151,7 +151,7 @@ def load_power_trace(gpu: str | Path = "v100") -> pd.DataFrame:
 @functools.lru_cache(maxsize=4)
 def _load_train_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
     if source == "":
-        text = resource_path("zeus_traces", "summary_train.csv").read_text()
+        text = read_text(resource_path("zeus_traces", "summary_train.csv"), "train trace")
         table = read_table("summary_train.csv", TRAIN_TRACE, text=text)
     else:
         table = read_table(source, TRAIN_TRACE)

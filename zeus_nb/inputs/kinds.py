@@ -146,6 +146,21 @@ MONITOR_LOG = Schema(
 )
 
 
+# --- Zeus's power logs (utils/metric.py: energy and avg_power of a log) -----------------------
+POWER_LOG = Schema(
+    "power log",
+    (
+        Column("Time", "time"),
+        Column("Power", quantity=Quantity("power", "mW", 0.0, 2e6)),  # in mW, as Zeus writes it
+    ),
+    key=("Time",),
+    extra="ignore",
+    appended=True,  # a power monitor appends a row per sample
+    min_rows=2,
+    fix="want Time (a timestamp) and Power (mW) per row",
+)
+
+
 # --- Perseus instruction profiles (train/pipeline/profile.py, optimizer/pipeline_frequency) ----
 INSTRUCTIONS = ("forward", "backward", "blocking")
 INSTRUCTION_PROFILE = Schema(
@@ -245,6 +260,11 @@ PLAN = Schema(
 
 
 # --- run_sweep results (runner/sweep.py) ------------------------------------------------------
+def _measured(row: Row) -> bool:
+    """A run that measured something (0 s: train_fn never stepped the GPU)."""
+    return bool(row.get("time")) and bool(row.get("energy"))
+
+
 SWEEP_RESULT = Schema(
     "sweep result",
     (
@@ -258,7 +278,20 @@ SWEEP_RESULT = Schema(
         Column("target_metric", optional=True),
         Column("max_epochs", "integer", low=1, high=10**7, optional=True),
         Column("higher_is_better", "bool", optional=True),
+        Column("num_gpus", "integer", low=1, high=1 << 16, optional=True),
     ),
+    checks=(
+        # a run that took time and energy drew a possible power: per GPU where the row says how
+        # many (catches ms and mJ), else for the whole job (catches ms)
+        Ratio(
+            "energy",
+            "time",
+            per="num_gpus",
+            when=lambda r: _measured(r) and "num_gpus" in r,
+            cap=lambda r: r.get("power_limit"),
+        ),
+        Ratio("energy", "time", JOB_POWER, when=lambda r: _measured(r) and "num_gpus" not in r),
+    ),  # fmt: skip
     key=("batch_size", "power_limit"),
     extra="ignore",
     appended=True,
@@ -373,6 +406,7 @@ SCHEMAS: dict[str, Schema] = {
         POWER_TRACE,
         TRAIN_TRACE,
         MONITOR_LOG,
+        POWER_LOG,
         INSTRUCTION_PROFILE,
         PL_MEASUREMENT,
         STATE_FILE,

@@ -33,23 +33,63 @@ def reader(*schemas: Schema) -> Callable[[F], F]:
 
 #: Functions that read something that is not outside input, and why.
 NOT_INPUT: dict[str, str] = {
-    "zeus_nb.cli.main": "argv only; files are read by the commands' readers",
     "zeus_nb.commands.notebooks._read_record": "the copy record zeus-nb writes itself; "
     "unreadable means 'no record' (every copy is then kept as edited)",
     "zeus_nb.commands.notebooks.copy_notebooks": "compares the user's copy byte for byte",
-    "zeus_nb.commands.sweep.write_results": "results.csv zeus-nb wrote; unreadable is kept "
-    "aside as results.csv.damaged, never parsed into numbers",
+    "zeus_nb.commands.sweep.write_results": "results.csv zeus-nb wrote; an unreadable one is "
+    "kept aside as results.csv.damaged, never parsed into numbers",
+    "zeus_nb.course.grade._grade_one": "a submitted notebook, read by nbformat; unreadable is "
+    "that submission's grade",
+    "zeus_nb.course.markers.build": "the shipped notebooks (or the user's), read by nbformat",
+    "zeus_nb.course.markers.edition_text": "a notebook, read by nbformat",
+    "zeus_nb.course.slides.build_slides": "a notebook, read by nbformat",
+    "zeus_nb.course.timings._duration": "an executed notebook; its run time is checked there",
+    "zeus_nb.course.timings._papermill_metadata": "an executed notebook, read by nbformat",
+    "zeus_nb.course.verify._run_version": "an executed notebook zeus-nb just wrote",
+    "zeus_nb.device.cpu.RaplCounter.__init__": "Linux powercap sysfs (kernel), not user input",
+    "zeus_nb.device.cpu.RaplCounter._raw": "a powercap sysfs counter, checked by the caller",
     "zeus_nb.device.cpu._read_name": "Linux powercap sysfs (kernel), not user input",
-    "zeus_nb.device.cpu.RaplZone.__init__": "Linux powercap sysfs (kernel), not user input",
-    "zeus_nb.device.cpu.RaplZone._raw": "Linux powercap sysfs counter, checked by the caller",
     "zeus_nb.device.nvml.has_sys_admin": "/proc/self/status (kernel)",
     "zeus_nb.docsite._title": "the project's own guides (docs build from a checkout)",
     "zeus_nb.docsite.assemble": "the project's own guides (docs build from a checkout)",
+    "zeus_nb.docsite.execute_notebooks": "the project's own notebooks",
+    "zeus_nb.optimizer.pipeline_frequency.profile.parse_profile": "parses lines a caller "
+    "read; load_profile reads files through the same schema",
+    "zeus_nb.optimizer.power_limit.profile_file.is_zeus_profile": "a probe: any error means "
+    "'not Zeus's format', and load_profile then reads the file through its schema",
+    "zeus_nb.optimizer.power_limit.profile_file.upgrade_zeus_profile": "copies Zeus's file, "
+    "which load_profile read and checked, beside it byte for byte",
     "zeus_nb.runner.execute._tail": "the last lines of a kernel's own log, shown as text",
-    "zeus_nb.runner.execute.execute": "papermill's output notebook, read by nbformat",
+    "zeus_nb.runner.notebooks.is_complete": "an output notebook zeus-nb wrote; unreadable "
+    "means not done",
+    "zeus_nb.runner.notebooks.same_point": "an output notebook zeus-nb wrote; unreadable "
+    "means not done",
     "zeus_nb.runner.points.execute_notebook_task": "bytes of a notebook shipped to a worker",
     "zeus_nb.runner.points.sweep_notebook_on_cluster": "bytes of a notebook shipped to workers",
+    "zeus_nb.runner.records._read_ipynb": "a notebook, read by nbformat; unreadable is a "
+    "ZeusNbError naming it (records.collect reports it and reads the others)",
+    "zeus_nb.train.launch.run_for_results": "the results JSON of the training it just ran",
     "zeus_nb.utils.diskcache.cached": "zeus-nb's own cache; unreadable means recompute",
-    "zeus_nb.utils.files.append_line": "the write path (reads back the file's last byte)",
-    "zeus_nb.utils.files.end_with_newline": "the write path (reads back the file's last byte)",
+}
+
+
+#: Functions that read ``os.environ`` themselves, and why (every other variable is declared in
+#: :mod:`zeus_nb.inputs.env` and read through :func:`~zeus_nb.inputs.env.env`).
+ENV_NOT_INPUT: dict[str, str] = {
+    "zeus_nb.device.guard.SettingsGuard._write_state": "CUDA_VISIBLE_DEVICES recorded as is",
+    "zeus_nb.device.guard.state_dir": "XDG_CACHE_HOME, a standard folder variable",
+    "zeus_nb.optimizer.batch_size.store.default_path": "LOCALAPPDATA and XDG_CACHE_HOME",
+    "zeus_nb.utils.diskcache.cache_dir": "XDG_CACHE_HOME, a standard folder variable",
+    "zeus_nb.device.nvml.visible_nvml_indices": "CUDA_VISIBLE_DEVICES, parsed there",
+    "zeus_nb.docsite._environ": "saves variables to restore them afterwards",
+    "zeus_nb.runner.records._default_sidecar": "JPY_SESSION_NAME (Jupyter's), a file name",
+    "zeus_nb.runner.notebooks.kernel_environment": "PYTHONPATH, passed on to kernels",
+    "zeus_nb.runner.points.execute_notebook_task": "CUDA_VISIBLE_DEVICES of the worker",
+    "zeus_nb.runner.workers._visible_gpus": "CUDA_VISIBLE_DEVICES, parsed there",
+    "zeus_nb.runner.workers.PinGPU.setup": "CUDA_VISIBLE_DEVICES of the worker",
+    "zeus_nb.train.distributed.setup": "torchrun's RANK and WORLD_SIZE, present or not",
+    "zeus_nb.train.pipeline.trainer.run": "saves ZEUS_NB_BACKEND to restore it afterwards",
+    "zeus_nb.utils.environ.temp_environ": "saves variables to restore them afterwards",
+    "zeus_nb.utils.env.get_env": "Zeus's get_env API: any variable a caller names",
+    "zeus_nb.utils.boundary.debug_requested": "ZEUS_NB_DEBUG, read before any other input",
 }

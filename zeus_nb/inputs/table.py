@@ -30,7 +30,7 @@ from zeus_nb.inputs.schema import Column, Row, Schema, check_spreads
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Table", "read_header", "read_json", "read_table", "read_text"]
+__all__ = ["Table", "read_header", "read_json", "read_table", "read_text", "split_torn"]
 
 
 def read_text(path: str | Path, what: str) -> str:
@@ -39,7 +39,9 @@ def read_text(path: str | Path, what: str) -> str:
         raise InputError(f"the {what} path is empty; give a file")
     p = Path(path).expanduser()
     if p.is_dir():
-        raise FolderNotFileError(errno.EISDIR, f"is a folder, not a {what}; give the file", str(p))
+        raise FolderNotFileError(
+            errno.EISDIR, f"is a folder, not {_a(what)}; give the file", str(p)
+        )
     try:
         data = p.read_bytes()
     except FileNotFoundError:
@@ -61,7 +63,7 @@ def read_text(path: str | Path, what: str) -> str:
             f"{p}: not a UTF-8 text file (byte {e.start}: {e.reason}); save the {what} as UTF-8"
         ) from None
     if "\x00" in text:
-        raise TraceFormatError(f"{p}: holds NUL bytes, so it is not a {what}; check the file")
+        raise TraceFormatError(f"{p}: holds NUL bytes, so it is not {_a(what)}; check the file")
     return text
 
 
@@ -86,14 +88,14 @@ def read_header(path: str | Path, schema: Schema) -> list[str] | None:
     if not p.exists():
         return None
     if p.is_dir():
-        raise FolderNotFileError(errno.EISDIR, f"is a folder, not a {schema.name}", str(p))
+        raise FolderNotFileError(errno.EISDIR, f"is a folder, not {_a(schema.name)}", str(p))
     try:
         with p.open(encoding="utf-8-sig", newline="") as f:
             for cells in csv.reader(f):
                 if cells and not (schema.comment and cells[0].startswith(schema.comment)):
                     return [c.strip() for c in cells]
     except (UnicodeDecodeError, csv.Error) as e:
-        raise TraceFormatError(f"{p}: not a {schema.name} ({e}); choose another file") from None
+        raise TraceFormatError(f"{p}: not {_a(schema.name)} ({e}); choose another file") from None
     return None
 
 
@@ -116,15 +118,26 @@ class Table:
         return [r for run in self.runs for r in run]
 
 
-def _split_torn(text: str, schema: Schema, src: str) -> tuple[str, str | None]:
-    """For appended files: the text without a last row that has no line end (and that row)."""
-    if not schema.appended or not text or text.endswith(("\n", "\r")):
+def split_torn(text: str, schema: Schema, src: str) -> tuple[str, str | None]:
+    """The text without a last row that has no line end (and that row).
+
+    Files zeus-nb appends to end every row with a line end, so such a row is a write cut short
+    (a full disk, a killed process): it is dropped with a warning. In any other file it may be
+    a copy cut short, whose last number could read as a plausible wrong one: refused.
+    """
+    if not text or text.endswith(("\n", "\r")):
         return text, None
     cut = max(text.rfind("\n"), text.rfind("\r")) + 1
     torn = text[cut:]
+    line = text[:cut].count("\n") + 1
+    if not schema.appended:
+        raise schema.error(
+            f"{src}, line {line}",
+            "the last row has no line end, so the file may be cut short; if it is complete, "
+            "end it with a line break",
+        )
     if cut == 0:
         raise schema.error(src, "the file holds one line without a line end, so it is cut short")
-    line = text[:cut].count("\n") + 1
     log.warning(
         "%s, line %d: the last row has no line end (a write cut short: a full disk or a "
         "killed process); dropped it: %r",
@@ -188,7 +201,7 @@ def read_table(path: str | Path, schema: Schema, text: str | None = None) -> Tab
         text = read_text(path, schema.name)
     if not text.strip():
         raise schema.error(src, f"the file is empty; expected {_a(schema.name)}")
-    text, torn = _split_torn(text, schema, src)
+    text, torn = split_torn(text, schema, src)
     header: list[str] | None = None
     cols: list[Column] = []
     comments: list[str] = []

@@ -151,6 +151,7 @@ def measure_configuration(
         "reached": reached(metric, target, higher_is_better),
         "time": m.time,
         "energy": m.total_energy,
+        "num_gpus": len(monitor.gpus),  # lets a reader check energy / time per GPU
         "target_metric": target,
         "max_epochs": max_epochs,
         "higher_is_better": higher_is_better,

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 
 from zeus_nb import device
 from zeus_nb.device.base import GPUSystem
+from zeus_nb.inputs import check_record
+from zeus_nb.inputs.kinds import NOTEBOOK_SETUP
 
 _HANDLER_NAME = "zeus_nb.notebook"
 
@@ -118,6 +120,19 @@ def notebook_setup(
     simulates one. A simulated backend is configured afresh as ``sim_gpu`` running
     ``sim_workload`` with ``sim_noise`` relative step noise, seeded with ``seed``.
     """
+    args = check_record(
+        {
+            "backend": backend,
+            "seed": seed,
+            "sim_gpu": sim_gpu,
+            "sim_workload": sim_workload,
+            "sim_noise": sim_noise,
+            "quiet": quiet,
+        },
+        NOTEBOOK_SETUP,
+        "notebook_setup",
+    )  # every argument checked first: a notebook parameter typo is one clear line
+    backend, seed, sim_noise = args["backend"], args["seed"], args["sim_noise"]
     with _collect_warnings() as notices:  # "no NVIDIA driver": part of the line below
         system = device.current(None if backend == "auto" else backend)
     if system.backend == "sim":

@@ -50,7 +50,7 @@ def debug_requested(argv: list[str]) -> tuple[bool, list[str]]:
     found = "--debug" in argv[:end]
     rest = [a for i, a in enumerate(argv) if not (i < end and a == "--debug")]
     env = os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-    return found or env, rest
+    return found or env, rest  # read directly: this runs before any input is checked
 
 
 def one_line(e: BaseException) -> str:

@@ -29,6 +29,21 @@ log = logging.getLogger(__name__)
 
 __all__ = ["append_line", "atomic_write", "connect_readonly", "end_with_newline", "write_json"]
 
+_write = os.write  # every byte zeus-nb writes to a file goes through here (tests inject faults)
+
+#: Functions that write files another way, and why (tests/test_reliability_discovery.py fails
+#: for any other writer outside this module).
+OTHER_WRITES: dict[str, str] = {
+    "zeus_nb.commands.perseus.run_synthetic": "InstructionProfile.to_csv (atomic_write)",
+    "zeus_nb.commands.sweep.write_results": "moves a damaged results.csv aside: one rename",
+    "zeus_nb.docsite._slides_page": "the site's build folder, made afresh by each build",
+    "zeus_nb.docsite.apidoc.write_pages": "the site's build folder, made afresh by each build",
+    "zeus_nb.docsite.assemble": "the site's build folder, made afresh by each build",
+    "zeus_nb.runner.execute.execute": "a kernel's live log, streamed while it runs",
+    "zeus_nb.runner.points.execute_notebook_task": "a worker's private temporary folder",
+    "zeus_nb.runner.points.write_atomically": "a temporary sibling, fsynced, then one rename",
+}
+
 
 def atomic_write(path: str | Path, data: str | bytes) -> Path:
     """Replace ``path`` with ``data`` through a temporary sibling; returns the path.
@@ -40,10 +55,13 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            view = memoryview(raw)
+            while view:
+                view = view[_write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         mode = p.stat().st_mode & 0o777 if p.exists() else 0o666 & ~_umask()
         os.chmod(tmp, mode)
         os.replace(tmp, p)
@@ -106,7 +124,7 @@ def append_line(path: str | Path, line: str) -> None:
         start = os.fstat(fd).st_size
         written = 0
         try:
-            written = os.write(fd, data)
+            written = _write(fd, data)
             if written != len(data):
                 raise OSError(errno.ENOSPC, "No space left on device (the row was cut short)")
             os.fsync(fd)
@@ -125,9 +143,15 @@ def _undo(fd: int, start: int, written: int) -> None:
 
 
 def connect_readonly(path: str | Path, timeout: float = 5.0):
-    """A SQLite connection that cannot write (``mode=ro``); the file must exist."""
+    """A SQLite connection that cannot write (``mode=ro``); the file must exist.
+
+    Without a write-ahead log beside the file (no writer has uncommitted pages), the file is
+    also opened ``immutable``, so not even SQLite's lock files are created next to it.
+    """
     import sqlite3
     from urllib.parse import quote
 
-    uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro"
+    p = Path(path).resolve()
+    idle = not p.with_name(p.name + "-wal").exists()
+    uri = f"file:{quote(str(p))}?mode=ro" + ("&immutable=1" if idle else "")
     return sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False)

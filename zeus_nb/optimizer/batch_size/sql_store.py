@@ -43,6 +43,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
+from zeus_nb.inputs import reader
+from zeus_nb.inputs.kinds import JOB_SPEC, STORED_RUN
 from zeus_nb.optimizer.batch_size.store import (
     SCHEMA_COMPONENT,
     SCHEMA_VERSION,
@@ -133,6 +135,7 @@ class SQLStore:
     database without the tables raises :class:`StoreNotFoundError`.
     """
 
+    @reader(STORED_RUN, JOB_SPEC)
     def __init__(
         self,
         url: str | URL,

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from zeus_nb.errors import InputError, ZeusNbError
-from zeus_nb.inputs import check_record
+from zeus_nb.inputs import check_record, reader
 from zeus_nb.inputs.env import env
 from zeus_nb.inputs.kinds import FAILED_OBSERVATION, JOB_SPEC, OBSERVATION, STORED_RUN
 from zeus_nb.utils.files import connect_readonly
@@ -225,6 +225,7 @@ class SQLiteStore:
     ``timeout`` bounds how long a write waits for another process's (seconds).
     """
 
+    @reader(STORED_RUN, JOB_SPEC)
     def __init__(
         self, path: str | Path | None = None, timeout: float = 60.0, *, readonly: bool = False
     ) -> None:

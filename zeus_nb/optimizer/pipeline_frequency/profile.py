@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zeus_nb.errors import TraceFormatError
-from zeus_nb.inputs import read_table, read_text, reader
+from zeus_nb.inputs import read_table, reader
 from zeus_nb.inputs.kinds import INSTRUCTION_PROFILE
 from zeus_nb.utils.files import atomic_write
 
@@ -93,6 +93,11 @@ def parse_profile(lines: Iterable[str], src: str = "<profile>") -> InstructionPr
         table = read_table(src, INSTRUCTION_PROFILE, text=text)
     except TraceFormatError as e:
         raise ProfileFormatError(str(e)) from None
+    return _structure(table, src)
+
+
+def _structure(table, src: str) -> InstructionProfile:
+    """The profile a checked table holds, with its structure checked too."""
     metadata = [c for c in table.comments if c != HEADER_COMMENT.lstrip("# ")]
     measurements: dict[tuple[int, str], list[Measurement]] = {}
     seen: dict[tuple[int, str, int], int] = {}
@@ -135,7 +140,7 @@ def parse_profile(lines: Iterable[str], src: str = "<profile>") -> InstructionPr
 def load_profile(path: str | Path) -> InstructionProfile:
     """Read and validate an instruction profile CSV (format: docs/pipeline_frequency.md)."""
     try:
-        text = read_text(path, INSTRUCTION_PROFILE.name)
+        table = read_table(path, INSTRUCTION_PROFILE)
     except TraceFormatError as e:
         raise ProfileFormatError(str(e)) from None
-    return parse_profile(text.splitlines(), str(path))
+    return _structure(table, str(path))

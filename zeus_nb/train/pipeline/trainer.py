@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
-from zeus_nb.inputs.args import Parser, count, nonempty, real, seconds
+from zeus_nb.inputs.args import ArgType, Parser, count, nonempty, real, seconds
 from zeus_nb.inputs.env import env
 from zeus_nb.train.pipeline.layout import Layout, all_reduce_grads, setup_layout, teardown
 from zeus_nb.utils.boundary import run_main
@@ -333,13 +333,16 @@ def _write_results(trainer: Trainer, results: dict[str, Any]) -> None:
 
 
 # --- command line -----------------------------------------------------------------------------
-def _bool(value: str) -> bool:
+def _bool_value(value: str) -> bool:
     v = value.strip().lower()
     if v in ("true", "1", "yes", "on"):
         return True
     if v in ("false", "0", "no", "off"):
         return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+    raise InputError(f"the value: {value!r} is not true or false")
+
+
+_bool = ArgType("true or false", _bool_value, ("", "maybe", "2"))
 
 
 def parser() -> argparse.ArgumentParser:
