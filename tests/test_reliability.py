@@ -136,7 +136,7 @@ def test_restore_handles_each_state_file_alone(tmp_path, capsys, bad_pid):
     also_good = _state(tmp_path, "c-good.json", dead_pid)
     assert main(["restore", "--state-dir", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert f"failed: {bad.name}:" in out and "'pid'" in out
+    assert f"failed: {bad.name}:" in out and ".pid:" in out
     assert f"restored: {good.name}" in out and f"restored: {also_good.name}" in out
     assert not good.exists() and not also_good.exists() and bad.exists()
 
@@ -222,7 +222,7 @@ def test_demo_refuses_a_trace_with_an_impossible_power(tmp_path, capsys, value):
     assert main(["demo", "--gpu", str(trace), "--workload", "cifar100", "--epochs", "1"]) == 2
     captured = capsys.readouterr()
     assert " J" not in captured.out
-    assert f"row {i + 1} (file line): column 'average_power'" in captured.err
+    assert f"line {i + 1}, column average_power" in captured.err
 
 
 # --- the CLI --------------------------------------------------------------------------------
