@@ -732,3 +732,19 @@ def test_python_m_entry_points_print_one_line(argv, tmp_path):
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "error:" in done.stderr, done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_docs_name_every_schema_and_the_waits_they_state():
+    """docs/reliability.md stays true: every schema is listed, and the bounds it states are
+    the ones in the code."""
+    doc = (REPO / "docs" / "reliability.md").read_text()
+    listed = set()
+    for line in doc.splitlines():
+        if line.startswith("| `") and "read by" not in line:
+            listed |= {c.strip().strip("`") for c in line.split("|")[1].split(",")}
+    assert set(kinds.SCHEMAS) <= listed
+    from zeus_nb.optimizer.batch_size.sql_store import CONNECT_TIMEOUT, LOCK_TIMEOUT
+    from zeus_nb.runner.cluster import CONNECT_TIMEOUT as DASK_CONNECT
+
+    assert f"a Dask scheduler gets {DASK_CONNECT.rstrip('s')} s" in doc
+    assert f"a PostgreSQL server {CONNECT_TIMEOUT} s to connect and {LOCK_TIMEOUT:g} s" in doc
