@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 GPU = "GPU"
 CONNECT_TIMEOUT = "5s"  # to reach a scheduler: a wrong address fails in seconds, not a minute
+WORKER_TIMEOUT = 60.0  # s an existing scheduler has to show a worker with a GPU resource
 # A point whose worker dies is tried on one more worker, then reported as failed.
 ALLOWED_FAILURES = 1
 ALLOWED_FAILURES_ENV = "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES"
@@ -198,6 +199,7 @@ def open_client(
                 "`dask scheduler` and workers with `dask worker ADDRESS --resources GPU=1`"
             ) from None
         with client:
+            _require_gpu_workers(client, scheduler)
             _register(client)
             _check_retries(client)
             yield client
@@ -225,6 +227,24 @@ def dask_allowed_failures(n: int = ALLOWED_FAILURES):
 
     with dask.config.set({"distributed.scheduler.allowed-failures": n}):
         yield
+
+
+def _require_gpu_workers(client: Client, address: str, timeout: float = WORKER_TIMEOUT) -> None:
+    """Wait (bounded) for a worker that advertises a GPU: without one, every point would wait
+    for ever."""
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except (TimeoutError, OSError):
+        raise ClusterError(
+            f"the Dask scheduler at {address} has no worker after {timeout:g} s; start one "
+            f"per GPU with `dask worker {address} --resources {GPU}=1`"
+        ) from None
+    workers = client.scheduler_info().get("workers", {}).values()
+    if not any(w.get("resources", {}).get(GPU) for w in workers):
+        raise ClusterError(
+            f"no worker of the Dask scheduler at {address} advertises a {GPU} resource, so no "
+            f"point could run; start workers with `dask worker {address} --resources {GPU}=1`"
+        )
 
 
 def _register(client: Client) -> None:

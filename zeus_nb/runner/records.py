@@ -152,7 +152,11 @@ def record(name: str, value: Any, display: bool = True) -> Any:
                 log.warning("%s; starting it afresh with %r", e, name)
                 existing = {}
         existing[name] = plain
-        _write_sidecar(path, existing)
+        try:
+            _write_sidecar(path, existing)
+        except OSError as e:  # a side product: the value is still displayed and returned
+            log.warning("could not write the records file %s (%s); %r is kept in the "
+                        "notebook's output only", path, e.strerror or e, name)  # fmt: skip
     return value
 
 
