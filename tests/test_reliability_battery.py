@@ -278,7 +278,7 @@ CASES: dict[str, Case] = {
     "zeus_nb.utils.metric._power_log": Case(
         kinds.POWER_LOG, _power_log_sample, _lazy("zeus_nb.utils.metric", "_power_log", None, None)
     ),
-    "zeus_nb.optimizer.batch_size.store.SQLiteStore.__init__": Case(
+    "zeus_nb.optimizer.batch_size.sqlite_store.SQLiteStore.__init__": Case(
         kinds.STORED_RUN, _store_sample, _read_store, "sqlite"
     ),
     "zeus_nb.optimizer.batch_size.sql_store.SQLStore.__init__": Case(
@@ -549,7 +549,7 @@ FILE_COMMANDS = {
         lambda p: ["tradeoff", "savings", "--gpu", str(p), "--json"],
     ),
     "bso show --store": (
-        "zeus_nb.optimizer.batch_size.store.SQLiteStore.__init__",
+        "zeus_nb.optimizer.batch_size.sqlite_store.SQLiteStore.__init__",
         lambda p: ["bso", "show", "j", "--store", str(p), "--json"],
     ),
 }

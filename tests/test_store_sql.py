@@ -213,7 +213,7 @@ def test_concurrent_reports_are_never_lost_doubled_or_mixed_between_jobs(store_u
         for me in mine:
             got = sorted(o.time for _, o in rows if o.power_limit == 100 + me)
             assert got == [me * 1000 + i + 1 for i in range(per_writer)]
-        assert {o.power_limit for _, o in rows} == set(mine)  # nothing from the other job
+        assert {o.power_limit for _, o in rows} == {100.0 + me for me in mine}  # no other job's
     assert json.loads(out) == [i for i, _ in store.observations("job-a")]
 
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from zeus_nb.errors import InputError
+from zeus_nb.optimizer.batch_size.checks import checked_observation, validated_spec
 from zeus_nb.optimizer.batch_size.explorer import PruningExplorer
 from zeus_nb.optimizer.batch_size.store import (
     DEFAULT_EXPLORATION,
@@ -50,8 +51,6 @@ from zeus_nb.optimizer.batch_size.store import (
     Observation,
     SQLiteStore,
     StoreError,
-    checked_observation,
-    validated_spec,
 )
 from zeus_nb.utils.metric import zeus_cost
 

@@ -45,6 +45,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from zeus_nb.inputs import reader
 from zeus_nb.inputs.kinds import JOB_SPEC, STORED_RUN
+from zeus_nb.optimizer.batch_size.checks import stored_observation
 from zeus_nb.optimizer.batch_size.store import (
     SCHEMA_COMPONENT,
     SCHEMA_VERSION,
@@ -55,7 +56,6 @@ from zeus_nb.optimizer.batch_size.store import (
     StoreSchemaError,
     _check_same,
     check_schema_version,
-    stored_observation,
 )
 
 log = logging.getLogger(__name__)
