@@ -146,6 +146,7 @@ class SQLStore:
     ) -> None:
         self._url = engine_url(url)
         self.url = self._url.render_as_string(hide_password=True)
+        self.readonly = not create
         connect_args: dict[str, Any] = {}
         if self._url.get_backend_name() == "postgresql":
             # Every wait is bounded: reaching the server, and a lock another process holds.
@@ -222,6 +223,12 @@ class SQLStore:
 
     @_translated
     def register(self, spec: JobSpec) -> JobSpec:
+        if self.readonly:  # a read command: the job must exist with these settings
+            known = self.job(spec.name)
+            if known is None:
+                raise StoreError(f"no job {spec.name!r} in {self.url}")
+            _check_same(known, spec)
+            return known
         with self.engine.begin() as conn:
             if self._is_pg:
                 from sqlalchemy.dialects.postgresql import insert as pg_insert
