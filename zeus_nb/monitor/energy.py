@@ -29,6 +29,7 @@ from zeus_nb.errors import CpuEnergyError, InputError, WindowError
 from zeus_nb.inputs.kinds import MONITOR_LOG
 from zeus_nb.inputs.table import read_header
 from zeus_nb.utils.files import append_line, end_with_newline
+from zeus_nb.utils.validate import integer
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,11 @@ class ZeusMonitor:
             gpu_indices = [g.index for g in self.system.gpus]
         if not gpu_indices:
             raise InputError("gpu_indices is empty: give at least one GPU index")
+        gpu_indices = [  # checked once here, never in the windows
+            integer(i, "ZeusMonitor gpu_indices", 0, 1 << 16, text_ok=False) for i in gpu_indices
+        ]
+        if isinstance(log_file, str) and not log_file.strip():
+            raise InputError("ZeusMonitor log_file is empty; give a file path, or None for no log")
         if len(set(gpu_indices)) != len(gpu_indices):
             raise InputError(f"gpu_indices has duplicates: {gpu_indices}")
         self.gpu_indices = list(gpu_indices)

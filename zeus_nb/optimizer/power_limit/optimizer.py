@@ -50,8 +50,12 @@ from zeus_nb.optimizer.power_limit.states import (
 )
 from zeus_nb.utils.boundary import describe_os_error
 from zeus_nb.utils.framework import initialized_dist, reduce_time_energy
+from zeus_nb.utils.validate import Quantity, integer, number
 
 __all__ = ["Done", "GlobalPowerLimitOptimizer", "Phase", "Profiling", "Waiting", "WarmingUp"]
+
+PL_STEP = Quantity("power-limit step", "W", 0.0, 2000.0, open_low=True)
+NOISE_MARGIN = Quantity("noise margin", "", 0.0, 0.999)
 
 logger = logging.getLogger(__name__)
 
@@ -95,17 +99,19 @@ class GlobalPowerLimitOptimizer:
         noise_margin: float = 0.05,
         verbose: bool = True,
     ):
-        for name, value, least in (
-            ("wait_steps", wait_steps, 0),
-            ("warmup_steps", warmup_steps, 0),
-            ("profile_steps", profile_steps, 1),
-        ):
-            if int(value) != value or value < least:
-                raise InputError(f"{name} must be an integer >= {least}, got {value!r}")
-        if not pl_step > 0:
-            raise InputError(f"pl_step must be > 0 W, got {pl_step!r}")
-        if not 0.0 <= noise_margin < 1.0:
-            raise InputError(f"noise_margin must be within [0, 1), got {noise_margin!r}")
+        # every knob checked first (a NaN or a fraction would otherwise reach int() raw)
+        wait_steps, warmup_steps, profile_steps = (
+            integer(v, f"GlobalPowerLimitOptimizer {n}", least, 10**9, text_ok=False)
+            for n, v, least in (
+                ("wait_steps", wait_steps, 0),
+                ("warmup_steps", warmup_steps, 0),
+                ("profile_steps", profile_steps, 1),
+            )
+        )
+        pl_step = number(pl_step, "GlobalPowerLimitOptimizer pl_step", PL_STEP, text_ok=False)
+        noise_margin = number(
+            noise_margin, "GlobalPowerLimitOptimizer noise_margin", NOISE_MARGIN, text_ok=False
+        )
         if optimum_selector is None:
             optimum_selector = ZeusCost(eta_knob=0.5)
         if not isinstance(optimum_selector, OptimumSelector):
