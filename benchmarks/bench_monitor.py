@@ -1,16 +1,28 @@
-"""Median cost of one begin_window + end_window pair, per backend; PowerMonitor's thread cost.
+"""Median cost of a begin_window + end_window pair per backend, beside Zeus's; PowerMonitor's cost.
 
-Run: python benchmarks/bench_monitor.py [--pairs N] [--seconds S]
+Run: python benchmarks/bench_monitor.py [--pairs N] [--rounds R] [--seconds S]
 Prints one line per backend: "<backend>: <median> us per window pair", a line for a window pair
 that also reads CPU and DRAM energy (cpu_indices) from a fake powercap tree, and the CPU share of
 one core that PowerMonitor's sampling thread uses at a 100 ms period (target: under 2 %).
+
+Side by side with Zeus (when ``zeus`` is importable: ``pip install 'zeus-nb[bench]'``), both
+monitors run in this process on the same fake pynvml, its state held in memory so that a counter
+read costs about what a driver call costs (the file-backed state of the tests costs ~0.4 ms per
+read, which would hide both monitors), and on the same fake powercap tree. The two are measured in
+interleaved rounds; each figure is the median over rounds of the per-round median, and the ratio
+is the median of the per-round ratios. Targets: at most 0.6x Zeus's with GPUs only, below 1x with
+CPU and DRAM. zeus-nb runs with its default ``sync_execution=True`` (nothing to wait for here);
+Zeus with ``sync_execution=False``, since its torch synchronization raises on a machine without
+CUDA.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -26,14 +38,15 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 FAKE_NVML = TESTS / "fake_nvml"
 
 
-def median_pair_us(monitor: ZeusMonitor, pairs: int) -> float:
+def median_pair_us(monitor, pairs: int, **kwargs) -> float:
     """Median cost of an empty window pair (its 0 s on the virtual clock is expected here)."""
     warnings.filterwarnings("ignore", message="the window measured 0 s")
+    begin, end = monitor.begin_window, monitor.end_window
     samples = []
     for _ in range(pairs):
         t0 = time.perf_counter_ns()
-        monitor.begin_window("bench")
-        monitor.end_window("bench")
+        begin("bench", **kwargs)
+        end("bench", **kwargs)
         samples.append(time.perf_counter_ns() - t0)
     return statistics.median(samples) / 1000.0
 
@@ -41,6 +54,7 @@ def median_pair_us(monitor: ZeusMonitor, pairs: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5000)
+    parser.add_argument("--rounds", type=int, default=9, help="interleaved rounds beside Zeus")
     parser.add_argument("--seconds", type=float, default=5.0, help="per sampling-cost run")
     args = parser.parse_args()
 
@@ -55,37 +69,7 @@ def main() -> None:
     replay_us = median_pair_us(ZeusMonitor(system=ReplaySystem(log)), args.pairs)
     print(f"replay: {replay_us:.1f} us per window pair (1 GPU, {log.name})")
 
-    # The fake pynvml keeps its state in a JSON file, so this measures zeus-nb plus file I/O.
-    sys.path.insert(0, str(FAKE_NVML))
-    import pynvml
-
-    with tempfile.TemporaryDirectory() as tmp:
-        state = Path(tmp) / "state.json"
-        state.write_text(json.dumps(pynvml.default_state(1)))
-        os.environ["ZEUS_NB_FAKE_NVML_STATE"] = str(state)
-        device.reset()
-        nvml_us = median_pair_us(
-            ZeusMonitor(gpu_indices=[0], cpu_indices=[], backend="nvml"), args.pairs // 10
-        )
-        print(f"fake NVML: {nvml_us:.1f} us per window pair (1 GPU, file-backed test double)")
-
-        sys.path.insert(0, str(TESTS))
-        import fake_powercap
-
-        root = fake_powercap.make_tree(Path(tmp) / "powercap", packages=2)
-        os.environ["ZEUS_NB_POWERCAP_ROOT"] = str(root)
-        with_cpus = ZeusMonitor(gpu_indices=[0], cpu_indices=[0, 1], backend="nvml")
-        cpu_us = median_pair_us(with_cpus, args.pairs // 10)
-        rapl_us = median_rapl_us(with_cpus, args.pairs)
-        print(
-            f"fake NVML + RAPL: {cpu_us:.1f} us per window pair (1 GPU, cpu_indices=[0, 1] with "
-            f"DRAM; of which reading the 4 RAPL counters twice: {rapl_us:.1f} us)"
-        )
-        share = sampling_share(args.seconds)
-        print(
-            f"PowerMonitor thread, fake NVML: {share:.2f} % of one core at a 100 ms period "
-            "(1 GPU, 1 domain; target < 2 %)"
-        )
+    fake_nvml_lines(args)
 
     device.use_simulated(gpu="a40", workload="imagenet", clock="wall")
     share = sampling_share(args.seconds)
@@ -93,6 +77,105 @@ def main() -> None:
         f"PowerMonitor thread, simulated (wall clock): {share:.2f} % of one core at a 100 ms "
         "period (1 GPU, 2 domains; target < 2 %)"
     )
+
+
+def fake_nvml_lines(args: argparse.Namespace) -> None:
+    """The NVML backend on the fake pynvml: file-backed as in the tests, then beside Zeus."""
+    sys.path.insert(0, str(FAKE_NVML))
+    sys.path.insert(0, str(TESTS))
+    import fake_powercap
+    import pynvml
+
+    # Removed at exit, after Zeus's RAPL polling processes (atexit runs last-registered first).
+    tmp = Path(tempfile.mkdtemp(prefix="bench_monitor_"))
+    atexit.register(shutil.rmtree, tmp, True)
+    state = tmp / "state.json"
+    state.write_text(json.dumps(pynvml.default_state(1)))
+    os.environ["ZEUS_NB_FAKE_NVML_STATE"] = str(state)
+    device.reset()
+    # The file-backed fake keeps its state in a JSON file: zeus-nb plus file I/O.
+    nvml_us = median_pair_us(
+        ZeusMonitor(gpu_indices=[0], cpu_indices=[], backend="nvml"), args.pairs // 10
+    )
+    print(f"fake NVML: {nvml_us:.1f} us per window pair (1 GPU, file-backed test double)")
+
+    root = fake_powercap.make_tree(tmp / "powercap", packages=2)
+    os.environ["ZEUS_NB_POWERCAP_ROOT"] = str(root)
+    with_cpus = ZeusMonitor(gpu_indices=[0], cpu_indices=[0, 1], backend="nvml")
+    cpu_us = median_pair_us(with_cpus, args.pairs // 10)
+    rapl_us = median_rapl_us(with_cpus, args.pairs)
+    print(
+        f"fake NVML + RAPL: {cpu_us:.1f} us per window pair (1 GPU, cpu_indices=[0, 1] with "
+        f"DRAM; of which reading the 4 RAPL counters twice: {rapl_us:.1f} us)"
+    )
+    share = sampling_share(args.seconds)
+    print(
+        f"PowerMonitor thread, fake NVML: {share:.2f} % of one core at a 100 ms period "
+        "(1 GPU, 1 domain; target < 2 %)"
+    )
+    pynvml.keep_state_in_memory(pynvml.load_state())
+    side_by_side(root, args.pairs, args.rounds)
+
+
+def side_by_side(powercap: Path, pairs: int, rounds: int) -> None:
+    """zeus-nb's and Zeus's window pairs on the same fake GPU (and CPUs), interleaved."""
+    ours = {
+        "gpu": ZeusMonitor(gpu_indices=[0], cpu_indices=[], backend="nvml"),
+        "cpu": ZeusMonitor(gpu_indices=[0], cpu_indices=[0, 1], backend="nvml"),
+    }
+    zeus = zeus_monitors(powercap)
+    if zeus is None:
+        print(
+            "side by side with Zeus: skipped, zeus is not importable "
+            "(pip install 'zeus-nb[bench]'); zeus-nb alone, state in memory: "
+            + ", ".join(f"{k} {median_pair_us(m, pairs):.2f} us" for k, m in ours.items())
+        )
+        return
+    version, theirs = zeus
+    cases = [
+        (f"{side} {k}", m, kw)
+        for k in ours
+        for side, m, kw in (
+            ("ours", ours[k], {}),
+            ("zeus", theirs[k], {"sync_execution": False}),
+        )
+    ]
+    per_round: dict[str, list[float]] = {name: [] for name, _, _ in cases}
+    for r in range(rounds):
+        for name, mon, kw in cases[r % len(cases) :] + cases[: r % len(cases)]:
+            per_round[name].append(median_pair_us(mon, pairs, **kw))
+    print(
+        f"side by side with Zeus {version} (same fake NVML, state in memory; {rounds} "
+        f"interleaved rounds x {pairs} pairs, medians):"
+    )
+    targets = {"gpu": ("1 GPU", 0.6, "<="), "cpu": ("1 GPU + 2 CPUs with DRAM", 1.0, "<")}
+    for k, (what, target, op) in targets.items():
+        a, b = per_round[f"ours {k}"], per_round[f"zeus {k}"]
+        ratio = statistics.median(x / y for x, y in zip(a, b, strict=True))
+        met = ratio <= target if op == "<=" else ratio < target
+        print(
+            f"  {what}: zeus-nb {statistics.median(a):.2f} us, Zeus {statistics.median(b):.2f} "
+            f"us per window pair: ratio {ratio:.2f} (target {op} {target:g}: "
+            f"{'met' if met else 'NOT met'})"
+        )
+
+
+def zeus_monitors(powercap: Path) -> tuple[str, dict] | None:
+    """Zeus's monitors over the fake pynvml already imported and the fake powercap tree."""
+    try:
+        import zeus
+        import zeus.device.cpu.rapl as zeus_rapl
+        from zeus.monitor import ZeusMonitor as Zeus
+    except ImportError:
+        return None
+    zeus_rapl.RAPL_DIR = str(powercap)  # Zeus reads /sys/class/powercap/intel-rapl
+    monitors = {
+        "gpu": Zeus(gpu_indices=[0], cpu_indices=[]),
+        "cpu": Zeus(gpu_indices=[0], cpu_indices=[0, 1]),
+    }
+    for m in monitors.values():  # starts Zeus's RAPL wrap-around processes before any timing
+        median_pair_us(m, 1, sync_execution=False)
+    return getattr(zeus, "__version__", "?"), monitors
 
 
 def median_rapl_us(monitor: ZeusMonitor, pairs: int) -> float:

@@ -108,6 +108,8 @@ def _fresh_device(monkeypatch, tmp_path):
         "ZEUS_NB_SIM_WORKLOAD",
         "ZEUS_NB_SIM_GPUS",
         "ZEUS_NB_SIM_CLOCK",
+        "ZEUS_NB_SIM_RANK_SPREAD",
+        "ZEUS_NB_SIM_STRAGGLER",
     ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("ZEUS_NB_STATE_DIR", str(tmp_path / "zeus-nb-state"))

@@ -340,3 +340,136 @@ def test_deadline_slider_redraws_the_plan_in_place(lab):
         slider.scroll_into_view_if_needed()
 
     _run_in_browser(lab, check)
+
+
+# --- exercises answered in the browser ------------------------------------------------------
+
+SET_ANSWER = """(args) => {
+    const nb = window.jupyterapp.shell.currentWidget.content;
+    const i = nb.widgets.findIndex(c => c.model.sharedModel.getSource().includes(args.marker));
+    if (i < 0) { return -1; }
+    const model = nb.widgets[i].model.sharedModel;
+    const lines = model.getSource().split('\\n');
+    const stub = lines.findIndex(l => l.includes('NotImplementedError') || l.includes(args.last));
+    const indent = lines[stub].match(/^ */)[0];
+    lines[stub] = args.body.split('\\n').map(l => indent + l).join('\\n');
+    model.setSource(lines.join('\\n'));
+    nb.activeCellIndex = i;
+    window.jupyterapp.commands.execute('notebook:run-cell');
+    return i;
+}"""
+
+
+# The text of a cell's outputs (index >= 0) or of all cells', from the notebook's model: JupyterLab
+# renders only the cells in view, so the page's DOM does not hold them all.
+OUTPUT_TEXT = """(index) => {
+    const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+    const texts = [];
+    for (let i = 0; i < cells.length; i++) {
+        if (index >= 0 && i !== index) { continue; }
+        for (const o of (cells.get(i).toJSON().outputs || [])) {
+            const t = o.text || (o.data && o.data['text/plain']) || '';
+            texts.push(Array.isArray(t) ? t.join('') : t);
+        }
+    }
+    return texts.join('\\n');
+}"""
+
+
+def _answer(page, marker: str, body: str, last: str, expect: str) -> str:
+    """Put ``body`` in place of the exercise's stub (or its previous answer), run the cell and
+    return the cell's output once it shows ``expect``."""
+    index = page.evaluate(SET_ANSWER, {"marker": marker, "body": body, "last": last})
+    assert index >= 0, f"no exercise cell with {marker!r}"
+    deadline = time.monotonic() + 60
+    while expect not in (text := page.evaluate(OUTPUT_TEXT, index)):
+        assert time.monotonic() < deadline, f"no {expect!r} in the cell's output: {text[-500:]}"
+        page.wait_for_timeout(300)
+    return text
+
+
+def _printed_your_lines(page) -> list[str]:
+    """Lines the notebook's code printed that say "your" (the check's "your turn" aside)."""
+    lines = page.evaluate(OUTPUT_TEXT, -1).splitlines()
+    return [ln for ln in lines if re.search(r"\byours?\b", ln, re.I) and "your turn" not in ln]
+
+
+@pytest.mark.parametrize("lab", ["06"], indirect=True)
+def test_exercise_answers_in_the_browser_get_fitting_feedback_and_honest_lines(lab):
+    """Notebook 06 (student edition): unsolved, its lines name the reference; a constant, a
+    missing return and a known mistake each get their own hint; a right answer is called yours."""
+
+    def check(page) -> None:
+        assert _printed_your_lines(page) == []
+        assert "the reference iteration_energy gives" in page.evaluate(OUTPUT_TEXT, -1)
+        marker, last = "def iteration_energy(", "return "
+        out = _answer(page, marker, "return 1000.0", last, "iteration_energy:")
+        assert "same answer whatever the input" in out and "the reference iteration_energy" in out
+        out = _answer(page, marker, "x = sum(busy_energy)", "return 1000.0", "returned None")
+        assert "end it with a `return`" in out
+        out = _answer(page, marker, "return sum(busy_energy)", "x = sum(", "blocking power")
+        assert re.search(r"\d of 3 cases right", out)
+        right = (
+            "return sum(e + p * (iteration_time - t)\n"
+            "           for e, t, p in zip(busy_energy, busy_time, blocking_power))"
+        )
+        out = _answer(page, marker, right, "return sum(busy_energy)", "all 3 cases right")
+        assert "your iteration_energy gives" in out and "the reference" not in out
+
+    _run_in_browser(lab, check)
+
+
+# --- the slide decks ------------------------------------------------------------------------
+
+DECKS = sorted((REPO / "docs" / "course" / "slides").glob("*.slides.html"))
+SLIDE_STATE = """() => {
+    const s = Reveal.getCurrentSlide();
+    const imgs = [...s.querySelectorAll('img')].map(i => {
+        const r = i.getBoundingClientRect();
+        return i.complete && i.naturalWidth > 0 && r.width > 100 && r.bottom <= innerHeight;
+    });
+    return {height: s.scrollHeight, limit: Reveal.getConfig().height, imgs: imgs};
+}"""
+
+
+def test_slide_decks_work_offline_show_plots_and_fit_every_slide():
+    """The committed decks open from disk: nothing leaves file:, each slide fits the deck's height,
+    and a slide shows a plot (screenshot kept)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    assert len(DECKS) == 6
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "slides-plot.png"
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        outside: list[str] = []
+
+        def offline(route):
+            url = route.request.url
+            local = url.startswith(("file:", "data:")) or "//127.0.0.1" in url
+            if not local:
+                outside.append(url)
+                return route.abort()
+            return route.continue_()
+
+        page.route("**/*", offline)
+        plots = 0
+        try:
+            for deck in DECKS:
+                page.goto(deck.as_uri())
+                page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
+                page.evaluate("Reveal.configure({transition: 'none'})")
+                for n in range(page.evaluate("Reveal.getTotalSlides()")):
+                    state = page.evaluate(SLIDE_STATE)
+                    where = f"{deck.name}, slide {n}"
+                    assert state["height"] <= state["limit"], f"{where} does not fit: {state}"
+                    if state["imgs"]:
+                        assert all(state["imgs"]), f"{where}: a plot did not load or is cut"
+                        if plots == 0:
+                            page.screenshot(path=str(shot))
+                        plots += 1
+                    page.evaluate("Reveal.next()")
+        finally:
+            browser.close()
+    assert not outside, f"a deck fetched from the network: {outside[:5]}"
+    assert plots >= len(DECKS) and shot.stat().st_size > 20_000

@@ -12,6 +12,7 @@ from zeus_nb.optimizer.batch_size.client import (
     TrainingBatchSizeOptimizer,
     TrainingJobSpec,
 )
+from zeus_nb.optimizer.batch_size.exceptions import JobSpecError, ZeusBSOBadOperationError
 from zeus_nb.optimizer.batch_size.store_url import StoreURLError, open_store
 
 SIZES = [256, 512, 1024]
@@ -19,6 +20,7 @@ SIZES = [256, 512, 1024]
 
 def _spec(**kw) -> TrainingJobSpec:
     base = dict(
+        job_id="cifar",  # one job across recurrences (job_id=None: a new job per run, as Zeus)
         job_id_prefix="cifar",
         default_batch_size=1024,
         batch_sizes=SIZES,
@@ -51,8 +53,8 @@ def _recurrence(url, metrics_at, **spec_kw):
 
 def test_runs_report_themselves_and_expensive_ones_stop_early(tmp_path):
     url = f"sqlite:///{tmp_path / 'bso.sqlite3'}"
-    # Batch size b reaches the target after 1024 // b epochs: 1024 needs 1, 512 needs 2...
-    reach = {256: 4, 512: 2, 1024: 1}
+    # 1024 and 512 reach the target after one epoch, 256 after four.
+    reach = {256: 4, 512: 1, 1024: 1}
 
     def metric(bs, epoch):
         return 0.7 if epoch + 1 >= reach[bs] else 0.1
@@ -70,8 +72,8 @@ def test_runs_report_themselves_and_expensive_ones_stop_early(tmp_path):
     # Max power is the GPU's maximum limit; eta 0.5.
     assert obs.cost == pytest.approx(0.5 * obs.energy + 0.5 * sim.max_limit * obs.time)
 
-    # Pruning goes down next: 512 reaches the target in 2 epochs.
-    assert _recurrence(url, metric)[:2] == (512, 2)
+    # Pruning goes down next: 512 reaches the target in 1 epoch.
+    assert _recurrence(url, metric) == (512, 1, None)
     # 256 would need 4 epochs; beta 2 stops it once its cost passes 2 x the best cost.
     bs, epochs, err = _recurrence(url, metric)
     assert bs == 256 and isinstance(err, TrainFailError)
@@ -114,14 +116,14 @@ def test_call_order_and_ranks(tmp_path):
         bso.on_evaluate(0.1)
     other = TrainingBatchSizeOptimizer(ZeusMonitor(), url, _spec(), rank=1)
     assert other.optimizer is None  # only rank 0 touches the store
-    with pytest.raises(OperationOrderError, match="broadcast"):
+    with pytest.raises(ZeusBSOBadOperationError, match="broadcast"):
         other.get_batch_size()
 
 
 def test_job_id_must_carry_its_prefix():
-    with pytest.raises(ValueError, match="prefix"):
+    with pytest.raises(JobSpecError, match="prefix"):
         _spec(job_id="other-1")
-    assert _spec(job_id="cifar-7").name == "cifar-7"
+    assert _spec(job_id="cifar-7").job_id == "cifar-7"
 
 
 DP_SCRIPT = """
@@ -137,8 +139,8 @@ dist.init_process_group("gloo")
 rank = dist.get_rank()
 url, out = sys.argv[1], sys.argv[2]
 system = device.use_simulated("a40", "cifar100")
-spec = JobSpec(job_id_prefix="dp", default_batch_size=1024, batch_sizes=[256, 512, 1024],
-               target_metric=0.6, max_epochs=5)
+spec = JobSpec(job_id="dp", job_id_prefix="dp", default_batch_size=1024,
+               batch_sizes=[256, 512, 1024], target_metric=0.6, max_epochs=5)
 log = []
 for recurrence in range(3):
     bso = BatchSizeOptimizer(monitor=ZeusMonitor(), server_url=url, job=spec, rank=rank)
@@ -150,7 +152,8 @@ for recurrence in range(3):
             device.step(system.steps_per_epoch(bs) * (rank + 1), batch_size=bs)  # rank 1 slower
             epochs += 1
             # Only rank 0's metric decides; rank 1 reports nonsense to prove it.
-            bso.on_evaluate((0.7 if epoch + 1 >= 1024 // bs else 0.1) if rank == 0 else -1.0)
+            reached = epoch + 1 >= (4 if bs == 256 else 1)
+            bso.on_evaluate((0.7 if reached else 0.1) if rank == 0 else -1.0)
             if bso.finished:
                 break
     except ZeusBSOTrainFailError:
@@ -188,7 +191,7 @@ def test_data_parallel_ranks_share_one_decision_and_one_report(tmp_path):
     assert r0 == r1  # same batch sizes, same stops, same job-wide time and energy
     assert [(x["bs"], x["epochs"], x["failed"]) for x in r0] == [
         (1024, 1, False),
-        (512, 2, False),
+        (512, 1, False),
         (256, r0[2]["epochs"], True),  # early-stopped, as in the single-process test
     ]
     rows = [o for _, o in open_store(url).observations("dp")]
@@ -206,6 +209,9 @@ def test_data_parallel_ranks_share_one_decision_and_one_report(tmp_path):
 def test_the_recurrence_level_class_takes_zeus_call_shape(tmp_path):
     from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, JobSpec
     from zeus_nb.optimizer.batch_size.common import JobSpec as ZeusJobSpec
+    from zeus_nb.optimizer.batch_size.store import JobSpec as StoreJobSpec
+
+    assert JobSpec is ZeusJobSpec  # the package exports Zeus's JobSpec, as Zeus does
 
     device.use_simulated("a40", "cifar100")
     url = f"sqlite:///{tmp_path / 's.sqlite3'}"
@@ -216,6 +222,6 @@ def test_the_recurrence_level_class_takes_zeus_call_shape(tmp_path):
     plain = BatchSizeOptimizer("cifar", url)
     assert plain.job == bso.optimizer.job and plain.next_batch_size() == 1024
     with pytest.raises(TypeError, match="common.JobSpec"):
-        BatchSizeOptimizer(monitor=ZeusMonitor(), server_url=url, job=JobSpec("x", (8,), 8))
-    with pytest.raises(TypeError, match="both monitor= and server_url="):
+        BatchSizeOptimizer(monitor=ZeusMonitor(), server_url=url, job=StoreJobSpec("x", (8,), 8))
+    with pytest.raises(TypeError, match="monitor"):
         BatchSizeOptimizer(server_url=url, job=_spec())

@@ -209,21 +209,21 @@ def test_a_run_that_cannot_afford_one_epoch_is_charged_up_to_the_threshold(image
 def test_epoch_accounting_charges_whole_epochs(imagenet):
     """The original Zeus simulator's rules: profile over a whole first epoch, skip unaffordable
     runs at no cost, stop before an epoch would pass beta x the cheapest recurrence."""
-    from zeus_nb.optimizer.batch_size.simulator import _run_by_epochs
+    from zeus_nb.optimizer.batch_size.simulator import run_by_epochs
 
     arm = imagenet.arms[128]
     b = arm.best
     per_epoch = float(imagenet.epoch_cost(128)[b])
     # a profiled run spends its first epoch evenly at every limit, then runs at the best one
-    epochs, t, e, reached, stopped = _run_by_epochs(imagenet, arm, 5.0, math.inf, True)
+    epochs, t, e, reached, stopped = run_by_epochs(imagenet, arm, 5.0, math.inf, True)
     assert (epochs, reached, stopped) == (5, True, False)
     assert e == pytest.approx(arm.epoch_energy.mean() + 4 * arm.epoch_energy[b])
     assert t == pytest.approx(arm.epoch_time.mean() + 4 * arm.epoch_time[b])
     # whole epochs up to the threshold, then stopped
-    assert _run_by_epochs(imagenet, arm, 30.0, 3.5 * per_epoch, False)[:1] == (3,)
-    assert _run_by_epochs(imagenet, arm, 30.0, 3.5 * per_epoch, False)[3:] == (False, True)
+    assert run_by_epochs(imagenet, arm, 30.0, 3.5 * per_epoch, False)[:1] == (3,)
+    assert run_by_epochs(imagenet, arm, 30.0, 3.5 * per_epoch, False)[3:] == (False, True)
     # cannot afford one epoch: not started, costs nothing
-    assert _run_by_epochs(imagenet, arm, 30.0, 0.9 * per_epoch, False) == (0, 0.0, 0.0, False, True)
+    assert run_by_epochs(imagenet, arm, 30.0, 0.9 * per_epoch, False) == (0, 0.0, 0.0, False, True)
 
     r = simulate(imagenet, seed=1, accounting="epoch")
     h = r.history

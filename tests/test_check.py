@@ -86,13 +86,270 @@ CONSTANT = {
     "zeus_cost": lambda e, t, eta, p: 1650.0,
     "energy_optimal_limit": lambda profile: 200.0,
     "pareto_front": lambda pts: [(1.0, 10.0), (2.0, 5.0), (4.0, 1.0)],
-    "should_stop_early": lambda c, best, beta: True,
+    "should_stop_early": lambda c, best, beta: False,
     "aggregate_data_parallel": lambda ts, es: (1.5, 220.0),
     "iteration_energy": lambda es, ts, it, ps: 72.0,
     "least_cost_config": lambda cs, eta: (64, 250.0),
     "thompson_pick": lambda post, z: 256,
     "slowdown_limit": lambda prof, f: 250.0,
     "plan_within": lambda pts, d: 1,
+}
+
+
+def _lowest_within(prof, f, strict=False):
+    top = max(prof, key=lambda m: m.power_limit).time
+    return min(m.power_limit for m in prof if (m.time < f * top if strict else m.time <= f * top))
+
+
+def _front_keeping_equal_energy(pts):
+    out = []
+    for t, e in sorted(pts):
+        if not out or e <= out[-1][1]:
+            out.append((t, e))
+    return out
+
+
+def _front_by_time_only(pts):
+    out = []
+    for t, e in sorted(pts, key=lambda p: p[0]):
+        if not out or e < out[-1][1]:
+            out.append((t, e))
+    return out
+
+
+def _draws(post, z):
+    return [m + s * x for (m, s), x in zip(post.values(), z, strict=True)]
+
+
+# Mistakes students make, written as they would write them -> words the hint must contain.
+KNOWN_MISTAKES = {
+    "average_power": [
+        (lambda m: m.gpu_energy[0] / m.time if m.time else 0.0, "every GPU"),
+        (lambda m: m.time / m.total_energy if m.total_energy else 0.0, "not time divided by"),
+        (lambda m: m.total_energy, "divide it by the time"),
+        (
+            lambda m: m.total_energy / m.time / len(m.gpu_energy) if m.time else 0.0,
+            "number of GPUs",
+        ),
+    ],
+    "energy_per_step": [
+        (lambda m, n: m.gpu_energy[0] / n, "every GPU"),
+        (lambda m, n: m.total_energy / m.time, "energy per second"),
+        (lambda m, n: n / m.total_energy, "not steps divided by energy"),
+        (lambda m, n: m.total_energy, "divide it by the number of steps"),
+    ],
+    "zeus_cost": [
+        (lambda e, t, eta, p: (1 - eta) * e + eta * p * t, "not the other way round"),
+        (lambda e, t, eta, p: eta * e + (1 - eta) * t, "multiply the time by max_power"),
+        (lambda e, t, eta, p: e + p * t, "weigh the two terms"),
+        (lambda e, t, eta, p: e, "also counts time"),
+    ],
+    "energy_optimal_limit": [
+        (lambda df: float(df.index.max()), "highest limit is the fastest"),
+        (lambda df: float(df.index.min()), "lowest limit is not always"),
+        (lambda df: float(df.time_s.idxmin()), "least time"),
+        (lambda df: float(df.energy_j.min()), "return its power limit"),
+        (lambda df: int(df.energy_j.values.argmin()), "row's position"),
+        (lambda df: float(df.energy_j.idxmax()), "idxmax"),
+    ],
+    "pareto_front": [
+        (lambda pts: [p for p in pts if p in _front(pts)], "sort the front by time"),
+        (lambda pts: sorted(pts), "drop every point that another point dominates"),
+        (_front_keeping_equal_energy, "strictly lower"),
+        (_front_by_time_only, "same time only the one with less energy"),
+        (lambda pts: [min(pts, key=lambda p: p[1])], "not only the best one"),
+        (lambda pts: sorted(_front(pts), key=lambda p: p[1]), "sort the front by time"),
+    ],
+    "should_stop_early": [
+        (lambda c, b, beta: b is not None and c >= beta * b, "strictly more"),
+        (lambda c, b, beta: b is not None and c > b, "beta * best_cost"),
+        (lambda c, b, beta: b is not None and c < beta * b, "not less"),
+        (lambda c, b, beta: c > beta * b, "raised TypeError"),  # forgets the None case
+        (lambda c, b, beta: True, "same answer whatever the input"),
+        (lambda c, b, beta: False, "same answer whatever the input"),
+    ],
+    "aggregate_data_parallel": [
+        (lambda ts, es: (sum(ts), sum(es)), "not the sum"),
+        (lambda ts, es: (sum(ts) / len(ts), sum(es)), "not the mean"),
+        (lambda ts, es: (min(ts), sum(es)), "not min"),
+        (lambda ts, es: (max(ts), max(es)), "not the largest"),
+        (lambda ts, es: (max(ts), sum(es) / len(es)), "sum over ranks (not the mean)"),
+        (lambda ts, es: (ts[0], es[0]), "combine every rank"),
+        (lambda ts, es: (sum(es), max(ts)), "in that order"),
+    ],
+    "iteration_energy": [
+        (lambda es, ts, it, ps: sum(es), "still draws its blocking power"),
+        (
+            lambda es, ts, it, ps: sum(e + p * it for e, p in zip(es, ps, strict=True)),
+            "only while it waits",
+        ),
+        (
+            lambda es, ts, it, ps: sum(e + p * t for e, t, p in zip(es, ts, ps, strict=True)),
+            "not while it",
+        ),
+        (lambda es, ts, it, ps: es[0] + ps[0] * (it - ts[0]), "every stage"),
+    ],
+    "least_cost_config": [
+        (PARTLY["least_cost_config"], "same for every configuration"),
+        (lambda cs, eta: min(cs, key=lambda c: c[3])[:2], "only with eta = 1"),
+        (lambda cs, eta: min(cs, key=lambda c: c[2])[:2], "only with eta = 0"),
+        (
+            lambda cs, eta: min(cs, key=lambda c: eta * c[3] + (1 - eta) * c[2])[:2],
+            "multiply the time by MaxPower",
+        ),
+        (
+            lambda cs, eta: min(cs, key=lambda c: _cost(c, 1 - eta, max(x[1] for x in cs)))[:2],
+            "not the other way round",
+        ),
+        (
+            lambda cs, eta: min(cs, key=lambda c: _cost(c, eta, max(x[1] for x in cs))),
+            "not the whole row",
+        ),
+        (lambda cs, eta: cs[0][:2], "compare the cost of every one"),
+    ],
+    "thompson_pick": [
+        (lambda post, z: min(post, key=lambda b: post[b][0]), "not the cheapest mean"),
+        (
+            lambda post, z: list(post)[max(range(len(z)), key=lambda i: _draws(post, z)[i])],
+            "not the most expensive",
+        ),
+        (
+            lambda post, z: list(post)[
+                min(
+                    range(len(z)),
+                    key=lambda i: list(post.values())[i][0] - list(post.values())[i][1] * z[i],
+                )
+            ],
+            "mean + std x z (plus)",
+        ),
+        (lambda post, z: min(_draws(post, z)), "not its drawn cost"),
+        (lambda post, z: min(range(len(z)), key=lambda i: _draws(post, z)[i]), "not its position"),
+        (lambda post, z: list(post)[z.index(min(z))], "z alone is not the cost"),
+        (lambda post, z: next(iter(post)), "draw a cost for every one"),
+        (lambda post, z: 128, "same answer whatever the input"),
+    ],
+    "slowdown_limit": [
+        (lambda prof, f: min(prof, key=lambda m: m.energy).power_limit, "least energy is not"),
+        (lambda prof, f: max(m.power_limit for m in prof), "always within the budget"),
+        (lambda prof, f: min(m.power_limit for m in prof), "may be too slow"),
+        (PARTLY["slowdown_limit"], "the list is not sorted"),
+        (lambda prof, f: _lowest_within(prof, f, strict=True), "(<=, not <)"),
+        (lambda prof, f: _lowest_within(prof, f) if False else None, "returned None"),
+    ],
+    "plan_within": [
+        (lambda pts, d: min(range(len(pts)), key=lambda i: pts[i][1]), "at most the deadline"),
+        (PARTLY["plan_within"], "compare the energies"),
+        (
+            lambda pts, d: sorted((e, i) for i, (t, e) in enumerate(pts) if t < d)[0][1],
+            "(<=, not <)",
+        ),
+        (lambda pts, d: min(range(len(pts)), key=lambda i: pts[i][0]), "costs the most"),
+        (
+            lambda pts, d: sorted((e, k) for k, (t, e) in enumerate(p for p in pts if p[0] <= d))[
+                0
+            ][1],
+            "not in a filtered list",
+        ),
+        (lambda pts, d: sorted((e, (t, e)) for t, e in pts if t <= d)[0][1], "not the plan itself"),
+    ],
+}
+
+
+# Near misses: right except on the one detail their hint names (a second GPU, a boundary, ties,
+# the order of the result, eta at 0 or 1), so they may be right on more than one case. Every
+# other known mistake is right on at most one.
+NEAR_MISSES = {
+    "average_power": {"every GPU", "number of GPUs"},
+    "energy_per_step": {"every GPU"},
+    "least_cost_config": {"multiply the time by MaxPower"},
+    "pareto_front": {"sort the front by time", "strictly lower", "same time only"},
+    "plan_within": {"(<=, not <)"},
+    "should_stop_early": {"strictly more", "raised TypeError"},
+    "slowdown_limit": {"(<=, not <)"},
+}
+
+
+def _cost(config, eta, top):
+    return eta * config[3] + (1 - eta) * top * config[2]
+
+
+# Shortcuts that must never be right on more than one case, whatever the seed.
+def _first(xs):
+    return xs[0]
+
+
+SHORTCUTS = {
+    "average_power": [lambda m: m.time, lambda m: m.total_energy, lambda m: 0.0],
+    "energy_per_step": [lambda m, n: m.total_energy, lambda m, n: m.total_energy / m.time],
+    "zeus_cost": [
+        lambda e, t, eta, p: e,
+        lambda e, t, eta, p: p * t,
+        lambda e, t, eta, p: e + t,
+        lambda e, t, eta, p: eta * e,
+    ],
+    "energy_optimal_limit": [
+        lambda df: float(df.index.max()),
+        lambda df: float(df.index.min()),
+        lambda df: float(df.index[0]),
+        lambda df: float(df.index[-1]),
+        lambda df: float(df.time_s.idxmin()),
+        lambda df: float(df.time_s.idxmax()),
+    ],
+    "pareto_front": [
+        lambda pts: pts,
+        lambda pts: sorted(pts),
+        lambda pts: [pts[0]],
+        lambda pts: [pts[-1]],
+        lambda pts: [min(pts)],
+        lambda pts: [],
+    ],
+    "should_stop_early": [lambda c, b, beta: True, lambda c, b, beta: False],
+    "aggregate_data_parallel": [
+        lambda ts, es: (ts[0], es[0]),
+        lambda ts, es: (ts[-1], es[-1]),
+        lambda ts, es: (max(ts), max(es)),
+        lambda ts, es: (sum(ts), sum(es)),
+        lambda ts, es: (min(ts), min(es)),
+    ],
+    "iteration_energy": [
+        lambda es, ts, it, ps: sum(es),
+        lambda es, ts, it, ps: es[0],
+        lambda es, ts, it, ps: sum(ps) * it,
+    ],
+    "least_cost_config": [
+        lambda cs, eta: cs[0][:2],
+        lambda cs, eta: cs[-1][:2],
+        lambda cs, eta: min(cs, key=lambda c: c[3])[:2],
+        lambda cs, eta: min(cs, key=lambda c: c[2])[:2],
+        lambda cs, eta: max(cs, key=lambda c: c[1])[:2],
+        lambda cs, eta: min(cs, key=lambda c: c[1])[:2],
+        lambda cs, eta: max(cs, key=lambda c: c[0])[:2],
+        lambda cs, eta: min(cs, key=lambda c: c[0])[:2],
+    ],
+    "thompson_pick": [
+        lambda post, z: next(iter(post)),
+        lambda post, z: list(post)[-1],
+        lambda post, z: min(post),
+        lambda post, z: max(post),
+        lambda post, z: min(post, key=lambda b: post[b][0]),
+        lambda post, z: min(post, key=lambda b: post[b][1]),
+        lambda post, z: list(post)[z.index(min(z))],
+    ],
+    "slowdown_limit": [
+        lambda prof, f: prof[0].power_limit,
+        lambda prof, f: prof[-1].power_limit,
+        lambda prof, f: max(m.power_limit for m in prof),
+        lambda prof, f: min(m.power_limit for m in prof),
+        lambda prof, f: min(prof, key=lambda m: m.energy).power_limit,
+        lambda prof, f: min(prof, key=lambda m: m.time).power_limit,
+    ],
+    "plan_within": [
+        lambda pts, d: 0,
+        lambda pts, d: len(pts) - 1,
+        lambda pts, d: min(range(len(pts)), key=lambda i: pts[i][1]),
+        lambda pts, d: min(range(len(pts)), key=lambda i: pts[i][0]),
+        lambda pts, d: max(range(len(pts)), key=lambda i: pts[i][0]),
+    ],
 }
 
 
@@ -214,3 +471,71 @@ def test_deeper_cases_follow_the_seed():
         a = repr([c.args for c in check.EXERCISES[name][1]()])
         check.use_seed(4)
         assert a != repr([c.args for c in check.EXERCISES[name][1]()]), name
+
+
+def test_every_exercise_has_its_tables():
+    names = set(check.EXERCISES)
+    assert set(KNOWN_MISTAKES) == set(SHORTCUTS) == set(check.MISTAKES) == names
+
+
+@pytest.mark.parametrize("name", sorted(check.EXERCISES))
+def test_known_mistakes_get_the_hint_that_fits(name):
+    for seed in range(3):
+        check.use_seed(seed)
+        for fn, words in KNOWN_MISTAKES[name]:
+            outcome = check.judge(name, fn)
+            assert outcome.status == "failed", (name, words, seed)
+            assert words in outcome.message, f"seed {seed}, expected {words!r}: {outcome.message}"
+            if not any(near in words for near in NEAR_MISSES.get(name, ())):
+                assert outcome.right <= 1, f"seed {seed}: {outcome.message}"
+
+
+@pytest.mark.parametrize("name", sorted(check.EXERCISES))
+def test_no_shortcut_or_remembered_answer_is_right_on_more_than_one_case(name):
+    for seed in range(12):
+        check.use_seed(seed)
+        reference, make_cases = check.EXERCISES[name]
+        remembered = [reference(*args) for case in make_cases() for args in case.calls]
+        constants = [(lambda *_, v=v: v) for v in remembered]
+        for fn in [*SHORTCUTS[name], CONSTANT[name], *constants]:
+            outcome = check.judge(name, fn)
+            assert outcome.right <= 1, f"seed {seed}: {outcome.message}"
+
+
+@pytest.mark.parametrize("name", sorted(check.EXERCISES))
+def test_a_function_without_return_is_told_so(name):
+    def forgot_return(*args):
+        _ = args
+
+    outcome = check.judge(name, forgot_return)
+    assert outcome.right == 0 and "returned None" in outcome.message
+    assert check.NONE_HINT in outcome.message
+
+
+def test_a_constant_is_told_that_it_ignores_its_input():
+    outcome = check.judge("energy_optimal_limit", lambda df: 250.0)
+    assert check.CONSTANT_HINT in outcome.message
+
+
+def test_the_student_function_gets_copies_of_the_inputs():
+    """A function that sorts its list in place cannot change the expected answer."""
+
+    def sorts_in_place(pts, d):
+        pts.sort()
+        return 0
+
+    assert check.judge("plan_within", sorts_in_place).right <= 1
+
+
+def test_whose_names_the_reference_only_when_the_exercise_is_unsolved(capsys):
+    mine = check.pareto_front(_front)
+    assert check.whose(mine, "pareto_front") == "your pareto_front"
+
+    def stub(points):
+        raise NotImplementedError
+
+    ref = check.pareto_front(stub)
+    assert (
+        check.is_reference(ref) and check.whose(ref, "pareto_front") == "the reference pareto_front"
+    )
+    assert not check.is_reference(_front) and not check.is_reference({})

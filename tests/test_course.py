@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -397,6 +398,23 @@ def test_grade_reports_every_exercise(form, tmp_path, monkeypatch, capsys):
     bob = str(Path(where(subs)) / "bob" / FIXTURE.name)
     assert f"{bob}: 2/2 passed" in out
     assert len(list(graded.glob("*.ipynb"))) == 5
+    # a line as each submission finishes, before the summary
+    progress = re.findall(r"^\[(\d)/6\] (.+): (\d)/(\d) passed \(\d+ s\)$", out, re.M)
+    assert sorted(int(p[0]) for p in progress) == [1, 2, 3, 4, 5, 6]
+    assert out.index("[6/6]") < out.index(f"\n{bob}: 2/2 passed\n")
+    # one sentence per outcome kind: alice's two unattempted exercises share one legend line
+    assert "  not attempted: exercise 1, 2" in out
+    assert out.count("'your turn' line") == 1
+    assert got["alice", "1"]["student"] == "alice" and got["alice", "1"]["detail"] == ""
+    # per-student totals, printed and written
+    totals = {r["student"]: r for r in csv.DictReader((graded / "totals.csv").open())}
+    assert sorted(totals) == ["alice", "bob", "carol", "dave", "erin", "frank"]
+    assert (totals["bob"]["passed"], totals["bob"]["exercises"]) == ("2", "2")
+    assert (totals["alice"]["passed"], totals["alice"]["not attempted"]) == ("0", "2")
+    assert (totals["frank"]["passed"], totals["frank"]["error"]) == ("1", "1")
+    table = out.split("per student:", 1)[1]
+    assert re.search(r"^bob\s+1\s+2/2\s", table, re.M)
+    assert re.search(r"^alice\s+1\s+0/2\s", table, re.M)
 
 
 # --- the shipped notebooks ------------------------------------------------------------------
@@ -433,6 +451,26 @@ def test_shipped_notebook_course_versions(notebook, real_course, tmp_path):
     solution, student_run = by_version["solution"], by_version["student"]
     assert solution.ok, f"{notebook.name} solution: {solution.detail}"
     assert student_run.ok, f"{notebook.name} student: {student_run.detail}"
+    # "your" is said only of the student's own code: never while the reference runs
+    printed = {
+        version: [
+            line
+            for cell in nbformat.read(one / "executed" / version / b.name, as_version=4).cells
+            for o in cell.get("outputs", [])
+            if o.get("output_type") == "stream"
+            for line in o.get("text", "").splitlines()
+        ]
+        for version in ("student", "solution")
+    }
+    yours = [ln for ln in printed["student"] if re.search(r"\byours?\b", ln, re.I)]
+    assert not yours, f"{notebook.name} student edition: {yours}"
+    if "check.whose(" in _source_text(notebook):
+        assert any("the reference " in ln for ln in printed["student"]), notebook.name
+        assert any(re.search(r"\byour \w+", ln) for ln in printed["solution"]), notebook.name
+
+
+def _source_text(notebook: Path) -> str:
+    return "\n".join(_source(c) for c in nbformat.read(notebook, as_version=4).cells)
 
 
 @pytest.mark.parametrize("notebook", REAL_NOTEBOOKS, ids=lambda p: p.stem)
@@ -469,24 +507,94 @@ def test_fixture_is_committed_clean():
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
 
 
-def test_slides_from_the_student_edition(tmp_path, capsys):
-    """Headings start slides, a source's own slide metadata wins, no solution reaches a slide."""
+DECKS = REPO / "docs" / "course" / "slides"
+VENDORED = ("reveal.js", "require.js")
+
+
+def _offline_copy(out: Path) -> None:
+    """The committed reveal.js and require.js beside the decks: tests never fetch them."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in VENDORED:
+        src = DECKS / name
+        if src.is_dir():
+            shutil.copytree(src, out / name)
+        else:
+            shutil.copy(src, out / name)
+
+
+def _deck_source(tmp_path: Path) -> Path:
+    """The fixture plus a plot, a long printout and a long cell, as a lecture would have."""
     nb = nbformat.read(FIXTURE, as_version=4)
-    nb.cells[0].metadata["slideshow"] = {"slide_type": "skip"}  # the title cell: skipped
+    plot = (
+        "import matplotlib.pyplot as plt\n\nfig, ax = plt.subplots()\nax.plot([1, 2, 3], [3, 1, 2])"
+    )
+    long_print = "for i in range(40):\n    print(f'row {i}')"
+    long_code = "\n".join(f"x{i} = {i}" for i in range(20)) + "\nprint('long cell done')"
+    nb.cells += [
+        nbformat.v4.new_markdown_cell("## A plot"),
+        nbformat.v4.new_code_cell(plot),
+        nbformat.v4.new_code_cell(long_print),
+        nbformat.v4.new_code_cell(long_code),
+        nbformat.v4.new_code_cell("import zeus_nb\nzeus_nb.record('kept_out_of_the_slides', 1)"),
+    ]
     src = tmp_path / "in" / FIXTURE.name
     src.parent.mkdir()
     nbformat.write(nb, src)
-    assert main(["course", "slides", str(src), "-o", str(tmp_path / "s")]) == 0
-    page = (tmp_path / "s" / "exercises.slides.html").read_text()
-    assert "reveal" in page and "Course kit fixture" not in page  # skipped
-    assert "Exercise 1: average power" in page and "Exercise 2: the Zeus cost" in page
-    assert "measurement.total_energy / measurement.time" not in page  # the solution
-    assert "your turn" in page
-    from zeus_nb.course.slides import with_slide_types
+    return src
 
-    deck = with_slide_types(nbformat.read(src, as_version=4))
-    kinds = [c.metadata["slideshow"]["slide_type"] for c in deck.cells]
-    headings = [c.source.startswith("## ") for c in deck.cells]
-    assert kinds[0] == "skip"
-    assert [k == "slide" for k in kinds[1:]] == headings[1:]
+
+@pytest.mark.slow
+def test_slides_of_the_executed_notebook_show_plots_and_no_solution(tmp_path, capsys):
+    """A deck executes the notebook, shows its plot, fits long cells, never gives a solution away
+    and loads nothing from the network."""
+    src, out = _deck_source(tmp_path), tmp_path / "s"
+    _offline_copy(out)
+    code = main(["course", "slides", str(src), "-o", str(out), "--smoke", "--backend", "sim"])
+    assert code == 0
+    page = (out / "exercises.slides.html").read_text()
+    assert re.search(r'<img [^>]*src="data:image/png;base64,', page)  # the plot, executed
+    assert "Exercise 1: average power" in page and "your turn" in page
+    assert "measurement.total_energy / measurement.time" not in page  # the solution
+    assert "all 4 cases right" not in page  # nor the check's verdict on it
+    assert "row 0" in page and "row 39" not in page and "more lines in the notebook" in page
+    assert "x0 = 0" not in page and "long cell done" in page  # a long cell: its output only
+    assert "kept_out_of_the_slides" not in page  # record outputs are bookkeeping
+    assert "In&nbsp;[" not in page and "In [" not in page
+    loaded = re.findall(r'<(?:script|link)[^>]*(?:src|href)="([^"]+)"', page)
+    assert loaded and all(not u.startswith(("http:", "https:", "//")) for u in loaded), loaded
+    assert "reveal.js/dist/reveal.js" in page and (out / "reveal.js/dist/reveal.js").is_file()
+    assert (out / "require.js").is_file() and (out / "jupyterlab.css").is_file()
     assert "exercises.slides.html" in capsys.readouterr().out
+
+
+def test_slide_layout_cuts_cells_to_fit():
+    from zeus_nb.course.slide_layout import BUDGET, HIDE_INPUT, lay_out, student_sources
+
+    nb = nbformat.read(FIXTURE, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="a\n" * 50)]
+    deck = lay_out(nb, student_sources(nb))
+    kinds = [c.metadata["slideshow"]["slide_type"] for c in deck.cells]
+    assert kinds[0] == "slide" and "parameters" not in str([c.metadata for c in deck.cells])
+    shown = [c for c in deck.cells if c.cell_type == "code"]
+    assert all(STUB in c.source for c in shown if "exercise" in c.metadata.get("tags", []))
+    for c in shown:
+        for o in c.outputs:
+            assert o.text.count("\n") <= BUDGET
+    assert not any(HIDE_INPUT in c.metadata.get("tags", []) for c in shown)
+    with pytest.raises(course.CourseError, match="exercise cell"):
+        lay_out(nb, [])
+
+
+def test_committed_decks_are_built_offline_from_executed_notebooks():
+    """docs/course/slides: six decks with plots, reveal.js and its loader beside them."""
+    decks = sorted(DECKS.glob("*.slides.html"))
+    assert [d.name.split(".")[0] for d in decks] == [p.stem for p in REAL_NOTEBOOKS]
+    for deck in decks:
+        page = deck.read_text()
+        assert "data:image/png;base64," in page, f"{deck.name} has no plot"
+        loaded = re.findall(r'<(?:script|link)[^>]*(?:src|href)="([^"]+)"', page)
+        assert all(not u.startswith(("http:", "https:", "//")) for u in loaded), deck.name
+    for rel in ("reveal.js/dist/reveal.js", "reveal.js/plugin/notes/notes.js", "require.js"):
+        assert (DECKS / rel).is_file(), rel

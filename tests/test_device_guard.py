@@ -18,6 +18,7 @@ from zeus_nb.device.guard import (
     settings_restored,
     state_dir,
 )
+from zeus_nb.errors import ZeusNbError
 
 # A second setting kind standing in for, e.g., locked SM clocks: its values live in this dict,
 # keyed by GPU index, so the test reads them without going through the guard.
@@ -129,7 +130,7 @@ def test_restore_from_state_files_dispatches_per_kind(clock_kind, tmp_path, monk
 
 
 def test_unknown_kind_is_refused_when_guarding():
-    with pytest.raises(guard_mod.ZeusNbError, match="unknown GPU setting kind 'nope'"):
+    with pytest.raises(ZeusNbError, match="unknown GPU setting kind 'nope'"):
         SettingsGuard(device.use_simulated().gpus, ["nope"])
 
 

@@ -31,3 +31,15 @@ def test_a_dying_kernel_is_reported_with_its_last_log_lines(tmp_path):
     outcome = execute(nb, tmp_path / "out.ipynb")
     assert not outcome.ok
     assert "out of device memory, going down" in outcome.problem
+
+
+@pytest.mark.parametrize("user", [None, "3"])
+def test_kernels_start_with_the_threads_of_a_small_model_unless_told(tmp_path, monkeypatch, user):
+    if user is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", user)
+    expected = user or "1"
+    nb = notebook(f"import os\nassert os.environ['OMP_NUM_THREADS'] == {expected!r}, os.environ")
+    outcome = execute(nb, tmp_path / "out.ipynb")
+    assert outcome.ok, outcome.error

@@ -345,6 +345,15 @@ def test_03_energy_time_tradeoff_records(tour):
     assert tuple(r["optimum_by_eta"]["0.0"]) == fastest
     assert r["live_configurations"] == 4  # smoke: 2 batch sizes x 2 limits
     assert 1 <= len(r["live_front"]) <= r["live_reached"] <= 4
+    # "a lower limit slows every step down" and buys energy with it: a real tradeoff, so the
+    # live front has more than one point; "larger batches need more epochs"
+    sweep = {(row["batch_size"], row["power_limit"]): row for row in r["live_sweep"]}
+    for bs in {b for b, _ in sweep}:
+        fast, slow = sweep[(bs, 300.0)], sweep[(bs, 200.0)]
+        assert slow["time"] > fast["time"] and slow["energy"] < fast["energy"]
+    assert len(r["live_front"]) >= 2
+    small, large = sorted({b for b, _ in sweep})
+    assert sweep[(large, 300.0)]["time"] > sweep[(small, 300.0)]["time"]
     assert set(r["best_both_ratio"]) >= {"imagenet", "cifar100"}
     assert all(0 < v <= 1 for v in r["best_both_ratio"].values())
     # the prose: six workloads; both together never worse than either alone, better on most
@@ -365,12 +374,12 @@ def test_04_batch_size_optimizer_records(tour):
 
     r = _records(tour, "04_batch_size_optimizer")
     # the exercise's worked example: draws 102 and 102.5, so 128 runs despite 256's cheaper mean
-    from zeus_nb.course.exercises import _thompson_pick_ref
+    from zeus_nb.course.exercises.batch_size import thompson_pick_ref
 
     posterior, z = {128: (100.0, 10.0), 256: (95.0, 5.0)}, [0.2, 1.5]
     draws = [m + sd * n for (m, sd), n in zip(posterior.values(), z, strict=True)]
     assert draws == pytest.approx([102.0, 102.5])
-    assert _thompson_pick_ref(posterior, z) == 128 and posterior[256][0] < posterior[128][0]
+    assert thompson_pick_ref(posterior, z) == 128 and posterior[256][0] < posterior[128][0]
     # the exercise's thompson_pick, redrawn round by round from the log, runs what the bandit ran
     assert r["thompson_rounds"] > 0 and r["thompson_agreement"] == r["thompson_rounds"]
     again = simulate("imagenet", gpu="v100", eta=0.5, beta=2.0, seed=1).summary()
@@ -449,12 +458,61 @@ def test_05_data_parallel_records(tour):
     assert t == pytest.approx(max(r["dp_rank_times"])) == pytest.approx(r["dp"]["time_s"])
     assert e == pytest.approx(sum(r["dp_rank_energies"])) == pytest.approx(r["dp"]["energy_j"])
     assert all(x > 0 for x in r["dp_rank_energies"])
+    # the simulated ranks differ (rank_spread), so the slowest one sets the job's time
+    assert len(set(r["dp_rank_times"])) == 2 and len(set(r["dp_rank_energies"])) == 2
+    assert t > min(r["dp_rank_times"])
     # every rank ends on the one limit the optimizer chose, within the A40's range
     assert len(set(r["dp_power_limits"])) == 1
     assert r["dp_power_limits"][0] == r["dp_optimal_power_limit"]
     assert 100 <= r["dp_optimal_power_limit"] <= 300
     assert len(set(r["fsdp_power_limits"])) == 1 and r["fsdp"]["world_size"] == 2
     assert 0 <= r["fsdp"]["accuracy"] <= 1 and r["fsdp"]["energy_j"] > 0
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_every_notebook_records_a_takeaway_made_of_its_numbers(tour, path):
+    r = _records(tour, path.stem)
+    takeaway = r["takeaway"]
+    assert isinstance(takeaway, str) and 40 < len(takeaway) < 400 and "\n" not in takeaway
+    expected = {
+        "01_measuring_energy": [f"{r.get('training_energy_j', 0):.0f} J"],
+        "03_energy_time_tradeoff": [f"front has {len(r.get('live_front', []))} point"],
+        "05_data_parallel": [f"({r.get('dp_aggregated', [0, 0])[1]:.0f} J)"],
+        "06_pipeline_frequency": [f"{r.get('saved_at_fastest_pct', 0):.1f} %"],
+    }.get(path.stem, [])
+    for words in expected:
+        assert words in takeaway, (words, takeaway)
+
+
+def test_the_tour_prints_each_takeaway_first_and_rounds_what_follows(tour):
+    _, out = tour
+    for path in NOTEBOOKS:
+        block = out.stdout.split(f"{path.stem} (ok", 1)[1].split("\n\n", 1)[0]
+        lines = block.splitlines()[1:]
+        assert lines[0].startswith("  takeaway: "), lines[:2]
+        for line in lines[1:]:
+            for token in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", line):
+                assert float(token) == float(f"{float(token):.4g}"), f"unrounded: {line}"
+            assert len(line) < 140, f"too long: {line}"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        0.037939154657367156,
+        {f"selector number {i}": 175.123456 for i in range(9)},
+        [[1.123456789, 2.0]] * 30,
+        [{"a": 1.23456789, "b": 2}] * 7,
+        list(range(100)),
+        "x" * 300,
+    ],
+)
+def test_tour_values_are_rounded_and_summarised_not_cut(value):
+    from zeus_nb.commands.tour import WIDTH, _short
+
+    text = _short(value)
+    assert len(text) <= WIDTH + 40 and "1.123456" not in text and "175.1234" not in text
+    assert not text.endswith("...") and text.count('"') % 2 == 0
 
 
 def test_no_gpu_notice_is_one_line_on_stdout_not_stderr(monkeypatch, capsys):
@@ -556,3 +614,12 @@ def test_06_pipeline_frequency_records(tour):
     assert r["live_saved_pct"] == pytest.approx(100 * (1 - e_plan / e_live))
     # the header's "at the same iteration time with less energy": within 2 % of all max clocks
     assert t_plan == pytest.approx(t_live, rel=0.02)
+    # the live straggler: a frontier of several plans, and the least-energy one in time
+    live_front = r["live_frontier"]
+    assert len(live_front) >= 3
+    for (t0, e0), (t1, e1) in itertools.pairwise(live_front):
+        assert t1 > t0 and e1 < e0
+    deadline_live = 1.1 * live_front[0][0]
+    in_time = [p for p in live_front if p[0] <= deadline_live * (1 + 1e-9)]
+    assert r["live_straggler"] == pytest.approx(min(in_time, key=lambda p: p[1]))
+    assert r["live_straggler"][1] < live_front[0][1]

@@ -4,7 +4,7 @@ import pytest
 
 from zeus_nb import device
 from zeus_nb.device import nvml as nvml_backend
-from zeus_nb.errors import NoGPUError, PowerLimitPermissionError, UnsupportedError
+from zeus_nb.errors import DeviceError, NoGPUError, PowerLimitPermissionError, UnsupportedError
 from zeus_nb.monitor import ZeusMonitor
 
 
@@ -97,7 +97,7 @@ def test_without_energy_counter_power_is_integrated(fake_nvml, monkeypatch):
     fake_nvml.set_device(0, energy_error="NotSupported", power_mw=150_000)
     clock = iter([0.0, 2.0, 5.0, 9.0])
     monkeypatch.setattr(nvml_backend.time, "monotonic", lambda: next(clock))
-    monkeypatch.setattr(nvml_backend._PowerIntegrator, "_run", lambda self: None)
+    monkeypatch.setattr(nvml_backend.PowerIntegrator, "_run", lambda self: None)
     g = device.current("nvml").gpu(0)
     assert not g.supports_energy_counter()
     e0 = g.energy()  # integrator starts at t=0, first read at t=2
@@ -126,6 +126,19 @@ def test_monitor_on_nvml_reads_each_gpu(fake_nvml):
     mon.begin_window("w")
     m = mon.end_window("w")
     assert m.gpu_energy == {1: pytest.approx(100.0)} and m.time >= 0
+
+
+@pytest.mark.parametrize("indices", [[1], [0, 1]])
+def test_failed_counter_read_names_the_gpu_and_keeps_the_window(fake_nvml, indices):
+    mon = ZeusMonitor(gpu_indices=indices, backend="nvml")
+    mon.begin_window("w")
+    fake_nvml.set_device(1, energy_error="Unknown")
+    with pytest.raises(DeviceError, match="GPU 1: reading the energy counter"):
+        mon.end_window("w")
+    assert mon.open_windows == ["w"]
+    fake_nvml.set_device(1, energy_error=None)
+    m = mon.end_window("w")  # read again: the window was kept
+    assert list(m.gpu_energy) == indices and m.gpu_energy[1] == pytest.approx(200.0)
 
 
 def test_real_pynvml_without_driver_is_the_no_gpu_path():

@@ -233,7 +233,20 @@ def test_lab_copies_then_launches_jupyterlab_in_the_folder(
     [(args, cwd)] = calls
     assert cwd == root
     assert args[:3] == [sys.executable, "-m", "jupyterlab"]
-    assert args[3:] == [f"--ServerApp.root_dir={root}", *extra]
+    root_flag = ["--allow-root"] if lab._as_root() else []
+    assert args[3:] == [f"--ServerApp.root_dir={root}", *extra, *root_flag]
+
+
+@pytest.mark.parametrize("uid", [0, 1000])
+def test_lab_passes_allow_root_only_as_root(tmp_path, monkeypatch, uid):
+    calls = []
+    monkeypatch.setattr(lab, "launch", lambda a, cwd: calls.append(a) or 0)
+    monkeypatch.setattr(lab.os, "geteuid", lambda: uid, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["lab", "--", "--allow-root"] if uid == 0 else ["lab"]) == 0
+    assert cli.main(["lab"]) == 0
+    for argv in calls:
+        assert argv.count("--allow-root") == (1 if uid == 0 else 0)
 
 
 def _free_port() -> int:
@@ -249,9 +262,7 @@ def test_lab_really_serves_the_copied_notebooks(tmp_path):
     env["JUPYTER_CONFIG_DIR"] = str(tmp_path / "cfg")
     argv = [sys.executable, "-m", "zeus_nb", "lab", str(tmp_path / "nb"), "--", "--no-browser"]
     argv += ["--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
-    argv += [f"--IdentityProvider.token={token}"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        argv.append("--allow-root")
+    argv += [f"--IdentityProvider.token={token}"]  # as root, zeus-nb lab adds --allow-root
     log = tmp_path / "lab.log"
     with log.open("w") as out:
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -1,4 +1,4 @@
-"""Pipeline frequency planning: profiles, the 1F1B DAG, the lowtime frontier, applying plans."""
+"""Pipeline frequency planning: profiles, the 1F1B DAG, the frontier, applying plans."""
 
 import pytest
 
@@ -166,3 +166,24 @@ def test_simulated_stage_runs_what_the_synthetic_profile_says(profile):
                 assert gpu.energy() - e0 == pytest.approx(m.energy)
     assert works[1]["forward"].time_at_max > works[0]["forward"].time_at_max  # weight 1.4 > 1
     assert works[0]["backward"].compute_share > works[0]["forward"].compute_share
+
+
+def test_a_small_model_in_millijoules_still_gets_a_whole_frontier(profile, frontier):
+    """lowtime rounds cost changes to 1e-6: instructions of a few microseconds and millijoules
+    (the live tiny-gpt pipeline) once gave a one-point frontier. Costs are scaled for the solver."""
+    from zeus_nb.optimizer.pipeline_frequency.profile import InstructionProfile, Measurement
+
+    k = 1e-5
+    tiny = InstructionProfile(
+        {
+            key: [Measurement(m.frequency, m.time * k, m.energy * k) for m in ms]
+            for key, ms in profile.measurements.items()
+        },
+        dict(profile.blocking_power),
+    )
+    small = solve_frontier(tiny, STAGES, MBS, unit_time=frontier.unit_time * k)
+    assert small.cost_scale > 1 and frontier.cost_scale == 1.0
+    assert len(small.points) >= max(2, len(frontier.points) // 2)
+    for a, b in zip(small.points, small.points[1:], strict=False):
+        assert b.iteration_time > a.iteration_time and b.energy < a.energy
+    assert small.fastest().energy < small.max_clock.energy

@@ -38,6 +38,11 @@ def test_before_after_frontier_and_cost_models(frontier, tmp_path):
     fig = frontier_plot(frontier, chosen=frontier.points[-1], deadline=1.0, path=tmp_path / "f.png")
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "all max clocks" in labels and "chosen" in labels
+    # the title gives the fastest plan's time against all max clocks, never "the same time"
+    fastest, ref = frontier.fastest(), frontier.max_clock
+    slower = 100 * (fastest.iteration_time / ref.iteration_time - 1)
+    title = fig.axes[0].get_title()
+    assert f"{slower:+.1f} % time" in title and "same time" not in title
     fig = cost_model_fit(frontier)
     assert len(fig.axes) == 4
 

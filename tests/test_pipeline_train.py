@@ -109,11 +109,13 @@ def test_profile_rows_append_and_resume(tmp_path):
     assert clocks_to_profile(path, [1740, 1500], 2) == [1500]  # stage 1 still lacks 1500
     assert (1, "blocking", 1500) not in existing_keys(path)
     text = path.read_text()
-    assert text.startswith("# zeus-nb instruction profile v1\n# model=tiny-gpt\n")
-    assert text.count("stage,instruction,frequency,time,energy") == 1
+    assert text.startswith("stage,instruction,frequency,time,energy\n")  # plain CSV
+    assert text.count("stage,instruction,frequency,time,energy") == 1 and "#" not in text
     from zeus_nb.optimizer.pipeline_frequency import load_profile
 
-    assert load_profile(path).at(0, "forward", 1740).time == pytest.approx(1e-3)
+    profile = load_profile(path)
+    assert profile.at(0, "forward", 1740).time == pytest.approx(1e-3)
+    assert profile.metadata == ["model=tiny-gpt"]  # from prof.csv.json beside it
 
 
 def test_profile_file_loads_with_the_planner(tmp_path):

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from zeus_nb.device.frequency import frequency_model
@@ -172,6 +173,8 @@ def test_profiling_writes_a_planner_profile_and_resumes(profiled):
     assert (tmp / "prof.csv").read_text().startswith(text)
     profile = load_profile(tmp / "prof.csv")
     assert profile.num_stages == 2
+    assert "model=tiny-gpt" in profile.metadata[0]  # from prof.csv.json
+    assert len(pd.read_csv(tmp / "prof.csv")) == first["rows_written"] + second["rows_written"]
     times = expected_instruction_times("tiny-gpt", [range(0, 3), range(3, 10)], 4)
     for s, (f, b) in enumerate(times):
         assert profile.at(s, "forward", fm.f_max).time == pytest.approx(f, rel=1e-9)

@@ -522,3 +522,36 @@ def test_hf_optimizer_is_one_class_behind_every_public_path():
     from zeus_nb.optimizer.power_limit.hf import HFGlobalPowerLimitOptimizer as C
 
     assert A is B is C
+
+
+def test_optimizer_is_a_zeus_callback_and_runs_in_a_callback_set():
+    from zeus_nb.callback import Callback, CallbackSet
+    from zeus_nb.monitor import ZeusMonitor
+    from zeus_nb.optimizer.power_limit import Done, GlobalPowerLimitOptimizer, Ready
+
+    system = device.use_simulated(gpu="v100", workload="imagenet")
+    monitor = ZeusMonitor(gpu_indices=[0])
+    plo = GlobalPowerLimitOptimizer(monitor, warmup_steps=1, profile_steps=2, adaptive=False)
+    assert isinstance(plo, Callback) and isinstance(plo.state, Ready)
+    assert plo.state.next_power_limit == system.max_limit * 1000 and plo.state.steps == 1
+    seen = []
+
+    class Counter(Callback):
+        def on_step_end(self):
+            seen.append("step")
+
+    callbacks = CallbackSet([plo, Counter()])
+    callbacks.on_train_begin()
+    while not isinstance(plo.state, Done):
+        callbacks.on_epoch_begin()
+        for _ in range(5):
+            callbacks.on_step_begin()
+            zeus_nb.step()
+            callbacks.on_step_end()
+        callbacks.on_epoch_end()
+    assert plo.state.optimal_power_limit == round(plo.optimal_power_limit * 1000)
+    assert plo.current_power_limit == plo.state.optimal_power_limit
+    assert system.gpus[0].get_power_limit() == plo.optimal_power_limit
+    callbacks.on_train_end()
+    assert system.gpus[0].get_power_limit() == system.max_limit  # restored
+    assert len(seen) % 5 == 0 and seen

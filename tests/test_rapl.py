@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -43,6 +44,18 @@ def test_monitor_measures_cpu_and_dram(powercap, fake_nvml):
     assert m.cpu_energy == {0: pytest.approx(5.0), 1: pytest.approx(2.5)}
     assert m.dram_energy == {0: pytest.approx(0.75), 1: pytest.approx(0.0)}
     assert m.total_energy == pytest.approx(sum(m.gpu_energy.values()))  # GPUs only, as in Zeus
+
+
+def test_counters_keep_their_file_open_and_close_it_when_dropped(powercap):
+    cpus = rapl_cpus()
+    counter = cpus[0]._package
+    fd, path = counter._fd, str(counter.path)
+    assert os.readlink(f"/proc/self/fd/{fd}") == path
+    fp.set_uj(powercap, 0, 7_000_000)  # rewritten in place, as the kernel's value changes
+    assert counter.read() == pytest.approx(7.0)
+    del cpus, counter
+    gc.collect()
+    assert not os.path.exists(f"/proc/self/fd/{fd}") or os.readlink(f"/proc/self/fd/{fd}") != path
 
 
 def test_counter_wraparound(powercap, fake_nvml):

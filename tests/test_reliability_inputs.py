@@ -83,8 +83,8 @@ def test_notebook_number_list_parameters_take_one_number_a_list_or_text(tmp_path
         variants,
     )
     assert [g.get("ok") for g in got[:3]] == [
-        {"batch_sizes": [32, 64, 128], "power_limits": [500.0]},
-        {"batch_sizes": [32, 64, 128], "power_limits": [300.0, 200.0]},
+        {"batch_sizes": [32, 128, 512], "power_limits": [500.0]},
+        {"batch_sizes": [32, 128, 512], "power_limits": [300.0, 200.0]},
         {"batch_sizes": [64], "power_limits": [250.0, 150.5]},
     ]
     for g, name, item in zip(

@@ -42,3 +42,15 @@ def test_shipped_data_keeps_license_and_credit():
         "summary_power_v100.csv",
         "summary_train.csv",
     ]
+
+
+def test_quick_start_installs_only_the_tour_and_the_test_command_its_tools():
+    setup, tests = quick_start_commands()
+    assert "zeus-nb tour" in setup and "pip install -e ." in setup and "[dev" not in setup
+    assert "pip install -e '.[dev" in tests and tests.endswith("-m pytest")
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    for prerequisite in ("chromium", "postgresql-15", "prometheus-pushgateway"):
+        assert prerequisite in section, prerequisite
+        assert prerequisite in (REPO / ".ci" / "run").read_text()
+    assert "pip install zeus-nb" not in readme, "zeus-nb is not on PyPI: install from a checkout"

@@ -106,6 +106,42 @@ def test_same_semantics_on_both_backends(store_url):
     assert store.jobs() == [] and store.job("nightly") is None
 
 
+@pytest.mark.parametrize("memory", [False, True])
+def test_trials_are_numbered_per_job_on_every_backend(store_url, memory):
+    from zeus_nb.optimizer.batch_size.store import MemoryStore
+
+    store = MemoryStore() if memory else open_store(store_url)
+    for name in ("a", "b"):
+        store.register(_spec(name))
+    assert [store.new_trial("a", 32), store.new_trial("a", 16), store.new_trial("b", 64)] == [
+        1,
+        2,
+        1,
+    ]
+    assert store.end_trial("a", 1, "succeeded", observation=7)
+    assert not store.end_trial("a", 1, "failed")  # ended already: unchanged
+    assert store.end_trial("a", 2, "failed") and not store.end_trial("a", 9, "failed")
+    got = [(t.trial_number, t.batch_size, t.status, t.observation) for t in store.trials("a")]
+    assert got == [(1, 32, "succeeded", 7), (2, 16, "failed", None)]
+    with pytest.raises(ValueError, match="succeeded"):
+        store.end_trial("a", 3, "dispatched")
+    store.delete("a")
+    assert store.trials("b")[0].batch_size == 64 and "a" not in store.jobs()
+
+
+def test_stores_from_before_the_trials_table_get_it(store_url):
+    import sqlalchemy
+
+    open_store(store_url).register(_spec())
+    url = store_url.replace("postgresql://", "postgresql+psycopg://")
+    engine = sqlalchemy.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sqlalchemy.text("DROP TABLE trials"))
+    engine.dispose()
+    store = open_store(store_url)  # an older store: the table comes back, the job stays
+    assert store.job("nightly") is not None and store.new_trial("nightly", 32) == 1
+
+
 def test_bandit_runs_on_postgresql_like_on_sqlite(tmp_path, pg_url):  # noqa: F811
     """The same reports give the same decisions whichever backend keeps them."""
     picks = {}

@@ -8,7 +8,20 @@ from __future__ import annotations
 
 
 class ZeusNbError(Exception):
-    """Base class of the errors zeus-nb raises on purpose."""
+    """Base class of the errors zeus-nb raises on purpose.
+
+    It is also Zeus's ``ZeusBaseError`` (:mod:`zeus_nb.exception`): one hierarchy, so Zeus code's
+    ``except ZeusBaseError`` catches every zeus-nb error and the CLI prints Zeus-named errors as
+    one line too. Like Zeus's, it takes the message first and keeps it as :attr:`message`.
+    """
+
+    def __init__(self, message: str = "", *args: object) -> None:
+        super().__init__(message, *args)
+
+    @property
+    def message(self) -> str:
+        """The one-line message (Zeus's attribute name)."""
+        return str(self.args[0]) if self.args else ""
 
 
 class NoGPUError(ZeusNbError):
@@ -39,12 +52,27 @@ class TraceFormatError(InputError):
     """A trace or log file does not follow the expected schema."""
 
 
+class TraceNotFoundError(InputError, FileNotFoundError):
+    """A trace file named by the user does not exist."""
+
+
+class SimulationError(ZeusNbError, RuntimeError):
+    """A trace-driven simulation cannot go on (say, a job that never reaches its target)."""
+
+
 class CallbackOrderError(ZeusNbError, RuntimeError):
     """Training-loop hooks were called out of their documented order."""
 
 
 class WindowError(ZeusNbError, ValueError):
     """A measurement window was begun twice or ended without being begun."""
+
+
+class TargetFunctionError(ZeusNbError, RuntimeError):
+    """A function handed to zeus-nb to run and measure (a profiling target) raised or did no work.
+
+    The function's own exception is chained as ``__cause__``.
+    """
 
 
 NO_DRIVER_HINT = "no NVIDIA driver found; use the simulated backend: ZEUS_NB_BACKEND=sim"

@@ -14,8 +14,10 @@
 # (the Zeus traces). The small model below trains on your CPU (or GPU), while the monitor reads the
 # (simulated or real) GPU.
 #
-# **Expected run time** (2 CPU cores): about 20 s on the simulated backend (8 s with
-# `smoke = True`); on a GPU the same small model trains for real (not yet timed on a GPU).
+# **Expected run time**: 3 min 42 s on the simulated GPU, 20 s with `smoke = True` (measured on 2
+# CPU cores that other jobs were using; see the README's run-time table).
+#
+# **On a GPU** the same small model trains for real (not yet timed on a GPU).
 #
 # The next cell holds the parameters. Papermill and `zeus-nb sweep` override them; in JupyterLab,
 # edit them and run all cells.
@@ -39,7 +41,9 @@ import torchvision
 from torchvision import transforms
 
 import zeus_nb
-from zeus_nb import check, validate, widgets
+from zeus_nb import widgets
+from zeus_nb.course import check
+from zeus_nb.utils import validate
 
 epochs, steps_per_epoch, batch_size = validate.notebook_counts(
     epochs=epochs, steps_per_epoch=steps_per_epoch, batch_size=batch_size
@@ -347,6 +351,12 @@ zeus_nb.record("average_power_w", average_power(training))
 zeus_nb.record("energy_per_step_j", per_step)
 zeus_nb.record("epoch_energy_j", [m.total_energy for m in epoch_results])
 zeus_nb.record("power_samples", len(timeline))
+zeus_nb.record(
+    "takeaway",
+    f"{total_steps} training steps on the {gpu.name}: {training.total_energy:.0f} J in "
+    f"{training.time:.1f} s, {per_step:.1f} J per step, "
+    f"{average_power(training):.0f} W on average",
+)
 print(f"{len(zeus_nb.runner.records.recorded())} results recorded (zeus_nb.collect reads them)")
 
 # %% [markdown]

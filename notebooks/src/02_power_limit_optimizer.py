@@ -13,9 +13,10 @@
 # **Prerequisites**: notebook 01 (measurement windows). No GPU needed: the simulated A40 replays
 # real measurements. On a real GPU, changing power limits needs root or `SYS_ADMIN`.
 #
-# **Expected run time** (2 CPU cores): about 11 s on the simulated backend (10 s with
-# `smoke = True`);
-# on a GPU, profiling takes about 50 real training steps per power limit (not yet timed).
+# **Expected run time**: 39 s on the simulated GPU, 23 s with `smoke = True` (measured on 2 CPU
+# cores that other jobs were using; see the README's run-time table).
+#
+# **On a GPU**, profiling takes about 50 real training steps per power limit (not yet timed).
 
 # %% tags=["parameters"]
 backend: str = "auto"  # "auto" (real GPU if found, else simulated), "sim" or "nvml"
@@ -42,7 +43,8 @@ import torch
 from IPython.display import display
 
 import zeus_nb
-from zeus_nb import check, validate, widgets
+from zeus_nb import widgets
+from zeus_nb.course import check
 from zeus_nb.data.traces import resource_path
 from zeus_nb.optimizer import (
     Energy,
@@ -53,6 +55,7 @@ from zeus_nb.optimizer import (
 )
 from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
 from zeus_nb.plots import power_limit_profile
+from zeus_nb.utils import validate
 
 (warmup_steps,) = validate.notebook_counts(low=0, warmup_steps=warmup_steps)
 profile_steps, epochs, steps_per_epoch = validate.notebook_counts(
@@ -99,7 +102,7 @@ print(pd.Series(choices, name="chosen limit (W)"))
 # %% [markdown]
 # `Time()` keeps the fastest limit; `Energy()` goes to the limit where energy bottoms out, below
 # which the slowdown costs more energy than the lower power saves; `ZeusCost` weighs the two. The
-# lines under the plot say where each one lands on this log.
+# lines printed with the plot say where each one lands on this log.
 
 # %%
 fig = power_limit_profile(replays["ZeusCost(eta_knob=0.5)"])
@@ -170,7 +173,7 @@ for factor in (1.0, 1.02, 1.05, 1.1, 1.2, 1.5, 2.0):
     rows.append((factor, chosen, profile.time_s[chosen], profile.energy_j[chosen]))
 slowdown = pd.DataFrame(rows, columns=["factor", "limit_w", "time_s", "energy_j"])
 print(slowdown.round(2).to_string(index=False))
-energy_optimal = energy_optimal_limit(profile)  # your function from the exercise
+energy_optimal = energy_optimal_limit(profile)  # the exercise's (the reference until yours passes)
 saving = slowdown[slowdown.limit_w >= energy_optimal]
 wasting = slowdown[slowdown.limit_w < energy_optimal]
 print(f"\nleast energy of this profile: {energy_optimal:g} W")
@@ -311,6 +314,14 @@ zeus_nb.record("live_limits_per_epoch", limits_seen)
 zeus_nb.record("profile_reused", again.done and applied == plo.optimal_power_limit)
 zeus_nb.record("hf_choice", hf_limit)
 zeus_nb.record("hf_skipped", hf_skipped)
+e_opt = choices["Energy()"]
+zeus_nb.record(
+    "takeaway",
+    f"on the replayed A40 log Energy() picks {e_opt:g} W: "
+    f"{1 - profile.energy_j[e_opt] / profile.energy_j[top_limit]:.0%} less energy than "
+    f"{top_limit:g} W for {profile.time_s[e_opt] / profile.time_s[top_limit] - 1:.0%} more time; "
+    f"live, {live_selector!r} chose {plo.optimal_power_limit:g} W",
+)
 print(f"{len(zeus_nb.runner.records.recorded())} results recorded (zeus_nb.collect reads them)")
 
 # %% [markdown]

@@ -13,9 +13,10 @@
 # **Prerequisites**: notebooks 01 and 02. No GPU needed: without GPUs the ranks run on the CPU
 # (gloo) with one simulated A40 each. With GPUs, set `nproc` to their number.
 #
-# **Expected run time** (2 CPU cores): about 19 s on the simulated backend (17 s with
-# `smoke = True`);
-# on GPUs it depends on the model and data you choose (`arch`, `data`).
+# **Expected run time**: 39 s on the simulated GPU, 36 s with `smoke = True` (measured on 2 CPU
+# cores that other jobs were using; see the README's run-time table).
+#
+# **On GPUs** it depends on the model and data you choose (`arch`, `data`).
 
 # %% tags=["parameters"]
 backend: str = "auto"  # "auto" (real GPU if found, else simulated), "sim" or "nvml"
@@ -31,13 +32,15 @@ warmup_steps: int = 1  # unmeasured steps after each power-limit change
 profile_steps: int = 2  # measured steps per power limit
 pl_step: int = 50  # W between profiled power limits
 run_fsdp: bool = True  # also train with fully sharded data parallel
+rank_spread: float = 0.03  # simulated GPUs: relative spread of step time and power across ranks
+straggler: str = ""  # simulated GPUs: "RANK:FACTOR" slows one rank down, e.g. "1:1.3"
 headless: bool = False  # True: show no interactive controls (automatic under papermill)
 
 # %%
 import pandas as pd
 
 import zeus_nb
-from zeus_nb import check
+from zeus_nb.course import check
 from zeus_nb.optimizer import PowerLimitMeasurement
 from zeus_nb.plots import power_limit_profile
 from zeus_nb.train.launch import launch
@@ -57,7 +60,16 @@ options = dict(
     pl_step=pl_step,
     seed=seed,
 )
-print(f"{nproc} processes on the {gpu_backend} backend: {options}")
+sim_env = {"ZEUS_NB_SIM_RANK_SPREAD": str(rank_spread), "ZEUS_NB_SIM_STRAGGLER": straggler}
+print(
+    f"{nproc} processes on the {gpu_backend} backend: the {arch} model on {data} data, "
+    f"{epochs} epochs of {train_size} images, max slowdown {max_slowdown:g}"
+)
+if gpu_backend == "sim":
+    print(
+        f"simulated GPUs differ by {rank_spread:.0%} between ranks"
+        + (f"; straggler {straggler}" if straggler else "")
+    )
 
 # %% [markdown]
 # ## DistributedDataParallel
@@ -66,14 +78,24 @@ print(f"{nproc} processes on the {gpu_backend} backend: {options}")
 # subprocess, shows its output here and returns the results JSON that rank 0 wrote. Each rank
 # measures its own GPU (`ZeusMonitor(gpu_indices=[local_rank])`) and runs the power-limit
 # optimizer; the optimizer reduces every measurement across ranks before it chooses.
+#
+# No two GPUs of one model run exactly alike: on the simulated backend each rank's GPU gets its
+# own step time and power, `rank_spread` apart (3 % by default), and `straggler = "1:1.3"` makes
+# rank 1 take 1.3 times as long per step, like a GPU that throttles.
 
 # %%
-dp = launch("dp", nproc=nproc, **options)
+dp = launch("dp", nproc=nproc, env=sim_env, **options)
 
 # %%
 ranks = pd.DataFrame(dp["ranks"])
 print(ranks[["rank", "gpu_index", "time_s", "energy_j", "power_limit_w"]].round(2))
 print(f"job: {dp['time_s']:.2f} s, {dp['energy_j']:.1f} J, accuracy {dp['accuracy']:.1%}")
+slowest = ranks.loc[ranks.time_s.idxmax()]
+print(
+    f"rank {slowest['rank']:.0f} is the slowest ({slowest.time_s:.2f} s); the ranks' times span "
+    f"{ranks.time_s.min():.2f}-{ranks.time_s.max():.2f} s and their energies "
+    f"{ranks.energy_j.min():.0f}-{ranks.energy_j.max():.0f} J"
+)
 
 # %% [markdown]
 # ## Exercise: combine the ranks
@@ -91,13 +113,16 @@ def aggregate_data_parallel(times: list[float], energies: list[float]) -> tuple[
 
 aggregate_data_parallel = check.aggregate_data_parallel(aggregate_data_parallel)
 job_time, job_energy = aggregate_data_parallel(list(ranks.time_s), list(ranks.energy_j))
-print(f"from the ranks: {job_time:.2f} s, {job_energy:.1f} J (results: {dp['energy_j']:.1f} J)")
+print(
+    f"{check.whose(aggregate_data_parallel, 'aggregate_data_parallel')} gives {job_time:.2f} s, "
+    f"{job_energy:.1f} J; the results file says {dp['time_s']:.2f} s, {dp['energy_j']:.1f} J"
+)
 
 # %% [markdown]
 # ## What the optimizer measured
 #
 # Each profiled limit's window holds all ranks (time: the slowest, energy: the sum). Limits that
-# adaptive profiling ruled out early are drawn as dotted grey lines (listed under the plot).
+# adaptive profiling ruled out early are drawn as dotted grey lines (the cell lists them too).
 
 # %%
 profile = [
@@ -105,7 +130,8 @@ profile = [
     for p in dp["profile"]
 ]
 print(
-    f"chosen limit: {dp['optimal_power_limit_w']} W; every rank ended at {set(ranks.power_limit_w)}"
+    f"chosen limit: {dp['optimal_power_limit_w']:g} W; the ranks ended at "
+    + ", ".join(f"{w:g} W" for w in sorted(set(ranks.power_limit_w)))
 )
 if profile:
     fig = power_limit_profile(
@@ -140,7 +166,8 @@ if my_limit is not None:
     verdict = "the same limit" if my_limit == chosen_w else "a different limit"
     print(
         f"within {max_slowdown:g}x the time at {max(m.power_limit for m in profile):g} W: "
-        f"your slowdown_limit picks {my_limit:g} W, the optimizer chose {chosen_w:g} W "
+        f"{check.whose(slowdown_limit, 'slowdown_limit')} picks {my_limit:g} W, "
+        f"the optimizer chose {chosen_w:g} W "
         f"({verdict})"
     )
 
@@ -151,7 +178,7 @@ if my_limit is not None:
 # optimizer work the same way.
 
 # %%
-fsdp = launch("fsdp", nproc=nproc, **options) if run_fsdp else None
+fsdp = launch("fsdp", nproc=nproc, env=sim_env, **options) if run_fsdp else None
 if fsdp is not None:
     summary = pd.DataFrame(
         {
@@ -187,6 +214,13 @@ zeus_nb.record("dp_slowdown_limit", my_limit)
 if fsdp is not None:
     zeus_nb.record("fsdp", {k: fsdp[k] for k in ("world_size", "time_s", "energy_j", "accuracy")})
     zeus_nb.record("fsdp_power_limits", [r["power_limit_w"] for r in fsdp["ranks"]])
+zeus_nb.record(
+    "takeaway",
+    f"{nproc} ranks: the job lasts as long as its slowest rank ({job_time:.1f} s) and uses the "
+    f"sum of their energies ({job_energy:.0f} J); the optimizer chose "
+    f"{dp['optimal_power_limit_w']:g} W and the ranks ended at "
+    + ", ".join(f"{w:g} W" for w in sorted(set(ranks.power_limit_w))),
+)
 print(f"{len(zeus_nb.runner.records.recorded())} results recorded (zeus_nb.collect reads them)")
 
 # %% [markdown]

@@ -6,7 +6,8 @@
 # - why a pipeline-parallel iteration under the 1F1B schedule leaves some GPUs waiting, and why
 #   the energy of those waits counts;
 # - how an instruction profile (time and energy of each stage's forward and backward at each SM
-#   clock) turns into the whole time–energy frontier of an iteration, solved with `lowtime`;
+#   clock) turns into the whole time–energy frontier of an iteration (Phillips–Dessouky, as in
+#   `lowtime`);
 # - how a frequency plan runs a live 4-stage pipeline at the same iteration time with less energy,
 #   measured on every rank;
 # - what a straggler elsewhere in the job buys: the least-energy plan that still keeps up with it
@@ -18,8 +19,11 @@
 # pipeline's stages compute on the CPU (gloo), so on a GPU machine they still run on simulated
 # GPUs; real clocks are set only by `zeus_nb.train.pipeline --backend nvml`.
 #
-# **Expected run time** (2 CPU cores): about 45 s, also with `smoke = True`, mostly starting
-# the four pipeline processes three times; GPUs do not change it.
+# **Expected run time**: 1 min 21 s on the simulated GPU, 1 min 22 s with `smoke = True` (measured
+# on 2 CPU cores that other jobs were using; see the README's run-time table).
+#
+# Most of it goes into starting the four pipeline processes three times, so a GPU does not change
+# it much.
 
 # %% tags=["parameters"]
 backend: str = "auto"  # "auto" (real GPU if found, else simulated), "sim" or "nvml"
@@ -47,7 +51,8 @@ import pandas as pd
 from IPython.display import display
 
 import zeus_nb
-from zeus_nb import check, widgets
+from zeus_nb import widgets
+from zeus_nb.course import check
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.optimizer.pipeline_frequency import (
     FrequencyPlan,
@@ -144,18 +149,22 @@ busy_energy = [
 ]
 blocking = [profile.blocking_power[s] for s in range(stages)]
 my_energy = iteration_energy(busy_energy, list(busy), max_clock.iteration_time, blocking)
-print(f"your energy: {my_energy:.1f} J; the planner's: {max_clock.energy:.1f} J")
+print(
+    f"{check.whose(iteration_energy, 'iteration_energy')} gives {my_energy:.1f} J; "
+    f"the planner's timeline: {max_clock.energy:.1f} J"
+)
 
 # %% [markdown]
 # ## The frontier
 #
-# Each instruction's profiled (time, energy) options become a `lowtime` operation with an
-# exponential cost model (energy minus blocking energy, so waiting is paid for). The
-# Phillips–Dessouky solver shortens the iteration one time quantum at a time from the all-slowest
-# plan to the fastest; each step is a plan. The frontier keeps the plans where a longer iteration
-# buys strictly less energy. Its fastest point runs as fast as all max clocks (the star) with less
-# energy: the instructions off the critical path slow down into their slack (the *intrinsic
-# energy bloat*).
+# Each instruction's profiled (time, energy) options get an exponential cost model (energy minus
+# blocking energy, so waiting is paid for). A Phillips–Dessouky solver (the package's own, which
+# follows `lowtime`'s; `solver="lowtime"` runs `lowtime` itself) shortens the iteration one time
+# quantum at a time from the all-slowest plan to the fastest; each step is a plan. The frontier
+# keeps the plans where a longer iteration buys strictly less energy. Its fastest point takes the
+# time of all max clocks (the star), up to one time quantum, on less energy: the instructions off
+# the critical path slow down into their slack (the *intrinsic energy bloat*). The lines printed
+# with the plot give both.
 
 # %%
 frontier = solve_frontier(
@@ -164,13 +173,15 @@ frontier = solve_frontier(
 fastest = frontier.fastest()
 ref = frontier.max_clock
 saved_fastest = 100 * (1 - fastest.energy / ref.energy)
+slower_fastest = 100 * (fastest.iteration_time / ref.iteration_time - 1)
 print(
     f"{len(frontier.points)} frontier points from {fastest.iteration_time:.4f} s to "
     f"{frontier.points[-1].iteration_time:.4f} s (quantum {frontier.unit_time:.2e} s)"
 )
 print(
-    f"fastest plan: {fastest.iteration_time:.4f} s, {fastest.energy:.1f} J; all max clocks: "
-    f"{ref.iteration_time:.4f} s, {ref.energy:.1f} J ({saved_fastest:.2f} % saved)"
+    f"all max clocks: {ref.iteration_time:.4f} s, {ref.energy:.1f} J; fastest plan: "
+    f"{fastest.iteration_time:.4f} s ({slower_fastest:+.2f} % time, within one quantum), "
+    f"{fastest.energy:.1f} J ({saved_fastest:.2f} % less energy)"
 )
 fig = frontier_plot(frontier, chosen=fastest)
 
@@ -305,7 +316,8 @@ print(table[table.MHz == table.MHz.max()].round(2).to_string(index=False))
 # that locks each instruction's planned clock. Both runs are measured on every rank.
 
 # %%
-live_frontier = solve_frontier(live_profile, 4, live_microbatches)
+live_unit = 2 * quantum_scale * default_unit_time(live_profile)  # coarser: a quicker solve
+live_frontier = solve_frontier(live_profile, 4, live_microbatches, unit_time=live_unit)
 live_point = live_frontier.fastest()
 plan_file = work_dir / "plan.json"
 plan_file.write_text(json.dumps(live_point.to_json()))
@@ -328,22 +340,22 @@ live_planned = launch(4, plan=str(plan_file), **run_options)
 compare = pd.DataFrame(
     {
         "all max clocks": {
-            "predicted_s": live_frontier.max_clock.iteration_time,
-            "measured_s": live_max["iteration_time_s"],
-            "predicted_J": live_frontier.max_clock.energy,
-            "measured_J": live_max["energy_j"],
+            "predicted_us": 1e6 * live_frontier.max_clock.iteration_time,
+            "measured_us": 1e6 * live_max["iteration_time_s"],
+            "predicted_mJ": 1e3 * live_frontier.max_clock.energy,
+            "measured_mJ": 1e3 * live_max["energy_j"],
         },
         "plan": {
-            "predicted_s": live_point.iteration_time,
-            "measured_s": live_planned["iteration_time_s"],
-            "predicted_J": live_point.energy,
-            "measured_J": live_planned["energy_j"],
+            "predicted_us": 1e6 * live_point.iteration_time,
+            "measured_us": 1e6 * live_planned["iteration_time_s"],
+            "predicted_mJ": 1e3 * live_point.energy,
+            "measured_mJ": 1e3 * live_planned["energy_j"],
         },
     }
 ).T
 live_saved = 100 * (1 - live_planned["energy_j"] / live_max["energy_j"])
 live_slower = 100 * (live_planned["iteration_time_s"] / live_max["iteration_time_s"] - 1)
-print(compare.to_string(float_format=lambda x: f"{x:.4g}"))
+print(compare.round(2).to_string())
 print(
     f"measured: the plan takes {live_slower:+.2f} % time and "
     f"{'saves' if live_saved > 0 else 'does not save'} {abs(live_saved):.2f} % energy per iteration"
@@ -351,15 +363,26 @@ print(
 fig = timelines_before_after(live_frontier, live_point)
 
 # %% [markdown]
-# The same straggler on the live pipeline: rank 0 can also plan inside the job
-# (`plan_profile=..., plan_deadline=...`) and broadcast the plan, with no server.
+# The same straggler on the live pipeline: the frontier of the live profile, and its least-energy
+# plan within `straggler_slowdown` times the fastest plan's time (the star on the plot). Inside a
+# job, rank 0 can plan the same way (`plan_profile=..., plan_deadline=...`) and broadcast the
+# plan, with no server.
 
 # %%
 live_straggler = live_frontier.for_deadline(straggler_slowdown * live_point.iteration_time)
+live_slowest = live_frontier.points[-1]
+live_saved_straggler = 100 * (1 - live_straggler.energy / live_frontier.max_clock.energy)
 print(
-    f"{len(live_frontier.points)} live frontier point(s); within {straggler_slowdown:g}x: "
-    f"{live_straggler.iteration_time * 1e6:.1f} us, {live_straggler.energy * 1e3:.2f} mJ"
+    f"{len(live_frontier.points)} live frontier points from {live_point.iteration_time * 1e6:.1f} "
+    f"to {live_slowest.iteration_time * 1e6:.1f} us per iteration"
 )
+print(
+    f"within {straggler_slowdown:g}x the fastest plan's time: a plan of "
+    f"{live_straggler.iteration_time * 1e6:.1f} us and {live_straggler.energy * 1e3:.2f} mJ, "
+    f"{live_saved_straggler:.1f} % less energy than all max clocks "
+    f"(the fastest plan: {100 * (1 - live_point.energy / live_frontier.max_clock.energy):.1f} %)"
+)
+fig = frontier_plot(live_frontier, chosen=live_straggler)
 
 # %% [markdown]
 # ## Results
@@ -382,6 +405,15 @@ zeus_nb.record(
     "live_max_predicted", [live_frontier.max_clock.iteration_time, live_frontier.max_clock.energy]
 )
 zeus_nb.record("live_saved_pct", live_saved)
+zeus_nb.record("live_frontier", [[p.iteration_time, p.energy] for p in live_frontier.points])
+zeus_nb.record("live_straggler", [live_straggler.iteration_time, live_straggler.energy])
+zeus_nb.record(
+    "takeaway",
+    f"the planner's fastest plan keeps all max clocks' iteration time "
+    f"({slower_fastest:+.1f} %) on {saved_fastest:.1f} % "
+    f"less energy, a {straggler_slowdown:g}x straggler deadline saves {saved_straggler:.1f} %; "
+    f"live, the plan saved {live_saved:.1f} % at {live_slower:+.1f} % time",
+)
 print(f"{len(zeus_nb.runner.records.recorded())} results recorded (zeus_nb.collect reads them)")
 
 # %% [markdown]

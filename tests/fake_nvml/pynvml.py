@@ -20,15 +20,31 @@ NVML_ERROR_UNINITIALIZED = 1
 NVML_ERROR_INVALID_ARGUMENT = 2
 NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_NO_PERMISSION = 4
+NVML_ERROR_ALREADY_INITIALIZED = 5
 NVML_ERROR_NOT_FOUND = 6
+NVML_ERROR_INSUFFICIENT_SIZE = 7
+NVML_ERROR_INSUFFICIENT_POWER = 8
 NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_TIMEOUT = 10
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_IRQ_ISSUE = 11
+NVML_ERROR_FUNCTION_NOT_FOUND = 13
+NVML_ERROR_CORRUPTED_INFOROM = 14
+NVML_ERROR_RESET_REQUIRED = 16
+NVML_ERROR_OPERATING_SYSTEM = 17
+NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
+NVML_ERROR_MEMORY = 20
 NVML_ERROR_UNKNOWN = 999
+NVML_DEVICE_ARCH_VOLTA = 5
+NVML_DEVICE_ARCH_AMPERE = 7
 NVML_TEMPERATURE_GPU = 0
 NVML_FI_DEV_POWER_AVERAGE = 185
 NVML_FI_DEV_POWER_INSTANT = 186
 NVML_POWER_SCOPE_GPU = 0
 NVML_POWER_SCOPE_MEMORY = 1
+NVML_FEATURE_DISABLED = 0
+NVML_FEATURE_ENABLED = 1
 
 
 class NVMLError(Exception):
@@ -54,6 +70,9 @@ _ERRORS = {
     "NotFound": _sub("NotFound", NVML_ERROR_NOT_FOUND),
     "DriverNotLoaded": _sub("DriverNotLoaded", NVML_ERROR_DRIVER_NOT_LOADED),
     "LibraryNotFound": _sub("LibraryNotFound", NVML_ERROR_LIBRARY_NOT_FOUND),
+    "Timeout": _sub("Timeout", NVML_ERROR_TIMEOUT),
+    "GpuIsLost": _sub("GpuIsLost", NVML_ERROR_GPU_IS_LOST),
+    "FunctionNotFound": _sub("FunctionNotFound", NVML_ERROR_FUNCTION_NOT_FOUND),
     "Unknown": _sub("Unknown", NVML_ERROR_UNKNOWN),
 }
 
@@ -73,6 +92,7 @@ def default_device(i: int, **overrides) -> dict:
         "energy_error": None,
         "power_error": None,
         "temperature_c": 45,
+        "architecture": NVML_DEVICE_ARCH_AMPERE,
         # Field-value power domains in mW (None: the field is not supported).
         "power_instant_mw": None,
         "power_average_mw": None,
@@ -83,6 +103,9 @@ def default_device(i: int, **overrides) -> dict:
         "graphics_clocks_mhz": list(range(1740, 209, -15)),
         "locked_clocks": None,
         "clock_error": None,
+        # Locked memory clocks ([min, max] or None) and persistence mode (NVML_FEATURE_*).
+        "memory_locked_clocks": None,
+        "persistence_mode": NVML_FEATURE_DISABLED,
     }
     dev.update(overrides)
     return dev
@@ -99,6 +122,19 @@ def default_state(num_gpus: int = 2) -> dict:
     }
 
 
+_memory_state: dict | None = None
+
+
+def keep_state_in_memory(state: dict | None) -> None:
+    """Serve ``state`` from memory instead of the JSON file; None goes back to the file.
+
+    Benchmarks use this so that a call costs what a driver call costs, not a JSON round trip
+    (subprocesses then no longer share the state).
+    """
+    global _memory_state
+    _memory_state = state
+
+
 def _path() -> Path:
     p = os.environ.get("ZEUS_NB_FAKE_NVML_STATE")
     if not p:
@@ -107,10 +143,14 @@ def _path() -> Path:
 
 
 def load_state() -> dict:
+    if _memory_state is not None:
+        return _memory_state
     return json.loads(_path().read_text())
 
 
 def save_state(state: dict) -> None:
+    if _memory_state is not None:
+        return  # callers changed the in-memory state in place
     p = _path()
     tmp = p.with_suffix(".tmp")
     tmp.write_text(json.dumps(state))
@@ -224,6 +264,21 @@ def nvmlDeviceGetTotalEnergyConsumption(handle: _Handle) -> int:
     return d["energy_mj"]
 
 
+def nvmlDeviceGetArchitecture(handle: _Handle) -> int:
+    return int(_dev(handle).get("architecture", NVML_DEVICE_ARCH_AMPERE))
+
+
+def nvmlDeviceGetC2cModeInfoV(handle: _Handle):
+    """No fake GPU is a Grace Hopper chip (the call exists on such drivers only)."""
+    _dev(handle)
+    raise _ERRORS["NotSupported"]()
+
+
+def _nvmlGetFunctionPointer(name: str):
+    """Present in the official bindings (libraries such as Zeus check for it); unused here."""
+    raise _ERRORS["FunctionNotFound"]()
+
+
 def nvmlDeviceGetPowerUsage(handle: _Handle) -> int:
     d = _dev(handle)
     _raise(d.get("power_error"))
@@ -299,4 +354,31 @@ def nvmlDeviceResetGpuLockedClocks(handle: _Handle) -> None:
     state, d = _clock_state(handle)
     d["locked_clocks"] = None
     state.setdefault("clock_calls", []).append([handle.index, "reset"])
+    save_state(state)
+
+
+def nvmlDeviceSetMemoryLockedClocks(handle: _Handle, min_mhz: int, max_mhz: int) -> None:
+    state, d = _clock_state(handle)
+    if min_mhz > max_mhz:
+        raise _ERRORS["InvalidArgument"]()
+    d["memory_locked_clocks"] = [int(min_mhz), int(max_mhz)]
+    save_state(state)
+
+
+def nvmlDeviceResetMemoryLockedClocks(handle: _Handle) -> None:
+    state, d = _clock_state(handle)
+    d["memory_locked_clocks"] = None
+    save_state(state)
+
+
+def nvmlDeviceGetPersistenceMode(handle: _Handle) -> int:
+    return _dev(handle).get("persistence_mode", NVML_FEATURE_DISABLED)
+
+
+def nvmlDeviceSetPersistenceMode(handle: _Handle, mode: int) -> None:
+    _check_init()
+    state = load_state()
+    d = state["devices"][handle.index]
+    _raise(d.get("set_error"))
+    d["persistence_mode"] = int(mode)
     save_state(state)

@@ -89,7 +89,14 @@ def register(sub) -> None:
     t.set_defaults(func=run_timings)
 
     s = course_sub.add_parser(
-        "slides", help="reveal.js slides of the notebooks (student edition) with nbconvert"
+        "slides",
+        help="reveal.js slides of the executed notebooks, plots included (exercises unsolved)",
+        description=(
+            "Execute the notebooks (or take executed copies from --executed) and write one "
+            "reveal.js deck per notebook, every slide cut to fit, exercises shown as students get "
+            "them. reveal.js and require.js are copied beside the decks (fetched once with "
+            "`npm pack` into ~/.cache/zeus-nb/npm), so the decks open offline."
+        ),
     )
     s.add_argument(
         "notebooks",
@@ -101,10 +108,17 @@ def register(sub) -> None:
         "-o", "--output", type=PATH, default="slides", help="output folder (default: slides)"
     )
     s.add_argument(
+        "--executed",
+        default=None,
+        metavar="DIR",
+        help="use the executed notebooks in DIR (e.g. `zeus-nb tour -o DIR`) instead of running",
+    )
+    _execution_options(s)
+    s.add_argument(
         "--reveal-url",
         type=nonempty("URL"),
         default=None,
-        help="where browsers load reveal.js from (default: nbconvert's CDN address)",
+        help="load reveal.js from this address instead of the copy beside the decks",
     )
     s.set_defaults(func=run_slides)
 
@@ -194,10 +208,8 @@ def run_verify(args) -> int:
 
 
 def run_grade(args) -> int:
-    import csv
-    import io
-
     from zeus_nb.course import CourseError, grade
+    from zeus_nb.course import grade_report as report
     from zeus_nb.utils.validate import writable_dir
 
     params, env = _parameters_and_env(args)
@@ -205,27 +217,41 @@ def run_grade(args) -> int:
     if missing:  # checked before the output folder is made
         raise CourseError(f"{', '.join(missing)}: no such notebook or folder")
     writable_dir(args.output, "-o")
+    print(f"grading, {args.jobs} submission(s) at a time; each line comes as one finishes:")
+
+    def progress(done: int, total: int, rows: list, seconds: float) -> None:
+        passed = sum(r.status == "passed" for r in rows)
+        graded = sum(r.exercise > 0 for r in rows)
+        print(
+            f"[{done}/{total}] {rows[0].submission}: {passed}/{graded} passed ({seconds:.0f} s)",
+            flush=True,
+        )
+
     results = grade(
-        args.submissions, args.output, params, env, args.kernel, args.timeout, args.jobs
+        args.submissions,
+        args.output,
+        params,
+        env,
+        args.kernel,
+        args.timeout,
+        args.jobs,
+        progress=progress,
     )
-    out = Path(args.output) / "grades.csv"
-    text = io.StringIO()
-    writer = csv.writer(text)
-    writer.writerow(["submission", "exercise", "status", "detail"])
-    writer.writerows((r.submission, r.exercise, r.status, r.detail) for r in results)
-    atomic_write(out, text.getvalue())
+    out = Path(args.output)
+    report.write_grades(out / "grades.csv", results)
+    student_totals = report.totals(results)
+    report.write_totals(out / "totals.csv", student_totals)
     by_submission: dict[str, list] = {}
     for r in results:
         by_submission.setdefault(r.submission, []).append(r)
-    for name, rows in by_submission.items():
-        passed = sum(r.status == "passed" for r in rows)
-        total = sum(r.exercise > 0 for r in rows)
-        print(f"{name}: {passed}/{total} passed")
-        for r in rows:
-            if r.status != "passed":
-                label = f"exercise {r.exercise}" if r.exercise else "notebook"
-                print(f"  {label}: {r.status}: {r.detail}")
-    print(f"\ngrades written to {out}")
+    print()
+    for rows in by_submission.values():
+        print("\n".join(report.submission_lines(rows)))
+    legend = report.legend_lines(results)
+    if legend:
+        print("\n" + "\n".join(legend))
+    print("\nper student:\n" + "\n".join(report.totals_lines(student_totals)))
+    print(f"\ngrades written to {out / 'grades.csv'}, per-student totals to {out / 'totals.csv'}")
     return 0
 
 
@@ -249,7 +275,15 @@ def run_timings(args) -> int:
 
 def run_slides(args) -> int:
     from zeus_nb.course.slides import build_slides
+    from zeus_nb.utils.environ import temp_environ
+    from zeus_nb.utils.validate import writable_dir
 
-    for path in build_slides(args.notebooks or None, args.output, args.reveal_url):
-        print(f"wrote {path}")
+    params, env = _parameters_and_env(args)
+    writable_dir(args.output, "-o")
+    with temp_environ(**env):
+        paths = build_slides(
+            args.notebooks or None, args.output, args.reveal_url, args.executed, params
+        )
+    for path in paths:
+        print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB)")
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -25,7 +26,8 @@ def register(sub) -> None:
             "Copy the notebooks into DIR as `zeus-nb notebooks` does (the student edition unless "
             "--solutions; never overwriting ones you edited), then start JupyterLab with DIR as "
             "its root folder. Arguments after `--` go to JupyterLab, e.g. "
-            "`zeus-nb lab -- --port 9999 --no-browser`."
+            "`zeus-nb lab -- --port 9999 --no-browser`. Run as root (a container), it passes "
+            "JupyterLab's --allow-root."
         ),
     )
     p.add_argument(
@@ -92,4 +94,11 @@ def run(args) -> int:
     dest = Path(args.dir).resolve()
     print_report(copy_notebooks(dest, solutions=args.solutions), dest, args.solutions)
     argv = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={dest}", *jupyter_args]
+    if _as_root() and "--allow-root" not in argv:
+        # JupyterLab refuses root without it; containers run as root, and so may a lab machine
+        argv.append("--allow-root")
     return launch(argv, dest)
+
+
+def _as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0

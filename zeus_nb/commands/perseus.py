@@ -33,6 +33,13 @@ def register(sub) -> None:
         default=None,
         help="solver time quantum in s (default: 1/25 of the shortest instruction)",
     )
+    plan.add_argument(
+        "--solver",
+        choices=("native", "lowtime"),
+        default="native",
+        help="frontier solver: this package's own (native, default) or the lowtime package's "
+        "(the reference, much slower)",
+    )
     plan.add_argument("--json", action="store_true", help="print JSON")
     plan.set_defaults(func=run_plan)
 
@@ -58,7 +65,9 @@ def run_plan(args) -> int:
     from zeus_nb.optimizer.pipeline_frequency import load_profile, solve_frontier
 
     profile = load_profile(args.profile)
-    frontier = solve_frontier(profile, args.stages, args.microbatches, args.unit_time)
+    frontier = solve_frontier(
+        profile, args.stages, args.microbatches, args.unit_time, solver=args.solver
+    )
     ref = frontier.max_clock
     if args.deadline is not None:
         point = frontier.for_deadline(args.deadline)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 
@@ -38,9 +39,40 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+WIDTH = 90  # characters a value may take on its line
+
+
+def _rounded(value):
+    """Floats to 4 significant digits, for reading; the notebook's record keeps every digit."""
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.4g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
 def _short(value) -> str:
+    """A record as one readable line: rounded, and summarised rather than cut when long."""
+    value = _rounded(value)
     text = json.dumps(value)
-    return text if len(text) <= 70 else text[:67] + "..."
+    if len(text) <= WIDTH:
+        return text
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return f"a table of {len(value)} rows ({', '.join(value[0])}; see the notebook)"
+    if isinstance(value, list) and all(isinstance(v, int | float) for v in value):
+        return f"{len(value)} values from {min(value)} to {max(value)}"
+    if isinstance(value, list):
+        return f"{len(value)} items, first {json.dumps(value[0])} (see the notebook)"
+    if isinstance(value, dict):
+        names, shown = [str(k) for k in value], []
+        while names and len(", ".join([*shown, names[0]])) < WIDTH - 40:
+            shown.append(names.pop(0))
+        more = f" and {len(names)} more" if names else ""
+        return f"{len(value)} entries: {', '.join(shown)}{more} (see the notebook)"
+    shown = value if isinstance(value, str) else text
+    return f"{shown[: WIDTH - 40]}… ({len(shown)} characters; see the notebook)"
 
 
 def run(args) -> int:
@@ -69,6 +101,9 @@ def run(args) -> int:
             print(f"  {res.error}", flush=True)
         if res.output.exists():
             records = read_notebook(res.output)["records"]
+            takeaway = records.pop("takeaway", None)
+            if takeaway:
+                print(f"  takeaway: {takeaway}", flush=True)
             for name, value in records.items():
                 print(f"  {name} = {_short(value)}", flush=True)
             if res.ok and not records:

@@ -19,6 +19,7 @@ runs to the end in CI.
 
 from __future__ import annotations
 
+import copy
 import html
 import math
 from collections.abc import Callable, Sequence
@@ -27,13 +28,22 @@ from typing import Any
 
 # The exercises live in zeus_nb.course.exercises; their registry, Case and use_seed are
 # used as check.*.
-from zeus_nb.course.exercises import EXERCISES, Case, use_seed  # noqa: F401 (re-exported)
+from zeus_nb.course.exercises import (  # noqa: F401 (re-exported)
+    EXERCISES,
+    MISTAKES,
+    REFERENCES,
+    Case,
+    Mistake,
+    use_seed,
+)
 from zeus_nb.inputs.env import env
 
 PASSED_MARK = "\N{CHECK MARK}"
 FAILED_MARK = "\N{BALLOT X}"
 NOT_DONE_MARK = "\N{HOURGLASS}"
 NOT_DONE = "not done yet"
+NONE_HINT = "the function returned None: end it with a `return` of the answer"
+CONSTANT_HINT = "it gives the same answer whatever the input: compute the answer from the arguments"
 
 
 class CheckError(AssertionError):
@@ -76,31 +86,112 @@ def _close(a: Any, b: Any, rel: float = 1e-6) -> bool:
         return False
 
 
-def _judge(name: str, fn: Any, reference: Callable, cases: Sequence[Case]) -> Outcome:
+@dataclass
+class _Wrong:
+    """A case answered wrong: ``what`` happened, and the answers when the function returned."""
+
+    case: Case
+    what: str
+    answers: list[Any] | None
+
+
+def _answers(fn: Callable, case: Case) -> tuple[list[Any] | None, str]:
+    """The function's answers to every call of ``case`` (copies of the inputs), or what it raised.
+
+    ``NotImplementedError`` (the student edition's stub) is not caught.
+    """
+    answers = []
+    for args in case.calls:
+        try:
+            answers.append(fn(*copy.deepcopy(args)))
+        except NotImplementedError:
+            raise
+        except Exception as e:  # the student's code crashed: name the error, not our numbers
+            return None, f"raised {type(e).__name__}"
+    return answers, ""
+
+
+def _same_everywhere(answers: list[Any], expected: list[Any]) -> bool:
+    """One answer for every input while the right answers differ: a constant."""
+    return (
+        len(answers) > 1
+        and all(_close(a, answers[0]) for a in answers)
+        and not all(_close(e, expected[0]) for e in expected)
+    )
+
+
+def _agrees(mistake: Mistake, case: Case, answers: list[Any]) -> bool:
+    try:
+        theirs = [mistake.fn(*copy.deepcopy(args)) for args in case.calls]
+    except Exception:
+        return False
+    return all(_close(a, b) for a, b in zip(answers, theirs, strict=True))
+
+
+def _fitting_hint(
+    wrong: list[_Wrong], answered: list[tuple[Case, list[Any]]], mistakes: Sequence[Mistake]
+) -> str | None:
+    """The hint of the known mistake that explains the student's answers best, if one does.
+
+    A mistake must give the student's answers on some wrong case; among those, the one that
+    agrees with them on the most cases (right ones included) wins, so two mistakes that fail the
+    same case are told apart by the cases the student got right.
+    """
+    best, best_score = None, (0, 0)
+    for mistake in mistakes:
+        explained = sum(_agrees(mistake, w.case, w.answers) for w in wrong if w.answers is not None)
+        if not explained:
+            continue
+        score = (sum(_agrees(mistake, c, a) for c, a in answered), explained)
+        if score > best_score:
+            best, best_score = mistake, score
+    return best.hint if best else None
+
+
+def _judge(
+    name: str,
+    fn: Any,
+    reference: Callable,
+    cases: Sequence[Case],
+    mistakes: Sequence[Mistake] = (),
+) -> Outcome:
     total = len(cases)
     if not callable(fn):
         msg = f"{name}: expected a function, got {type(fn).__name__}; define it with def"
         return Outcome(name, "failed", 0, total, msg)
-    right, wrong = 0, []  # wrong: (kind, hint, what happened)
+    right, wrong = 0, []
+    all_answers, all_expected, answered = [], [], []
     for case in cases:
+        expected = [reference(*copy.deepcopy(args)) for args in case.calls]
         try:
-            got = fn(*case.args)
+            answers, raised = _answers(fn, case)
         except NotImplementedError:
             return Outcome(name, "not done", 0, total, f"{name}: {NOT_DONE}")
-        except Exception as e:  # the student's code crashed: name the error, not our numbers
-            wrong.append((case, f"raised {type(e).__name__}"))
+        if answers is None:
+            wrong.append(_Wrong(case, raised, None))
             continue
-        if _close(got, reference(*case.args)):
+        all_answers += answers
+        all_expected += expected
+        answered.append((case, answers))
+        if all(_close(a, e) for a, e in zip(answers, expected, strict=True)):
             right += 1
+        elif any(a is None for a in answers):
+            wrong.append(_Wrong(case, "returned None", answers))
         else:
-            wrong.append((case, "gave a different answer"))
+            wrong.append(_Wrong(case, "gave a different answer", answers))
     if not wrong:
         return Outcome(name, "passed", right, total, f"{name}: all {total} cases right")
-    first, what = wrong[0]
-    kinds = sorted({c.kind for c, _ in wrong}, key=[c.kind for c in cases].index)
+    first = next((w for w in wrong if w.what == "returned None"), wrong[0])
+    if first.what == "returned None":
+        hint = NONE_HINT
+    elif _same_everywhere(all_answers, all_expected):
+        hint = CONSTANT_HINT
+    else:
+        hint = _fitting_hint(wrong, answered, mistakes) or first.case.hint
+    kinds = sorted({w.case.kind for w in wrong}, key=[c.kind for c in cases].index)
     msg = (
         f"{name}: {right} of {total} cases right; wrong on {', '.join(kinds)} "
-        f"(on {first.kind} it {what}). Hint: {first.hint}"
+        f"(on {first.case.kind} it {first.what}). Hint: {hint}"
     )
     return Outcome(name, "failed", right, total, msg)
 
@@ -130,8 +221,10 @@ def _show(outcome: Outcome, going_on: bool) -> None:
         print(text)
 
 
-def _run(name: str, fn: Any, reference: Callable, cases: Sequence[Case]) -> Callable:
-    outcome = _judge(name, fn, reference, cases)
+def _run(
+    name: str, fn: Any, reference: Callable, cases: Sequence[Case], mistakes: Sequence[Mistake]
+) -> Callable:
+    outcome = _judge(name, fn, reference, cases, mistakes)
     if outcome.passed:
         _show(outcome, going_on=False)
         return fn
@@ -142,17 +235,34 @@ def _run(name: str, fn: Any, reference: Callable, cases: Sequence[Case]) -> Call
     return reference
 
 
+def is_reference(fn: Any) -> bool:
+    """Whether ``fn`` is an exercise's reference answer: what a check returns until it passes."""
+    try:
+        return fn in REFERENCES
+    except TypeError:  # unhashable: not one of ours
+        return False
+
+
+def whose(fn: Any, name: str) -> str:
+    """ "your NAME" for the student's own function, "the reference NAME" for the reference one.
+
+    Notebooks word every sentence about an exercise's result with it, so a line that says "your"
+    always comes from the student's code.
+    """
+    return f"the reference {name}" if is_reference(fn) else f"your {name}"
+
+
 def judge(name: str, fn: Any) -> Outcome:
     """The outcome of exercise ``name`` for ``fn``, shown nowhere (for tests and tools)."""
     reference, make_cases = EXERCISES[name]
-    return _judge(name, fn, reference, make_cases())
+    return _judge(name, fn, reference, make_cases(), MISTAKES[name]())
 
 
 def _check(name: str) -> Callable[[Any], Callable]:
     reference, make_cases = EXERCISES[name]
 
     def check(fn: Any) -> Callable:
-        return _run(name, fn, reference, make_cases())
+        return _run(name, fn, reference, make_cases(), MISTAKES[name]())
 
     check.__name__ = name
     check.__doc__ = f"Check ``{name}``; returns the function to go on with."

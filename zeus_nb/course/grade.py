@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,7 @@ def grade(
     kernel_name: str = "python3",
     timeout: float | None = 600.0,
     jobs: int = 1,
+    progress: Callable[[int, int, list[ExerciseResult], float], None] | None = None,
 ) -> list[ExerciseResult]:
     """Execute students' notebooks and judge every exercise cell.
 
@@ -88,9 +90,10 @@ def grade(
     after it count as not run, as do those after a cell that runs longer than ``timeout`` seconds
     (None: no limit). Executed copies go to ``out_dir``; ``jobs`` submissions run at once.
     Paths may be relative or absolute, from any working directory; an untouched exercise is
-    "not attempted", one whose code raised is "error" with the cell named.
+    "not attempted", one whose code raised is "error" with the cell named. ``progress(done,
+    total, results, seconds)`` is called as each submission finishes (in finishing order).
     """
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, as_completed
 
     if jobs < 1:
         raise InputError(f"jobs must be at least 1, got {jobs}")
@@ -108,14 +111,21 @@ def grade(
     out.mkdir(parents=True, exist_ok=True)
     taken: set[Path] = set()
     targets = [_unique_output(out, path, taken) for path in files]
+
     # lenient checks: a wrong answer is reported and the notebook goes on with the reference,
     # so every later exercise is graded on its own
+    def one(path: Path, target: Path) -> tuple[list[ExerciseResult], float]:
+        start = time.monotonic()
+        results = _grade_one(path, target, parameters, kernel_name, timeout)
+        return results, time.monotonic() - start
+
     with (
         _environ({"ZEUS_NB_CHECKS": "lenient", **dict(env or {})}),
         ThreadPoolExecutor(max_workers=jobs) as pool,
     ):
-        per_file = pool.map(
-            lambda pair: _grade_one(pair[0], pair[1], parameters, kernel_name, timeout),
-            zip(files, targets, strict=True),
-        )
-        return [r for results in per_file for r in results]
+        futures = [pool.submit(one, f, t) for f, t in zip(files, targets, strict=True)]
+        for done, future in enumerate(as_completed(futures), start=1):
+            results, seconds = future.result()
+            if progress is not None:
+                progress(done, len(files), results, seconds)
+        return [r for future in futures for r in future.result()[0]]

@@ -1,67 +1,143 @@
-"""Slides from the notebooks: nbconvert's reveal.js exporter over the student edition.
+"""Lecture slides from the notebooks: the executed instructor edition, plots included, as reveal.js.
 
-A cell's ``slideshow`` metadata (``{"slide_type": "slide" | "subslide" | "fragment" | "skip" |
-"notes" | "-"}``, set in a source with jupytext's ``# %% [markdown] slideshow={...}``) decides where
-it goes. Cells without it get a default so that every notebook makes a usable deck without
-hand-tagging: a markdown cell that opens with a ``#``/``##`` heading starts a new slide, one with a
-``###`` heading a sub-slide, and everything else continues the slide before it. Slides are built
-from the student edition, so they never show an exercise's solution.
+Each notebook is executed (headless, with the parameters given, e.g. ``smoke=True``) or taken
+from a folder of executed copies (``zeus-nb tour``'s output, a ``course
+verify`` run), laid out by :mod:`zeus_nb.course.slide_layout` so every slide fits, and exported
+with nbconvert's reveal.js template, minus everything it would load from the network. Exercise
+cells show the student's version, so a deck never gives a solution away. The decks load
+reveal.js, require.js and JupyterLab's stylesheet from the folder they are written to
+(:mod:`zeus_nb.course.reveal` puts them there), so they open offline, from a file or a server.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.course.markers import _collect, _source, edition
+from zeus_nb.course.markers import CourseError, _collect
+from zeus_nb.course.slide_layout import HIDE_INPUT, SLIDE_KEY, lay_out, student_sources
 from zeus_nb.utils.files import atomic_write
 
-SLIDE_KEY = "slideshow"
+__all__ = ["SLIDE_KEY", "build_slides", "executed_copy"]
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "resources" / "slides" / "zeus_nb_slides.html.j2"
+STYLESHEET = "jupyterlab.css"
+_STYLE_PARTS = (
+    "lab/static/index.css",
+    "lab/static/theme-light.css",
+    "reveal/static/custom_reveal.css",
+)
 
 
-def _default_slide_type(cell: Any) -> str:
-    if cell.cell_type != "markdown":
-        return "-"
-    first = next((ln.strip() for ln in _source(cell).splitlines() if ln.strip()), "")
-    if first.startswith(("# ", "## ")):
-        return "slide"
-    if first.startswith("### "):
-        return "subslide"
-    return "-"
+def executed_copy(
+    path: Path,
+    executed: str | os.PathLike | None,
+    work: Path,
+    parameters: Mapping[str, Any] | None,
+) -> Any:
+    """The executed notebook for ``path``: from the ``executed`` folder, else run here."""
+    import nbformat
+
+    from zeus_nb.runner.notebooks import run_notebook
+    from zeus_nb.utils.environ import temp_environ
+
+    if executed is not None:
+        found = Path(executed) / path.name
+        if not found.is_file():
+            raise CourseError(f"{found}: no executed copy of {path.name}; run `zeus-nb tour` first")
+        return nbformat.read(found, as_version=4)
+    out = work / path.name
+    with temp_environ(MPLBACKEND=None):  # the kernel's inline backend: plots become outputs
+        result = run_notebook(path, out, dict(parameters or {}), cwd=work)
+    if not result.ok:
+        raise CourseError(f"{path.name} failed while executing for the slides: {result.error}")
+    return nbformat.read(out, as_version=4)
 
 
-def with_slide_types(nb: Any) -> Any:
-    """``nb`` with a slide type on every cell: the source's own where it has one (in place)."""
-    for cell in nb.cells:
-        cell.metadata.setdefault(SLIDE_KEY, {"slide_type": _default_slide_type(cell)})
-    return nb
+def _current_prose(executed: Any, source: Any) -> None:
+    """The source's markdown in the executed copy (in place), so a deck made from an earlier run
+    shows today's text; left alone when the two notebooks have different markdown cells."""
+    done = [c for c in executed.cells if c.cell_type == "markdown"]
+    now = [c for c in source.cells if c.cell_type == "markdown"]
+    if len(done) == len(now):
+        for old, new in zip(done, now, strict=True):
+            old.source = new.source
+
+
+def _exporter(reveal_url_prefix: str | None):
+    from nbconvert import SlidesExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
+
+    exporter = SlidesExporter(
+        template_file=str(TEMPLATE),
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+    )
+    exporter.reveal_theme = "white"
+    exporter.reveal_url_prefix = reveal_url_prefix or "reveal.js"
+    exporter.require_js_url = "require.js" if reveal_url_prefix is None else exporter.require_js_url
+    exporter.register_preprocessor(
+        TagRemovePreprocessor(remove_input_tags={HIDE_INPUT}, enabled=True), enabled=True
+    )
+    return exporter
+
+
+def _stylesheet(exporter: Any) -> str:
+    """JupyterLab's cell styles as nbconvert ships them, written once beside the decks."""
+    parts = []
+    for rel in _STYLE_PARTS:
+        found = next(
+            (Path(p) / rel for p in _template_roots(exporter) if (Path(p) / rel).is_file()), None
+        )
+        if found is None:
+            raise CourseError(f"nbconvert's {rel} is missing; reinstall nbconvert")
+        parts.append(found.read_text(encoding="utf-8"))
+    return "\n".join(parts)
+
+
+def _template_roots(exporter: Any) -> list[str]:
+    roots = []
+    for p in exporter.template_paths:
+        path = Path(p)
+        roots += [str(path), str(path.parent)]
+    return roots
 
 
 def build_slides(
     notebooks: Iterable[str | os.PathLike] | None = None,
     out_dir: str | os.PathLike = "slides",
     reveal_url_prefix: str | None = None,
+    executed: str | os.PathLike | None = None,
+    parameters: Mapping[str, Any] | None = None,
 ) -> list[Path]:
-    """Write ``<name>.slides.html`` (reveal.js) per notebook into ``out_dir``; the written files.
+    """Write ``<name>.slides.html`` per notebook into ``out_dir``; the written decks.
 
-    ``notebooks`` defaults to the shipped ones. ``reveal_url_prefix`` is where the browser loads
-    reveal.js from (nbconvert's default: a public CDN; a local copy for offline rooms).
+    ``executed``: a folder of executed notebooks to use instead of executing them here with
+    papermill ``parameters``. ``reveal_url_prefix``: load reveal.js from there instead of the copy
+    put beside the decks (which needs ``npm`` once, to fetch it).
     """
     import nbformat
-    from nbconvert import SlidesExporter
 
-    exporter = SlidesExporter()
-    if reveal_url_prefix:
-        exporter.reveal_url_prefix = reveal_url_prefix
+    from zeus_nb.course.reveal import vendor
+
+    exporter = _exporter(reveal_url_prefix)
+    params = dict(parameters or {})
     out = Path(out_dir)
     pages = {}
-    for path in _collect(notebooks):
-        nb = with_slide_types(edition(nbformat.read(path, as_version=4), False, path.name))
-        body, _ = exporter.from_notebook_node(nb)
-        pages[f"{path.stem}.slides.html"] = body
+    with tempfile.TemporaryDirectory(prefix="zeus-nb-slides-") as tmp:
+        for path in _collect(notebooks):
+            nb = executed_copy(path, executed, Path(tmp), params)
+            source = nbformat.read(path, as_version=4)
+            _current_prose(nb, source)
+            body, _ = exporter.from_notebook_node(lay_out(nb, student_sources(source, path.name)))
+            pages[f"{path.stem}.slides.html"] = body
     out.mkdir(parents=True, exist_ok=True)
+    if reveal_url_prefix is None:
+        vendor(out)
+    atomic_write(out / STYLESHEET, _stylesheet(exporter))
     for name, body in pages.items():
         atomic_write(out / name, body)
     return [out / name for name in pages]

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zeus_nb.errors import InputError, TraceFormatError
+from zeus_nb.errors import InputError, MissingInputError, TraceFormatError, TraceNotFoundError
 from zeus_nb.inputs import read_table, read_text, reader
 from zeus_nb.inputs.kinds import POWER_TRACE, TRAIN_TRACE
 
@@ -107,6 +107,22 @@ def _frame(table, columns: tuple[str, ...]) -> pd.DataFrame:
     return df
 
 
+def _read(source, schema, bundled: Path | None = None):
+    """A trace file (or DataFrame) through its declared schema: one boundary for every trace."""
+    if _is_frame(source):
+        # A DataFrame a user built passes the same checks as a file of the same table.
+        name = f"{schema.name} (DataFrame)"
+        return read_table(name, schema, text=source.to_csv(index=False))
+    if bundled is not None:
+        return read_table(bundled.name, schema, text=read_text(bundled, schema.name))
+    try:
+        return read_table(source, schema)
+    except MissingInputError:
+        raise TraceNotFoundError(
+            f"{source}: no such file; give the path of an existing CSV trace"
+        ) from None
+
+
 def _stamp(source: str) -> tuple[int, int] | None:
     """A file's (mtime, size), so an edited trace is read again rather than served stale."""
     try:
@@ -116,13 +132,8 @@ def _stamp(source: str) -> tuple[int, int] | None:
     return (st.st_mtime_ns, st.st_size)
 
 
-@functools.lru_cache(maxsize=16)
-def _load_power_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
-    if source.lower() in BUNDLED_GPUS:
-        path = resource_path("zeus_traces", f"summary_power_{source.lower()}.csv")
-        table = read_table(source, POWER_TRACE, text=read_text(path, "power trace"))
-    else:
-        table = read_table(source, POWER_TRACE)
+def _checked_power_trace(table, source: str) -> pd.DataFrame:
+    """A checked power trace as a DataFrame (int batch sizes, lower-case optimizers, no repeats)."""
     df = _frame(table, POWER_COLUMNS)
     df["batch_size"] = df["batch_size"].astype(int)
     df["optimizer"] = df["optimizer"].str.lower()
@@ -136,13 +147,23 @@ def _load_power_trace_cached(source: str, stamp: tuple[int, int] | None = None) 
     return df.reset_index(drop=True)
 
 
+@functools.lru_cache(maxsize=16)
+def _load_power_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
+    bundled = source.lower() in BUNDLED_GPUS
+    path = resource_path("zeus_traces", f"summary_power_{source.lower()}.csv") if bundled else None
+    return _checked_power_trace(_read(source, POWER_TRACE, path), source)
+
+
 @reader(POWER_TRACE)
-def load_power_trace(gpu: str | Path = "v100") -> pd.DataFrame:
-    """Power trace of a bundled GPU (``"v100"``, ``"a40"``) or of a CSV file of the same schema.
+def load_power_trace(gpu: str | Path | pd.DataFrame = "v100") -> pd.DataFrame:
+    """Power trace of a bundled GPU (``"v100"``, ``"a40"``), of a CSV file of the same schema,
+    or an already read DataFrame of that schema (validated the same way).
 
     Read through :data:`zeus_nb.inputs.kinds.POWER_TRACE`. Returns a fresh copy, so callers may
     modify it.
     """
+    if _is_frame(gpu):
+        return _checked_power_trace(_read(gpu, POWER_TRACE), "power trace (DataFrame)")
     source = str(gpu)
     stamp = None if source.lower() in BUNDLED_GPUS else _stamp(source)
     return _load_power_trace_cached(source, stamp).copy()
@@ -150,11 +171,11 @@ def load_power_trace(gpu: str | Path = "v100") -> pd.DataFrame:
 
 @functools.lru_cache(maxsize=4)
 def _load_train_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
-    if source == "":
-        text = read_text(resource_path("zeus_traces", "summary_train.csv"), "train trace")
-        table = read_table("summary_train.csv", TRAIN_TRACE, text=text)
-    else:
-        table = read_table(source, TRAIN_TRACE)
+    bundled = resource_path("zeus_traces", "summary_train.csv") if source == "" else None
+    return _checked_train_trace(_read(source, TRAIN_TRACE, bundled))
+
+
+def _checked_train_trace(table) -> pd.DataFrame:
     df = _frame(table, TRAIN_COLUMNS)
     df["batch_size"] = df["batch_size"].astype(int)
     df["run"] = df["run"].astype(int)
@@ -163,11 +184,19 @@ def _load_train_trace_cached(source: str, stamp: tuple[int, int] | None = None) 
 
 
 @reader(TRAIN_TRACE)
-def load_train_trace(path: str | Path | None = None) -> pd.DataFrame:
-    """The bundled train trace, or a CSV file of the same schema (through
-    :data:`zeus_nb.inputs.kinds.TRAIN_TRACE`). ``target_epoch`` NaN: never."""
+def load_train_trace(path: str | Path | pd.DataFrame | None = None) -> pd.DataFrame:
+    """The bundled train trace, a CSV file of the same schema, or an already read DataFrame of
+    that schema (through :data:`zeus_nb.inputs.kinds.TRAIN_TRACE`). ``target_epoch`` NaN: never."""
+    if _is_frame(path):
+        return _checked_train_trace(_read(path, TRAIN_TRACE))
     source = "" if path is None else str(path)
     return _load_train_trace_cached(source, _stamp(source) if source else None).copy()
+
+
+def _is_frame(obj: object) -> bool:
+    import pandas as pd
+
+    return isinstance(obj, pd.DataFrame)
 
 
 def power_curves(

@@ -12,7 +12,14 @@ its system to ``ZeusMonitor(system=...)``. The simulated GPU reads its settings 
 ``ZEUS_NB_SIM_BATCH_SIZE``, ``ZEUS_NB_SIM_GPUS`` (default: ``LOCAL_WORLD_SIZE`` under torchrun,
 else as many as the code asks for), ``ZEUS_NB_SIM_NOISE``, ``ZEUS_NB_SIM_SEED``,
 ``ZEUS_NB_SIM_CLOCK`` (``virtual`` or ``wall``), ``ZEUS_NB_SIM_CPU_TDP`` and ``ZEUS_NB_SIM_DRAM_GB``
-(the simulated CPU); :func:`use_simulated` sets them in code.
+(the simulated CPU), ``ZEUS_NB_SIM_RANK_SPREAD`` (relative spread of step time and power between
+the ranks of a ``torchrun`` job, each rank reading its ``RANK``) and ``ZEUS_NB_SIM_STRAGGLER``
+(``RANK:FACTOR``, one slower rank); :func:`use_simulated` sets them in code.
+
+Zeus's device API is here too, over whichever backend is current: :func:`get_gpus`
+(:mod:`zeus_nb.device.gpu`, mW and mJ as in Zeus), :func:`get_cpus`
+(:mod:`zeus_nb.device.cpu.common`) and :func:`get_soc` (:mod:`zeus_nb.device.soc`); they load
+on first use.
 """
 
 from __future__ import annotations
@@ -20,11 +27,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from zeus_nb import validate
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.device.nvml import FROM_ENV
 from zeus_nb.errors import InputError, NoGPUError, TraceFormatError
 from zeus_nb.inputs.env import env
+from zeus_nb.utils import validate
 
 __all__ = [
     "GPU",
@@ -33,6 +40,9 @@ __all__ = [
     "PowerTimeline",
     "create",
     "current",
+    "get_cpus",
+    "get_gpus",
+    "get_soc",
     "reset",
     "resolve_backend",
     "step",
@@ -44,6 +54,21 @@ log = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "sim", "nvml")
 _current: GPUSystem | None = None
+
+# Zeus's device API: name -> module that defines it, imported on first use.
+_ZEUS_API = {
+    "get_gpus": "zeus_nb.device.gpu",
+    "get_cpus": "zeus_nb.device.cpu.common",
+    "get_soc": "zeus_nb.device.soc",
+}
+
+
+def __getattr__(name: str):
+    if name in _ZEUS_API:
+        import importlib
+
+        return getattr(importlib.import_module(_ZEUS_API[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def resolve_backend(backend: str | None = None) -> str:
@@ -67,6 +92,7 @@ _SIM_VARS = (
     "ZEUS_NB_SIM_WORKLOAD",
     "ZEUS_NB_SIM_BATCH_SIZE",
     "ZEUS_NB_SIM_CLOCK",
+    "ZEUS_NB_SIM_STRAGGLER",
 )
 
 
@@ -85,6 +111,9 @@ def _sim_from_env(seed_offset: int = 0):
         grow=fixed is None,
         cpu_tdp=env("ZEUS_NB_SIM_CPU_TDP"),
         dram_gb=env("ZEUS_NB_SIM_DRAM_GB"),
+        rank=env("RANK", 0),
+        rank_spread=env("ZEUS_NB_SIM_RANK_SPREAD", 0.0),
+        straggler=env("ZEUS_NB_SIM_STRAGGLER"),
     )
     gpu = env("ZEUS_NB_SIM_GPU", "a40")
     workload = env("ZEUS_NB_SIM_WORKLOAD", "imagenet")
@@ -152,12 +181,17 @@ def use_simulated(
     clock: str | None = None,
     cpu_tdp: float | None = None,
     dram_gb: float | None = None,
+    rank: int = 0,
+    rank_spread: float = 0.0,
+    straggler: tuple[int, float] | str | None = None,
 ):
     """Make a freshly configured simulated GPU system current and return it.
 
     ``num_gpus=None`` starts with one GPU and adds more when code asks for a higher index.
     ``clock``: ``"virtual"`` (default, or ``ZEUS_NB_SIM_CLOCK``) advances on ``zeus_nb.step()``;
-    ``"wall"`` follows real time. ``cpu_tdp``/``dram_gb`` size the simulated CPU.
+    ``"wall"`` follows real time. ``cpu_tdp``/``dram_gb`` size the simulated CPU. ``rank``,
+    ``rank_spread`` and ``straggler`` make this rank's GPUs differ from other ranks' (see
+    :func:`zeus_nb.device.sim.rank_factors`).
     """
     global _current
     from zeus_nb.device.sim import SimulatedSystem
@@ -178,6 +212,9 @@ def use_simulated(
         grow=num_gpus is None,
         cpu_tdp=cpu_tdp,
         dram_gb=dram_gb,
+        rank=rank,
+        rank_spread=rank_spread,
+        straggler=straggler,
     )
     return _current
 

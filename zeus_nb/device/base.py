@@ -6,16 +6,18 @@ and its :class:`GPU` objects only, and never asks which backend it has.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from zeus_nb.errors import InputError
 
 if TYPE_CHECKING:
-    from zeus_nb.device.cpu import CPU
+    from zeus_nb.device.cpu.packages import CPU
 
 #: Power domains a GPU may report, with Zeus's names: the instantaneous board power, the board
 #: power averaged by the driver (over about a second on NVIDIA), and the memory's average power.
@@ -109,6 +111,39 @@ class GPU(ABC):
 
         raise UnsupportedError(f"GPU {self.index}: this backend cannot lock SM clocks")
 
+    def _no_memory_clocks(self):
+        from zeus_nb.errors import UnsupportedError
+
+        return UnsupportedError(
+            f"GPU {self.index} ({self.name}): this backend does not model memory clocks; "
+            "list SM clocks without naming a memory clock"
+        )
+
+    def supported_clocks_at(self, memory_mhz: int) -> list[int]:
+        """Supported SM clocks in MHz at memory clock ``memory_mhz``, highest first."""
+        raise self._no_memory_clocks()
+
+    # --- memory clocks and persistence mode (Zeus's device API) ------------------------------
+    def supported_memory_clocks(self) -> list[int]:
+        """Supported memory clocks in MHz, highest first."""
+        raise self._no_memory_clocks()
+
+    def set_memory_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        """Keep the memory clock within [min_mhz, max_mhz]; raises ClockPermissionError."""
+        raise self._no_memory_clocks()
+
+    def reset_memory_locked_clocks(self) -> None:
+        """Let the driver choose memory clocks again."""
+        raise self._no_memory_clocks()
+
+    def persistence_mode(self) -> bool:
+        """Whether the driver stays loaded with no client (a flag where there is no driver)."""
+        return bool(getattr(self, "_persistence_mode", False))
+
+    def set_persistence_mode(self, enabled: bool) -> None:
+        """Turn persistence mode on or off (a flag where there is no driver to keep loaded)."""
+        self._persistence_mode = bool(enabled)
+
     def check_clock(self, mhz: int) -> int:
         """Validate a requested SM clock against :meth:`supported_clocks`; returns it as int."""
         clocks = self.supported_clocks()
@@ -189,6 +224,14 @@ class GPUSystem(ABC):
         """The clock and the energy counters of ``gpus``, read as close together as possible."""
         return self.clock(), [g.energy() for g in gpus]
 
+    def snapshot_reader(self, gpus: list[GPU]) -> Callable[[], tuple[float, list[float]]]:
+        """A function that returns :meth:`snapshot` of ``gpus``, built once for repeated reads.
+
+        Measurement windows read snapshots on their hot path; backends whose reads can skip
+        per-call dispatch (NVML) return a faster function with the same result.
+        """
+        return functools.partial(self.snapshot, list(gpus))
+
     def wall_time(self, t: float | None = None) -> float:
         """Unix time (comparable with ``time.time()``) of the clock reading ``t`` (default: now).
 
@@ -203,7 +246,7 @@ class GPUSystem(ABC):
 
         Raises the errors of :func:`zeus_nb.device.cpu.rapl_cpus` (no RAPL, no permission).
         """
-        from zeus_nb.device.cpu import rapl_cpus
+        from zeus_nb.device.cpu.packages import rapl_cpus
 
         return rapl_cpus()
 
@@ -215,8 +258,21 @@ class GPUSystem(ABC):
         """Wait for queued GPU work before reading counters (no-op where nothing is queued)."""
         return None
 
+    def sync_function(self, indices: list[int]) -> Callable[[], None]:
+        """A function that does :meth:`sync` of ``indices``, built once for repeated calls."""
+        return functools.partial(self.sync, list(indices))
+
     def step(self, n: int = 1, batch_size: int | None = None) -> None:
         """Account for ``n`` training steps. Advances simulated GPUs; no-op on real GPUs."""
+        return None
+
+    def mark_step(self) -> None:
+        """A training step ended (the power-limit optimizer says so from ``on_step_end``).
+
+        A clock that follows real time paces steps by it (the simulated wall clock); a no-op
+        elsewhere. Unlike :meth:`step` it never advances a virtual clock, so loops that also call
+        ``zeus_nb.step()`` are not counted twice.
+        """
         return None
 
     @abstractmethod

@@ -1,6 +1,7 @@
 """``zeus-nb doctor``: what GPUs this process sees and whether zeus-nb can use them.
 
-It reads only: nothing on any GPU is changed, power limits included.
+It reads only: nothing on any GPU is changed, power limits included. Its parts (the backend,
+the GPUs, the CPUs) are also the device sections of :func:`zeus_nb.show_env.show_env`.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from zeus_nb import device
+from zeus_nb.device.base import GPUSystem
 from zeus_nb.errors import CpuEnergyError, CpuEnergyPermissionError, ZeusNbError
 
 
@@ -56,19 +58,25 @@ def _cpu_lines(system, report: Report) -> None:
         report.lines.append(f"  CPU {c.index}: {c.name} ({dram})")
 
 
-def diagnose(backend: str | None = None) -> Report:
+def system_report(backend: str | None = None) -> tuple[Report, GPUSystem | None]:
+    """The backend asked for, NVML's state and the system's facts; None if it cannot start."""
     report = Report()
     name = device.resolve_backend(backend)
     report.lines.append(f"requested backend: {name}")
-    nvml = _nvml_status()
-    report.lines.append(f"NVML: {nvml}")
+    report.lines.append(f"NVML: {_nvml_status()}")
     try:
         system = device.current(name)
     except ZeusNbError as e:
         report.problems.append(str(e))
-        return report
+        return report, None
     for key, value in system.info().items():
         report.lines.append(f"{key}: {value}")
+    return report, system
+
+
+def gpu_report(system: GPUSystem) -> Report:
+    """Each GPU's name, power limits, energy counter and whether limits may be changed."""
+    report = Report()
     report.lines.append(f"GPUs: {len(system.gpus)}")
     for g in system.gpus:
         report.lines.append(f"  GPU {g.index}: {g.name}")
@@ -89,6 +97,22 @@ def diagnose(backend: str | None = None) -> Report:
         report.lines.append(f"    may change power limits: {'yes' if ok else 'no'}")
         if not ok:
             report.problems.append(f"GPU {g.index}: {why} (measuring still works)")
+    return report
+
+
+def cpu_report(system: GPUSystem) -> Report:
+    """CPU package and DRAM energy support of ``system``."""
+    report = Report()
     _cpu_lines(system, report)
+    return report
+
+
+def diagnose(backend: str | None = None) -> Report:
+    report, system = system_report(backend)
+    if system is None:
+        return report
+    for part in (gpu_report(system), cpu_report(system)):
+        report.lines += part.lines
+        report.problems += part.problems
     report.usable = bool(system.gpus)
     return report

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
-from pathlib import Path
+from collections.abc import Callable
 
-from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
+from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
+from zeus_nb.device.common import CAP_SYS_ADMIN, has_sys_admin  # noqa: F401 - tests patch it here
+from zeus_nb.device.sampling import PowerIntegrator, ThreadSampler
 from zeus_nb.errors import (
     NO_DRIVER_HINT,
     NO_PERMISSION_HINT,
@@ -24,8 +25,6 @@ from zeus_nb.errors import (
     UnsupportedError,
 )
 
-CAP_SYS_ADMIN = 21
-
 
 def _pynvml():
     import pynvml
@@ -33,77 +32,41 @@ def _pynvml():
     return pynvml
 
 
-def has_sys_admin() -> bool:
-    """Whether this process holds CAP_SYS_ADMIN (what NVML needs to set power limits)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("CapEff:"):
-                return bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN & 1)
-    except OSError:
-        pass
-    return os.geteuid() == 0 if hasattr(os, "geteuid") else False
-
-
 def _err_is(err: Exception, const: str) -> bool:
     return getattr(err, "value", None) == getattr(_pynvml(), const, object())
+
+
+def _tagged(out: Exception, err: Exception) -> Exception:
+    """``out`` with the ``NVML_ERROR_*`` name of ``err`` as ``out.nvml_error`` (else None).
+
+    Zeus's device API (:mod:`zeus_nb.device.gpu`) picks its error class by that name.
+    """
+    value, nv = getattr(err, "value", None), _pynvml()
+    names = (n for n in dir(nv) if n.startswith("NVML_ERROR_") and getattr(nv, n) == value)
+    out.nvml_error = next(names, None)  # type: ignore[attr-defined]
+    return out
 
 
 def _translate(err: Exception, what: str) -> Exception:
     """Map an NVMLError to a zeus-nb error with advice."""
     if _err_is(err, "NVML_ERROR_LIBRARY_NOT_FOUND") or _err_is(err, "NVML_ERROR_DRIVER_NOT_LOADED"):
-        return NoGPUError(NO_DRIVER_HINT)
+        return _tagged(NoGPUError(NO_DRIVER_HINT), err)
     if _err_is(err, "NVML_ERROR_NO_PERMISSION"):
-        return PowerLimitPermissionError(f"{what}: {NO_PERMISSION_HINT}")
+        return _tagged(PowerLimitPermissionError(f"{what}: {NO_PERMISSION_HINT}"), err)
     if _err_is(err, "NVML_ERROR_NOT_SUPPORTED"):
-        return UnsupportedError(f"{what}: not supported by this GPU")
-    return DeviceError(f"{what}: NVML error: {err}")
+        return _tagged(UnsupportedError(f"{what}: not supported by this GPU"), err)
+    return _tagged(DeviceError(f"{what}: NVML error: {err}"), err)
 
 
 def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-class _PowerIntegrator:
-    """Energy for GPUs without an energy counter (pre-Volta): integrates sampled power.
-
-    A background thread samples every ``period`` s; every :meth:`energy` call also samples, so the
-    edges of a measurement window are included (trapezoidal rule between samples).
-    """
-
-    def __init__(self, read_power, period: float = 0.1):
-        self._read_power = read_power
-        self._period = period
-        self._lock = threading.Lock()
-        self._t = time.monotonic()
-        self._p = read_power()
-        self._joules = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="zeus-nb-power")
-        self._thread.start()
-
-    def _sample(self) -> float:
-        p, t = self._read_power(), time.monotonic()
-        with self._lock:
-            self._joules += 0.5 * (p + self._p) * (t - self._t)
-            self._t, self._p = t, p
-            return self._joules
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._period):
-            self._sample()
-
-    def energy(self) -> float:
-        return self._sample()
-
-    def close(self) -> None:
-        self._stop.set()
-
-
 class NvmlGPU(GPU):
     def __init__(self, index: int, handle):
         self.index = index
         self.handle = handle
-        self._integrator: _PowerIntegrator | None = None
+        self._integrator: PowerIntegrator | None = None
         self._counter: bool | None = None
         # NVML cannot report locked clocks: this process's own locks, None when unlocked by it.
         self._locked: tuple[int, int] | None = None
@@ -162,7 +125,7 @@ class NvmlGPU(GPU):
             )
             return mj / 1000.0
         if self._integrator is None:
-            self._integrator = _PowerIntegrator(self.power)
+            self._integrator = PowerIntegrator(self.power)
         return self._integrator.energy()
 
     def power(self) -> float:
@@ -222,26 +185,54 @@ class NvmlGPU(GPU):
             )
         )
 
-    # --- SM clocks ---------------------------------------------------------------------------
-    def _clock_call(self, what: str, fn, *args):
-        """Like _call, but a missing privilege is a ClockPermissionError."""
+    # --- SM and memory clocks, persistence mode ----------------------------------------------
+    def _clock_call(self, what: str, fn, *args, setting: str = "clocks"):
+        """Like _call, but a missing privilege is a ClockPermissionError about ``setting``."""
         try:
             return fn(self.handle, *args)
         except _pynvml().NVMLError as e:
             if _err_is(e, "NVML_ERROR_NO_PERMISSION"):
-                hint = NO_PERMISSION_HINT.replace("power limits", "clocks")
-                raise ClockPermissionError(f"GPU {self.index}: {what}: {hint}") from e
+                hint = NO_PERMISSION_HINT.replace("power limits", setting)
+                raise _tagged(ClockPermissionError(f"GPU {self.index}: {what}: {hint}"), e) from e
             raise _translate(e, f"GPU {self.index}: {what}") from e
 
-    def supported_clocks(self) -> list[int]:
+    def supported_memory_clocks(self) -> list[int]:
         nv = _pynvml()
         mem = self._clock_call("reading memory clocks", nv.nvmlDeviceGetSupportedMemoryClocks)
+        return sorted({int(c) for c in mem}, reverse=True)
+
+    def supported_clocks(self) -> list[int]:
+        mem = self.supported_memory_clocks()
         if not mem:
             raise UnsupportedError(f"GPU {self.index}: NVML lists no memory clock")
+        return self.supported_clocks_at(mem[0])
+
+    def supported_clocks_at(self, memory_mhz: int) -> list[int]:
         clocks = self._clock_call(
-            "reading SM clocks", nv.nvmlDeviceGetSupportedGraphicsClocks, max(mem)
+            f"reading SM clocks at memory clock {memory_mhz} MHz",
+            _pynvml().nvmlDeviceGetSupportedGraphicsClocks,
+            int(memory_mhz),
         )
         return sorted({int(c) for c in clocks}, reverse=True)
+
+    def set_memory_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        what = f"locking memory clocks to {min_mhz}-{max_mhz} MHz"
+        self._clock_call(what, _pynvml().nvmlDeviceSetMemoryLockedClocks, min_mhz, max_mhz)
+
+    def reset_memory_locked_clocks(self) -> None:
+        nv = _pynvml()
+        self._clock_call("resetting locked memory clocks", nv.nvmlDeviceResetMemoryLockedClocks)
+
+    def persistence_mode(self) -> bool:
+        nv = _pynvml()
+        mode = self._call("reading persistence mode", nv.nvmlDeviceGetPersistenceMode)
+        return mode == nv.NVML_FEATURE_ENABLED
+
+    def set_persistence_mode(self, enabled: bool) -> None:
+        nv = _pynvml()
+        mode = nv.NVML_FEATURE_ENABLED if enabled else nv.NVML_FEATURE_DISABLED
+        what = f"turning persistence mode {'on' if enabled else 'off'}"
+        self._clock_call(what, nv.nvmlDeviceSetPersistenceMode, mode, setting="persistence mode")
 
     def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
         lo, hi = self.check_clock(min_mhz), self.check_clock(max_mhz)
@@ -308,6 +299,7 @@ class NvmlSystem(GPUSystem):
     backend = "nvml"
 
     def __init__(self, cuda_visible_devices: str | None = FROM_ENV):
+        self._cuda: bool | None = None  # torch.cuda.is_available(), asked once torch is in use
         nv = _pynvml()
         try:
             nv.nvmlInit()
@@ -333,12 +325,57 @@ class NvmlSystem(GPUSystem):
     def clock(self) -> float:
         return time.monotonic()
 
+    def snapshot_reader(self, gpus: list[GPU]) -> Callable[[], tuple[float, list[float]]]:
+        """The clock and each GPU's energy counter, called straight on the driver.
+
+        On an NVML error the snapshot is read again through :meth:`NvmlGPU.energy`, whose error
+        names the GPU and says what to do. GPUs without a counter (pre-Volta) integrate power,
+        through the general reader.
+        """
+        if not all(isinstance(g, NvmlGPU) and g.supports_energy_counter() for g in gpus):
+            return super().snapshot_reader(gpus)
+        nv = _pynvml()
+        read, error, clock = nv.nvmlDeviceGetTotalEnergyConsumption, nv.NVMLError, time.monotonic
+        gpus, handles = list(gpus), [g.handle for g in gpus]
+        if len(handles) == 1:
+            (handle,) = handles
+
+            def snapshot() -> tuple[float, list[float]]:
+                try:
+                    return clock(), [read(handle) / 1000.0]
+                except error:
+                    return self.snapshot(gpus)
+
+            return snapshot
+
+        def snapshot_all() -> tuple[float, list[float]]:
+            try:
+                return clock(), [read(h) / 1000.0 for h in handles]
+            except error:
+                return self.snapshot(gpus)
+
+        return snapshot_all
+
     def sync(self, indices: list[int] | None = None) -> None:
         torch = sys.modules.get("torch")  # never import torch just to synchronize
-        if torch is None or not torch.cuda.is_available():
+        if torch is None:
+            return
+        if self._cuda is None:  # whether torch sees CUDA does not change within a process
+            self._cuda = bool(torch.cuda.is_available())
+        if not self._cuda:
             return
         for i in indices if indices is not None else [g.index for g in self.gpus]:
             torch.cuda.synchronize(i)
+
+    def sync_function(self, indices: list[int]) -> Callable[[], None]:
+        """:meth:`sync`, reduced to one dictionary lookup while torch is not imported."""
+        modules, indices = sys.modules, list(indices)
+
+        def sync() -> None:
+            if modules.get("torch") is not None:
+                self.sync(indices)
+
+        return sync
 
     def info(self) -> dict[str, str]:
         nv = _pynvml()
@@ -354,37 +391,4 @@ class NvmlSystem(GPUSystem):
         return out
 
     def power_sampler(self, indices: list[int], period: float) -> PowerSampler:
-        return _ThreadSampler(self, indices, period)
-
-
-class _ThreadSampler(PowerSampler):
-    """Reads each GPU's power every ``period`` seconds on a background thread."""
-
-    def __init__(self, system: NvmlSystem, indices: list[int], period: float):
-        super().__init__(indices, period)
-        self._gpus = [system.gpu(i) for i in indices]
-        self._clock = system.clock
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def _sample(self) -> None:
-        t = self._clock()
-        for g in self._gpus:
-            self.timeline.samples[g.index].append((t, g.power()))
-
-    def _run(self) -> None:
-        self._sample()
-        while not self._stop.wait(self.timeline.period):
-            self._sample()
-
-    def start(self) -> _ThreadSampler:
-        self._thread = threading.Thread(target=self._run, daemon=True, name="zeus-nb-sampler")
-        self._thread.start()
-        return self
-
-    def stop(self) -> PowerTimeline:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self._sample()
-        return self.timeline
+        return ThreadSampler(self, indices, period)

@@ -14,7 +14,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from zeus_nb.device.guard import FORMAT, LEGACY_FORMAT, SETTING_KINDS, _kind, state_dir
+from zeus_nb.device.settings import FORMAT, LEGACY_FORMAT, SETTING_KINDS, _kind, state_dir
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs import check_record, read_json, reader
 from zeus_nb.inputs.kinds import STATE_FILE, STATE_SETTING

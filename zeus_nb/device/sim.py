@@ -7,9 +7,11 @@ measured point exactly and never overshoots (monotone data stays monotone). The 
 default: it advances only when :meth:`SimulatedSystem.step` runs, so CPU time spent by the notebook
 never leaks into simulated time, and results are deterministic.
 
-With ``clock="wall"`` (or ``ZEUS_NB_SIM_CLOCK=wall``) the clock follows real time instead and every
-GPU draws the trace's average power at its current limit for as long as time passes, so code that
-never calls ``zeus_nb.step()`` (unmodified Zeus code) still measures plausible, non-zero energy.
+With ``clock="wall"`` (or ``ZEUS_NB_SIM_CLOCK=wall``) the clock follows real time instead, stretched
+by the trace's slowdown at each GPU's limit and paced per training step where the loop marks its
+steps (:mod:`zeus_nb.device.sim_wall`), and every GPU draws the trace's average power at its
+limit for as long as time passes: code that never calls ``zeus_nb.step()`` (unmodified Zeus code)
+measures the trace's time and energy ratios between limits.
 Either way, clock readings map to Unix time through a fixed epoch (the creation time), so
 timestamps compare with ``time.time()``. The simulated CPU package and DRAM draw the constant power
 of :class:`~zeus_nb.device.cpu.SimulatedCPU` over the same clock.
@@ -27,9 +29,10 @@ import numpy as np
 
 from zeus_nb.data.traces import GPU_NAMES, get_workload, load_power_trace, power_curves
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
-from zeus_nb.device.cpu import CPU, SimulatedCPU
+from zeus_nb.device.cpu.packages import CPU, SimulatedCPU
 from zeus_nb.device.frequency import Work
 from zeus_nb.device.sim_clocks import SimulatedClocks
+from zeus_nb.device.sim_wall import WallPace
 from zeus_nb.errors import InputError
 from zeus_nb.utils.validate import CPU_TDP, DRAM_SIZE, NOISE, integer, number, step_count
 
@@ -44,6 +47,45 @@ NO_STEP_HINT = (
     "step, or let the simulated clock follow real time (ZEUS_NB_SIM_CLOCK=wall, or "
     "zeus_nb.use_simulated(clock='wall')) to run unmodified Zeus code"
 )
+
+
+def parse_straggler(spec: object) -> tuple[int, float] | None:
+    """``"RANK:FACTOR"`` (e.g. ``"1:1.3"``: rank 1 takes 1.3x as long per step), or None."""
+    if spec is None or (isinstance(spec, str) and not spec.strip()):
+        return None
+    if isinstance(spec, tuple) and len(spec) == 2:
+        rank, factor = spec
+    else:
+        rank, _, factor = str(spec).strip().partition(":")
+    try:
+        rank, factor = int(rank), float(factor)
+    except (TypeError, ValueError):
+        rank, factor = -1, math.nan
+    if rank < 0 or not 1.0 <= factor <= 100.0:
+        raise InputError(
+            f"straggler {spec!r}: give RANK:FACTOR with a rank >= 0 and a slowdown factor from 1 "
+            "to 100, e.g. 1:1.3 (ZEUS_NB_SIM_STRAGGLER or use_simulated(straggler=...))"
+        )
+    return rank, factor
+
+
+def rank_factors(
+    rank: int, spread: float, straggler: tuple[int, float] | None
+) -> tuple[float, float]:
+    """(time, power) multipliers of one rank's GPUs: no two GPUs of a model run exactly alike.
+
+    ``spread`` is the relative standard deviation of both across ranks, drawn once per rank from a
+    generator of its own (the same rank always gets the same GPU); the straggler's rank also takes
+    ``factor`` times as long per step.
+    """
+    time_factor = power_factor = 1.0
+    if spread:
+        z = np.random.default_rng([0x5EED, int(rank)]).standard_normal(2)
+        time_factor = max(0.5, 1.0 + spread * float(z[0]))
+        power_factor = max(0.5, 1.0 + spread * float(z[1]))
+    if straggler is not None and straggler[0] == rank:
+        time_factor *= straggler[1]
+    return time_factor, power_factor
 
 
 class SimulatedGPU(GPU):
@@ -139,6 +181,9 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
             ``ZeusMonitor(gpu_indices=[0, 1, 2, 3])``); off when the user fixed the count.
         cpu_tdp: TDP in W of the simulated CPU package (default 85 W, CodeCarbon's).
         dram_gb: memory size in GB of the simulated DRAM (default: this machine's).
+        rank: the process's rank in a distributed job (each rank simulates its own GPUs).
+        rank_spread: relative spread of step time and power between ranks (0: all alike).
+        straggler: ``(rank, factor)`` or ``"RANK:FACTOR"``: that rank's steps take longer.
     """
 
     backend = "sim"
@@ -157,6 +202,9 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
         grow: bool = False,
         cpu_tdp: float | None = None,
         dram_gb: float | None = None,
+        rank: int = 0,
+        rank_spread: float = 0.0,
+        straggler: tuple[int, float] | str | None = None,
     ):
         clock = (clock or "virtual").strip().lower()
         if clock not in CLOCKS:
@@ -184,12 +232,15 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
         self.max_limit = float(self.trace["power_limit"].max())
         self.noise = float(noise)
         self.seed = int(seed)
+        spread = number(rank_spread, "parameter rank_spread", NOISE, "use e.g. 0.03, or 0")
+        self.rank = integer(rank, "parameter rank", 0, 2**20)
+        self.rank_factors = rank_factors(self.rank, spread, parse_straggler(straggler))
         self._rng = np.random.default_rng(seed)
         self._now = 0.0
         self.clock_mode = clock
         self.grow = bool(grow)
         self._epoch = time.time()  # Unix time of clock reading 0
-        self._mono0 = time.monotonic()
+        self._pace = WallPace()
         self._lock = threading.Lock()
         self._cpu_args = (cpu_tdp, dram_gb)
         self._cpus: list[CPU] | None = None
@@ -235,17 +286,35 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
         if self.clock_mode != "wall":
             return
         with self._lock:
-            t0, t1 = self._now, time.monotonic() - self._mono0
-            if t1 <= t0:
-                return
-            powers = {}
-            for g in self.gpus:
-                watts = self._watts(g)
-                g._energy += watts * (t1 - t0)
-                g._power = powers[g.index] = watts
-            self._now = t1
-            for listener in self._listeners:
-                listener(t0, t1, powers)
+            self._charge(self._pace.elapsed())
+
+    def mark_step(self) -> None:
+        """Wall clock: a training step ended; it costs the calibrated step time (see sim_wall)."""
+        if self.clock_mode != "wall":
+            return
+        with self._lock:
+            self._charge(self._pace.elapsed())
+            self._charge(self._pace.mark())
+
+    def slowdown(self, power_limit: float, batch_size: int | None = None) -> float:
+        """The trace's time per step at ``power_limit`` over its time at the maximum limit."""
+        bs = batch_size or self.batch_size
+        return self.step_cost(bs, power_limit)[0] / self.step_cost(bs, self.max_limit)[0]
+
+    def _charge(self, real: float) -> None:
+        """``real`` seconds of work at the GPUs' current limits; the slowest sets the clock."""
+        if real <= 0:
+            return
+        t0, dt, powers = self._now, 0.0, {}
+        for g in self.gpus:
+            busy = real * self.slowdown(g._limit)
+            watts = self._watts(g)
+            g._energy += watts * busy
+            g._power = powers[g.index] = watts
+            dt = max(dt, busy)
+        self._now = t0 + dt
+        for listener in self._listeners:
+            listener(t0, self._now, powers)
 
     # --- workload ---------------------------------------------------------------------------
     def set_workload(
@@ -299,15 +368,17 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
         return math.ceil(self.num_samples / (batch_size or self.batch_size))
 
     def step_cost(self, batch_size: int, power_limit: float) -> tuple[float, float]:
-        """(seconds, watts) of one noiseless step: exact trace values at measured limits."""
+        """(seconds, watts) of one noiseless step: exact trace values at measured limits, times
+        this rank's factors (see :func:`rank_factors`; 1 unless a spread or straggler is set)."""
         key = (batch_size, power_limit)
         cost = self._cache.get(key)
         if cost is None:
             pl, t, p = self._curves[self._check_batch_size(batch_size)]
             epoch_time = float(np.interp(power_limit, pl, t))
+            time_factor, power_factor = self.rank_factors
             cost = (
-                epoch_time / self.steps_per_epoch(batch_size),
-                float(np.interp(power_limit, pl, p)),
+                time_factor * epoch_time / self.steps_per_epoch(batch_size),
+                power_factor * float(np.interp(power_limit, pl, p)),
             )
             self._cache[key] = cost
         return cost
@@ -368,9 +439,9 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
 
     def power_sampler(self, indices: list[int], period: float) -> PowerSampler:
         if self.clock_mode == "wall":
-            from zeus_nb.device.nvml import _ThreadSampler  # reads power() on a real-time grid
+            from zeus_nb.device.sampling import ThreadSampler  # power() on a real-time grid
 
-            return _ThreadSampler(self, indices, period)  # type: ignore[arg-type]
+            return ThreadSampler(self, indices, period)
         from zeus_nb.device.sim_sampler import SimSampler
 
         return SimSampler(self, indices, period)

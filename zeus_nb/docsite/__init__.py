@@ -141,10 +141,10 @@ def _slides_page(slides: Path, notebooks: list[Path]) -> Path | None:
     lines = [
         "# Slides",
         "",
-        "One reveal.js deck per notebook, built from its student edition with "
-        "`zeus-nb course slides -o docs/course/slides` (see the [course kit](../README.md)). "
-        "Arrow keys move between slides. The decks load reveal.js from a public CDN; for a room "
-        "without internet, rebuild them with `--reveal-url` pointing at a local copy.",
+        "One reveal.js deck per notebook, built from the executed notebook with its plots, "
+        "exercises shown as students get them, by `zeus-nb course slides` (see the "
+        "[course kit](../README.md)). Arrow keys move between slides. reveal.js sits beside "
+        "the decks, so they need no internet.",
         "",
     ]
     for deck in decks:

@@ -378,7 +378,7 @@ JOB_SPEC = Schema(
         Column("beta", quantity=Quantity("beta", "", 1.0, 1e300, open_low=True), empty_ok=True),
         Column("max_power", quantity=POWER_LIMIT, optional=True, empty_ok=True),
         Column("seed", "integer", low=0, high=2**32 - 1, optional=True),
-        Column("pruning_rounds", "integer", low=1, high=1000, optional=True),
+        Column("pruning_rounds", "integer", low=0, high=1000, optional=True),
         Column("window", "integer", low=0, high=10**9, optional=True),
         Column("exploration", quantity=Quantity("exploration", "", 0.0, 1e3), optional=True),
     ),

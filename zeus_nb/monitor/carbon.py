@@ -25,7 +25,18 @@ from zeus_nb.monitor.providers import (
     _key,
 )
 
+
+class ZeusCarbonIntensityHTTPError(IntensityProviderError):
+    """The carbon-intensity service could not be reached or refused the request."""
+
+
+class ZeusCarbonIntensityNotFoundError(IntensityProviderError):
+    """The carbon-intensity service has no usable value for the location."""
+
+
 __all__ = [
+    "ZeusCarbonIntensityHTTPError",
+    "ZeusCarbonIntensityNotFoundError",
     "CarbonEmissionMeasurement",
     "CarbonEmissionMonitor",
     "CarbonIntensityProvider",
@@ -132,6 +143,7 @@ class ElectricityMapsClient(_Cached, CarbonIntensityProvider):
             },
             {"auth-token": self._api_key},
             self.timeout,
+            ZeusCarbonIntensityHTTPError,
         )
         try:
             rows = [
@@ -141,11 +153,11 @@ class ElectricityMapsClient(_Cached, CarbonIntensityProvider):
             ]
             points = sorted((r["datetime"], r["carbonIntensity"]) for r in rows)
         except (KeyError, TypeError, ValueError) as e:
-            raise IntensityProviderError(
+            raise ZeusCarbonIntensityNotFoundError(
                 f"ElectricityMaps answered without a usable history ({e}): {str(doc)[:200]}"
             ) from e
         if not points:
-            raise IntensityProviderError(
+            raise ZeusCarbonIntensityNotFoundError(
                 f"ElectricityMaps has no carbon intensity at ({self.lat}, {self.long}); try "
                 f"estimate=True; {OFFLINE_HINT}"
             )

@@ -25,7 +25,12 @@ def _wait(duration: float | None) -> None:
         time.sleep(duration if duration is not None else 365 * 24 * 3600)
 
 
-def energy(gpu_indices: list[int] | None, duration: float | None, backend: str | None) -> None:
+def energy(
+    gpu_indices: list[int] | None = None,
+    duration: float | None = None,
+    backend: str | None = None,
+) -> None:
+    """Print the time and energy of one window from now until Ctrl+C or ``duration`` s."""
     from zeus_nb.monitor import ZeusMonitor
 
     monitor = ZeusMonitor(gpu_indices, backend=backend)
@@ -42,12 +47,13 @@ def energy(gpu_indices: list[int] | None, duration: float | None, backend: str |
 
 
 def power(
-    gpu_indices: list[int] | None,
-    update_period: float,
-    power_domain: str,
-    duration: float | None,
-    backend: str | None,
+    gpu_indices: list[int] | None = None,
+    update_period: float = 1.0,
+    power_domain: str = "device_instant",
+    duration: float | None = None,
+    backend: str | None = None,
 ) -> None:
+    """Print power every ``update_period`` s until Ctrl+C or ``duration`` s, then the totals."""
     from zeus_nb.monitor.power import PowerMonitor
 
     monitor = PowerMonitor(

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import io
 import logging
+import operator
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,7 +122,19 @@ class ZeusMonitor:
         self.approx_instant_energy = bool(approx_instant_energy)
         self.sync_with = sync_execution_with
         self.sync_execution = sync_execution
-        self._windows: dict[str, tuple[float, list[float], list[float], list[float]]] = {}
+        # A window pair costs microseconds, so its per-call work is decided here, once: the
+        # bound readers, the indices of each result, and the function that waits for GPU work.
+        self._snapshot: Callable[[], tuple[float, list[float]]] | None = None  # on first read
+        self._cpu_reads = [c.energy for c in self.cpus]
+        self._dram_reads = [c.dram_energy for c in self._dram]
+        self._dram_indices = [c.index for c in self._dram]
+        self._one_gpu = self.gpu_indices[0] if len(self.gpu_indices) == 1 else None
+        self._sync = (
+            functools.partial(_sync_jax, self.system, self.gpu_indices)
+            if sync_execution_with == "jax"
+            else self.system.sync_function(self.gpu_indices)
+        )
+        self._windows: dict[str, tuple] = {}  # name -> (time, gpu, cpu, dram) readings
         self._warned: set[str] = set()
         self._unwritten: list[list[str]] = []  # log rows an I/O error kept from the file
         self._log_path = Path(log_file) if log_file is not None else None
@@ -166,8 +180,6 @@ class ZeusMonitor:
         next window that can be written. Rows are appended whole or not at all
         (:func:`zeus_nb.utils.files.append_line`), so a failed write leaves no torn row.
         """
-        if self._log_path is None:
-            return
         row = [repr(start), name, repr(m.time)] + [repr(m.gpu_energy[i]) for i in self.gpu_indices]
         self._unwritten.append(row)
         text = io.StringIO()
@@ -188,19 +200,17 @@ class ZeusMonitor:
         self._unwritten.clear()
 
     # --- windows ---------------------------------------------------------------------------
-    def _read(self, sync: bool) -> tuple[float, list[float], list[float], list[float]]:
+    def _read(self, sync: bool) -> tuple:
+        """(time, GPU energies, CPU package energies, DRAM energies), in the monitor's order."""
         if sync:
-            if self.sync_with == "jax":
-                _sync_jax(self.system, self.gpu_indices)
-            else:
-                self.system.sync(self.gpu_indices)
-        now, gpu = self.system.snapshot(self.gpus)
-        return (
-            now,
-            gpu,
-            [c.energy() for c in self.cpus],
-            [c.dram_energy() or 0.0 for c in self._dram],
-        )
+            self._sync()
+        snapshot = self._snapshot
+        if snapshot is None:  # built at the first read, so that its errors surface there
+            snapshot = self._snapshot = self.system.snapshot_reader(self.gpus)
+        now, gpu = snapshot()
+        if self._cpu_reads:
+            return now, gpu, [r() for r in self._cpu_reads], [r() for r in self._dram_reads]
+        return now, gpu, (), ()
 
     @property
     def open_windows(self) -> list[str]:
@@ -213,12 +223,26 @@ class ZeusMonitor:
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
             self._warned.add(key)
-            warnings.warn(message, UserWarning, stacklevel=4)
+            warnings.warn(message, UserWarning, stacklevel=5)  # the caller of end_window
 
     def _measurement(self, start: tuple, end: tuple) -> Measurement:
         (t0, g0, c0, d0), (t1, g1, c1, d1) = start, end
         elapsed = t1 - t0
-        gpu = {i: b - a for i, a, b in zip(self.gpu_indices, g0, g1, strict=True)}
+        if self._one_gpu is not None:  # the usual case, without building an iterator
+            joules = g1[0] - g0[0]
+            gpu = {self._one_gpu: joules}
+            if joules == 0:  # rare: a counter that did not move
+                self._zero_energy(gpu, elapsed)
+        else:
+            gpu = dict(zip(self.gpu_indices, map(operator.sub, g1, g0), strict=True))
+            if 0 in gpu.values():
+                self._zero_energy(gpu, elapsed)
+        cpu = dict(zip(self.cpu_indices, map(operator.sub, c1, c0), strict=True)) if c0 else None
+        dram = dict(zip(self._dram_indices, map(operator.sub, d1, d0), strict=True)) if d0 else None
+        return Measurement(elapsed, gpu, cpu, dram)
+
+    def _zero_energy(self, gpu: dict[int, float], elapsed: float) -> None:
+        """Explain (or, with approx_instant_energy, estimate) GPUs that measured 0 J."""
         hint = None if any(gpu.values()) else self.system.window_hint(elapsed)
         if hint:
             self._warn_once("hint", hint)
@@ -235,9 +259,6 @@ class ZeusMonitor:
                     "pass approx_instant_energy=True to ZeusMonitor to estimate such windows "
                     "as instant power x time",
                 )
-        cpu = {c.index: b - a for c, a, b in zip(self.cpus, c0, c1, strict=True)}
-        dram = {c.index: b - a for c, a, b in zip(self._dram, d0, d1, strict=True)}
-        return Measurement(elapsed, gpu, cpu or None, dram or None)
 
     def begin_window(self, key: str, sync_execution: bool | None = None, restart: bool = False):
         """Start window ``key``. ``restart=True`` discards an open window of that name first."""
@@ -246,8 +267,9 @@ class ZeusMonitor:
                 f"measurement window {key!r} is already open; end it first, or pass "
                 "restart=True to begin it again (e.g. when re-running a notebook cell)"
             )
-        sync = self.sync_execution if sync_execution is None else sync_execution
-        self._windows[key] = self._read(sync)
+        self._windows[key] = self._read(
+            self.sync_execution if sync_execution is None else sync_execution
+        )
 
     def end_window(
         self, key: str, sync_execution: bool | None = None, cancel: bool = False
@@ -265,9 +287,9 @@ class ZeusMonitor:
         sync = self.sync_execution if sync_execution is None else sync_execution
         end = self._read(sync)  # before forgetting the window: a failed read can be retried
         state = self._windows.pop(key)
-        start = state[0]
         m = self._measurement(state, end)
-        self._log(key, start, m)
+        if self._log_path is not None:
+            self._log(key, state[0], m)
         return m
 
     @contextlib.contextmanager

@@ -282,3 +282,35 @@ class PowerMonitor:
         if not all(timelines.values()):
             return None
         return {i: nearest(pts, time) for i, pts in timelines.items()}
+
+
+def infer_counter_update_period(gpu_indicies: list[int]) -> float:
+    """How often to poll the GPUs' power: half their counters' fastest update period, <= 0.1 s.
+
+    Each GPU model's counter is read back to back for up to a second; the median time between
+    changes is its update period. Polling faster than half of it only repeats values. A counter
+    that never changes in that second (a simulated GPU, an idle one) gives the 0.1 s default.
+    (The parameter keeps Zeus's spelling.)
+    """
+    system = device.current()
+    models = {system.gpu(i).name: system.gpu(i) for i in gpu_indicies}
+    periods = []
+    for name, gpu in models.items():
+        domain = next(
+            (d for d in ("device_instant", "device_average") if d in gpu.power_domains()), None
+        )
+        if domain is None:
+            continue
+        changes, last, deadline = [], None, time.monotonic() + 1.0
+        for _ in range(1000):
+            now, value = time.monotonic(), gpu.read_power(domain)
+            if last is not None and value != last:
+                changes.append(now)
+            last = value
+            if now > deadline:
+                break
+        if len(changes) >= 3:
+            gaps = sorted(b - a for a, b in zip(changes, changes[1:], strict=False))
+            periods.append(gaps[len(gaps) // 2])
+            log.info("%s: power counter updates every %.3f s", name, periods[-1])
+    return min([p / 2 for p in periods] + [0.1])

@@ -28,7 +28,25 @@ from zeus_nb.monitor.providers import (
     _key,
 )
 
+
+class ZeusElectricityPriceHTTPError(IntensityProviderError):
+    """The electricity-price service could not be reached or refused the request."""
+
+
+class ZeusElectricityPriceNotFoundError(IntensityProviderError):
+    """The electricity-price service has no usable rate for the location and label."""
+
+
+def get_time_info() -> tuple[str, str, int]:
+    """This moment's (month name, ``"Weekday"`` or ``"Weekend"``, hour), in local time."""
+    now = datetime.now()
+    return now.strftime("%B"), "Weekend" if now.weekday() >= 5 else "Weekday", now.hour
+
+
 __all__ = [
+    "ZeusElectricityPriceHTTPError",
+    "ZeusElectricityPriceNotFoundError",
+    "get_time_info",
     "CsvIntensity",
     "ElectricityPriceProvider",
     "EnergyCostMeasurement",
@@ -147,11 +165,12 @@ class OpenEIClient(_Cached, ElectricityPriceProvider):
             },
             {},
             self.timeout,
+            ZeusElectricityPriceHTTPError,
         )
         items = doc.get("items", []) if isinstance(doc, dict) else []
         rate = next((i for i in items if i.get("label") == self.label), None)
         if rate is None:
-            raise IntensityProviderError(
+            raise ZeusElectricityPriceNotFoundError(
                 f"OpenEI has no rate labelled {self.label!r} near ({self.lat}, {self.long}) in "
                 f"the {self.sector} sector"
             )
@@ -163,9 +182,37 @@ class OpenEIClient(_Cached, ElectricityPriceProvider):
                 ],
                 "weekday": rate["energyweekdayschedule"],
                 "weekend": rate["energyweekendschedule"],
+                "structure": rate["energyratestructure"],
             }
         except (KeyError, IndexError, TypeError, ValueError) as e:
-            raise IntensityProviderError(f"OpenEI rate {self.label!r} is incomplete: {e}") from e
+            raise ZeusElectricityPriceNotFoundError(
+                f"OpenEI rate {self.label!r} is incomplete: {e}"
+            ) from e
+
+    def get_current_electricity_prices(self) -> dict[str, list]:
+        """The rate as OpenEI gives it (Zeus's shape): its tiers and the period schedules."""
+        rates = self.document()
+        return {
+            "energy_rate_structure": rates["structure"],
+            "energy_weekday_schedule": rates["weekday"],
+            "energy_weekend_schedule": rates["weekend"],
+        }
+
+    @staticmethod
+    def search_json(data, key_name, target_value, return_value) -> list:
+        """Every ``return_value`` beside a ``key_name: target_value`` pair in nested JSON."""
+        found = []
+        if isinstance(data, dict):
+            if data.get(key_name, object()) == target_value:
+                found.append(data.get(return_value))
+            values = data.values()
+        elif isinstance(data, list):
+            values = data
+        else:
+            return found
+        for value in values:
+            found += OpenEIClient.search_json(value, key_name, target_value, return_value)
+        return found
 
     def get_current_electricity_price(self) -> float:  # type: ignore[override]
         return self.value_at(time.time())
@@ -177,7 +224,9 @@ class OpenEIClient(_Cached, ElectricityPriceProvider):
         try:
             return rates["prices"][int(table[local.month - 1][local.hour])]
         except (IndexError, TypeError, ValueError) as e:
-            raise IntensityProviderError(f"OpenEI schedule has no entry for {local}: {e}") from e
+            raise ZeusElectricityPriceNotFoundError(
+                f"OpenEI schedule has no entry for {local}: {e}"
+            ) from e
 
     def change_points(self, t0: float, t1: float) -> list[float]:
         start = int(t0 // 3600 + 1) * 3600

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import InputError, IntensityProviderError, TraceFormatError
+from zeus_nb.errors import InputError, IntensityProviderError, TraceFormatError, UnsupportedError
 from zeus_nb.inputs import read_table, reader
 from zeus_nb.inputs.env import env
 from zeus_nb.inputs.kinds import INTENSITY_CSV, intensity_csv
@@ -87,6 +87,24 @@ class ElectricityPriceProvider(IntensityProvider):
 
     def get_current_electricity_price(self) -> float:
         return self.value_at(datetime.now(timezone.utc).timestamp())
+
+    def get_current_electricity_prices(self) -> dict[str, list]:
+        """The price as an OpenEI rate (Zeus's shape): one tier, every month and hour in period 0.
+
+        Only a price that is the same at all times has this form; a varying provider says so.
+        """
+        value = self.value_at(datetime.now(timezone.utc).timestamp())
+        if self.change_points(float("-inf"), float("inf")):
+            raise UnsupportedError(
+                f"{type(self).__name__} varies over time, which an OpenEI rate schedule cannot "
+                "express; use value_at(unix_time) or get_current_electricity_price()"
+            )
+        schedule = [[0] * 24 for _ in range(12)]
+        return {
+            "energy_rate_structure": [[{"rate": value}]],
+            "energy_weekday_schedule": schedule,
+            "energy_weekend_schedule": [row[:] for row in schedule],
+        }
 
 
 class FixedIntensity(CarbonIntensityProvider, ElectricityPriceProvider):
@@ -193,7 +211,14 @@ def _key(api_key: str | None, variable: str, service: str) -> str:
     return key
 
 
-def _get_json(url: str, params: dict[str, Any], headers: dict[str, str], timeout: float) -> Any:
+def _get_json(
+    url: str,
+    params: dict[str, Any],
+    headers: dict[str, str],
+    timeout: float,
+    error: type[IntensityProviderError] = IntensityProviderError,
+) -> Any:
+    """The JSON document at ``url``; any failure is ``error`` (the caller's Zeus error class)."""
     full = f"{url}?{urllib.parse.urlencode(params)}"
     shown = url  # never print the query: it may hold the key
     request = urllib.request.Request(full, headers=headers)
@@ -201,18 +226,18 @@ def _get_json(url: str, params: dict[str, Any], headers: dict[str, str], timeout
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return json.loads(response.read().decode())
     except urllib.error.HTTPError as e:
-        raise IntensityProviderError(
+        raise error(
             f"{shown} answered HTTP {e.code} ({e.reason}); check the API key and location; "
             f"{OFFLINE_HINT}"
         ) from e
     except (urllib.error.URLError, TimeoutError, OSError) as e:
         reason = getattr(e, "reason", e)
-        raise IntensityProviderError(
+        raise error(
             f"could not reach {shown} within {timeout:g} s ({reason}); check the network; "
             f"{OFFLINE_HINT}"
         ) from e
     except (ValueError, UnicodeDecodeError) as e:
-        raise IntensityProviderError(f"{shown} did not answer JSON: {e}") from e
+        raise error(f"{shown} did not answer JSON: {e}") from e
 
 
 class _Cached:

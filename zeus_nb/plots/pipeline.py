@@ -107,8 +107,13 @@ def frontier_plot(
         ax.axvline(deadline, color="gray", ls="--", lw=1, label=f"deadline {deadline:.4g} s")
     ax.set_xlabel("iteration time (s)")
     ax.set_ylabel("energy per iteration (J)")
-    saved = 100 * (1 - frontier.fastest().energy / ref.energy)
-    ax.set_title(f"time–energy frontier ({saved:.1f} % less energy at the same time)")
+    fastest = frontier.fastest()
+    saved = 100 * (1 - fastest.energy / ref.energy)
+    slower = 100 * (fastest.iteration_time / ref.iteration_time - 1)
+    ax.set_title(
+        f"time–energy frontier: the fastest plan takes {slower:+.1f} % time, "
+        f"{saved:.1f} % less energy"
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     return save_figure(fig, path)
@@ -125,9 +130,10 @@ def cost_model_fit(frontier, stages: Sequence[int] | None = None, path: str | Pa
             ax = axes[r][c]
             cands, model = frontier.cost_models[(s, inst)]
             q = np.array([o.quant_time for o in cands.options])
-            ax.plot(q * unit, [o.cost for o in cands.options], "o", ms=4, label="profiled")
+            scale = getattr(frontier, "cost_scale", 1.0)
+            ax.plot(q * unit, [o.cost / scale for o in cands.options], "o", ms=4, label="profiled")
             xs = np.linspace(q.min(), q.max(), 100) if q.max() > q.min() else q
-            ax.plot(xs * unit, [model(x) for x in xs], "-", label=type(model).__name__)
+            ax.plot(xs * unit, [model(x) / scale for x in xs], "-", label=type(model).__name__)
             ax.set_title(f"stage {s} {inst}", fontsize=9)
             ax.set_xlabel("time (s)", fontsize=8)
             ax.set_ylabel("cost (J)", fontsize=8)

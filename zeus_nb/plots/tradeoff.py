@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "in_plot_units",
     "energy_time_scatter",
     "tta_eta_by_power_limit",
     "savings_bars",
@@ -45,6 +46,21 @@ def _energy_unit(joules: float) -> tuple[float, str]:
     if joules >= 3e3:
         return 1e3, "kJ"
     return 1.0, "J"
+
+
+def in_plot_units(table: pd.DataFrame, like: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``table`` with ``tta``/``eta`` in the units the tradeoff figures pick for ``like``.
+
+    The figures choose h or min or s and MJ or kJ or J from the median configuration, so a
+    table printed beside a figure speaks its units; the columns are renamed to say which
+    (``time_h``, ``energy_MJ``...).
+    """
+    ok = (table if like is None else like).dropna(subset=["tta", "eta"])
+    ts, tu = _time_unit(float(ok["tta"].median()))
+    es, eu = _energy_unit(float(ok["eta"].median()))
+    out = table.copy()
+    out["tta"], out["eta"] = out["tta"] / ts, out["eta"] / es
+    return out.rename(columns={"tta": f"time_{tu}", "eta": f"energy_{eu}"})
 
 
 def _batch_colors(sizes: list[int]) -> dict[int, tuple]:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zeus_nb.utils.threads import thread_environment
+
 KERNEL = "python3"
 
 
@@ -51,6 +53,9 @@ def _quiet_shutdown(running: dict[str, bool], log: Any = None) -> type:
 
     The kernel process's own stderr (ipykernel's log lines, not cell output) goes to ``log``
     when given: it is shown only if the kernel dies, never mixed into a run's terminal output.
+    Without ``OMP_NUM_THREADS`` of its own, the kernel starts with the thread count of a small
+    model (:func:`zeus_nb.utils.threads.thread_environment`): torch's default of one thread per
+    core makes the notebooks' tiny models several times slower on a machine other work shares.
     """
     from jupyter_client.manager import AsyncKernelManager
 
@@ -62,6 +67,8 @@ def _quiet_shutdown(running: dict[str, bool], log: Any = None) -> type:
         async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
             if log is not None:
                 kw["stderr"] = log
+            if isinstance(kw.get("env"), dict):  # threads for small models, unless set
+                thread_environment(kw["env"])
             await super()._async_launch_kernel(kernel_cmd, **kw)
 
     return QuietShutdownKernelManager

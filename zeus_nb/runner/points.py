@@ -240,14 +240,16 @@ def sweep_on_cluster(
     train_fn,
     todo: list[tuple[int, float]],
     params: tuple[float, int, bool, list[int] | None],
-    path: Path,
+    record: Callable[[dict], Any],
     executor: Any,
     progress: bool,
     done_before: int,
 ) -> None:
-    """:func:`zeus_nb.runner.sweep.run_sweep`'s configurations on Dask workers (``executor``)."""
+    """:func:`zeus_nb.runner.sweep.run_sweep`'s configurations on Dask workers (``executor``).
+
+    ``record(row)`` writes one finished configuration (the sweep's results file, in the client).
+    """
     from zeus_nb import device
-    from zeus_nb.runner.sweep import _append
 
     target, cap, higher, gpu_indices = params
     if device.resolve_backend() == "sim":
@@ -264,7 +266,7 @@ def sweep_on_cluster(
     run_configs(
         todo,
         make_task,
-        lambda row: _append(path, row),
+        record,
         executor,
         progress=progress,
         done_before=done_before,

@@ -20,6 +20,7 @@ from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs import check_record
 from zeus_nb.inputs.kinds import NOTEBOOK_SETUP
 from zeus_nb.utils.boundary import debug_requested, one_line
+from zeus_nb.utils.threads import use_threads
 
 _HANDLER_NAME = "zeus_nb.notebook"
 
@@ -34,6 +35,14 @@ class _StdoutHandler(logging.StreamHandler):
     @stream.setter
     def stream(self, _value) -> None:
         pass
+
+
+_seed = 0  # the seed of the last notebook_setup() in this process
+
+
+def notebook_seed() -> int:
+    """The seed the notebook set up with (0 before any setup): exercise cases draw from it."""
+    return _seed
 
 
 def show_logs(level: int = logging.INFO) -> None:
@@ -135,12 +144,16 @@ def notebook_setup(
     sim_workload: str = "cifar100",
     sim_noise: float = 0.0,
     quiet: bool = False,
+    threads: int | None = None,
 ) -> GPUSystem:
-    """Pick the backend, seed torch, show INFO logs; returns the current GPU system.
+    """Pick the backend, seed torch, set its CPU threads, show INFO logs; returns the GPU system.
 
     ``backend="auto"`` lets ``ZEUS_NB_BACKEND`` decide, else finds a real GPU (NVML), else
     simulates one. A simulated backend is configured afresh as ``sim_gpu`` running
     ``sim_workload`` with ``sim_noise`` relative step noise, seeded with ``seed``.
+    ``threads`` sets torch's intra-op threads; by default ``OMP_NUM_THREADS`` if you set it,
+    else the count for a small model (one thread: see :mod:`zeus_nb.utils.threads`), which
+    keeps the notebooks' tiny models fast on a machine other work shares.
     """
     args = check_record(
         {
@@ -167,9 +180,9 @@ def notebook_setup(
         pass
     else:
         torch.manual_seed(seed)
-    from zeus_nb import check
-
-    check.use_seed(seed)  # the exercises' random cases follow the notebook's seed
+        use_threads(threads)
+    global _seed
+    _seed = int(seed)  # the exercises' random cases follow the notebook's seed
     show_logs()
     _one_line_errors()
     if not quiet:

@@ -183,7 +183,7 @@ def _train_one(
         g.set_power_limit(pl)
     row = measure_configuration(monitor, train_fn, bs, pl, target, cap, higher)
     log.info(
-        "batch size %d at %g W: metric %g after %d epoch(s), %.1f s, %.0f J%s",
+        "batch size %d at %g W: metric %.3f after %d epoch(s), %.1f s, %.0f J%s",
         bs,
         pl,
         row["metric"],
@@ -240,7 +240,15 @@ def run_sweep(
 
         todo = [k for k in grid if k not in done]
         params = (target, cap, higher, gpu_indices)
-        sweep_on_cluster(train_fn, todo, params, path, executor, progress, len(grid) - len(todo))
+        sweep_on_cluster(
+            train_fn,
+            todo,
+            params,
+            lambda row: _append(path, row),
+            executor,
+            progress,
+            len(grid) - len(todo),
+        )
         return load_results(path, grid)
     monitor = ZeusMonitor(gpu_indices=gpu_indices)
     for _, pl in grid:  # validate every limit before changing anything

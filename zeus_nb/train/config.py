@@ -47,6 +47,7 @@ class TrainConfig:
     results: str | None = None  # default runs/train_<mode>.json
     seed: int = 0
     progress: bool = True
+    threads: int | None = None  # torch CPU threads; default OMP_NUM_THREADS, else by model size
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "profile_steps", "lr_step_epochs"):
@@ -54,6 +55,8 @@ class TrainConfig:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_steps_per_epoch is not None and self.max_steps_per_epoch < 1:
             raise InputError("max_steps_per_epoch must be >= 1")
+        if self.threads is not None and self.threads < 1:
+            raise InputError(f"threads must be >= 1, got {self.threads}")
         if self.device not in ("auto", "cuda", "cpu"):
             raise InputError(f"device must be auto, cuda or cpu, got {self.device!r}")
 
@@ -202,6 +205,12 @@ def parser(mode: str) -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=count(0, 2**32 - 1), default=d.seed)
     p.add_argument("--no-progress", dest="progress", action="store_false")
+    p.add_argument(
+        "--threads",
+        type=int,
+        help="torch CPU threads per process (default: OMP_NUM_THREADS if set, else one per "
+        "10 M parameters, at most this process's share of the cores)",
+    )
     return p
 
 

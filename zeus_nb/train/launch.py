@@ -26,6 +26,7 @@ from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.train import MODES
+from zeus_nb.utils.threads import thread_environment
 
 _OFF_SWITCHES = {
     "power_limit_optimizer": "--no-power-limit-optimizer",
@@ -121,7 +122,8 @@ def run_for_results(
 ) -> dict[str, Any]:
     """Run ``cmd`` with this checkout's ``zeus_nb`` first on the path; the JSON it writes.
 
-    ``one_thread`` gives each process one intra-op thread (ranks share the CPU cores); ``env``
+    ``one_thread`` starts each process with the threads of a small model (one; ranks share the
+    CPU cores) unless ``OMP_NUM_THREADS`` is set; ``env``
     adds or overrides variables. A non-zero exit or a missing results file is
     :class:`TrainingFailed` quoting the output's last lines.
     """
@@ -131,7 +133,7 @@ def run_for_results(
         p for p in (package_root, run_env.get("PYTHONPATH")) if p
     )
     if one_thread:
-        run_env.setdefault("OMP_NUM_THREADS", "1")
+        thread_environment(run_env)  # the user's OMP_NUM_THREADS stays
     run_env.update(env or {})
     rc, tail = run_streaming(cmd, run_env, echo=echo, timeout=timeout)
     if rc != 0 or not results.is_file():

@@ -96,6 +96,7 @@ def _prepare(config: TrainConfig, ctx: Context, system: GPUSystem, factor: float
 
     from zeus_nb.monitor import ZeusMonitor
     from zeus_nb.train.models import build_model
+    from zeus_nb.utils.threads import local_processes, use_threads
 
     # the same seed on every rank: FSDP2 shards each rank's own copy, so they must agree
     torch.manual_seed(config.seed)
@@ -103,7 +104,9 @@ def _prepare(config: TrainConfig, ctx: Context, system: GPUSystem, factor: float
         torch.backends.cudnn.benchmark = True  # autotuning happens in the optimizer's wait
     data = datasets(config)
     train_loader, val_loader, sampler = loaders(data, config, ctx)
-    model = wrap_model(build_model(config.arch, data.num_classes).to(ctx.device), ctx)
+    model = build_model(config.arch, data.num_classes).to(ctx.device)
+    use_threads(config.threads, model=model, processes=local_processes())
+    model = wrap_model(model, ctx)
     optimizer = torch.optim.SGD(
         model.parameters(), lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
     )

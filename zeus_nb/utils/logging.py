@@ -4,10 +4,10 @@ Every library module logs to ``logging.getLogger(__name__)``, so all loggers sit
 Python shows only warnings by default (on stderr). In a notebook, call :func:`show_logs` once to
 see the INFO lines too (profiling started, optimum applied, backend chosen...)::
 
-    import zeus_nb.utils.logging
-    zeus_nb.utils.logging.show_logs()          # INFO and above, on the cell's output
-    zeus_nb.utils.logging.show_logs("DEBUG")   # everything
-    zeus_nb.utils.logging.show_logs(None)      # back to Python's default
+    from zeus_nb.utils.logging import show_logs
+    show_logs()          # INFO and above, on the cell's output
+    show_logs("DEBUG")   # everything
+    show_logs(None)      # back to Python's default
 
 ``verbose=`` flags of the library do not print: they pick the level of their lines
 (:func:`level_for`), INFO when verbose and DEBUG otherwise, so a quiet object still explains itself
@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 from typing import TextIO
 
-__all__ = ["FORMAT", "level_for", "show_logs"]
+__all__ = ["FORMAT", "FileAndConsole", "level_for", "show_logs"]
 
 ROOT = "zeus_nb"
 FORMAT = "%(name)s: %(message)s"
@@ -67,3 +68,23 @@ def level_for(verbose: bool | int) -> int:
     if isinstance(verbose, bool):
         return logging.INFO if verbose else logging.DEBUG
     return int(verbose)
+
+
+class FileAndConsole:
+    """Like ``tee`` for ``print``: ``sys.stdout = FileAndConsole(path)`` writes both places.
+
+    Each write is flushed at once, so the file is complete even if the program dies.
+    """
+
+    def __init__(self, filepath: Path | str) -> None:
+        self.file = open(filepath, "w")  # noqa: SIM115 (kept open for the program's life)
+        self.stdout = sys.stdout
+
+    def write(self, message: str) -> None:
+        self.file.write(message)
+        self.stdout.write(message)
+        self.flush()
+
+    def flush(self) -> None:
+        self.file.flush()
+        self.stdout.flush()

@@ -3,8 +3,14 @@
 Modules: :mod:`.explorer` (the pruning phase), :mod:`.optimizer` (:class:`BatchSizeOptimizer`:
 pruning, then Gaussian Thompson sampling over the survivors), :mod:`.paper`
 (:class:`PaperBatchSizeOptimizer`, the published policy as a baseline), :mod:`.store` (the job's
-observation log, in memory or in SQLite) and :mod:`.simulator` (recurrences replayed on the Zeus
-traces; loaded on first use).
+observation log, in memory or in SQLite; its settings record is ``store.JobSpec``),
+:mod:`.trials`, :mod:`.simulator` (recurrences replayed on the Zeus traces; loaded on first
+use), and Zeus's client modules: :mod:`.client`, :mod:`.common` (``JobSpec``, exported here as
+in Zeus) and :mod:`.exceptions`.
+
+``BatchSizeOptimizer(job_name, store, ...)`` is the recurrence-level optimizer;
+``BatchSizeOptimizer(monitor, server_url, job, rank=0)`` (Zeus's call) returns Zeus's in-training
+client, :class:`.client.BatchSizeOptimizer`.
 """
 
 from __future__ import annotations
@@ -12,12 +18,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# Loading the client lets the recurrence-level class take Zeus's call shape too.
+from zeus_nb.optimizer.batch_size import client  # noqa: F401
+from zeus_nb.optimizer.batch_size.common import JobSpec
 from zeus_nb.optimizer.batch_size.explorer import PruningExplorer
 from zeus_nb.optimizer.batch_size.optimizer import VARIANCE_PRIOR_WEIGHT, BatchSizeOptimizer
 from zeus_nb.optimizer.batch_size.paper import PaperBatchSizeOptimizer
 from zeus_nb.optimizer.batch_size.store import (
     DEFAULT_EXPLORATION,
-    JobSpec,
     MemoryStore,
     Observation,
     SQLiteStore,

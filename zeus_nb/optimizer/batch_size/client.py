@@ -1,106 +1,82 @@
-"""Zeus's in-training call shape for the batch-size optimizer, reading the store directly.
+"""Zeus's in-training batch-size optimizer, reading and writing the store directly.
 
-Zeus's recurring-job examples talk to a batch-size optimizer *server*::
+Zeus's recurring-job scripts talk to a batch-size optimizer *server*::
 
     bso = BatchSizeOptimizer(monitor=ZeusMonitor(...), server_url=..., job=JobSpec(...), rank=0)
     batch_size = bso.get_batch_size()
     bso.on_train_begin()
     for epoch in ...:
         train_one_epoch(batch_size)
-        bso.on_evaluate(validation_metric)   # raises TrainFailError to stop a hopeless run
+        bso.on_evaluate(validation_metric)   # raises ZeusBSOTrainFailError to stop a hopeless run
+        if bso.training_finished:
+            break
 
-zeus-nb has no server: ``server_url`` is the store itself (``sqlite:///PATH`` or
-``postgresql://...``, see :mod:`zeus_nb.optimizer.batch_size.store_url`), so the examples run
-with their imports changed. Each recurrence measures itself with the monitor and reports its
-own result when it reaches the target, when its cost passes the early-stopping threshold, or
-at ``max_epochs``.
+zeus-nb has no server: ``server_url`` names the store itself (``sqlite:///PATH``, a path, or
+``postgresql://...``, see :mod:`zeus_nb.optimizer.batch_size.store_url`); None or an empty
+string means ``$ZEUS_SERVER_URL``, else ``$ZEUS_NB_BSO_STORE``, else the default SQLite file.
+``http(s)://`` is refused with the accepted forms. What the server did happens here:
 
-Data-parallel runs: every rank makes the object with a monitor over its own GPUs and calls the
-same methods. When ``torch.distributed`` is initialized, the job's time is its slowest rank's
-and its energy (and max power) every rank's together; rank 0 alone reads and writes the store
-and broadcasts the batch size and the stop decision, so all ranks stop together.
+* **Jobs.** A ``job_id`` names the job's state in the store; with ``job_id=None`` every run
+  registers a fresh job ``<job_id_prefix>-<8 hex>`` (logged), as Zeus's server does, so pass
+  that id next time to continue learning. A known job must come with the same settings.
+* **Trials.** Each :meth:`BatchSizeOptimizer.get_batch_size` hands out the bandit's choice as
+  the job's next trial (``trial_number`` 1, 2, ... per job, unique under concurrency). A trial
+  ends when the run's verdict is reported, or as failed when the process exits before that
+  (the bandit then learns nothing from it).
+* **Verdicts.** After each epoch the run stops when the metric reaches the target, when its cost
+  passes ``beta_knob`` x the cheapest successful run's, or at ``max_epochs``; only the first
+  within the cost bound counts as converged. The stopped run is reported to the store with the
+  power limit its first GPU ended at (what a power-limit optimizer chose just in time).
+
+Data-parallel runs: every rank makes the object with a monitor over its own GPUs. When
+``torch.distributed`` is initialized before that, the constructor agrees on the job, the batch
+size and the trial number with rank 0 (so ``get_batch_size`` answers on every rank, and Zeus's
+own pattern of broadcasting them by hand works as well); each epoch the job's time is its
+slowest rank's and its energy every rank's together; rank 0 alone touches the store and its
+verdict is broadcast, so all ranks stop together.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
-from dataclasses import dataclass, field
+import secrets
 from typing import Any
 
-from zeus_nb.errors import InputError, ZeusNbError
+import zeus_nb.optimizer.batch_size.optimizer as recurrences
+from zeus_nb.callback import Callback
+from zeus_nb.inputs.env import env
+from zeus_nb.optimizer.batch_size.common import (
+    CreatedJob,
+    JobSpec,
+    JobSpecFromClient,
+    ReportResponse,
+    TrainingResult,
+)
+from zeus_nb.optimizer.batch_size.exceptions import (
+    JobSpecError,
+    ZeusBSOBadOperationError,
+    ZeusBSOConfigError,
+    ZeusBSOOperationOrderError,
+    ZeusBSORuntimError,
+    ZeusBSOTrainFailError,
+)
 from zeus_nb.optimizer.batch_size.store import JobSpec as StoreJobSpec
-from zeus_nb.utils.framework import all_sum, initialized_dist, reduce_time_energy
+from zeus_nb.optimizer.batch_size.trials import FAILED, SUCCEEDED
+from zeus_nb.utils.framework import all_sum, get_world_size, initialized_dist, reduce_time_energy
 
 log = logging.getLogger(__name__)
 
+SERVER_URL_ENV = "ZEUS_SERVER_URL"
 WINDOW = "__zeus_nb_bso"
 
 
-class TrainFailError(ZeusNbError):
-    """This recurrence will not reach the target (too costly, or out of epochs): stop it.
-
-    It has been reported to the store; the next recurrence tries another batch size.
-    """
-
-
-class OperationOrderError(ZeusNbError):
-    """The optimizer's methods were called out of order (get_batch_size comes first)."""
-
-
-@dataclass
-class TrainingJobSpec:
-    """A recurring job as Zeus's examples describe it (same field names).
-
-    The job's state is kept under ``job_id``, or ``job_id_prefix`` when no id is given (every
-    recurrence of a job must use the same one). ``beta_knob=None`` turns early stopping off.
-    ``window_size`` > 0 makes each batch size learn from its last runs only; ``mab_seed`` seeds
-    the Thompson draws. Zeus's ``mab_prior_*`` and ``mab_num_explorations`` are accepted for
-    compatibility; zeus-nb's bandit has its own prior.
-    """
-
-    job_id_prefix: str
-    batch_sizes: list[int]
-    default_batch_size: int
-    job_id: str | None = None
-    eta_knob: float = 0.5
-    beta_knob: float | None = 2.0
-    target_metric: float = 0.50
-    higher_is_better_metric: bool = True
-    max_epochs: int = 100
-    num_pruning_rounds: int = 2
-    window_size: int = 0
-    mab_prior_mean: float = 0.0
-    mab_prior_precision: float = 0.0
-    mab_num_explorations: int = 2
-    mab_seed: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.job_id is not None and not self.job_id.startswith(self.job_id_prefix):
-            raise InputError(
-                f"job_id {self.job_id!r} must start with job_id_prefix {self.job_id_prefix!r}"
-            )
-        if self.max_epochs < 1:
-            raise InputError(f"max_epochs must be >= 1, got {self.max_epochs}")
-
-    @property
-    def name(self) -> str:
-        return self.job_id or self.job_id_prefix
-
-    def store_spec(self, max_power: float) -> StoreJobSpec:
-        """The bandit settings kept in the store (the same for every recurrence)."""
-        return StoreJobSpec(
-            name=self.name,
-            batch_sizes=tuple(int(b) for b in self.batch_sizes),
-            default_batch_size=int(self.default_batch_size),
-            eta=float(self.eta_knob),
-            beta=math.inf if self.beta_knob is None else float(self.beta_knob),
-            max_power=float(max_power),
-            seed=int(self.mab_seed or 0),
-            pruning_rounds=int(self.num_pruning_rounds),
-            window=int(self.window_size),
-        )
+def resolve_server_url(server_url: Any) -> Any:
+    """``server_url``, or ``$ZEUS_SERVER_URL`` when it is None or empty (None: the default)."""
+    if server_url is None or server_url == "":
+        return env(SERVER_URL_ENV)
+    return server_url
 
 
 def _from_rank0(value: Any) -> Any:
@@ -112,127 +88,265 @@ def _from_rank0(value: Any) -> Any:
     return box[0]
 
 
-class TrainingBatchSizeOptimizer:
-    """One recurrence of a job, driven from inside its training script.
+def _store_spec(job: JobSpecFromClient, job_id: str) -> StoreJobSpec:
+    """The bandit settings kept in the store, the same for every run of the job."""
+    return StoreJobSpec(
+        name=job_id,
+        batch_sizes=tuple(job.batch_sizes),
+        default_batch_size=int(job.default_batch_size),
+        eta=float(job.eta_knob),
+        beta=math.inf if job.beta_knob is None else float(job.beta_knob),
+        max_power=float(job.max_power),
+        seed=int(job.mab_seed or 0),
+        pruning_rounds=int(job.num_pruning_rounds),
+        window=int(job.window_size),
+    )
+
+
+class BatchSizeOptimizer(Callback):
+    """One run of a recurring job, driven from inside its training script (Zeus's client).
 
     Args:
         monitor: a :class:`~zeus_nb.monitor.ZeusMonitor` over all and only the GPUs this
-            process trains on; it measures the run. Max power for the cost is the sum of the
-            job's GPUs' maximum power limits.
-        server_url: where the job's state lives: a SQLite path or ``sqlite:///PATH``, or
-            ``postgresql://USER:PASSWORD@HOST:PORT/DATABASE`` (``http(s)://`` is refused).
-        job: a :class:`TrainingJobSpec` (Zeus's ``JobSpec`` fields).
+            process trains on (one GPU model); it measures the run. The cost's max power is the
+            sum of the job's GPUs' maximum power limits.
+        server_url: the store (see the module docstring), not a server.
+        job: a :class:`~zeus_nb.optimizer.batch_size.common.JobSpec`.
         rank: this process's data-parallel rank; only rank 0 touches the store.
     """
 
-    def __init__(self, monitor, server_url: Any, job: TrainingJobSpec, rank: int = 0) -> None:
-        from zeus_nb.optimizer.batch_size.optimizer import BatchSizeOptimizer as Recurrences
-        from zeus_nb.optimizer.batch_size.store_url import open_store
-
-        if not isinstance(job, TrainingJobSpec):
+    def __init__(self, monitor, server_url: Any, job: JobSpec, rank: int = 0) -> None:
+        if not isinstance(job, JobSpec):
             raise TypeError(
                 f"job= must be a zeus_nb.optimizer.batch_size.common.JobSpec (Zeus's fields: "
                 f"job_id_prefix, batch_sizes, default_batch_size, target_metric, max_epochs...), "
                 f"not {type(job).__name__}"
             )
         self.monitor = monitor
-        self.job = job
+        self.server_url = resolve_server_url(server_url)
         self.rank = int(rank)
+        self.cur_epoch = 0
+        self.running_time = 0.0  # the job's, over all ranks
+        self.consumed_energy = 0.0
+        self.training_finished = False
+        self.trial_number = 0
         self.current_batch_size = 0
-        self.epoch = 0
-        self.time = 0.0  # the job's, over all ranks
-        self.energy = 0.0
         self._local = (0.0, 0.0)  # this rank's time and energy
-        self.finished = False
         self._bso = None
-        local_max = sum(g.power_limit_constraints()[1] for g in monitor.gpus)
-        max_power = all_sum([local_max])[0]  # every rank takes part
+        self._store = None
+        self._trial_open = False
+        self.job_spec = self._job_spec(job)
         if self.rank == 0:
-            store = open_store(server_url)
-            self._bso = Recurrences(job.store_spec(max_power), store)
+            from zeus_nb.optimizer.batch_size.store_url import open_store
+
+            self._store = open_store(self.server_url)
+        created = self.register_job().dict() if self.rank == 0 else None
+        created = _from_rank0(created)  # None: a rank > 0 outside torch.distributed
+        fallback = {**self.job_spec.dict(), "job_id": self.job_spec.job_id or ""}
+        self.job: CreatedJob = CreatedJob.parse_obj(created or fallback)
+        if get_world_size() > 1:  # agree on the run now, so every rank knows it
+            if self.rank == 0:
+                self._dispatch()
+            shared = _from_rank0((self.current_batch_size, self.trial_number))
+            self.current_batch_size, self.trial_number = shared
+
+    def _job_spec(self, job: JobSpec) -> JobSpecFromClient:
+        gpus = list(self.monitor.gpus)
+        if not gpus:
+            raise ZeusBSOConfigError("the monitor measures no GPU; give it the training GPUs")
+        names = sorted({g.name for g in gpus})
+        if len(names) > 1:
+            raise ZeusBSOConfigError(
+                f"the batch-size optimizer needs one GPU model, the monitor has {names}"
+            )
+        local_max = sum(g.power_limit_constraints()[1] for g in gpus)
+        max_power, count = all_sum([local_max, len(gpus)])  # every rank takes part
+        return JobSpecFromClient(
+            **job.dict(), max_power=max_power, number_of_gpus=int(count), gpu_model=names[0]
+        )
+
+    def register_job(self) -> CreatedJob:
+        """Register the job in the store (rank 0; the constructor does it), or check that the
+        stored job has the same settings. Returns the job with its ``job_id``."""
+        if self._store is None:
+            raise ZeusBSOBadOperationError("only rank 0 registers the job in the store")
+        spec = self.job_spec
+        job_id = spec.job_id
+        if job_id is None:
+            job_id = f"{spec.job_id_prefix}-{secrets.token_hex(4)}"
+            while self._store.job(job_id) is not None:
+                job_id = f"{spec.job_id_prefix}-{secrets.token_hex(4)}"
+            log.warning(
+                "registered the new batch-size optimizer job %r; pass job_id=%r (for example "
+                "through $ZEUS_JOB_ID) so later runs continue its learning",
+                job_id,
+                job_id,
+            )
+        try:
+            self._bso = recurrences.BatchSizeOptimizer(_store_spec(spec, job_id), self._store)
+        except ValueError as e:
+            raise JobSpecError(f"job {job_id!r}: {e}") from e
+        return CreatedJob.parse_obj({**spec.dict(), "job_id": job_id})
 
     @property
     def optimizer(self):
-        """The recurrence-level :class:`~zeus_nb.optimizer.batch_size.BatchSizeOptimizer`."""
+        """The recurrence-level :class:`~zeus_nb.optimizer.batch_size.BatchSizeOptimizer`
+        (rank 0; None on other ranks)."""
         return self._bso
 
     def get_batch_size(self) -> int:
-        """The batch size this recurrence trains with (the same on every call and rank)."""
+        """The batch size this run trains with (the same on every call)."""
         if self.current_batch_size:
             return self.current_batch_size
-        if self.rank != 0 and initialized_dist() is None:
-            raise OperationOrderError(
+        if self.rank != 0:
+            raise ZeusBSOBadOperationError(
                 "only rank 0 asks for the batch size: call get_batch_size() on rank 0 and "
-                "broadcast it, or initialize torch.distributed so this object broadcasts it"
+                "broadcast it, or initialize torch.distributed before making the optimizer so "
+                "every rank gets it"
             )
-        bs = self._bso.next_batch_size() if self._bso is not None else None
-        self.current_batch_size = int(_from_rank0(bs))
-        log.info("batch-size optimizer: job %s trains at batch size %d", self.job.name, bs)
+        self._dispatch()
         return self.current_batch_size
+
+    def _dispatch(self) -> None:
+        """Take the bandit's choice as the job's next trial (rank 0)."""
+        bs = self._bso.next_batch_size()
+        if bs not in self.job.batch_sizes:
+            raise ZeusBSORuntimError(f"the store proposed batch size {bs}, not one of the job's")
+        self.trial_number = self._store.new_trial(self.job.job_id, bs)
+        self.current_batch_size = bs
+        self.cur_epoch = 0
+        self._trial_open = True
+        atexit.register(self._end_trial_at_exit)
+        log.info(
+            "batch-size optimizer: job %s trial %d trains at batch size %d",
+            self.job.job_id,
+            self.trial_number,
+            bs,
+        )
+
+    def _end_trial_at_exit(self) -> None:
+        """A run that exits before its verdict leaves a failed trial and no observation."""
+        if self._trial_open:
+            self._trial_open = False
+            self._store.end_trial(self.job.job_id, self.trial_number, FAILED)
 
     def on_train_begin(self) -> None:
         """Start measuring the run (call once, before the first epoch)."""
-        self.finished = False
-        self.epoch, self.time, self.energy = 0, 0.0, 0.0
+        self.training_finished = False
+        self.cur_epoch, self.running_time, self.consumed_energy = 0, 0.0, 0.0
         self._local = (0.0, 0.0)
         self.monitor.begin_window(WINDOW, restart=True)
-
-    def _reached(self, metric: float) -> bool:
-        t = self.job.target_metric
-        return metric >= t if self.job.higher_is_better_metric else metric <= t
 
     def on_evaluate(self, metric: float) -> None:
         """Account one epoch; report and stop the run when it is over.
 
         Returns normally while training should go on and once the target is reached (the run
-        is reported as a success). Raises :class:`TrainFailError` after reporting a failure:
-        the cost passed beta x the best cost so far, or ``max_epochs`` ran out.
+        is reported as converged; ``training_finished`` turns True). Raises
+        :class:`~zeus_nb.optimizer.batch_size.exceptions.ZeusBSOTrainFailError` after
+        reporting a run that passed the cost bound or ran out of epochs.
         """
         if not self.current_batch_size:
-            raise OperationOrderError("call get_batch_size() before on_evaluate()")
-        if self.finished:
+            raise ZeusBSOOperationOrderError("call get_batch_size() before on_evaluate()")
+        if self.training_finished:
             return
-        self.epoch += 1
+        self.cur_epoch += 1
         m = self.monitor.end_window(WINDOW)
         t, e = self._local[0] + m.time, self._local[1] + m.total_energy
         self._local = (t, e)
-        self.time, self.energy, _ = reduce_time_energy(t, e, len(self.monitor.gpus))
+        self.running_time, self.consumed_energy, _ = reduce_time_energy(
+            t, e, len(self.monitor.gpus)
+        )
         verdict = None
         if self._bso is not None:
-            verdict = self._verdict(float(metric))
-            if verdict is not None:
-                reached, _ = verdict
-                self._bso.report(
-                    self.current_batch_size, time=self.time, energy=self.energy, reached=reached
-                )
-        verdict = _from_rank0(verdict)
-        if verdict is None:
+            verdict = self._report(float(metric)).dict()
+        response = ReportResponse.parse_obj(_from_rank0(verdict))
+        if not response.stop_train:
             self.monitor.begin_window(WINDOW, restart=True)
             return
-        self.finished = True
-        reached, why = verdict
-        if not reached:
-            raise TrainFailError(
-                f"job {self.job.name!r} at batch size {self.current_batch_size}: {why}; the "
-                "run is reported and this recurrence stops here (the next one picks again)"
+        self.training_finished = True
+        if not response.converged:
+            raise ZeusBSOTrainFailError(
+                f"job {self.job.job_id!r} at batch size {self.current_batch_size}: "
+                f"{response.message}; the run is reported and this recurrence stops here (the "
+                "next one picks again)"
             )
-        log.info("job %s reached its target at epoch %d", self.job.name, self.epoch)
+        log.info("job %s reached its target at epoch %d", self.job.job_id, self.cur_epoch)
 
-    def _verdict(self, metric: float) -> tuple[bool, str] | None:
-        """(reached, why) when the run is over, else None."""
-        if self._reached(metric):
-            return True, "reached the target"
-        if self._bso.should_stop(time=self.time, energy=self.energy):
-            cost = self._bso.cost(self.time, self.energy)
-            return False, (
-                f"cost {cost:.4g} J passed the early-stopping threshold "
-                f"{self._bso.cost_threshold:.4g} J (beta x the best cost so far)"
+    def _report(self, metric: float) -> ReportResponse:
+        """Judge the run after this epoch; a stopped run goes into the store (rank 0)."""
+        result = TrainingResult(
+            job_id=self.job.job_id,
+            batch_size=self.current_batch_size,
+            trial_number=self.trial_number,
+            time=self.running_time,
+            energy=self.consumed_energy,
+            metric=metric,
+            current_epoch=self.cur_epoch,
+        )
+        response = judge(self._bso, self.job, result)
+        if response.stop_train and self._trial_open:
+            self._bso.report(
+                result.batch_size,
+                time=result.time,
+                energy=result.energy,
+                reached=response.converged,
+                power_limit=float(self.monitor.gpus[0].get_power_limit()),
             )
-        if self.epoch >= self.job.max_epochs:
-            return False, f"the target was not reached in max_epochs={self.job.max_epochs}"
-        return None
+            self._trial_open = False
+            atexit.unregister(self._end_trial_at_exit)
+            self._store.end_trial(
+                self.job.job_id, self.trial_number, SUCCEEDED, self._bso.last_observation_id
+            )
+        return response
+
+    # zeus-nb's earlier names for the same state
+    @property
+    def finished(self) -> bool:
+        return self.training_finished
+
+    @property
+    def time(self) -> float:
+        return self.running_time
+
+    @property
+    def energy(self) -> float:
+        return self.consumed_energy
+
+    @property
+    def epoch(self) -> int:
+        return self.cur_epoch
 
 
-# Zeus's names, so its examples run with ``zeus`` replaced by ``zeus_nb`` in their imports.
-BatchSizeOptimizer = TrainingBatchSizeOptimizer
-ZeusBSOTrainFailError = TrainFailError
+def judge(bso, job: CreatedJob, result: TrainingResult) -> ReportResponse:
+    """Zeus's verdict on a run after an epoch: go on, or stop (converged or not).
+
+    The run goes on while its cost is within ``beta_knob`` x the cheapest successful run's,
+    its metric has not reached the target and epochs are left. It converged if it stopped at
+    the target within the cost bound.
+    """
+    cost = bso.cost(result.time, result.energy)
+    bound = bso.cost_threshold
+    within = cost <= bound
+    target = job.target_metric
+    reached = result.metric >= target if job.higher_is_better_metric else result.metric <= target
+    if within and not reached and result.current_epoch < job.max_epochs:
+        return ReportResponse(stop_train=False, converged=False, message="keep training")
+    if reached and within:
+        message = "reached the target"
+    elif not within:
+        message = (
+            f"cost {cost:.4g} J passed the early-stopping threshold {bound:.4g} J "
+            "(beta_knob x the best cost so far)"
+        )
+    else:
+        message = f"the target was not reached in max_epochs={job.max_epochs}"
+    return ReportResponse(stop_train=True, converged=reached and within, message=message)
+
+
+recurrences.zeus_client = BatchSizeOptimizer  # the recurrence-level class takes Zeus's call too
+
+# zeus-nb's earlier names
+TrainingBatchSizeOptimizer = BatchSizeOptimizer
+TrainingJobSpec = JobSpec
+TrainFailError = ZeusBSOTrainFailError
+OperationOrderError = ZeusBSOOperationOrderError

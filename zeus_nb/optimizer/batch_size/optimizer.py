@@ -73,6 +73,23 @@ __all__ = [
 ]
 
 
+#: Zeus's client class; :mod:`zeus_nb.optimizer.batch_size.client` sets it when it loads (the
+#: package imports it), so this module does not import the client that builds on it.
+zeus_client: type | None = None
+
+
+def _zeus_call(args: tuple, kwargs: dict) -> bool:
+    """Whether the arguments are Zeus's client call shape ``(monitor, server_url, job, rank)``.
+
+    The recurrence-level shape starts with a job name or a store ``JobSpec``; Zeus's with a
+    monitor (or names ``monitor=``, ``server_url=``, ``rank=``).
+    """
+    if {"monitor", "server_url", "rank"} & set(kwargs):
+        return True
+    first = args[0] if args else kwargs.get("job")
+    return first is not None and not isinstance(first, (str, JobSpec))
+
+
 class BatchSizeOptimizer:
     """Learns the cost-optimal batch size of a recurring job, one recurrence at a time.
 
@@ -84,10 +101,11 @@ class BatchSizeOptimizer:
     ``$ZEUS_NB_BSO_STORE``, else the SQLite file at the default location (see
     :mod:`zeus_nb.optimizer.batch_size.store_url`).
 
-    Called Zeus's way, ``BatchSizeOptimizer(monitor=..., server_url=STORE_URL, job=JobSpec(...),
-    rank=0)``, it returns the in-training optimizer of
-    :mod:`zeus_nb.optimizer.batch_size.client` (``get_batch_size``, ``on_train_begin``,
-    ``on_evaluate``), with ``JobSpec`` from :mod:`zeus_nb.optimizer.batch_size.common`.
+    Called Zeus's way, ``BatchSizeOptimizer(monitor, server_url=STORE_URL, job=JobSpec(...),
+    rank=0)``, it returns Zeus's in-training client,
+    :class:`zeus_nb.optimizer.batch_size.client.BatchSizeOptimizer` (``get_batch_size``,
+    ``on_train_begin``, ``on_evaluate``, ``training_finished``, ``trial_number``), with
+    ``JobSpec`` from :mod:`zeus_nb.optimizer.batch_size.common`.
 
     A recurrence::
 
@@ -98,14 +116,12 @@ class BatchSizeOptimizer:
         bso.report(bs, time=t, energy=e, reached=hit_target)
     """
 
-    def __new__(cls, *args, monitor=None, server_url=None, **kwargs):
-        if monitor is None and server_url is None:
+    def __new__(cls, *args, **kwargs):
+        if not _zeus_call(args, kwargs):
             return super().__new__(cls)
-        from zeus_nb.optimizer.batch_size.client import TrainingBatchSizeOptimizer
-
-        if monitor is None or server_url is None:
-            raise TypeError("Zeus's call shape needs both monitor= and server_url= (the store)")
-        return TrainingBatchSizeOptimizer(monitor, server_url, *args, **kwargs)
+        if zeus_client is None:  # only if this module was loaded outside its package
+            raise RuntimeError("import zeus_nb.optimizer.batch_size for Zeus's call shape")
+        return zeus_client(*args, **kwargs)
 
     def __init__(
         self,
@@ -160,6 +176,7 @@ class BatchSizeOptimizer:
             list(self.job.batch_sizes), self.job.default_batch_size, self.job.pruning_rounds
         )
         self._last_id = 0
+        self.last_observation_id: int | None = None  # the store's id of this object's last report
         self._log: list[Observation] = []
         self._costs: dict[int, list[float]] = {b: [] for b in self.job.batch_sizes}
         self._stats: dict[int, tuple[int, float, float]] = {}  # bs -> (n, mean, sd), cached
@@ -387,7 +404,7 @@ class BatchSizeOptimizer:
             )
         cost = self.cost(obs.time, obs.energy)
         obs = Observation(bs, obs.time, obs.energy, cost, obs.reached, obs.power_limit)
-        self.store.append(self.job.name, obs)
+        self.last_observation_id = self.store.append(self.job.name, obs)
         self._sync()
         return cost
 

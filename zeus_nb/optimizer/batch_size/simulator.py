@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from zeus_nb.data.traces import (
+    Workload,
     get_workload,
     load_power_trace,
     load_train_trace,
@@ -52,7 +53,8 @@ from zeus_nb.optimizer.batch_size.store import DEFAULT_EXPLORATION, JobSpec, Mem
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ACCOUNTING", "SimulationResult", "WorkloadModel", "simulate", "workload_model"]
+__all__ = ["ACCOUNTING", "SimulationResult", "WorkloadModel", "run_by_epochs", "simulate"]
+__all__ += ["trace_rng", "workload_model"]
 
 DEFAULT_PROFILE_STEPS = 50  # warm-up + measured steps per limit, as the power-limit optimizer
 ACCOUNTING = ("step", "epoch")
@@ -69,6 +71,10 @@ class _Arm:
     epoch_energy: np.ndarray  # J, per power limit
     best: int  # index of the least-cost power limit
     target_epochs: np.ndarray  # one per recorded run; NaN: never reached
+
+    def sample_target(self, rng: np.random.Generator) -> float:
+        """The target epoch of one recorded run drawn uniformly (NaN: that run never reached)."""
+        return float(self.target_epochs[rng.integers(self.target_epochs.size)])
 
 
 @dataclass(frozen=True)
@@ -114,19 +120,22 @@ class WorkloadModel:
 
 
 def workload_model(
-    workload: str,
-    gpu: str | Path = "v100",
+    workload: str | Workload,
+    gpu: str | Path | pd.DataFrame = "v100",
     eta: float = 0.5,
-    train_trace: str | Path | None = None,
+    train_trace: str | Path | pd.DataFrame | None = None,
     default_batch_size: int | None = None,
 ) -> WorkloadModel:
     """Join the train and power traces for one workload (batch sizes present in both).
 
-    The default batch size b0 is the workload's; where the traces of this GPU lack it, the next
-    smaller batch size they have (the smallest if none is smaller), as
-    :func:`zeus_nb.data.traces.default_batch_size` does (LibriSpeech's 256 becomes 192 on the V100).
+    ``workload`` is a traced workload's name or a :class:`~zeus_nb.data.traces.Workload` (another
+    target metric or epoch cap); ``gpu`` and ``train_trace`` are trace names, CSV paths or
+    DataFrames of the trace schema. The default batch size b0 is the workload's; where the traces
+    of this GPU lack it, the next smaller batch size they have (the smallest if none is smaller),
+    as :func:`zeus_nb.data.traces.default_batch_size` does (LibriSpeech's 256 becomes 192 on the
+    V100).
     """
-    wl = get_workload(workload)
+    wl = workload if isinstance(workload, Workload) else get_workload(workload)
     power_all = load_power_trace(gpu)
     power = power_curves(power_all, wl.dataset, wl.network, wl.optimizer)
     # target_epoch is NaN for runs that never reached the target within max_epochs
@@ -153,10 +162,11 @@ def workload_model(
         )
     if not arms:
         raise InputError(f"no batch size of {wl.dataset} is in both the train and power traces")
+    label = str(gpu) if isinstance(gpu, str | Path) else "a DataFrame"
     b0 = wl.default_batch_size if default_batch_size is None else int(default_batch_size)
     if default_batch_size is not None and b0 not in arms:
         raise InputError(
-            f"default batch size {b0} of {wl.dataset} is not in both traces on {gpu}; "
+            f"default batch size {b0} of {wl.dataset} is not in both traces on {label}; "
             f"choose one of {sorted(arms)}"
         )
     if b0 not in arms:  # e.g. librispeech's 256 was not measured on the V100
@@ -165,7 +175,7 @@ def workload_model(
     limits = tuple(sorted({float(p) for a in arms.values() for p in a.power_limits}))
     return WorkloadModel(
         wl.dataset,
-        str(gpu),
+        label,
         eta,
         max_power,
         wl.max_epochs,
@@ -307,14 +317,20 @@ def _run(
     return epochs, t1 + (epochs - 1) * t_ep, e1 + (epochs - 1) * e_ep, reached, stopped
 
 
-def _run_by_epochs(
-    model: WorkloadModel, arm: _Arm, target: float, threshold: float, profile: bool
+def run_by_epochs(
+    model: WorkloadModel,
+    arm: _Arm,
+    target: float,
+    threshold: float,
+    profile: bool,
+    limit: int | None = None,
 ) -> tuple[int, float, float, bool, bool]:
     """Replay one run under whole-epoch accounting (see the module docstring).
 
-    Returns (epochs, time, energy, reached, stopped early); 0 epochs: the run was not started.
+    ``limit`` indexes ``arm.power_limits`` (default: the least-cost one). Returns (epochs, time,
+    energy, reached, stopped early); 0 epochs: the run was not started.
     """
-    best = arm.best
+    best = arm.best if limit is None else int(limit)
     t_ep, e_ep = float(arm.epoch_time[best]), float(arm.epoch_energy[best])
     c = model.eta * e_ep + (1 - model.eta) * model.max_power * t_ep
     allowed = model.max_epochs
@@ -329,6 +345,11 @@ def _run_by_epochs(
     )
     stopped = not reached and allowed < model.max_epochs
     return epochs, t1 + (epochs - 1) * t_ep, e1 + (epochs - 1) * e_ep, reached, stopped
+
+
+def trace_rng(seed: int) -> np.random.Generator:
+    """The generator that draws which recorded run each simulated run replays."""
+    return np.random.default_rng([int(seed), 1])
 
 
 #: One row per attempt of :func:`simulate`.
@@ -348,7 +369,7 @@ HISTORY_COLUMNS = (
 
 
 def simulate(
-    workload: str | WorkloadModel,
+    workload: str | Workload | WorkloadModel,
     gpu: str | Path = "v100",
     *,
     eta: float = 0.5,
@@ -373,7 +394,7 @@ def simulate(
 
     model = workload if isinstance(workload, WorkloadModel) else None
     if model is None:
-        model = workload_model(str(workload), gpu, eta, train_trace)
+        model = workload_model(workload, gpu, eta, train_trace)
     n = model.num_recurrences() if recurrences is None else int(recurrences)
     if n < 1:
         raise InputError(f"recurrences must be at least 1, got {n}")
@@ -392,7 +413,7 @@ def simulate(
         exploration=float(exploration),
     )
     bso = optimizer(spec, MemoryStore())
-    rng = np.random.default_rng([int(seed), 1])
+    rng = trace_rng(seed)
     rows = []
     best_recurrence = math.inf  # cheapest recurrence so far, all its runs (epoch accounting)
     for rec in range(n):
@@ -401,12 +422,12 @@ def simulate(
             bs = bso.next_batch_size()
             arm = model.arms[bs]
             profile = bso.power_limit(bs) is None
-            target = float(arm.target_epochs[rng.integers(arm.target_epochs.size)])
+            target = arm.sample_target(rng)
             if accounting == "step":
                 threshold = bso.cost_threshold
                 run = _run(model, arm, target, threshold, profile, profile_steps)
             else:
-                run = _run_by_epochs(model, arm, target, beta * best_recurrence, profile)
+                run = run_by_epochs(model, arm, target, beta * best_recurrence, profile)
             epochs, t, e, reached, stopped = run
             pl = model.jit_power_limit(bs)
             if profile and epochs > 0:

@@ -35,6 +35,7 @@ from sqlalchemy import (
     Text,
     create_engine,
     delete,
+    func,
     insert,
     inspect,
     select,
@@ -57,6 +58,7 @@ from zeus_nb.optimizer.batch_size.store import (
     _check_same,
     check_schema_version,
 )
+from zeus_nb.optimizer.batch_size.trials import DISPATCHED, Trial, check_status
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +100,16 @@ power_limits = Table(
     Column("job", Text, ForeignKey("jobs.name"), primary_key=True),
     Column("batch_size", Integer, primary_key=True),
     Column("power_limit", Float, nullable=False),
+)
+
+trials = Table(
+    "trials",
+    metadata,
+    Column("job", Text, ForeignKey("jobs.name"), primary_key=True),
+    Column("trial_number", Integer, primary_key=True),
+    Column("batch_size", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("observation", BigInteger, nullable=True),
 )
 
 
@@ -205,7 +217,9 @@ class SQLStore:
                     schema_version.c.component == SCHEMA_COMPONENT
                 )
             ).scalar_one_or_none()
-        check_schema_version(found, self.url)
+            check_schema_version(found, self.url)
+            if create:  # stores made before the trials table get it (older code ignores it)
+                trials.create(conn, checkfirst=True)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -260,6 +274,7 @@ class SQLStore:
     def delete(self, name: str) -> None:
         with self.engine.begin() as conn:
             self._lock_job(conn, name, require=False)
+            conn.execute(delete(trials).where(trials.c.job == name))
             conn.execute(delete(observations).where(observations.c.job == name))
             conn.execute(delete(power_limits).where(power_limits.c.job == name))
             conn.execute(delete(jobs).where(jobs.c.name == name))
@@ -332,3 +347,41 @@ class SQLStore:
         )
         with self.engine.connect() as conn:
             return {int(b): float(p) for b, p in conn.execute(q).all()}
+
+    # -- trials (see zeus_nb.optimizer.batch_size.trials) -----------------------------------
+
+    def new_trial(self, name: str, batch_size: int) -> int:
+        with self.engine.begin() as conn:
+            self._lock_job(conn, name)  # numbers of one job are taken one at a time
+            last = conn.execute(
+                select(func.max(trials.c.trial_number)).where(trials.c.job == name)
+            ).scalar()
+            number = int(last or 0) + 1
+            conn.execute(
+                insert(trials).values(
+                    job=name, trial_number=number, batch_size=int(batch_size), status=DISPATCHED
+                )
+            )
+            return number
+
+    def end_trial(
+        self, name: str, trial_number: int, status: str, observation: int | None = None
+    ) -> bool:
+        check_status(status)
+        c = trials.c
+        with self.engine.begin() as conn:
+            done = conn.execute(
+                trials.update()
+                .where(c.job == name, c.trial_number == int(trial_number), c.status == DISPATCHED)
+                .values(status=status, observation=observation)
+            )
+            return done.rowcount == 1
+
+    def trials(self, name: str) -> list[Trial]:
+        c = trials.c
+        q = select(c.job, c.trial_number, c.batch_size, c.status, c.observation).where(
+            c.job == name
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(q.order_by(c.trial_number)).all()
+        return [Trial(r[0], int(r[1]), int(r[2]), r[3], r[4]) for r in rows]

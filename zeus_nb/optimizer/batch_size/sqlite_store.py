@@ -28,6 +28,8 @@ from zeus_nb.optimizer.batch_size.store import (
     check_schema_version,
     default_path,
 )
+from zeus_nb.optimizer.batch_size.trials import SQLITE_SCHEMA as TRIALS_SCHEMA
+from zeus_nb.optimizer.batch_size.trials import SQLiteTrials
 from zeus_nb.utils.files import connect_readonly
 
 __all__ = ["SQLiteStore", "Store"]
@@ -56,7 +58,7 @@ CREATE TABLE IF NOT EXISTS schema_version (component TEXT PRIMARY KEY, version I
 """
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteTrials):
     """Bandit state in a local SQLite file, shared safely by concurrent processes.
 
     ``path`` defaults to :func:`default_path` (override the directory with ``ZEUS_NB_STATE_DIR``).
@@ -140,7 +142,7 @@ class SQLiteStore:
             try:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=NORMAL")
-                self._conn.executescript(_SCHEMA)
+                self._conn.executescript(_SCHEMA + TRIALS_SCHEMA)
                 self._conn.execute(
                     "INSERT OR IGNORE INTO schema_version(component, version) VALUES (?, ?)",
                     (SCHEMA_COMPONENT, SCHEMA_VERSION),  # files from before the table: 1
@@ -250,7 +252,8 @@ class SQLiteStore:
 
     def delete(self, name: str) -> None:
         with self._write():
-            for table, col in (("observations", "job"), ("power_limits", "job"), ("jobs", "name")):
+            tables = ("trials", "job"), ("observations", "job"), ("power_limits", "job")
+            for table, col in (*tables, ("jobs", "name")):
                 self._conn.execute(f"DELETE FROM {table} WHERE {col} = ?", (name,))
 
     def _require(self, name: str) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs.env import env
+from zeus_nb.optimizer.batch_size.trials import MemoryTrials
 
 STATE_DIR_ENV = "ZEUS_NB_STATE_DIR"
 DEFAULT_FILENAME = "bso.sqlite3"
@@ -41,7 +42,8 @@ class StoreNotFoundError(StoreError):
 
 
 # Version of the stores' table layout (SQLite and SQL servers alike), kept in their
-# ``schema_version`` table; bump it with every change to the tables.
+# ``schema_version`` table; bump it with every change older code would misread (a new table that
+# older code ignores, such as ``trials``, needs no bump).
 SCHEMA_VERSION = 1
 SCHEMA_COMPONENT = "bso"
 
@@ -131,7 +133,7 @@ def default_path() -> Path:
     return base / "zeus-nb" / DEFAULT_FILENAME
 
 
-class MemoryStore:
+class MemoryStore(MemoryTrials):
     """The state of any number of jobs in this process only (simulation, notebooks, tests)."""
 
     def __init__(self) -> None:
@@ -179,7 +181,7 @@ class MemoryStore:
         return dict(self._limits[name])
 
     def delete(self, name: str) -> None:
-        for d in (self._jobs, self._obs, self._limits):
+        for d in (self._jobs, self._obs, self._limits, self.__dict__.get("_trials", {})):
             d.pop(name, None)
 
     def _require(self, name: str) -> None:

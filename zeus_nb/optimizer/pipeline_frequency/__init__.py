@@ -28,6 +28,7 @@ from zeus_nb.optimizer.pipeline_frequency.solver import (
     Frontier,
     FrontierPoint,
     default_unit_time,
+    frontier_gap,
     solve_frontier,
 )
 from zeus_nb.optimizer.pipeline_frequency.synthetic import (
@@ -49,6 +50,7 @@ __all__ = [
     "default_unit_time",
     "dependencies",
     "evaluate",
+    "frontier_gap",
     "load_profile",
     "parse_profile",
     "plan_on_rank0",

@@ -1,35 +1,35 @@
-"""The time–energy frontier of one pipeline iteration, solved with ``lowtime``.
+"""The time–energy frontier of one pipeline iteration.
 
-Each instruction's profiled (time, energy) options become a ``lowtime`` operation whose cost is
-``energy - blocking_power x time``: for a fixed iteration time the total energy is the sum of the
-instructions' energies plus each GPU's blocking power over its idle time, so minimizing this cost
-minimizes total energy, and slowing an instruction down is not mistaken for free (Perseus,
-SOSP '24, Section 4). An exponential cost model is fitted per instruction, and the
-Phillips–Dessouky solver shortens the iteration one time quantum at a time from the all-slowest
-plan to the fastest, yielding one plan per step. Option times are rounded *up* to the quantum,
-so a plan never runs longer than the solver assumed. Every plan is then evaluated on the profile
-itself (:func:`~zeus_nb.optimizer.pipeline_frequency.schedule.evaluate`); the frontier keeps the
+Each instruction's profiled (time, energy) options get the cost ``energy - blocking_power x
+time``: for a fixed iteration time the total energy is the sum of the instructions' energies plus
+each GPU's blocking power over its idle time, so minimizing this cost minimizes total energy, and
+slowing an instruction down is not mistaken for free (Perseus, SOSP '24, Section 4). An
+exponential cost model is fitted per instruction
+(:mod:`~zeus_nb.optimizer.pipeline_frequency.cost_model`), and a Phillips–Dessouky solver shortens
+the iteration one time quantum at a time from the all-slowest plan to the fastest, yielding one
+plan per step: by default this package's own
+(:mod:`~zeus_nb.optimizer.pipeline_frequency.tradeoff`, on scipy's compiled graph routines), or
+with ``solver="lowtime"`` the ``lowtime`` package's, which it follows step for step. Option times
+are rounded *up* to the quantum, so a plan never runs longer than the solver assumed. Every plan
+is then evaluated on the profile itself (the arithmetic of
+:func:`~zeus_nb.optimizer.pipeline_frequency.schedule.evaluate`, for all plans at once in
+:class:`~zeus_nb.optimizer.pipeline_frequency.plan_table.PlanTable`); the frontier keeps the
 points where a longer iteration buys strictly less energy.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.optimizer.pipeline_frequency.cost_model import cost_scale, instruction_models
+from zeus_nb.optimizer.pipeline_frequency.plan_table import PlanTable, pareto_rows
 from zeus_nb.optimizer.pipeline_frequency.profile import InstructionProfile
-from zeus_nb.optimizer.pipeline_frequency.schedule import (
-    FrequencyPlan,
-    Op,
-    Timeline,
-    dependencies,
-    evaluate,
-)
+from zeus_nb.optimizer.pipeline_frequency.schedule import FrequencyPlan, Timeline, evaluate
+from zeus_nb.optimizer.pipeline_frequency.tradeoff import Activity, tradeoff_durations
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +61,7 @@ class Frontier:
     unit_time: float
     profile: InstructionProfile
     cost_models: dict = field(default_factory=dict, repr=False)
+    cost_scale: float = 1.0  # the solvers' cost units per joule (cost_model.cost_scale)
 
     def fastest(self) -> FrontierPoint:
         return self.points[0]
@@ -82,97 +83,21 @@ class Frontier:
         return [p.to_json() for p in self.points]
 
 
-def _convex_fallback(quant_times: np.ndarray, costs: np.ndarray):
-    """Piecewise-linear cost through the lower convex hull (few options, or a failed fit)."""
-    from lowtime.cost_model import CostModel
+def frontier_gap(a: Frontier, b: Frontier) -> float:
+    """Largest relative energy difference between two frontiers at matched iteration times.
 
-    order = np.argsort(quant_times)
-    xs, ys = quant_times[order].astype(float), costs[order].astype(float)
-    hull: list[int] = []
-    for i in range(len(xs)):
-        while len(hull) >= 2:
-            a, b = hull[-2], hull[-1]
-            if (ys[b] - ys[a]) * (xs[i] - xs[a]) >= (ys[i] - ys[a]) * (xs[b] - xs[a]):
-                hull.pop()
-            else:
-                break
-        hull.append(i)
-    hx, hy = xs[hull], ys[hull]
-
-    class _Hull(CostModel):
-        def __call__(self, quant_time: int) -> float:
-            return float(np.interp(quant_time, hx, hy))
-
-    return _Hull()
-
-
-def _cost_model(options):
-    """lowtime's exponential model fitted from a data-driven guess; convex fallback otherwise."""
-    from lowtime.cost_model import ExponentialModel
-    from scipy.optimize import OptimizeWarning
-
-    q = np.array([o.quant_time for o in options.options], float)
-    c = np.array([o.cost for o in options.options], float)
-    if len(q) >= 3 and np.ptp(c) > 0:
-        c0 = c.min() - 0.05 * np.ptp(c)
-        slope, intercept = np.polyfit(q, np.log(c - c0), 1)
-        try:
-            with warnings.catch_warnings():  # the fit's covariance is never used
-                warnings.simplefilter("ignore", OptimizeWarning)
-                model = ExponentialModel(options, initial_guess=(math.exp(intercept), slope, c0))
-            a, b, _ = model.coefficients
-            if a > 0 and b < 0 and np.all(np.isfinite(model.coefficients)):
-                return model
-        except (ValueError, RuntimeError) as e:
-            logger.debug("exponential fit failed (%s); using the convex hull", e)
-    return _convex_fallback(q, c)
-
-
-def _build_dag(profile: InstructionProfile, microbatches: int, unit: float):
-    import networkx as nx
-    from lowtime.graph_utils import add_sink_node, add_source_node
-    from lowtime.operation import CandidateExecutionOptions, ExecutionOption, OperationSpec
-    from lowtime.perseus.instruction import Backward, Forward
-
-    stages = profile.num_stages
-    specs, models = {}, {}
-    for s in range(stages):
-        p_block = profile.blocking_power[s]
-        for inst in ("forward", "backward"):
-            opts = [
-                ExecutionOption(
-                    real_time=(math.ceil(m.time / unit - 1e-9) + 0.5) * unit,
-                    unit_time=unit,
-                    cost=m.energy - p_block * m.time,
-                    knob=m.frequency,
-                )
-                for m in profile.options(s, inst)
-            ]
-            cands = CandidateExecutionOptions(options=opts)
-            model = _cost_model(cands)
-            specs[(s, inst)] = OperationSpec(options=cands, cost_model=model)
-            models[(s, inst)] = (cands, model)
-    deps = dependencies(stages, microbatches)
-    ids = {op: i for i, op in enumerate(deps)}
-    dag = nx.DiGraph()
-    for op, i in ids.items():
-        s, inst, j = op
-        cls = Forward if inst == "forward" else Backward
-        dag.add_node(i, op=cls(spec=specs[(s, inst)], stage_id=s, micro_batch_id=j))
-    for op, preds in deps.items():
-        for p in preds:
-            dag.add_edge(ids[p], ids[op])
-    source, sink = len(ids), len(ids) + 1
-    add_source_node(dag, source)
-    add_sink_node(dag, sink)
-    dag.graph["source_node"], dag.graph["sink_node"] = source, sink
-    return dag, ids, models
-
-
-def _snapshot(dag, ids: dict[Op, int], stages: int, microbatches: int) -> FrequencyPlan:
-    return FrequencyPlan.from_choice(
-        stages, microbatches, lambda op: dag.nodes[ids[op]]["op"].assigned_knob
-    )
+    At the iteration time of every point of either frontier that both can meet, each frontier's
+    least-energy plan within that time (:meth:`Frontier.for_deadline`) is compared; the result
+    is ``max |E_a - E_b| / E_b``. Times only one frontier can meet (below the other's fastest
+    point) are left out.
+    """
+    floor = max(a.fastest().iteration_time, b.fastest().iteration_time)
+    times = sorted({p.iteration_time for p in a.points + b.points if p.iteration_time >= floor})
+    gaps = [
+        abs(a.for_deadline(t).energy - b.for_deadline(t).energy) / b.for_deadline(t).energy
+        for t in times
+    ]
+    return max(gaps, default=0.0)
 
 
 def _tighten(plan: FrequencyPlan, profile: InstructionProfile, target: float) -> FrequencyPlan:
@@ -213,38 +138,70 @@ def default_unit_time(profile: InstructionProfile) -> float:
     )
 
 
+SOLVERS = ("native", "lowtime")
+
+
+class SolverChoiceError(ZeusNbError, ValueError):
+    """An unknown solver name was asked for."""
+
+
+def _native_clocks(profile: InstructionProfile, table: PlanTable, unit: float, scale: float):
+    """Clock rows (all-slowest first, then one per step) from this package's own solver."""
+    models = instruction_models(profile, unit, scale)
+    kinds = {
+        key: Activity(cands.min_quant_time, cands.max_quant_time, model)
+        for key, (cands, model) in models.items()
+    }
+    durations = np.array(
+        tradeoff_durations(table.predecessors, [kinds[(s, i)] for s, i, _ in table.ops])
+    )
+    clocks = np.empty_like(durations)
+    for (s, inst), (cands, _) in models.items():
+        lo, hi = cands.min_quant_time, cands.max_quant_time
+        knobs = np.array([cands.knob_for(q) for q in range(lo, hi + 1)], np.int64)
+        cols = table.columns_of(s, inst)
+        clocks[:, cols] = knobs[durations[:, cols] - lo]
+    return clocks, models
+
+
 def solve_frontier(
     profile: InstructionProfile,
     stages: int,
     microbatches: int,
     unit_time: float | None = None,
+    solver: str = "native",
 ) -> Frontier:
-    """The whole time–energy frontier of a (stages, microbatches) 1F1B iteration."""
-    from lowtime.solver import PhillipsDessouky
+    """The whole time–energy frontier of a (stages, microbatches) 1F1B iteration.
 
+    ``solver``: ``"native"`` (default) runs this package's Phillips–Dessouky solver on scipy's
+    compiled graph routines; ``"lowtime"`` runs the ``lowtime`` package's, which it follows.
+    """
+    if solver not in SOLVERS:
+        raise SolverChoiceError(
+            f"solver {solver!r} is not one of {', '.join(SOLVERS)}; pass one of those"
+        )
     profile.check_stages(stages)
     if microbatches < 1:
         raise InputError(f"microbatches must be >= 1, got {microbatches}")
     unit = default_unit_time(profile) if unit_time is None else float(unit_time)
     if unit <= 0:
         raise InputError(f"the time quantum must be > 0 s, got {unit}")
-    dag, ids, models = _build_dag(profile, microbatches, unit)
-    plans = [_snapshot(dag, ids, stages, microbatches)]  # all-slowest: the solver's start
-    for _ in PhillipsDessouky(dag).run():
-        plans.append(_snapshot(dag, ids, stages, microbatches))
+    table = PlanTable(stages, microbatches)
+    scale = cost_scale(profile)
+    if solver == "lowtime":
+        from zeus_nb.optimizer.pipeline_frequency.lowtime_backend import lowtime_clocks
+
+        clocks, models = lowtime_clocks(profile, table, unit, scale)
+    else:
+        clocks, models = _native_clocks(profile, table, unit, scale)
     max_plan = FrequencyPlan.max_clock(profile, microbatches)
     max_tl = evaluate(max_plan, profile)
-    plans[-1] = _tighten(plans[-1], profile, max_tl.iteration_time + unit)
-    evaluated: dict[FrequencyPlan, FrontierPoint] = {}
-    for plan in plans:
-        if plan not in evaluated:
-            tl = evaluate(plan, profile)
-            evaluated[plan] = FrontierPoint(tl.iteration_time, tl.energy, plan)
-    points: list[FrontierPoint] = []
-    for p in sorted(evaluated.values(), key=lambda p: (p.iteration_time, p.energy)):
-        if not points or (
-            p.iteration_time > points[-1].iteration_time and p.energy < points[-1].energy
-        ):
-            points.append(p)
+    fastest = _tighten(table.plan(clocks[-1]), profile, max_tl.iteration_time + unit)
+    clocks[-1] = table.row(fastest)
+    times, energies = table.evaluate(profile, clocks)
+    points = [
+        FrontierPoint(float(times[k]), float(energies[k]), table.plan(clocks[k]))
+        for k in pareto_rows(times, energies)
+    ]
     max_point = FrontierPoint(max_tl.iteration_time, max_tl.energy, max_plan)
-    return Frontier(points, max_point, unit, profile, models)
+    return Frontier(points, max_point, unit, profile, models, scale)

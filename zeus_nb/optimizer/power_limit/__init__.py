@@ -26,6 +26,11 @@ _LAZY = {
     "ProfileError": "profile_file",
     "GlobalPowerLimitOptimizer": "optimizer",
     "AdaptivePolicy": "policy",
+    "Ready": "states",
+    "Warmup": "states",
+    "Profiling": "states",
+    "Done": "states",
+    "Phase": "states",
     "HFGlobalPowerLimitOptimizer": "hf",
 }
 

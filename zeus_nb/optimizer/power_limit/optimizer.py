@@ -7,11 +7,11 @@ runs ``warmup_steps`` steps unmeasured and ``profile_steps`` steps inside a moni
 finally applies the limit its :class:`OptimumSelector` picks. Progress carries across epochs: an
 epoch boundary pauses the open window (validation is not measured) and the next epoch resumes it.
 
-The optimizer is a state machine whose state is one of four small objects (:class:`Waiting`,
-:class:`WarmingUp`, :class:`Profiling`, :class:`Done`; :attr:`GlobalPowerLimitOptimizer.phase`
-names it as a :class:`Phase`). With ``adaptive=True`` (the default) an
-:class:`~zeus_nb.optimizer.power_limit.policy.AdaptivePolicy` decides when a window or the whole
-descent may stop early because a limit cannot win.
+The optimizer is a state machine whose state is one of four small objects, Zeus's
+(:class:`Ready`, :class:`Warmup`, :class:`Profiling`, :class:`Done`, limits in mW;
+:attr:`GlobalPowerLimitOptimizer.phase` names it as a :class:`Phase`). With ``adaptive=True``
+(the default) an :class:`~zeus_nb.optimizer.power_limit.policy.AdaptivePolicy` decides when a
+window or the whole descent may stop early because a limit cannot win.
 
 Under ``torch.distributed`` every window's time is max-reduced and its energy sum-reduced across
 ranks, so all ranks choose the same limit, and :class:`ZeusCost` counts every GPU in MaxPower.
@@ -25,6 +25,7 @@ import logging
 import warnings
 from pathlib import Path
 
+from zeus_nb.callback import Callback
 from zeus_nb.device.guard import PowerLimitGuard
 from zeus_nb.errors import CallbackOrderError, InputError, PowerLimitPermissionError
 from zeus_nb.optimizer.power_limit.policy import AdaptivePolicy
@@ -44,15 +45,27 @@ from zeus_nb.optimizer.power_limit.states import (
     Done,
     Phase,
     Profiling,
+    Ready,
     State,
     Waiting,
     WarmingUp,
+    Warmup,
+    mw,
 )
 from zeus_nb.utils.boundary import describe_os_error
 from zeus_nb.utils.framework import initialized_dist, reduce_time_energy
 from zeus_nb.utils.validate import Quantity, integer, number
 
-__all__ = ["Done", "GlobalPowerLimitOptimizer", "Phase", "Profiling", "Waiting", "WarmingUp"]
+__all__ = [
+    "Done",
+    "GlobalPowerLimitOptimizer",
+    "Phase",
+    "Profiling",
+    "Ready",
+    "Waiting",
+    "Warmup",
+    "WarmingUp",
+]
 
 PL_STEP = Quantity("power-limit step", "W", 0.0, 2000.0, open_low=True)
 NOISE_MARGIN = Quantity("noise margin", "", 0.0, 0.999)
@@ -62,8 +75,11 @@ logger = logging.getLogger(__name__)
 WINDOW_PREFIX = "__GlobalPowerLimitOptimizer_"
 
 
-class GlobalPowerLimitOptimizer:
+class GlobalPowerLimitOptimizer(Callback):
     """Profile power limits during training and apply the optimum to every monitored GPU.
+
+    A :class:`~zeus_nb.callback.Callback`, as in Zeus, so it joins a ``CallbackSet``;
+    ``on_train_end`` puts the original limits back (as :meth:`close` does).
 
     Args:
         monitor: a :class:`~zeus_nb.monitor.ZeusMonitor` (or a replay monitor); its GPUs all
@@ -143,14 +159,16 @@ class GlobalPowerLimitOptimizer:
 
         system = getattr(monitor, "system", None)
         self._clock = system.clock if system is not None else None
+        self._mark_step = getattr(system, "mark_step", None)
         self._guard = PowerLimitGuard(
             self.gpus,
             backend=getattr(system, "backend", "auto"),
             persist=getattr(monitor, "persist_power_limits", True),
         )
-        self.state: State = Waiting()
         self.policy = AdaptivePolicy(optimum_selector, self.noise_margin, self.patience)
         self._order = self.policy.order(self.power_limits) if adaptive else self.power_limits
+        self.state: State = Ready(next_power_limit=mw(self._order[0]), steps=self.wait_steps)
+        self.current_power_limit = 0  # mW, as Zeus keeps it: the limit this optimizer last set
         self.measurements: list[PowerLimitMeasurement] = []
         self.local_measurements: list[PowerLimitMeasurement] = []
         self.abandoned: dict[float, str] = {}  # limit -> why adaptive profiling skipped it
@@ -200,7 +218,7 @@ class GlobalPowerLimitOptimizer:
             )
         self.measurements = measurements
         self.optimal_power_limit = float(self.optimum_selector.select(measurements))
-        self.state = Done()
+        self.state = Done(mw(self.optimal_power_limit))
         if is_zeus_profile(path):  # Zeus's format: write it back in ours (model and limits)
             try:
                 kept = upgrade_zeus_profile(
@@ -222,6 +240,7 @@ class GlobalPowerLimitOptimizer:
         self._guard.record()
         for g in self.gpus:
             g.set_power_limit(watts)
+        self.current_power_limit = mw(watts)
 
     def _read(self) -> tuple[float, float]:
         """(clock s, summed energy J) straight from the GPUs, for partial windows.
@@ -235,6 +254,10 @@ class GlobalPowerLimitOptimizer:
     def close(self) -> None:
         """Put every GPU back at the limit it had before this optimizer changed it."""
         self._guard.restore()
+
+    def on_train_end(self) -> None:
+        """Training is over: put every GPU back at its original limit."""
+        self.close()
 
     def __enter__(self) -> GlobalPowerLimitOptimizer:
         return self
@@ -292,8 +315,8 @@ class GlobalPowerLimitOptimizer:
             if not s.applied:
                 self._apply()
             return
-        if isinstance(s, Waiting):
-            if s.steps < self.wait_steps:
+        if isinstance(s, Ready):
+            if s.steps > 0:
                 return
             self._start = self._read()
             self._log(
@@ -305,39 +328,48 @@ class GlobalPowerLimitOptimizer:
             s.window = f"{WINDOW_PREFIX}{self._order[s.index]:g}"
             self.monitor.begin_window(s.window)
             s.segment_start = self._read() if self.adaptive else (0.0, 0.0)
-            if self.adaptive and s.steps == 0:
+            if self.adaptive and s.taken == 0:
                 self.policy.start_window(self._order[s.index])
 
     def on_step_end(self) -> None:
         """Call after each training step."""
         self._check_order("on_step_end", in_step=True)
         self._in_step = False
+        if self._mark_step is not None:
+            self._mark_step()
         s = self.state
-        if isinstance(s, Waiting):
-            s.steps += 1
-        elif isinstance(s, WarmingUp):
-            s.steps += 1
-            if s.steps >= self.warmup_steps:
-                self.state = Profiling(s.index)
+        if isinstance(s, Ready):
+            s.steps = max(0, s.steps - 1)
+        elif isinstance(s, Warmup):
+            s.steps -= 1
+            if s.steps <= 0:
+                self.state = self._profiling(s.index)
         elif isinstance(s, Profiling) and s.window is not None:
-            s.steps += 1
-            if s.steps >= self.profile_steps:
+            s.taken += 1
+            s.steps -= 1
+            if s.steps <= 0:
                 m = self.monitor.end_window(s.window)
                 s.window = None
                 self._finish(s, s.time + m.time, s.energy + m.total_energy)
             elif self.adaptive:
                 self._check_partial(s)
 
-    def _enter(self, index: int) -> WarmingUp | Profiling:
-        self._set_limit(self._order[index])
-        return WarmingUp(index) if self.warmup_steps > 0 else Profiling(index)
+    def _enter(self, index: int) -> Warmup | Profiling:
+        limit = self._order[index]
+        self._set_limit(limit)
+        if self.warmup_steps > 0:
+            return Warmup(mw(limit), self.warmup_steps, index)
+        return self._profiling(index)
+
+    def _profiling(self, index: int) -> Profiling:
+        return Profiling(mw(self._order[index]), self.profile_steps, index)
 
     def _check_partial(self, s: Profiling) -> None:
         now, energy = self._read()
         t0, e0 = s.segment_start
         local_time, local_energy = s.time + now - t0, s.energy + energy - e0
         time, energy, n = reduce_time_energy(local_time, local_energy, len(self.gpus))
-        verdict = self.policy.observe(self.measurements, time, energy, s.steps, self.profile_steps)
+        verdict = self.policy.observe(self.measurements, time, energy, s.taken, self.profile_steps)
         if verdict is None:
             return
         self.monitor.end_window(s.window, cancel=True)
@@ -346,7 +378,7 @@ class GlobalPowerLimitOptimizer:
         if verdict.estimate is None:
             self.abandoned[limit] = verdict.why
         else:  # it won early: its readings, extrapolated to the full window, stand for it
-            scale = self.profile_steps / s.steps
+            scale = self.profile_steps / s.taken
             self.local_measurements.append(
                 PowerLimitMeasurement(
                     limit, local_energy * scale, local_time * scale, len(self.gpus)
@@ -383,7 +415,7 @@ class GlobalPowerLimitOptimizer:
 
     def _conclude(self) -> None:
         self.optimal_power_limit = float(self.optimum_selector.select(self.measurements))
-        self.state = Done()
+        self.state = Done(mw(self.optimal_power_limit))
         if all(m.time == 0 for m in self.measurements):
             warnings.warn(
                 "every profiling window measured 0 s: on the simulated GPU, call "
@@ -422,7 +454,7 @@ class GlobalPowerLimitOptimizer:
 
     def _apply(self) -> None:
         self._set_limit(self.optimal_power_limit)
-        self.state = Done(applied=True)
+        self.state = Done(mw(self.optimal_power_limit), applied=True)
         self._log(f"power limit {self.optimal_power_limit:g} W chosen by {self.optimum_selector!r}")
 
     def _log(self, message: str) -> None:

@@ -72,7 +72,7 @@ SELECTORS: dict[str, SelectorSpec] = {
             math.inf,
             1.1,
             0.05,
-            "least energy within this slowdown of the fastest",
+            "lowest limit whose time is within this factor of the time at the highest limit",
             3.0,
         ),
     ),

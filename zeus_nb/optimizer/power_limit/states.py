@@ -1,7 +1,12 @@
-"""The power-limit optimizer's states: one small object per phase, named by :class:`Phase`.
+"""The power-limit optimizer's states: one small object per phase, as Zeus names them.
 
-A state holds only what its phase needs (steps so far, the open window), so a transition is
-replacing one object with another and no counter outlives its phase.
+A state holds only what its phase needs, so a transition is replacing one object with another
+and no counter outlives its phase. The classes and their public fields are Zeus's
+(:class:`Ready`, :class:`Warmup`, :class:`Profiling`, :class:`Done`; power limits in mW, ``steps``
+counting down the steps left in the phase), so Zeus code that inspects ``plo.state`` (for
+example ``isinstance(plo.state, Done)`` and ``plo.state.optimal_power_limit``) runs unchanged.
+zeus-nb's extra fields (the limit's index in the profiling order, the paused window) follow.
+``Waiting`` and ``WarmingUp`` are earlier names of ``Ready`` and ``Warmup``.
 """
 
 from __future__ import annotations
@@ -9,7 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["Done", "Phase", "Profiling", "State", "Waiting", "WarmingUp"]
+__all__ = ["Done", "Phase", "Profiling", "Ready", "State", "Waiting", "Warmup", "WarmingUp", "mw"]
+
+
+def mw(watts: float) -> int:
+    """A power limit in W as Zeus's states hold it: whole mW."""
+    return int(round(watts * 1000))
 
 
 class Phase(str, Enum):
@@ -22,32 +32,37 @@ class Phase(str, Enum):
 
 
 @dataclass
-class Waiting:
-    """Letting ``wait_steps`` steps pass before profiling; ``steps`` so far."""
+class Ready:
+    """Letting ``steps`` more steps pass before warming up at ``next_power_limit`` (mW)."""
 
-    steps: int = 0
+    next_power_limit: int
+    steps: int
     phase = Phase.WAIT
 
 
 @dataclass
-class WarmingUp:
-    """Unmeasured steps at the limit ``order[index]``."""
+class Warmup:
+    """``steps`` more unmeasured steps at ``current_power_limit`` (mW), ``order[index]``."""
 
-    index: int
-    steps: int = 0
+    current_power_limit: int
+    steps: int
+    index: int = 0
     phase = Phase.WARMUP
 
 
 @dataclass
 class Profiling:
-    """Measured steps at ``order[index]``; ``window`` is open between steps, None across epochs.
+    """``steps`` more measured steps at ``current_power_limit`` (mW), ``order[index]``.
 
-    ``time``/``energy`` accumulate the window's paused segments; ``segment_start`` is the
-    (clock, energy) reading where the open segment began (for partial adaptive checks).
+    ``taken`` steps are measured so far; ``window`` is open between steps and None across
+    epochs; ``time``/``energy`` accumulate the window's paused segments; ``segment_start`` is
+    the (clock, energy) reading where the open segment began (for partial adaptive checks).
     """
 
-    index: int
-    steps: int = 0
+    current_power_limit: int
+    steps: int
+    index: int = 0
+    taken: int = 0
     time: float = 0.0
     energy: float = 0.0
     window: str | None = None
@@ -57,10 +72,13 @@ class Profiling:
 
 @dataclass
 class Done:
-    """The optimum is known; ``applied`` once it is set on the GPUs."""
+    """The optimum ``optimal_power_limit`` (mW) is known; ``applied`` once set on the GPUs."""
 
+    optimal_power_limit: int
     applied: bool = False
     phase = Phase.DONE
 
 
-State = Waiting | WarmingUp | Profiling | Done
+Waiting = Ready
+WarmingUp = Warmup
+State = Ready | Warmup | Profiling | Done

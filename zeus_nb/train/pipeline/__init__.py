@@ -9,17 +9,10 @@ and ``profiling`` (the instruction profile CSV), ``plan`` (frequency plans appli
 
 from __future__ import annotations
 
-from zeus_nb.train.pipeline.trainer import (
-    SCHEDULES,
-    PipelineConfig,
-    Trainer,
-    config_from_args,
-    main,
-    parser,
-    run,
-    train,
-)
+import importlib
+from typing import Any
 
+# names of the command line and the trainer, loaded on first use (the package imports nothing)
 __all__ = [
     "SCHEDULES",
     "PipelineConfig",
@@ -30,3 +23,9 @@ __all__ = [
     "run",
     "train",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.trainer"), name)

@@ -1,12 +1,15 @@
 """The instruction profile CSV that ``python -m zeus_nb.train.pipeline --profile true`` writes.
 
-Format (documented in ``docs/pipeline_frequency.md``): ``#`` comment lines, then the header
-``stage,instruction,frequency,time,energy`` and one row per (stage, instruction, SM clock): the
-mean seconds and joules of one instruction on one microbatch, plus one ``blocking`` row per stage
-and clock (time blocked on the neighbour stages and the energy used meanwhile).
+Format (documented in ``docs/pipeline_frequency.md``): plain CSV, so ``pandas.read_csv`` reads
+it; the header ``stage,instruction,frequency,time,energy`` and one row per (stage, instruction,
+SM clock): the mean seconds and joules of one instruction on one microbatch, plus one
+``blocking`` row per stage and clock (time blocked on the neighbour stages and the energy used
+meanwhile). What was profiled (model, microbatch size, GPU, steps) is written beside it, in
+``PATH.json``.
 
 Profiling is resumable: rows are appended clock by clock and flushed, and a rerun skips every
-clock whose rows are all in the file already.
+clock whose rows are all in the file already. A file from before the metadata moved out (it
+starts with ``#`` lines) is converted when it is resumed: its comments go to ``PATH.json``.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from pathlib import Path
 from zeus_nb.errors import InputError, TraceFormatError, ZeusNbError
 from zeus_nb.inputs import read_table, reader
 from zeus_nb.inputs.kinds import INSTRUCTION_PROFILE
-from zeus_nb.utils.files import append_line, end_with_newline
+from zeus_nb.inputs.table import read_text
+from zeus_nb.optimizer.pipeline_frequency.profile import sidecar_path, write_sidecar
+from zeus_nb.utils.files import append_line, atomic_write, end_with_newline
 
 COLUMNS = ("stage", "instruction", "frequency", "time", "energy")
 ROW_KINDS = ("forward", "backward", "blocking")
-MAGIC = "# zeus-nb instruction profile v1"
+MAGIC = "# zeus-nb instruction profile v1"  # the first line of files with comment metadata
 
 
 class ProfileFileError(ZeusNbError, ValueError):
@@ -57,8 +62,21 @@ def clocks_to_profile(path: Path, clocks: list[int], stages: int) -> list[int]:
     ]
 
 
+def uncomment(path: Path) -> None:
+    """Move the leading ``#`` lines of an older profile into ``PATH.json`` (kept if present)."""
+    lines = read_text(path, "instruction profile").splitlines(keepends=True)
+    comments = [ln for ln in lines if ln.lstrip().startswith("#")]
+    if not comments:
+        return
+    if not sidecar_path(path).is_file():
+        notes = [ln.lstrip()[1:].strip() for ln in comments if ln.strip() != MAGIC]
+        write_sidecar(path, notes)
+    atomic_write(path, "".join(ln for ln in lines if not ln.lstrip().startswith("#")))
+
+
 def append_rows(path: Path, rows: list[dict], metadata: dict[str, object]) -> int:
-    """Append the rows whose key is new; write the header first for a new file. Returns count.
+    """Append the rows whose key is new; write the header (and ``PATH.json``) first for a new
+    file. Returns count.
 
     One write per call, whole rows only (:func:`zeus_nb.utils.files.append_line`): a full
     disk leaves the file as it was, and the caller may try the same rows again.
@@ -67,10 +85,12 @@ def append_rows(path: Path, rows: list[dict], metadata: dict[str, object]) -> in
     have = existing_keys(path)
     new = [r for r in rows if (int(r["stage"]), r["instruction"], int(r["frequency"])) not in have]
     fresh = not path.is_file() or path.stat().st_size == 0
-    text = io.StringIO()
     if fresh:
-        text.write(MAGIC + "\n")
-        text.write("# " + " ".join(f"{k}={v}" for k, v in metadata.items()) + "\n")
+        line = " ".join(f"{k}={v}" for k, v in metadata.items())
+        write_sidecar(path, [line], profiling=dict(metadata))
+    else:
+        uncomment(path)
+    text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
     if fresh:
         writer.writeheader()

@@ -98,7 +98,8 @@ def profile(trainer) -> dict[str, Any]:
     import torch.distributed as dist
 
     from zeus_nb.device.guard import SettingsGuard
-    from zeus_nb.train.pipeline.trainer import _describe, _gather, _write_results
+    from zeus_nb.train.pipeline.results import describe, write_results
+    from zeus_nb.utils.framework import gather
 
     config, layout = trainer.config, trainer.layout
     path = profile_path(trainer)
@@ -129,13 +130,13 @@ def profile(trainer) -> dict[str, Any]:
             for _ in range(config.num_prof_steps):
                 trainer.step(step)
                 step += 1
-            gathered = _gather(_rows_at(trainer, clock, config.num_prof_steps))
+            gathered = gather(_rows_at(trainer, clock, config.num_prof_steps))
             if layout.rank == 0:
                 pending += _average_replicas(gathered)
                 written, pending = _save(path, pending, metadata, written)
     finally:
         guard.restore()
-    results = _describe(trainer)
+    results = describe(trainer)
     results.update(
         profile_path=str(path),
         clocks_requested=clocks,
@@ -144,5 +145,5 @@ def profile(trainer) -> dict[str, Any]:
     )
     if pending:  # never lost: the results JSON carries the rows the profile could not take
         results["unsaved_rows"] = pending
-    _write_results(trainer, results)
+    write_results(trainer, results)
     return results

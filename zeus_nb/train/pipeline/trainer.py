@@ -20,20 +20,20 @@ slowest rank's) and energy (all ranks' together) per measured step.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
-from dataclasses import asdict, dataclass, fields
-from pathlib import Path
+from dataclasses import dataclass, fields
 from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs.args import ArgType, Parser, count, nonempty, real, seconds
 from zeus_nb.inputs.env import env
 from zeus_nb.train.pipeline.layout import Layout, all_reduce_grads, setup_layout, teardown
+from zeus_nb.train.pipeline.results import describe, rank_record, write_results
 from zeus_nb.utils.boundary import run_main
-from zeus_nb.utils.files import atomic_write
+from zeus_nb.utils.framework import gather
+from zeus_nb.utils.threads import local_processes, use_threads
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,7 @@ class PipelineConfig:
     backend: str | None = None
     lr: float = 1e-3
     seed: int = 0
+    threads: int | None = None  # torch CPU threads; default OMP_NUM_THREADS, else by stage size
 
     def __post_init__(self) -> None:
         for name in ("microbatch_size", "num_microbatches", "dp", "max_steps", "num_prof_steps"):
@@ -71,6 +72,8 @@ class PipelineConfig:
                 raise InputError(
                     f"{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}"
                 )
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads must be >= 1, got {self.threads}")
         if self.num_warmup_steps < 0:
             raise InputError("num-warmup-steps must be >= 0")
         if self.pp is not None and self.pp < 1:
@@ -97,7 +100,7 @@ class Trainer:
         from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
 
         from zeus_nb import device as zdevice
-        from zeus_nb.train import pipeline_models as pm
+        from zeus_nb.train.pipeline import models as pm  # noqa: I001
         from zeus_nb.train.pipeline.clock import InstructionClock, TimestampLink, instrumented_stage
         from zeus_nb.train.pipeline.cost import work_model_for
         from zeus_nb.train.pipeline.stages import build_stage, partition, stage_work
@@ -194,19 +197,18 @@ class Trainer:
 def run(config: PipelineConfig | None = None) -> dict[str, Any]:
     """Train (or profile) in this process, one rank of the pipeline; rank 0 writes the results."""
     config = config or PipelineConfig()
-    import torch
-
     from zeus_nb import device as zdevice
 
     saved = os.environ.get("ZEUS_NB_BACKEND")
     if config.backend is not None:
         os.environ["ZEUS_NB_BACKEND"] = zdevice.resolve_backend(config.backend)
-    torch.set_num_threads(1)
     layout = None
     ok = False
     try:
         layout = setup_layout(config)
         trainer = Trainer(config, layout)
+        # a stage is a small model and the ranks share the cores: one thread unless told
+        use_threads(config.threads, model=trainer.module, processes=local_processes())
         if config.profile:
             from zeus_nb.train.pipeline.profiling import profile
 
@@ -241,95 +243,24 @@ def train(trainer: Trainer) -> dict[str, Any]:
         trainer.clock.reset()
         rows = trainer.measure(measured_steps)
         n = len(rows)
-        rank = _rank_record(trainer, n)
+        rank = rank_record(trainer, n)
         for step in range(measured_steps.stop, config.max_steps):
             trainer.step(step)
     finally:
         if trainer.clock.optimizer is not None:
             trainer.clock.optimizer.close()  # the GPU's clock back to the driver
-    results = _describe(trainer)
+    results = describe(trainer)
     results.update(
         iterations=rows,
         iteration_time_s=sum(r["time_s"] for r in rows) / n,
         energy_j=sum(r["energy_j"] for r in rows) / n,
         losses=[r["loss"] for r in rows],
-        ranks=_gather(rank),
+        ranks=gather(rank),
     )
     if plan is not None:
         results["plan"] = plan
-    _write_results(trainer, results)
+    write_results(trainer, results)
     return results
-
-
-def _describe(trainer: Trainer) -> dict[str, Any]:
-    from zeus_nb.train.pipeline.models import table_parameters
-
-    config, layout = trainer.config, trainer.layout
-    return {
-        "mode": "pipeline",
-        "model": config.model,
-        "parameters": table_parameters(trainer.model_config),
-        "schedule": config.schedule,
-        "pp": layout.pp,
-        "dp": layout.dp,
-        "world_size": layout.world_size,
-        "microbatch_size": config.microbatch_size,
-        "num_microbatches": config.num_microbatches,
-        "partition_method": config.partition_method,
-        "partition": [[r.start, r.stop] for r in trainer.partition],
-        "gpu_backend": trainer.system.backend,
-        "gpu_name": trainer.clock.gpu.name,
-        "config": asdict(config),
-    }
-
-
-def _rank_record(trainer: Trainer, iterations: int) -> dict[str, Any]:
-    rec = trainer.clock.record
-    out: dict[str, Any] = {
-        "rank": trainer.layout.rank,
-        "stage": trainer.layout.stage,
-        "replica": trainer.layout.replica,
-        "flops": {"forward": trainer.work.forward, "backward": trainer.work.backward},
-        # replicas of a stage must hold the same weights: data parallelism averages gradients
-        "parameter_sum": float(sum(p.detach().double().sum() for p in trainer.module.parameters())),
-        "blocking_time_s": rec.blocking_time / iterations,
-        "blocking_energy_j": rec.blocking_energy / iterations,
-    }
-    for name in ("forward", "backward"):
-        out[f"{name}_time_s"] = rec.time[name] / iterations
-        out[f"{name}_energy_j"] = rec.energy[name] / iterations
-    out["energy_j"] = out["forward_energy_j"] + out["backward_energy_j"] + out["blocking_energy_j"]
-    return out
-
-
-def _gather(obj: Any) -> list[Any]:
-    import torch.distributed as dist
-
-    out: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(out, obj)
-    return out
-
-
-def _write_results(trainer: Trainer, results: dict[str, Any]) -> None:
-    if trainer.layout.rank != 0:
-        return
-    path = Path(trainer.config.results_json or f"runs/pipeline_{trainer.config.model}.json")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps(results, indent=2) + "\n")
-    if trainer.config.profile:
-        what = f"{len(results.get('clocks_profiled', []))} clock(s) profiled"
-    else:
-        what = f"iteration {results['iteration_time_s']:.6g} s, {results['energy_j']:.6g} J"
-    kind = "profile" if trainer.config.profile else "training"
-    log.info(
-        "zeus-nb pipeline %s: %s, %d stages x %d replicas; %s; results in %s",
-        kind,
-        trainer.config.model,
-        trainer.layout.pp,
-        trainer.layout.dp,
-        what,
-        path,
-    )
 
 
 # --- command line -----------------------------------------------------------------------------
@@ -388,6 +319,11 @@ def parser() -> argparse.ArgumentParser:
     opt("backend", choices=("auto", "sim", "nvml"), help="zeus-nb GPU backend")
     opt("lr", type=real(low=0.0), default=d.lr)
     opt("seed", type=count(0, 2**32 - 1), default=d.seed)
+    opt(
+        "threads",
+        type=count(1, 1024),
+        help="torch CPU threads per rank (default: OMP_NUM_THREADS, else by the stage's size)",
+    )
     return p
 
 

@@ -1,0 +1,123 @@
+"""The notebooks' run times: one measured table that every statement of them is made from.
+
+``benchmarks/bench_tour.py --write-table`` runs ``zeus-nb tour`` in full and in smoke mode and
+writes :data:`TABLE` (seconds per notebook, the machine and its load). The README's run-time
+table, each notebook header's "Expected run time" paragraph and the column in
+``docs/notebooks.md`` are rendered from it by :func:`sync`; a test checks that all three still
+say what the table says.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+TABLE = Path(__file__).resolve().parents[1] / "resources" / "run_times.json"
+README_START = "<!-- run-times: generated from zeus_nb/resources/run_times.json -->"
+README_END = "<!-- /run-times -->"
+HEADER_START = "# **Expected run time**"
+HEADER_END = "run-time table)."
+MODES = ("full", "smoke")
+
+
+def load(path: Path = TABLE) -> dict[str, Any]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def fmt(seconds: float) -> str:
+    """Seconds as people read them: ``8 s``, ``1 min 35 s``."""
+    s = max(1, round(seconds))
+    return f"{s} s" if s < 60 else f"{s // 60} min {s % 60:02d} s"
+
+
+def _machine(table: dict[str, Any]) -> str:
+    m = table["machine"]
+    return (
+        f"{m['cpus']} CPU cores, {m['state']} (load average {m['load_before']:.1f} before and "
+        f"{m['load_after']:.1f} after)"
+    )
+
+
+def readme_block(table: dict[str, Any]) -> str:
+    """The README's run-time table with what it was measured on, between its markers."""
+    rows = [
+        "| notebook | full run | smoke run (`smoke = True`) |",
+        "|---|---:|---:|",
+    ]
+    for name, t in table["notebooks"].items():
+        rows.append(f"| `{name}` | {fmt(t['full'])} | {fmt(t['smoke'])} |")
+    total = {m: sum(t[m] for t in table["notebooks"].values()) for m in MODES}
+    rows.append(f"| **total** | **{fmt(total['full'])}** | **{fmt(total['smoke'])}** |")
+    intro = (
+        f"Measured on {table['measured']} by `{table['command']}` on the simulated GPU: "
+        f"papermill's duration of each notebook, kernel start excluded, on {_machine(table)}. "
+        f"{table['machine']['note']}"
+    )
+    body = "\n".join(textwrap.wrap(intro, 100)) + "\n\n" + "\n".join(rows)
+    return f"{README_START}\n{body}\n{README_END}"
+
+
+def header_paragraph(table: dict[str, Any], name: str) -> str:
+    """A notebook header's run-time paragraph (jupytext percent lines)."""
+    t, machine = table["notebooks"][name], table["machine"]
+    cores = f"{machine['cpus']} CPU cores" + (
+        " that other jobs were using" if machine["state"] != "idle" else ", idle"
+    )
+    text = (
+        f"**Expected run time**: {fmt(t['full'])} on the simulated GPU, {fmt(t['smoke'])} with "
+        f"`smoke = True` (measured on {cores}; see the README's {HEADER_END}"
+    )
+    return "\n".join("# " + line for line in textwrap.wrap(text, 96))
+
+
+def docs_cell(table: dict[str, Any], name: str) -> str:
+    t = table["notebooks"][name]
+    return f"{fmt(t['full'])} ({fmt(t['smoke'])})"
+
+
+def render_readme(text: str, table: dict[str, Any]) -> str:
+    start, end = text.index(README_START), text.index(README_END) + len(README_END)
+    return text[:start] + readme_block(table) + text[end:]
+
+
+def render_header(source: str, table: dict[str, Any], name: str) -> str:
+    lines = source.split("\n")
+    first = next(i for i, ln in enumerate(lines) if ln.startswith(HEADER_START))
+    last = next(i for i in range(first, len(lines)) if lines[i].rstrip().endswith(HEADER_END))
+    return "\n".join([*lines[:first], header_paragraph(table, name), *lines[last + 1 :]])
+
+
+def render_docs(text: str, table: dict[str, Any]) -> str:
+    def row(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in table["notebooks"]:
+            return match.group(0)
+        return f"{match.group(2)}| {docs_cell(table, name)} |"
+
+    return re.sub(r"^(?=\| `(\d\d_\w+)`)(.*)\|[^|\n]*\|$", row, text, flags=re.M)
+
+
+def sync(repo: Path, table: dict[str, Any] | None = None) -> list[Path]:
+    """Rewrite the README, the notebook sources' headers and docs/notebooks.md from the table.
+
+    Returns the files that changed (the notebooks still need ``jupytext --sync``).
+    """
+    table = table or load()
+    changed = []
+    targets: list[tuple[Path, Any]] = [
+        (repo / "README.md", lambda t: render_readme(t, table)),
+        (repo / "docs" / "notebooks.md", lambda t: render_docs(t, table)),
+    ]
+    for name in table["notebooks"]:
+        src = repo / "notebooks" / "src" / f"{name}.py"
+        targets.append((src, lambda t, n=name: render_header(t, table, n)))
+    for path, render in targets:
+        old = path.read_text(encoding="utf-8")
+        new = render(old)
+        if new != old:
+            path.write_text(new, encoding="utf-8")
+            changed.append(path)
+    return changed

@@ -1,0 +1,66 @@
+"""CPU package and DRAM energy, laid out as Zeus's ``zeus.device.cpu``.
+
+:mod:`.packages` reads the counters (Linux powercap RAPL, or the simulated CPU beside simulated
+GPUs) for zeus-nb's own monitor; :mod:`.common` and :mod:`.rapl` give them Zeus's classes and
+units (``get_cpus()``, ``RAPLCPUs``, mJ). Both halves are importable from here.
+"""
+
+from __future__ import annotations
+
+from zeus_nb.device.cpu.common import CPUs, ZeusCPUInitError, get_cpus
+from zeus_nb.device.cpu.packages import (
+    CPU,
+    DEFAULT_POWERCAP_ROOT,
+    DEFAULT_TDP_W,
+    DRAM_W_PER_GB,
+    PERMISSION_HINT,
+    TDP_FRACTION,
+    WRAP_CHECK_PERIOD,
+    RaplCounter,
+    RaplCPU,
+    SimulatedCPU,
+    host_memory_gb,
+    powercap_root,
+    rapl_cpus,
+)
+from zeus_nb.device.cpu.rapl import RAPLCPUs, rapl_is_available
+
+
+def get_current_cpu_index(pid: int | str = "current") -> int:
+    """The CPU package (socket) this process, or process ``pid``, is running on.
+
+    Read from ``/proc/<pid>/stat`` (the CPU it last ran on) and that CPU's
+    ``topology/physical_package_id``; 0 where Linux does not say.
+    """
+    proc = "self" if pid == "current" else str(int(pid))
+    try:
+        with open(f"/proc/{proc}/stat") as f:
+            cpu = int(f.read().rsplit(")", 1)[1].split()[36])
+        path = f"/sys/devices/system/cpu/cpu{cpu}/topology/physical_package_id"
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+__all__ = [
+    "CPU",
+    "CPUs",
+    "DEFAULT_POWERCAP_ROOT",
+    "DEFAULT_TDP_W",
+    "DRAM_W_PER_GB",
+    "PERMISSION_HINT",
+    "RAPLCPUs",
+    "RaplCPU",
+    "RaplCounter",
+    "SimulatedCPU",
+    "TDP_FRACTION",
+    "WRAP_CHECK_PERIOD",
+    "ZeusCPUInitError",
+    "get_cpus",
+    "get_current_cpu_index",
+    "host_memory_gb",
+    "powercap_root",
+    "rapl_cpus",
+    "rapl_is_available",
+]

@@ -1,0 +1,179 @@
+"""Zeus's CPU manager (``get_cpus()``): CPU packages in Zeus's calls and units (mJ).
+
+The current GPU system (:func:`zeus_nb.device.current`) knows its CPU packages
+(:mod:`zeus_nb.device.cpu.packages`): Linux RAPL packages beside real GPUs, one simulated package
+beside simulated ones. :class:`SystemCPUs` gives them Zeus's interface:
+``get_total_energy_consumption(index)`` returns a :class:`CpuDramMeasurement` in mJ and
+``supports_get_dram_energy_consumption(index)`` says whether DRAM is metered.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from zeus_nb.device.base import GPUSystem
+from zeus_nb.device.common import DeprecatedAliasABCMeta, deprecated_alias
+from zeus_nb.device.cpu.packages import CPU as Package
+from zeus_nb.device.exception import ZeusBaseCPUError
+from zeus_nb.errors import CpuEnergyError, CpuEnergyPermissionError
+
+__all__ = [
+    "CPU",
+    "CPUs",
+    "CpuDramMeasurement",
+    "EmptyCPUs",
+    "SystemCPU",
+    "SystemCPUs",
+    "ZeusCPUInitError",
+    "ZeusCPUNoPermissionError",
+    "ZeusCPUNotFoundError",
+    "get_cpus",
+]
+
+
+class ZeusCPUInitError(ZeusBaseCPUError):
+    """No CPU energy counters can be read (no RAPL on this machine)."""
+
+
+class ZeusCPUNoPermissionError(ZeusBaseCPUError):
+    """RAPL counters exist but this process may not read them."""
+
+
+class ZeusCPUNotFoundError(ZeusBaseCPUError):
+    """No CPU package with the index asked for."""
+
+
+@dataclass
+class CpuDramMeasurement:
+    """A CPU package's energy and its DRAM's (None where not metered), in mJ."""
+
+    cpu_mj: float
+    dram_mj: float | None = None
+
+    def __sub__(self, other: CpuDramMeasurement) -> CpuDramMeasurement:
+        if self.dram_mj is None and other.dram_mj is None:
+            dram = None
+        else:  # a side without DRAM counts as 0 mJ
+            dram = (self.dram_mj or 0.0) - (other.dram_mj or 0.0)
+        return CpuDramMeasurement(self.cpu_mj - other.cpu_mj, dram)
+
+    def __truediv__(self, other: int | float) -> CpuDramMeasurement:
+        if not isinstance(other, (int, float)):
+            return NotImplemented
+        if other == 0:
+            raise ZeroDivisionError("cannot divide a CPU measurement by zero")
+        dram = None if self.dram_mj is None else self.dram_mj / other
+        return CpuDramMeasurement(self.cpu_mj / other, dram)
+
+
+class CPU(abc.ABC):
+    """One CPU package as Zeus's code sees it."""
+
+    def __init__(self, cpu_index: int) -> None:
+        self.cpu_index = cpu_index
+
+    @abc.abstractmethod
+    def get_total_energy_consumption(self) -> CpuDramMeasurement:
+        """Cumulative package (and DRAM) energy in mJ since an arbitrary origin."""
+
+    @abc.abstractmethod
+    def supports_get_dram_energy_consumption(self) -> bool:
+        """Whether the package meters its DRAM."""
+
+
+class CPUs(abc.ABC, metaclass=DeprecatedAliasABCMeta):
+    """The CPU packages of this machine, by index, as Zeus's code sees them."""
+
+    @property
+    @abc.abstractmethod
+    def cpus(self) -> Sequence[CPU]:
+        """The packages; position ``i`` is package ``i``."""
+
+    def __len__(self) -> int:
+        return len(self.cpus)
+
+    def _cpu(self, index: int) -> CPU:
+        for cpu in self.cpus:
+            if cpu.cpu_index == index:
+                return cpu
+        have = ", ".join(str(c.cpu_index) for c in self.cpus) or "none"
+        raise ZeusCPUNotFoundError(f"no CPU package with index {index} (have: {have})")
+
+    @deprecated_alias("getTotalEnergyConsumption")
+    def get_total_energy_consumption(self, index: int) -> CpuDramMeasurement:
+        """Cumulative package (and DRAM) energy of package ``index`` in mJ."""
+        return self._cpu(index).get_total_energy_consumption()
+
+    @deprecated_alias("supportsGetDramEnergyConsumption")
+    def supports_get_dram_energy_consumption(self, index: int) -> bool:
+        return self._cpu(index).supports_get_dram_energy_consumption()
+
+
+class EmptyCPUs(CPUs):
+    """No CPU packages: what Zeus's code falls back to where none can be read."""
+
+    @property
+    def cpus(self) -> Sequence[CPU]:
+        return []
+
+
+class SystemCPU(CPU):
+    """Zeus's view of one zeus-nb CPU package (energy read in J, given in mJ)."""
+
+    def __init__(self, package: Package) -> None:
+        super().__init__(package.index)
+        self.package = package
+
+    def get_total_energy_consumption(self) -> CpuDramMeasurement:
+        dram = self.package.dram_energy()
+        return CpuDramMeasurement(
+            self.package.energy() * 1000, None if dram is None else dram * 1000
+        )
+
+    def supports_get_dram_energy_consumption(self) -> bool:
+        return self.package.supports_dram()
+
+
+def wrap_errors(fn):
+    """``fn()`` with zeus-nb's CPU errors given Zeus's classes (the message stays ours)."""
+    try:
+        return fn()
+    except CpuEnergyPermissionError as e:
+        raise ZeusCPUNoPermissionError(str(e)) from e
+    except CpuEnergyError as e:
+        raise ZeusCPUInitError(str(e)) from e
+
+
+class SystemCPUs(CPUs):
+    """Zeus's CPU manager over the CPU packages of a zeus-nb GPU system."""
+
+    def __init__(self, system: GPUSystem | None = None) -> None:
+        from zeus_nb import device
+
+        self.system = system if system is not None else device.current()
+        packages = wrap_errors(lambda: list(self.system.cpus()))
+        self._cpus = [SystemCPU(p) for p in packages]
+
+    @property
+    def cpus(self) -> Sequence[CPU]:
+        return self._cpus
+
+
+_cpus: SystemCPUs | None = None
+
+
+def get_cpus() -> CPUs:
+    """The CPU packages of the current GPU system, one object per system (Zeus's singleton).
+
+    Raises :class:`ZeusCPUInitError` where no CPU energy can be read (Zeus code falls back to no
+    CPUs on it) and :class:`ZeusCPUNoPermissionError` where RAPL is not readable by this user.
+    """
+    global _cpus
+    from zeus_nb import device
+
+    system = device.current()
+    if _cpus is None or _cpus.system is not system:
+        _cpus = SystemCPUs(system)
+    return _cpus

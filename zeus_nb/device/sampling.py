@@ -1,0 +1,82 @@
+"""Power read on a background thread: timelines of any backend, energy of GPUs without a counter.
+
+:class:`ThreadSampler` reads each GPU's power every ``period`` seconds on the system's clock (real
+GPUs, and the simulated GPU on the wall clock). :class:`PowerIntegrator` gives GPUs without an
+energy counter (pre-Volta) an energy reading by integrating sampled power.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from zeus_nb.device.base import GPUSystem, PowerSampler, PowerTimeline
+
+
+class PowerIntegrator:
+    """Energy for GPUs without an energy counter (pre-Volta): integrates sampled power.
+
+    A background thread samples every ``period`` s; every :meth:`energy` call also samples, so the
+    edges of a measurement window are included (trapezoidal rule between samples).
+    """
+
+    def __init__(self, read_power, period: float = 0.1):
+        self._read_power = read_power
+        self._period = period
+        self._lock = threading.Lock()
+        self._t = time.monotonic()
+        self._p = read_power()
+        self._joules = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="zeus-nb-power")
+        self._thread.start()
+
+    def _sample(self) -> float:
+        p, t = self._read_power(), time.monotonic()
+        with self._lock:
+            self._joules += 0.5 * (p + self._p) * (t - self._t)
+            self._t, self._p = t, p
+            return self._joules
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._period):
+            self._sample()
+
+    def energy(self) -> float:
+        return self._sample()
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+class ThreadSampler(PowerSampler):
+    """Reads each GPU's power every ``period`` seconds on a background thread."""
+
+    def __init__(self, system: GPUSystem, indices: list[int], period: float):
+        super().__init__(indices, period)
+        self._gpus = [system.gpu(i) for i in indices]
+        self._clock = system.clock
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _sample(self) -> None:
+        t = self._clock()
+        for g in self._gpus:
+            self.timeline.samples[g.index].append((t, g.power()))
+
+    def _run(self) -> None:
+        self._sample()
+        while not self._stop.wait(self.timeline.period):
+            self._sample()
+
+    def start(self) -> ThreadSampler:
+        self._thread = threading.Thread(target=self._run, daemon=True, name="zeus-nb-sampler")
+        self._thread.start()
+        return self
+
+    def stop(self) -> PowerTimeline:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._sample()
+        return self.timeline

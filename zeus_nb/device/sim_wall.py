@@ -1,0 +1,61 @@
+"""The simulated GPU's wall clock: real time, stretched and paced by the trace.
+
+On the wall clock the simulated GPUs follow real time, so code that never calls
+``zeus_nb.step()`` (unmodified Zeus code) measures time and energy. A real GPU at a lower power
+limit runs the same work more slowly; a CPU running a notebook does not. So every real second
+counts as ``slowdown(L)`` simulated seconds, the trace's time per step at the GPU's limit ``L``
+over its time at the maximum limit, and the GPU draws the trace's power at ``L`` over them.
+
+Real time is noisy on a busy machine, and a lower limit's few per cent of slowdown would drown
+in that noise: the power-limit optimizer would choose by chance. So when the training loop says
+where its steps end (the optimizer's ``on_step_end`` calls :meth:`WallPace.mark` through
+``GPUSystem.mark_step``), the clock moves in whole steps: each step costs the same real time, the
+median of the first :data:`CALIBRATION_STEPS` steps, stretched as above, charged when the step
+ends. Between two marks the clock holds still, so a window that opens or closes mid-step (or a
+process the machine paused for a moment) measures whole steps only. Windows over steps then
+measure exactly the trace's ratios between limits, run after run, while the clock stays close to
+real time. Once a step has run :data:`HOLD` times longer than that median, the loop is doing
+something else (evaluation, setup, or it stopped marking steps), and real time counts again,
+stretched as above.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+CALIBRATION_STEPS = 5
+HOLD = 20  # steps of calibrated length the clock may hold still waiting for the next mark
+
+
+class WallPace:
+    """Turns real time into chargeable real seconds: stretched time, or whole paced steps."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()  # real time already accounted for (uncalibrated)
+        self._step_start = self._last  # real time of the last mark
+        self._samples: list[float] = []
+        self.base: float | None = None  # real seconds one step costs, once calibrated
+        self._over = 0.0  # real seconds of this step beyond the hold, already charged
+
+    def elapsed(self) -> float:
+        """Real seconds to charge since the previous call."""
+        now = time.monotonic()
+        if self.base is None:
+            real, self._last = max(0.0, now - self._last), now
+            return real
+        over = max(0.0, now - self._step_start - HOLD * self.base)
+        charge, self._over = over - self._over, over
+        return max(0.0, charge)
+
+    def mark(self) -> float:
+        """A step ended (call after :meth:`elapsed`): real seconds to charge for it."""
+        now = time.monotonic()
+        if self.base is None:
+            self._samples.append(now - self._step_start)
+            self._step_start = self._last = now
+            if len(self._samples) >= CALIBRATION_STEPS:
+                self.base = statistics.median(self._samples)
+            return 0.0  # calibration steps were charged their real time as it passed
+        self._step_start, self._over = now, 0.0
+        return self.base
