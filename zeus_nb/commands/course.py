@@ -109,6 +109,7 @@ def register(sub) -> None:
     )
     s.add_argument(
         "--executed",
+        type=PATH,
         default=None,
         metavar="DIR",
         help="use the executed notebooks in DIR (e.g. `zeus-nb tour -o DIR`) instead of running",

@@ -72,6 +72,10 @@ VARIABLES: dict[str, Variable] = {
         _v("ZEUS_NB_POWERCAP_ROOT", _PATH, "RAPL powercap folder (tests, containers)"),
         _v("ZEUS_NB_OPENEI_KEY", "text", "OpenEI API key (electricity prices)"),
         _v("ZEUS_NB_ELECTRICITYMAPS_KEY", "text", "Electricity Maps API key"),
+        _v("ZEUS_NB_DEFAULT_THREADS", "text", "marks OMP_NUM_THREADS as zeus-nb's own default"),
+        _v("ZEUSD_TOKEN", "text", "token of the zeusd daemon (Zeus's privileged helper)"),
+        _v("ZEUSD_SOCK_PATH", _PATH, "Unix socket of the zeusd daemon"),
+        _v("ZEUSD_HOST_PORT", "text", "host:port of the zeusd daemon"),
         _v("ZEUS_NB_NOTEBOOKS", _PATH, "folder of the notebooks"),
         _v("ZEUS_NB_DATA_DIR", _PATH, "ImageNet-layout data folder of the training scripts"),
     )

@@ -35,7 +35,7 @@ def _text(name: str, **kw) -> Column:
 def _step_time(row: Row) -> tuple[str, str] | None:
     """A traced epoch split into steps: a step longer than a minute is an epoch in ms (the
     slowest traced step takes 17 s)."""
-    from zeus_nb.data.traces import WORKLOADS  # the workloads' sample counts live there
+    from zeus_nb.data.workloads import WORKLOADS  # the workloads' sample counts
 
     wl = WORKLOADS.get(str(row.get("dataset", "")).lower())
     if wl is None or row.get("time_per_epoch") is None:

@@ -46,10 +46,31 @@ NOT_INPUT: dict[str, str] = {
     "zeus_nb.course.timings._duration": "an executed notebook; its run time is checked there",
     "zeus_nb.course.timings._papermill_metadata": "an executed notebook, read by nbformat",
     "zeus_nb.course.verify._run_version": "an executed notebook zeus-nb just wrote",
-    "zeus_nb.device.cpu.RaplCounter.__init__": "Linux powercap sysfs (kernel), not user input",
-    "zeus_nb.device.cpu.RaplCounter._raw": "a powercap sysfs counter, checked by the caller",
-    "zeus_nb.device.cpu._read_name": "Linux powercap sysfs (kernel), not user input",
-    "zeus_nb.device.nvml.has_sys_admin": "/proc/self/status (kernel)",
+    "zeus_nb.device.cpu.packages.RaplCounter.__init__": "Linux powercap sysfs (kernel), not "
+    "user input",
+    "zeus_nb.device.cpu.packages._read_name": "Linux powercap sysfs (kernel), not user input",
+    "zeus_nb.device.cpu.rapl.RAPLFile.__init__": "Linux powercap sysfs (kernel), Zeus's RAPL API",
+    "zeus_nb.device.cpu.rapl.RaplWraparoundTracker._read": "a powercap sysfs counter (kernel)",
+    "zeus_nb.device.cpu.get_current_cpu_index": "/proc/self/stat (kernel)",
+    "zeus_nb.device.common.has_sys_admin": "/proc/self/status (kernel)",
+    "zeus_nb.course.reveal._member": "a file of the reveal.js or require.js package that npm "
+    "fetched, copied byte for byte",
+    "zeus_nb.course.reveal.vendor": "its own stamp of the vendored package versions",
+    "zeus_nb.course.runtimes.load": "package data: the run-time table the tour benchmark wrote",
+    "zeus_nb.course.runtimes.sync": "the project's own README and guides (a checkout)",
+    "zeus_nb.course.slide_layout.smaller_png": "a plot the executed notebook drew, read by PIL",
+    "zeus_nb.course.slides.executed_copy": "a notebook, read by nbformat",
+    "zeus_nb.course.slides._stylesheet": "the JupyterLab theme installed with nbconvert",
+    "zeus_nb.optimizer.pipeline_frequency.profile.read_sidecar": "the metadata JSON zeus-nb "
+    "writes beside a profile: text lines only, anything else is refused there",
+    "zeus_nb.train.pipeline.profile.uncomment": "an older profile being resumed, which "
+    "existing_keys read through INSTRUCTION_PROFILE first; only its # lines move",
+    "zeus_nb.optimizer.pipeline_frequency.common._load": "a JSON list that save_prof, "
+    "save_sched or save_ranks wrote; each item is checked by its record class (parse_obj)",
+    "zeus_nb.optimizer.pipeline_frequency.schedule_file.load_schedules": "Zeus's schedule file; "
+    "each entry is checked there (an instruction name and an integer clock of 1 to 10000 MHz)",
+    "zeus_nb.utils.testing.ReplayZeusMonitor._read": "Zeus's own power log format; each value "
+    "is checked there (finite, in range) and a bad line is named",
     "zeus_nb.docsite._title": "the project's own guides (docs build from a checkout)",
     "zeus_nb.docsite.assemble": "the project's own guides (docs build from a checkout)",
     "zeus_nb.docsite.execute_notebooks": "the project's own notebooks",
@@ -77,7 +98,12 @@ NOT_INPUT: dict[str, str] = {
 #: :mod:`zeus_nb.inputs.env` and read through :func:`~zeus_nb.inputs.env.env`).
 ENV_NOT_INPUT: dict[str, str] = {
     "zeus_nb.device.guard.SettingsGuard._write_state": "CUDA_VISIBLE_DEVICES recorded as is",
-    "zeus_nb.device.guard.state_dir": "XDG_CACHE_HOME, a standard folder variable",
+    "zeus_nb.device.settings.state_dir": "XDG_CACHE_HOME, a standard folder variable",
+    "zeus_nb.optimizer.pipeline_frequency.common._env_json": "Zeus's ZEUS_PFO_<FIELD> settings "
+    "(any field of PFOServerSettings), JSON parsed there",
+    "zeus_nb.show_env._devices": "CUDA_VISIBLE_DEVICES, shown as it is",
+    "zeus_nb.utils.threads.from_environment": "OMP_NUM_THREADS, torch's and BLAS's own variable, "
+    "checked there, and zeus-nb's mark of its own default",
     "zeus_nb.optimizer.batch_size.store.default_path": "LOCALAPPDATA and XDG_CACHE_HOME",
     "zeus_nb.utils.diskcache.cache_dir": "XDG_CACHE_HOME, a standard folder variable",
     "zeus_nb.device.nvml.visible_nvml_indices": "CUDA_VISIBLE_DEVICES, parsed there",

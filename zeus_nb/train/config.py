@@ -207,7 +207,7 @@ def parser(mode: str) -> argparse.ArgumentParser:
     p.add_argument("--no-progress", dest="progress", action="store_false")
     p.add_argument(
         "--threads",
-        type=int,
+        type=count(1, 1024),
         help="torch CPU threads per process (default: OMP_NUM_THREADS if set, else one per "
         "10 M parameters, at most this process's share of the cores)",
     )

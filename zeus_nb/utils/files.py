@@ -36,6 +36,10 @@ _write = os.write  # every byte zeus-nb writes to a file goes through here (test
 OTHER_WRITES: dict[str, str] = {
     "zeus_nb.commands.perseus.run_synthetic": "InstructionProfile.to_csv (atomic_write)",
     "zeus_nb.commands.sweep.write_results": "moves a damaged results.csv aside: one rename",
+    "zeus_nb.course.reveal.vendor": "the slides' copy of reveal.js and require.js, made afresh "
+    "when its stamp differs",
+    "zeus_nb.utils.logging.FileAndConsole.__init__": "Zeus's logging API: a log file streamed "
+    "line by line for the program's life",
     "zeus_nb.docsite._slides_page": "the site's build folder, made afresh by each build",
     "zeus_nb.docsite.apidoc.write_pages": "the site's build folder, made afresh by each build",
     "zeus_nb.docsite.assemble": "the site's build folder, made afresh by each build",

@@ -8,6 +8,7 @@ another program wrote into the store are errors naming the value, never a quietl
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict
 
@@ -21,7 +22,7 @@ from zeus_nb.optimizer.batch_size.store import (
     StoreError,
 )
 
-__all__ = ["checked_observation", "stored_observation", "validated_spec"]
+__all__ = ["checked_observation", "spec_from_json", "stored_observation", "validated_spec"]
 
 
 def validated_spec(spec: JobSpec | dict, where: str = "BatchSizeOptimizer") -> JobSpec:
@@ -85,3 +86,15 @@ def checked_observation(raw: dict, where: str) -> Observation:
         row["reached"],
         row.get("power_limit"),
     )
+
+
+def spec_from_json(text: str, where: str = "a stored job") -> JobSpec:
+    """A job's settings from a store, checked like a new job's (a damaged row is named)."""
+    try:
+        d = json.loads(text)
+    except (TypeError, ValueError) as e:
+        raise StoreError(f"{where}: the job's settings are not JSON ({e})") from None
+    try:
+        return validated_spec(d if isinstance(d, dict) else {"settings": d}, where)
+    except InputError as e:
+        raise StoreError(f"{e}; the store is damaged: delete the job to start it over") from None

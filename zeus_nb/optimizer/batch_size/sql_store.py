@@ -46,7 +46,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from zeus_nb.inputs import reader
 from zeus_nb.inputs.kinds import JOB_SPEC, STORED_RUN
-from zeus_nb.optimizer.batch_size.checks import stored_observation
+from zeus_nb.optimizer.batch_size.checks import spec_from_json, stored_observation
 from zeus_nb.optimizer.batch_size.store import (
     SCHEMA_COMPONENT,
     SCHEMA_VERSION,
@@ -255,7 +255,7 @@ class SQLStore:
             elif conn.execute(select(jobs.c.name).where(jobs.c.name == spec.name)).first() is None:
                 conn.execute(insert(jobs).values(name=spec.name, spec=spec.to_json()))
             stored = conn.execute(select(jobs.c.spec).where(jobs.c.name == spec.name)).scalar_one()
-        known = JobSpec.from_json(stored, f"{self.url}, job {spec.name!r}")
+        known = spec_from_json(stored, f"{self.url}, job {spec.name!r}")
         _check_same(known, spec)
         return known
 
@@ -263,7 +263,7 @@ class SQLStore:
     def job(self, name: str) -> JobSpec | None:
         with self.engine.connect() as conn:
             row = conn.execute(select(jobs.c.spec).where(jobs.c.name == name)).scalar()
-        return JobSpec.from_json(row, f"{self.url}, job {name!r}") if row is not None else None
+        return spec_from_json(row, f"{self.url}, job {name!r}") if row is not None else None
 
     @_translated
     def jobs(self) -> list[str]:

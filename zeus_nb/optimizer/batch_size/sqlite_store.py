@@ -14,6 +14,7 @@ from pathlib import Path
 
 from zeus_nb.inputs import reader
 from zeus_nb.inputs.kinds import JOB_SPEC, STORED_RUN
+from zeus_nb.optimizer.batch_size.checks import spec_from_json, stored_observation
 from zeus_nb.optimizer.batch_size.store import (
     SCHEMA_COMPONENT,
     SCHEMA_VERSION,
@@ -196,13 +197,13 @@ class SQLiteStore(SQLiteTrials):
                     "INSERT INTO jobs(name, spec) VALUES (?, ?)", (spec.name, spec.to_json())
                 )
                 return spec
-        known = JobSpec.from_json(row[0], f"{self.path}, job {spec.name!r}")
+        known = spec_from_json(row[0], f"{self.path}, job {spec.name!r}")
         _check_same(known, spec)
         return known
 
     def job(self, name: str) -> JobSpec | None:
         rows = self._query("SELECT spec FROM jobs WHERE name = ?", (name,))
-        return JobSpec.from_json(rows[0][0], f"{self.path}, job {name!r}") if rows else None
+        return spec_from_json(rows[0][0], f"{self.path}, job {name!r}") if rows else None
 
     def jobs(self) -> list[str]:
         return [r[0] for r in self._query("SELECT name FROM jobs ORDER BY name")]
@@ -231,8 +232,6 @@ class SQLiteStore(SQLiteTrials):
             "WHERE job = ? AND id > ? ORDER BY id",
             (name, int(after)),
         )
-        from zeus_nb.optimizer.batch_size.checks import stored_observation
-
         return [stored_observation(r, f"{self.path}, observation {r[0]}") for r in rows]
 
     def set_power_limit(self, name: str, batch_size: int, watts: float) -> None:

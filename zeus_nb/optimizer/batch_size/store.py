@@ -19,7 +19,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs.env import env
 from zeus_nb.optimizer.batch_size.trials import MemoryTrials
 
@@ -89,22 +89,6 @@ class JobSpec:
         d["batch_sizes"] = list(self.batch_sizes)
         d["beta"] = None if self.beta == float("inf") else self.beta
         return json.dumps(d, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str, where: str = "a stored job") -> JobSpec:
-        """A job's settings from the store, checked like a new job's (a damaged row is named)."""
-        try:
-            d = json.loads(text)
-        except (TypeError, ValueError) as e:
-            raise StoreError(f"{where}: the job's settings are not JSON ({e})") from None
-        from zeus_nb.optimizer.batch_size.checks import validated_spec
-
-        try:
-            return validated_spec(d if isinstance(d, dict) else {"settings": d}, where)
-        except InputError as e:
-            raise StoreError(
-                f"{e}; the store is damaged: delete the job to start it over"
-            ) from None
 
 
 @dataclass(frozen=True)
@@ -205,10 +189,10 @@ def _check_same(known: JobSpec, asked: JobSpec) -> None:
 
 
 def __getattr__(name: str):
-    """``SQLiteStore`` lives in :mod:`~zeus_nb.optimizer.batch_size.sqlite_store`; importing it
-    from here still works."""
+    """``SQLiteStore`` lives in :mod:`~zeus_nb.optimizer.batch_size.sqlite_store`; this old
+    import path still works. Loaded on first use by name, since that module builds on this one."""
     if name in ("SQLiteStore", "Store"):
-        from zeus_nb.optimizer.batch_size import sqlite_store
+        import importlib
 
-        return getattr(sqlite_store, name)
+        return getattr(importlib.import_module(f"{__package__}.sqlite_store"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,7 +33,7 @@ from zeus_nb.optimizer.power_limit.profile_file import (
     ProfileKey,
     is_zeus_profile,
     load_profile,
-    save_profile,
+    save_profile_or_warn,
     upgrade_zeus_profile,
 )
 from zeus_nb.optimizer.power_limit.selectors import (
@@ -52,7 +52,6 @@ from zeus_nb.optimizer.power_limit.states import (
     Warmup,
     mw,
 )
-from zeus_nb.utils.boundary import describe_os_error
 from zeus_nb.utils.framework import initialized_dist, reduce_time_energy
 from zeus_nb.utils.validate import Quantity, integer, number
 
@@ -432,25 +431,15 @@ class GlobalPowerLimitOptimizer(Callback):
             self._save_profile()
 
     def _save_profile(self) -> None:
-        """Save the profile for later runs; a failure is a warning, never the end of training
-        (the limit is already chosen and applied, the measurements stay in this object)."""
-        try:
-            save_profile(
-                self.profile_path,
-                self._profile_key,
-                self.optimum_selector,
-                self.optimal_power_limit,
-                self.measurements,
-                self.abandoned,
-            )
-        except OSError as e:
-            logger.warning(
-                "could not save the power-limit profile to %s (%s); training goes on at "
-                "%g W, and the next run will profile again. Fix the path or free disk space",
-                self.profile_path,
-                describe_os_error(e),
-                self.optimal_power_limit,
-            )
+        """Save the profile for later runs; a failure is a warning, never the end of training."""
+        save_profile_or_warn(
+            self.profile_path,
+            self._profile_key,
+            self.optimum_selector,
+            self.optimal_power_limit,
+            self.measurements,
+            self.abandoned,
+        )
 
     def _apply(self) -> None:
         self._set_limit(self.optimal_power_limit)

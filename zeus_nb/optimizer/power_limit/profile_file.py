@@ -12,6 +12,7 @@ Zeus's file beside it as ``<name>.zeus<suffix>``.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,11 @@ from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs import check_record, read_json, read_text, reader
 from zeus_nb.inputs.kinds import PL_MEASUREMENT
 from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement
+from zeus_nb.utils.boundary import describe_os_error
 from zeus_nb.utils.files import atomic_write, write_json
 from zeus_nb.utils.validate import POWER_LIMIT, number
+
+logger = logging.getLogger("zeus_nb.optimizer.power_limit.optimizer")  # the optimizer's lines
 
 __all__ = [
     "PROFILE_FORMAT",
@@ -183,6 +187,28 @@ def save_profile(
     data["abandoned"] = {f"{k:g}": v for k, v in abandoned.items()}
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, data)
+
+
+def save_profile_or_warn(
+    path: Path,
+    key: ProfileKey,
+    selector: object,
+    optimal_power_limit: float,
+    measurements: list[PowerLimitMeasurement],
+    abandoned: dict[float, str],
+) -> None:
+    """:func:`save_profile`, where a failure is a warning: the limit is already chosen and
+    applied and the measurements stay in memory, so training goes on."""
+    try:
+        save_profile(path, key, selector, optimal_power_limit, measurements, abandoned)
+    except OSError as e:
+        logger.warning(
+            "could not save the power-limit profile to %s (%s); training goes on at "
+            "%g W, and the next run will profile again. Fix the path or free disk space",
+            path,
+            describe_os_error(e),
+            optimal_power_limit,
+        )
 
 
 def upgrade_zeus_profile(
