@@ -226,7 +226,11 @@ STATE_FILE = Schema(
 )
 STATE_SETTING = Schema(
     "recorded GPU setting",
-    (Column("gpu", "integer", low=0, high=1 << 16), _text("kind"), Column("original", "any")),
+    (
+        Column("gpu", "integer", low=0, high=1 << 16),
+        _text("kind"),
+        Column("original", "any", empty_ok=True),
+    ),  # None: locked clocks the driver chose
     extra="ignore",
     fix="delete the file if its GPUs were restored by hand",
 )
