@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,62 @@ REPO = Path(__file__).resolve().parents[1]
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", max_examples=1000, print_blob=True)
 settings.load_profile(os.environ.get("ZEUS_NB_HYPOTHESIS", "ci"))
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """Live descendants of ``pid`` and their command lines (Linux ``/proc``; empty elsewhere).
+
+    Zombies are left out (their parent reaps them), and so are the interpreter's own helpers
+    (multiprocessing's resource tracker and fork server), which end with the interpreter.
+    """
+    children: dict[int, list[int]] = {}
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state, ppid = stat[stat.rfind(")") + 2 :].split()[:2]
+        if state != "Z":
+            children.setdefault(int(ppid), []).append(int(entry.name))
+    found: dict[int, str] = {}
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            try:
+                cmd = (proc / str(child) / "cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            text = cmd.decode(errors="replace").strip()
+            if "resource_tracker" in text or "forkserver" in text:
+                continue
+            found[child] = text
+            stack.append(child)
+    return found
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_process_left_behind():
+    """The session fails if a test left a child process running (a server, a kernel, a
+    worker): each test must stop what it starts. The leftovers are named, then killed."""
+    before = set(_descendants(os.getpid()))
+    yield
+    deadline = time.monotonic() + 15  # let processes that were just told to stop finish
+    while True:
+        left = {p: c for p, c in _descendants(os.getpid()).items() if p not in before}
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert not left, "tests left processes running: " + "; ".join(
+        f"{p}: {c[:120]}" for p, c in left.items()
+    )
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -24,6 +24,7 @@ LAYERS = [
     ("zeus_nb.callback", 0),
     ("zeus_nb.utils", 0),
     ("zeus_nb.data", 1),
+    ("zeus_nb.data.workloads", 0),
     ("zeus_nb.device", 2),
     ("zeus_nb.monitor", 3),
     ("zeus_nb.metric", 3),

@@ -18,6 +18,11 @@ def make(b0=64, sizes=SIZES, **kw) -> BatchSizeOptimizer:
     return BatchSizeOptimizer("job", MemoryStore(), batch_sizes=sizes, default_batch_size=b0, **kw)
 
 
+def energy_only(cost: float) -> tuple[float, float]:
+    """(time, energy) of a run that costs ``cost`` J with eta=1: the energy, at 200 W."""
+    return cost / 200.0, cost
+
+
 def drive(bso: BatchSizeOptimizer, outcome, limit: int = 100) -> list[int]:
     """Run the pruning phase with ``outcome(bs) -> (time, energy, reached)``; returns the order."""
     order = []
@@ -50,7 +55,7 @@ def test_second_round_can_prune_further():
         calls["n"] += 1
         # round 1: everything from 16 to 256 reaches; round 2: 32 fails this time
         ok = 16 <= bs <= 256 and not (calls["n"] > 7 and bs == 32)
-        return 10.0, 1000.0 / bs, ok
+        return 10.0, 100000.0 / bs, ok
 
     bso = make(b0=64)
     order = drive(bso, outcome)
@@ -80,14 +85,15 @@ def test_a_round_without_survivors_keeps_the_previous_candidates():
 
 def test_thompson_sampling_prefers_the_cheaper_arm_and_only_picks_survivors():
     cost = {32: 5.0, 64: 4.0, 128: 2.0, 256: 3.0}
-    bso = make(b0=64, sizes=[16, 32, 64, 128, 256, 512], seed=3)
-    drive(bso, lambda b: (0.0, cost.get(b, 9.0) * 1000, b in cost))
+    bso = make(b0=64, sizes=[16, 32, 64, 128, 256, 512], seed=3, eta=1.0)
+    drive(bso, lambda b: (*energy_only(cost.get(b, 9.0) * 500), b in cost))
     picks = []
     for i in range(40):
         bs = bso.next_batch_size()
         picks.append(bs)
         jitter = 1 + 0.05 * ((i * 7) % 5 - 2)
-        bso.report(bs, time=0.0, energy=cost[bs] * 1000 * jitter, reached=True)
+        t, e = energy_only(cost[bs] * 500 * jitter)
+        bso.report(bs, time=t, energy=e, reached=True)
     # pruning from 64: down to 32 (16 fails), up to 256 (512 fails); sampling stays among them
     assert bso.survivors == sorted(cost)
     assert set(picks) <= set(cost)
@@ -162,9 +168,9 @@ def test_power_limit_is_remembered_per_batch_size():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"batch_sizes": [], "default_batch_size": 1}, "at least one"),
+        ({"batch_sizes": [], "default_batch_size": 1}, "not a non-empty list"),
         ({"batch_sizes": [8, 16], "default_batch_size": 32}, "must be one of"),
-        ({"batch_sizes": [0, 16], "default_batch_size": 16}, "positive"),
+        ({"batch_sizes": [0, 16], "default_batch_size": 16}, r"batch_sizes, item 1: 0 is out"),
         ({"batch_sizes": [8], "default_batch_size": 8, "eta": 2}, "eta"),
         ({"batch_sizes": [8], "default_batch_size": 8, "beta": 1}, "beta"),
         ({"batch_sizes": [8], "default_batch_size": 8, "max_power": 0}, "max_power"),
@@ -185,16 +191,18 @@ def test_report_rejects_unknown_batch_size_and_bad_numbers():
 
 def test_store_refuses_a_job_with_other_settings_and_unknown_names():
     store = MemoryStore()
-    BatchSizeOptimizer("j", store, batch_sizes=[8, 16], default_batch_size=8, max_power=1.0)
+    BatchSizeOptimizer("j", store, batch_sizes=[8, 16], default_batch_size=8, max_power=100.0)
     with pytest.raises(StoreError, match="other settings"):
-        BatchSizeOptimizer("j", store, batch_sizes=[8, 32], default_batch_size=8, max_power=1.0)
+        BatchSizeOptimizer("j", store, batch_sizes=[8, 32], default_batch_size=8, max_power=100.0)
     with pytest.raises(StoreError, match="batch_sizes="):
         BatchSizeOptimizer("unknown", store)
 
 
 def test_jobspec_round_trips_through_json_with_infinite_beta():
     spec = JobSpec("x", (8, 16), 8, beta=math.inf, max_power=None)
-    assert JobSpec.from_json(spec.to_json()) == spec
+    from zeus_nb.optimizer.batch_size.checks import spec_from_json
+
+    assert spec_from_json(spec.to_json()) == spec
 
 
 def test_max_power_defaults_to_the_current_gpu():
@@ -247,9 +255,9 @@ def test_an_arm_whose_runs_happened_to_agree_still_gets_explored():
     # 64's two runs cost the same, so its own variance is 0; 128's two happen to be close too.
     # Without the pooled variance prior (32 shows how much runs can vary) 64's draw would be
     # frozen at its mean and, being 3% dearer than 128's, would practically never win again.
-    bso = make(b0=64, sizes=[32, 64, 128], exploration=1.0)
-    costs = {32: [1400.0, 1800.0], 64: [1030.0, 1030.0], 128: [990.0, 1010.0]}
-    drive(bso, lambda b: (0.0, costs[b].pop(0), True))
+    bso = make(b0=64, sizes=[32, 64, 128], exploration=1.0, eta=1.0)
+    costs = {32: [700.0, 900.0], 64: [515.0, 515.0], 128: [495.0, 505.0]}
+    drive(bso, lambda b: (*energy_only(costs[b].pop(0)), True))
     assert bso.phase == "thompson"
     post = bso.posterior().set_index("batch_size")
     assert post.loc[64, "std"] > 0
@@ -263,12 +271,12 @@ def test_variance_prior_weight_zero_recovers_the_sample_variance(monkeypatch):
     from zeus_nb.optimizer.batch_size import optimizer as batch_size
 
     monkeypatch.setattr(batch_size, "VARIANCE_PRIOR_WEIGHT", 0.0)
-    bso = make(b0=64, sizes=[64, 128])
-    costs = {64: [1030.0, 1030.0], 128: [900.0, 1100.0]}
-    drive(bso, lambda b: (0.0, costs[b].pop(0), True))
+    bso = make(b0=64, sizes=[64, 128], eta=1.0)
+    costs = {64: [515.0, 515.0], 128: [450.0, 550.0]}
+    drive(bso, lambda b: (*energy_only(costs[b].pop(0)), True))
     post = bso.posterior().set_index("batch_size")
     assert post.loc[64, "std"] == 0
-    # cost = eta x energy with time 0: the runs cost 450 and 550
+    # cost = energy (eta 1): the runs cost 450 and 550
     assert post.loc[128, "std"] == pytest.approx(50.0 / math.sqrt(2))
 
 
@@ -276,31 +284,36 @@ def test_the_paper_policy_samples_full_width_from_each_arms_own_variance():
     from zeus_nb.optimizer.batch_size import PaperBatchSizeOptimizer
 
     bso = PaperBatchSizeOptimizer(
-        "job", MemoryStore(), batch_sizes=[32, 64, 128], default_batch_size=64, max_power=250.0
+        "job",
+        MemoryStore(),
+        batch_sizes=[32, 64, 128],
+        default_batch_size=64,
+        max_power=250.0,
+        eta=1.0,
     )
     assert bso.job.exploration == 1.0  # full-width draws, whatever was asked
-    # cost = eta x energy with time 0: 64's runs cost 515 twice, 128's 450 and 550
-    costs = {32: [1400.0, 1800.0], 64: [1030.0, 1030.0], 128: [900.0, 1100.0]}
-    drive(bso, lambda b: (0.0, costs[b].pop(0), True))
+    # cost = energy (eta 1): 64's runs cost 515 twice, 128's 450 and 550
+    costs = {32: [700.0, 900.0], 64: [515.0, 515.0], 128: [450.0, 550.0]}
+    drive(bso, lambda b: (*energy_only(costs[b].pop(0)), True))
     post = bso.posterior().set_index("batch_size")
     assert post.loc[64, "std"] == 0  # runs that agreed freeze the arm (no variance prior)
     assert post.loc[128, "std"] == pytest.approx(50.0 / math.sqrt(2))
     # the same runs under this package's optimizer: 64 keeps some width
-    ours = make(b0=64, sizes=[32, 64, 128], exploration=1.0)
-    costs = {32: [1400.0, 1800.0], 64: [1030.0, 1030.0], 128: [900.0, 1100.0]}
-    drive(ours, lambda b: (0.0, costs[b].pop(0), True))
+    ours = make(b0=64, sizes=[32, 64, 128], exploration=1.0, eta=1.0)
+    costs = {32: [700.0, 900.0], 64: [515.0, 515.0], 128: [450.0, 550.0]}
+    drive(ours, lambda b: (*energy_only(costs[b].pop(0)), True))
     assert ours.posterior().set_index("batch_size").loc[64, "std"] > 0
 
 
 def test_the_paper_policy_learns_failures_at_their_own_cost():
     from zeus_nb.optimizer.batch_size import PaperBatchSizeOptimizer
 
-    spec = JobSpec("job", (32, 64), 64, eta=0.5, beta=2.0, max_power=250.0, exploration=0.3)
+    spec = JobSpec("job", (32, 64), 64, eta=1.0, beta=2.0, max_power=250.0, exploration=0.3)
     paper = PaperBatchSizeOptimizer(spec, MemoryStore())
     ours = BatchSizeOptimizer(spec, MemoryStore())
     for bso in (paper, ours):
-        bso.report(64, time=0.0, energy=200.0, reached=True)  # cost 100: the best so far
-        bso.report(32, time=0.0, energy=60.0, reached=False)  # cost 30, failed
+        bso.report(64, time=0.5, energy=100.0, reached=True)  # cost 100: the best so far
+        bso.report(32, time=0.15, energy=30.0, reached=False)  # cost 30, failed
     assert paper.posterior().set_index("batch_size").loc[32, "mean_cost"] == pytest.approx(30.0)
     # this package adds the successful run the failure forces
     assert ours.posterior().set_index("batch_size").loc[32, "mean_cost"] == pytest.approx(130.0)

@@ -143,7 +143,10 @@ def test_cli_simulate_table_and_errors(capsys):
     assert "imagenet on v100" in out and "converged to batch size" in out
     assert main(["bso", "simulate", "--workload", "nope"]) == 2
     assert "unknown workload" in capsys.readouterr().err
-    assert main(["bso", "simulate", "--workload", "squad", "--eta", "3"]) == 2
+    with pytest.raises(SystemExit) as exit_:  # a usage error, at parse time
+        main(["bso", "simulate", "--workload", "squad", "--eta", "3"])
+    assert exit_.value.code == 2
+    assert "argument --eta: '3' is out of range" in capsys.readouterr().err
 
 
 def test_cli_show(tmp_path, capsys):

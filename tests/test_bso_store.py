@@ -105,8 +105,8 @@ def test_default_location_follows_the_state_dir_variable(tmp_path, monkeypatch):
     assert default_path() == tmp_path / "state" / "bso.sqlite3"
     code = """
     from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
-    bso = BatchSizeOptimizer("j", batch_sizes=[8, 16], default_batch_size=8, max_power=1.0)
-    bso.report(8, time=1.0, energy=1.0, reached=True)
+    bso = BatchSizeOptimizer("j", batch_sizes=[8, 16], default_batch_size=8, max_power=100.0)
+    bso.report(8, time=1.0, energy=100.0, reached=True)
     print(bso.store.path)
     """
     out = _run(code, env=_env(**{STATE_DIR_ENV: str(tmp_path / "state")}))
@@ -126,7 +126,8 @@ bso = BatchSizeOptimizer("shared", path, batch_sizes=[16, 32, 64, 128], default_
                          max_power=300.0)
 for i in range(n):
     bs = bso.next_batch_size()
-    bso.report(bs, time=me * 1000 + i, energy=100.0 + bs, reached=True, power_limit=me)
+    t = me * 1000 + i + 1  # each writer's own times; 100 W, a limit tagged by writer
+    bso.report(bs, time=t, energy=100.0 * t, reached=True, power_limit=100 + me)
 """
 
 
@@ -146,8 +147,8 @@ def test_concurrent_recurrences_lose_no_update(tmp_path):
     ids = [i for i, _ in rows]
     assert ids == sorted(set(ids))
     for me in range(writers):
-        mine = sorted(o.time for _, o in rows if o.power_limit == me)
-        assert mine == [me * 1000 + i for i in range(per_writer)]
+        mine = sorted(o.time for _, o in rows if o.power_limit == 100 + me)
+        assert mine == [me * 1000 + i + 1 for i in range(per_writer)]
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()

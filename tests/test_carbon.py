@@ -84,7 +84,7 @@ def test_bad_inputs(tmp_path):
     with pytest.raises(TraceFormatError, match="line 2"):
         CsvIntensity(bad)
     bad.write_text("time,value\n")
-    with pytest.raises(TraceFormatError, match="at least one"):
+    with pytest.raises(TraceFormatError, match="holds no data rows"):
         CsvIntensity(bad)
     device.use_simulated()
     with pytest.raises(TypeError, match="IntensityProvider"):

@@ -4,6 +4,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from zeus_nb import device
 from zeus_nb.cli import main
 from zeus_nb.device import nvml as nvml_backend
@@ -50,8 +52,13 @@ def test_demo_prints_epochs_consistent_with_the_trace(capsys):
 
 
 def test_bad_input_is_one_clear_line(capsys):
-    assert main(["demo", "--epochs", "0"]) == 2
-    assert capsys.readouterr().err.strip() == "zeus-nb: error: --epochs must be at least 1"
+    with pytest.raises(SystemExit) as exit_:  # a usage error, at parse time
+        main(["demo", "--epochs", "0"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        "zeus-nb demo: error: argument --epochs: '0' is out of range; expected an integer "
+        "between 1 and 10000 (see zeus-nb demo --help)"
+    )
     assert main(["demo", "--power-limit", "20"]) == 2
     assert "outside GPU 0's range [100, 300] W" in capsys.readouterr().err
 

@@ -23,6 +23,8 @@ from zeus_nb.data.traces import POWER_COLUMNS, load_power_trace
 from zeus_nb.device.guard import read_state
 from zeus_nb.device.replay import load_profile_log
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.inputs import check_record, read_table
+from zeus_nb.inputs.kinds import SCHEMAS
 from zeus_nb.runner.records import read_notebook
 
 SETTINGS = settings(
@@ -132,7 +134,10 @@ def test_profile_log_parses_to_checked_values_or_our_error(tmp_path, rows, mangl
         assert str(path) in str(e)
         return
     # Parsed: recompute the expected sums from the rows, independently of the parser.
-    assert mangled == data  # a cut or spliced file is never parsed into numbers
+    if mangled != data:  # only a cut (spliced bytes are refused): its torn last row dropped
+        assert mangle[1] == b"" and data.startswith(mangled)
+        whole = mangled[: mangled.rfind(b"\n") + 1]
+        rows = rows[: max(0, whole.count(b"\n") - 1)]
     want_t: dict[float, float] = {}
     want_e: dict[float, float] = {}
     for w, limit, t, e in rows:
@@ -351,3 +356,118 @@ def test_notebook_counts_are_whole_numbers_or_our_error(value, low):
     # the value meant exactly that whole number (no rounding of 2.5, no True as 1)
     assert not isinstance(value, bool)
     assert float(str(value).strip()) == got if isinstance(value, str) else value == got
+
+
+# --- every declared schema ------------------------------------------------------------------
+def _satisfies(col, value) -> bool:
+    """Whether a checked value fits its column's declaration."""
+    if value is None:
+        return col.empty_ok
+    kind = col.kind
+    if kind == "number":
+        q = col.quantity
+        ok = isinstance(value, float) and math.isfinite(value)
+        if ok and q is not None:
+            ok = (value > q.low if q.open_low else value >= q.low) and value <= q.high
+        return ok
+    if kind == "integer":
+        return (
+            type(value) is int
+            and (col.low is None or value >= col.low)
+            and (col.high is None or value <= col.high)
+        )
+    if kind == "integers":
+        return (
+            isinstance(value, tuple)
+            and bool(value)
+            and all(type(v) is int and col.low <= v <= col.high for v in value)
+        )
+    if kind == "bool":
+        return type(value) is bool
+    if kind == "choice":
+        return value in col.choices
+    if kind == "time":
+        return isinstance(value, float) and math.isfinite(value)
+    if kind == "text":
+        return isinstance(value, str) and value.strip() == value and value != ""
+    return True
+
+
+def _column_value(col):
+    """Plausible and adversarial values for one column."""
+    good = st.nothing()
+    if col.kind == "number" and col.quantity is not None:
+        q = col.quantity
+        good = st.floats(q.low, min(q.high, q.low + 1e4), allow_nan=False)
+    elif col.kind == "integer":
+        good = st.integers(col.low if col.low is not None else -5, (col.low or 0) + 100)
+    elif col.kind == "choice":
+        good = st.sampled_from(col.choices)
+    elif col.kind == "bool":
+        good = st.booleans()
+    elif col.kind == "text":
+        good = st.sampled_from(["toy", "mlp", "a40"])
+    elif col.kind == "integers":
+        good = st.lists(st.integers(1, 512), min_size=1, max_size=3)
+    elif col.kind == "time":
+        good = st.sampled_from(["2024-05-01T00:00:00Z", 1714521600.0])
+    return st.one_of(good, any_value)
+
+
+def _name(col) -> str:
+    return "gpu0_energy" if col.pattern else col.name
+
+
+@SETTINGS
+@given(data=st.data(), schema=st.sampled_from(sorted(SCHEMAS.values(), key=lambda s: s.name)))
+def test_every_schema_checks_a_record_or_refuses_it(data, schema):
+    """JSON records, database rows and arguments: checked values, or our error naming them."""
+    record = {}
+    for col in schema.columns:
+        if col.optional and data.draw(st.booleans()):
+            continue
+        record[_name(col)] = data.draw(_column_value(col))
+    try:
+        row = check_record(record, schema, "record")
+    except ZeusNbError as e:
+        assert str(e).startswith("record")
+        return
+    for key, value in row.items():
+        col = schema.column_for(str(key))
+        if col is not None:
+            assert _satisfies(col, value), (key, value)
+
+
+# every schema can come as a table but the two whose columns hold lists (job settings)
+CSV_SCHEMAS = [s for s in SCHEMAS.values() if all(c.kind != "integers" for c in s.columns)]
+
+
+@SETTINGS
+@given(
+    data=st.data(),
+    schema=st.sampled_from(sorted(CSV_SCHEMAS, key=lambda s: s.name)),
+    mangle=mangling,
+)
+def test_every_schema_reads_a_csv_table_or_refuses_it(tmp_path, data, schema, mangle):
+    """A CSV of the schema's columns with any cells: checked rows, or our error naming the
+    file."""
+    columns = [c for c in schema.columns if not (c.optional and data.draw(st.booleans()))]
+    header = [_name(c) for c in columns]
+    rows = data.draw(
+        st.lists(st.tuples(*(number_text | st.sampled_from(["toy", "forward", "true",
+                                                             "2024-05-01T00:00:00Z"])
+                             for _ in columns)), min_size=0, max_size=4)
+    )  # fmt: skip
+    text = "\n".join([",".join(header), *(",".join(r) for r in rows)]) + "\n"
+    path = _fresh(tmp_path, ".csv")
+    path.write_bytes(_mangle(text.encode(), *mangle))
+    try:
+        table = read_table(path, schema)
+    except ZeusNbError as e:
+        assert str(path) in str(e)
+        return
+    assert table.rows, "an empty table is an error"
+    for row in table.rows:
+        for key, value in row.items():
+            col = schema.column_for(str(key))
+            assert col is None or _satisfies(col, value), (key, value)

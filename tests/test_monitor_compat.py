@@ -114,7 +114,11 @@ def test_zero_energy_warns_and_approx_instant_energy(fake_nvml):
 @pytest.mark.parametrize(
     ("name", "value", "match"),
     [
-        ("ZEUS_NB_SIM_CLOCK", "sundial", "simulated clock must be one of virtual, wall"),
+        (
+            "ZEUS_NB_SIM_CLOCK",
+            "sundial",
+            "ZEUS_NB_SIM_CLOCK: 'sundial' is not one of virtual, wall",
+        ),
         ("ZEUS_NB_SIM_CPU_TDP", "nan", "ZEUS_NB_SIM_CPU_TDP"),
         ("ZEUS_NB_SIM_CPU_TDP", "0", r"CPU TDP \(> 0 W"),
         ("ZEUS_NB_SIM_DRAM_GB", "-8", r"DRAM size \(>= 0 GB"),

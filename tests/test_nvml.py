@@ -65,7 +65,7 @@ def test_environment_variable_selects_backend(fake_nvml, monkeypatch):
     assert device.current("auto").backend == "nvml"  # "auto" leaves the choice to the environment
     monkeypatch.setenv("ZEUS_NB_BACKEND", "cuda")
     device.reset()
-    with pytest.raises(ValueError, match="unknown backend 'cuda'; use one of: auto, sim, nvml"):
+    with pytest.raises(ValueError, match="ZEUS_NB_BACKEND: 'cuda' is not one of auto, sim, nvml"):
         device.current()
 
 

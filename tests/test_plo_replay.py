@@ -207,10 +207,12 @@ def test_cli_replay_table_and_json(capsys):
 
 def test_cli_errors_exit_2(capsys, tmp_path):
     assert main(["plo", "replay", str(tmp_path / "missing.csv")]) == 2
+    assert "no such ZeusMonitor log" in capsys.readouterr().err
     name = str(PROFILES / LOGS[0])
-    assert main(["plo", "replay", name, "--selector", "zeus-cost", "--eta", "2"]) == 2
-    err = capsys.readouterr().err
-    assert "no profiling log" in err and "eta_knob must be within [0, 1]" in err
+    with pytest.raises(SystemExit) as exit_:  # a usage error, before the log is read
+        main(["plo", "replay", name, "--selector", "zeus-cost", "--eta", "2"])
+    assert exit_.value.code == 2
+    assert "argument --eta: '2' is out of range" in capsys.readouterr().err
 
 
 def test_our_own_monitor_log_replays_to_the_same_choice(tmp_path, monkeypatch):

@@ -64,7 +64,7 @@ def _no_constant(name: str):
     ("row", "col", "value", "match"),
     [
         (3, 3, "nan", r"line 4, column gpu0_energy: 'nan' is not a finite number"),
-        (3, 2, "0", r"line 4, column elapsed_time: '0' is out of range"),
+        (3, 2, "0", r"line 4, column elapsed_time: a profiling window of 0 s"),
         (3, 2, "inf", r"line 4, column elapsed_time: 'inf' is not a finite"),
         (3, 3, "-5", r"line 4, column gpu0_energy: '-5' is out of range"),
         # energy written in mJ: each value alone is possible, the power (250 kW) is not
@@ -91,12 +91,18 @@ def test_replay_refuses_a_bad_cell_naming_line_and_column(tmp_path, capsys, row,
     assert re.search(match, captured.err), captured.err
 
 
-def test_replay_refuses_a_row_cut_mid_line(tmp_path, capsys):
-    log = _write_log(
-        tmp_path / "log.csv", _log_rows(), cut=10
-    )  # inside the last number: it still parses
-    assert main(["plo", "replay", str(log)]) == 2
-    assert "line 10" in capsys.readouterr().err
+def test_replay_drops_a_row_cut_mid_line_with_a_warning(tmp_path, capsys, caplog):
+    """A last row without its line end is a write cut short (a full disk, a killed run): it is
+    dropped, said so, and the replay is that of the log without it, never of a cut number."""
+    rows = _log_rows()
+    log = _write_log(tmp_path / "log.csv", rows, cut=10)  # inside the last number: it parses
+    whole = _write_log(tmp_path / "whole.csv", rows[:-1])
+    with caplog.at_level("WARNING"):
+        assert main(["plo", "replay", str(log), "--json"]) == 0
+    assert "line 10" in caplog.text and "dropped" in caplog.text
+    got = json.loads(capsys.readouterr().out)["power_limit"]
+    assert main(["plo", "replay", str(whole), "--json"]) == 0
+    assert got == json.loads(capsys.readouterr().out)["power_limit"]
 
 
 def test_replay_refuses_a_row_with_missing_cells_of_another_window(tmp_path, capsys):
@@ -130,7 +136,7 @@ def test_restore_handles_each_state_file_alone(tmp_path, capsys, bad_pid):
     also_good = _state(tmp_path, "c-good.json", dead_pid)
     assert main(["restore", "--state-dir", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert f"failed: {bad.name}:" in out and "'pid'" in out
+    assert f"failed: {bad.name}:" in out and ".pid:" in out
     assert f"restored: {good.name}" in out and f"restored: {also_good.name}" in out
     assert not good.exists() and not also_good.exists() and bad.exists()
 
@@ -216,7 +222,7 @@ def test_demo_refuses_a_trace_with_an_impossible_power(tmp_path, capsys, value):
     assert main(["demo", "--gpu", str(trace), "--workload", "cifar100", "--epochs", "1"]) == 2
     captured = capsys.readouterr()
     assert " J" not in captured.out
-    assert f"row {i + 1} (file line): column 'average_power'" in captured.err
+    assert f"line {i + 1}, column average_power" in captured.err
 
 
 # --- the CLI --------------------------------------------------------------------------------

@@ -126,21 +126,21 @@ def test_user_trace_csv(tmp_path):
 @pytest.mark.parametrize(
     ("body", "match"),
     [
-        ("dataset,network,batch_size\n", r"missing column\(s\) optimizer, power_limit"),
+        ("dataset,network,batch_size\n", r"lacks column\(s\) optimizer, power_limit"),
         (
             "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n"
             "toy,mlp,32,sgd,100,20.0,90.0\ntoy,mlp,32,sgd,200,fast,180.0\n",
-            r"row 3 \(file line\): column 'time_per_epoch' has 'fast'",
+            r"line 3, column time_per_epoch: 'fast' is not a number",
         ),
         (
             "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n"
-            "toy,mlp,32,sgd,100,20.0,90.0\ntoy,mlp,32,sgd,100,10.0,180.0\n",
-            r"row 3 \(file line\) repeats",
+            "toy,mlp,32,sgd,100,20.0,90.0\ntoy,mlp,32,sgd,100,10.0,95.0\n",
+            r"line 3: repeats line 2",
         ),
         (
             "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n"
             "toy,mlp,32,sgd,100,0,90.0\n",
-            r"row 2 \(file line\): column 'time_per_epoch' has '0'; expected a finite time \(> 0 s",
+            r"line 2, column time_per_epoch: '0' is out of range; expected time \(> 0 s",
         ),
     ],
 )

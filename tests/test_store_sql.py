@@ -193,7 +193,8 @@ bso = BatchSizeOptimizer(job, open_store(url), batch_sizes=[16, 32, 64, 128],
                          default_batch_size=64, max_power=300.0)
 for i in range(n):
     bs = bso.next_batch_size()
-    bso.report(bs, time=me * 1000 + i, energy=100.0 + bs, reached=True, power_limit=me)
+    t = me * 1000 + i + 1  # each writer's own times; 100 W, a limit tagged by writer
+    bso.report(bs, time=t, energy=100.0 * t, reached=True, power_limit=100 + me)
 """
 
 READER = """
@@ -246,9 +247,9 @@ def test_concurrent_reports_are_never_lost_doubled_or_mixed_between_jobs(store_u
         ids = [i for i, _ in rows]
         assert ids == sorted(set(ids))
         for me in mine:
-            got = sorted(o.time for _, o in rows if o.power_limit == me)
-            assert got == [me * 1000 + i for i in range(per_writer)]
-        assert {o.power_limit for _, o in rows} == set(mine)  # nothing from the other job
+            got = sorted(o.time for _, o in rows if o.power_limit == 100 + me)
+            assert got == [me * 1000 + i + 1 for i in range(per_writer)]
+        assert {o.power_limit for _, o in rows} == {100.0 + me for me in mine}  # no other job's
     assert json.loads(out) == [i for i, _ in store.observations("job-a")]
 
 

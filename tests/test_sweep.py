@@ -94,11 +94,18 @@ def test_power_limits_are_restored_also_on_errors(tmp_path):
 
 
 def test_fake_nvml_limits_restored(tmp_path, fake_nvml):
+    import time
+
+    # A counter read advances the energy by power x read interval: an epoch of about that
+    # interval keeps the measured power physical, so the results file reads back.
+    for i in range(2):
+        fake_nvml.set_device(i, read_interval_s=0.05)
     before = fake_nvml.limits_w()
     calls = []
 
     def fn(batch_size, epoch):
         calls.append(fake_nvml.limits_w())
+        time.sleep(0.05)
         return 1.0
 
     df = run_sweep(

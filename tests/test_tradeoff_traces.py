@@ -219,7 +219,7 @@ def test_cli_bad_trace_exits_2_naming_the_row(tmp_path, capsys):
     bad.write_text("\n".join(lines) + "\n")
     assert main(["tradeoff", "savings", "--gpu", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert "row 4" in err and "time_per_epoch" in err and "Traceback" not in err
+    assert "line 4, column time_per_epoch" in err and "Traceback" not in err
     with pytest.raises(TraceFormatError):
         potential_savings(str(bad))
 

@@ -92,3 +92,32 @@ class CpuEnergyPermissionError(CpuEnergyError, PermissionError):
 
 class IntensityProviderError(ZeusNbError):
     """A carbon-intensity or electricity-price source failed or returned nothing usable."""
+
+
+class InputFileError(ZeusNbError, OSError):
+    """An input file is missing, a folder, or unreadable; names it and says what to give.
+
+    Raised as ``InputFileError(errno, "what is wrong; what to do", path)``: an ``OSError`` (so
+    ``except OSError`` still sees it) whose message is the path and the advice on one line.
+    """
+
+    def __str__(self) -> str:
+        return (
+            f"{self.filename}: {self.strerror}" if self.filename is not None else super().__str__()
+        )
+
+
+class MissingInputError(InputFileError, FileNotFoundError):
+    """An input file that does not exist."""
+
+
+class FolderNotFileError(InputFileError, IsADirectoryError):
+    """A folder given where an input file is needed."""
+
+
+class UsageError(InputError):
+    """Command-line options that do not fit together (a knob of another choice, an empty value)."""
+
+
+class ExtraMissingError(ZeusNbError, ImportError):
+    """A feature needs an optional extra that is not installed; names the pip command."""

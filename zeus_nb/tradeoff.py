@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from zeus_nb.errors import InputError
 from zeus_nb.utils.metric import check_eta, zeus_cost
 
 __all__ = ["check_eta", "min_cost", "pareto_front", "potential_savings", "zeus_cost"]
@@ -28,7 +29,7 @@ def pareto_front(data: pd.DataFrame, time: str = "tta", energy: str = "eta") -> 
     """
     for col in (time, energy):
         if col not in data.columns:
-            raise ValueError(
+            raise InputError(
                 f"no column {col!r}; the data has: {', '.join(map(str, data.columns))}"
             )
     ok = data.dropna(subset=[time, energy])
@@ -54,7 +55,7 @@ def min_cost(
     """
     ok = data.dropna(subset=[time, energy])
     if ok.empty:
-        raise ValueError("no configuration reached the target; nothing to choose from")
+        raise InputError("no configuration reached the target; nothing to choose from")
     mp = float(ok["power_limit"].max()) if max_power is None else float(max_power)
     cost = [zeus_cost(e, t, eta_knob, mp) for t, e in zip(ok[time], ok[energy], strict=True)]
     return ok.iloc[min(range(len(cost)), key=cost.__getitem__)]
@@ -103,7 +104,7 @@ def potential_savings(
         present = set(power["dataset"])
         workloads = [w for w in WORKLOADS if w in present]
         if not workloads:
-            raise ValueError(
+            raise InputError(
                 "the power trace has none of the traced workloads "
                 f"({', '.join(WORKLOADS)}); name the datasets it has in the dataset column"
             )
@@ -115,7 +116,7 @@ def potential_savings(
         top = float(table["power_limit"].max())
         base = table[(table["batch_size"] == b0) & (table["power_limit"] == top)]
         if base.empty or not bool(base["reached"].iloc[0]):
-            raise ValueError(
+            raise InputError(
                 f"{wl_dataset}: the default configuration (batch size {b0}, {top:g} W) has no ETA "
                 "(not traced, or some run never reached the target); no baseline to compare with"
             )

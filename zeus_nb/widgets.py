@@ -20,12 +20,13 @@ the live plot lives in :mod:`zeus_nb.plots.live`.
 from __future__ import annotations
 
 import html
-import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from zeus_nb.errors import InputError
+from zeus_nb.inputs.env import env
 from zeus_nb.optimizer.power_limit.registry import SELECTORS as _REGISTRY
 from zeus_nb.optimizer.power_limit.registry import (  # noqa: F401  (re-exported)
     Knob,
@@ -60,7 +61,7 @@ def is_headless(headless: bool | None = None) -> bool:
     """Whether controls should stay hidden and parameter values be used (see the module doc)."""
     if headless:
         return True
-    if os.environ.get("ZEUS_NB_HEADLESS", "").strip().lower() in ("1", "true", "yes"):
+    if env("ZEUS_NB_HEADLESS", False):
         return True
     return not _interactive_kernel()
 
@@ -110,7 +111,7 @@ def float_slider(
 ) -> Control:
     """A slider over ``[minimum, maximum]`` starting at the parameter ``value``."""
     if not minimum <= value <= maximum:
-        raise ValueError(f"{description} must be in [{minimum:g}, {maximum:g}], got {value:g}")
+        raise InputError(f"{description} must be in [{minimum:g}, {maximum:g}], got {value:g}")
     if is_headless(headless):
         return Control(value)
     import ipywidgets as w
@@ -152,7 +153,7 @@ def live_output(
 
     for name, c in controls.items():
         if c.shown and c._read is not None:
-            raise ValueError(f"control {name!r} is a composite widget; pass one slider or dropdown")
+            raise InputError(f"control {name!r} is a composite widget; pass one slider or dropdown")
     fixed = {k: c.value for k, c in controls.items() if not c.shown}
     out = w.interactive_output(functools.partial(run, **fixed), shown)  # runs ``compute`` once
     return Control(state.get("value"), w.VBox([*shown.values(), out]), lambda: state["value"])
@@ -183,7 +184,7 @@ def power_limit_range(gpu, step: float | None = None) -> PowerLimitRange:
     if step is None:
         step = next((s for s in (25, 10, 5, 1) if span >= 4 * s and span % s == 0), 1)
     if step <= 0:
-        raise ValueError(f"slider step must be > 0 W, got {step}")
+        raise InputError(f"slider step must be > 0 W, got {step}")
     return PowerLimitRange(float(lo), float(hi), float(step))
 
 
@@ -197,7 +198,7 @@ def power_limit_slider(
     rng = power_limit_range(gpu, step)
     start = gpu.get_power_limit() if value is None else float(value)
     if not rng.minimum <= start <= rng.maximum:
-        raise ValueError(
+        raise InputError(
             f"power limit {start:g} W is outside {gpu.name}'s range "
             f"[{rng.minimum:g}, {rng.maximum:g}] W"
         )

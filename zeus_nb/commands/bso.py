@@ -5,19 +5,45 @@ from __future__ import annotations
 import json
 import math
 
+from zeus_nb.inputs.args import ArgType, count, nonempty, real
+
+
+def _beta(text: str) -> float:
+    """Early-stopping knob: a number > 1, or inf (never stop early)."""
+    if text.strip().lower() in ("inf", "infinity"):
+        return math.inf
+    value = real(low=1.0)(text)
+    if value <= 1.0:
+        from zeus_nb.errors import InputError
+
+        raise InputError(f"the value: {text!r} is out of range; expected > 1, or inf")
+    return value
+
+
+BETA = ArgType("beta", _beta, ("", "nan", "1", "0.5", "-inf", "abc"))
+
 
 def register(sub) -> None:
     p = sub.add_parser("bso", help="batch-size optimizer for recurring jobs")
     bso_sub = p.add_subparsers(dest="bso_command", required=True, metavar="ACTION")
 
     s = bso_sub.add_parser("simulate", help="replay recurrences of a traced workload")
-    s.add_argument("--workload", required=True, help="traced workload (dataset name)")
-    s.add_argument("--gpu", default="v100", help="power trace: v100, a40 or a CSV file")
-    s.add_argument("--eta", type=float, default=0.5, help="energy-time knob in [0, 1]")
-    s.add_argument("--beta", type=float, default=2.0, help="early-stopping knob (inf: off)")
-    s.add_argument("--seed", type=int, default=1)
     s.add_argument(
-        "--recurrences", type=int, default=None, help="default: 2 x |batch sizes| x |limits|"
+        "--workload", type=nonempty("name"), required=True, help="traced workload (dataset name)"
+    )
+    s.add_argument(
+        "--gpu", type=nonempty("name"), default="v100", help="power trace: v100, a40 or a CSV"
+    )
+    s.add_argument(
+        "--eta", type=real(low=0.0, high=1.0), default=0.5, help="energy-time knob in [0, 1]"
+    )
+    s.add_argument("--beta", type=BETA, default=2.0, help="early-stopping knob > 1 (inf: off)")
+    s.add_argument("--seed", type=count(0, 2**32 - 1), default=1)
+    s.add_argument(
+        "--recurrences",
+        type=count(1, 10**6),
+        default=None,
+        help="default: 2 x |batch sizes| x |limits|",
     )
     s.add_argument(
         "--accounting",
@@ -36,9 +62,10 @@ def register(sub) -> None:
     s.set_defaults(func=run_simulate)
 
     show = bso_sub.add_parser("show", help="print a recurring job's saved bandit state")
-    show.add_argument("job", nargs="?", help="job name (omit to list the jobs)")
+    show.add_argument("job", nargs="?", type=nonempty("name"), help="job (omit to list the jobs)")
     show.add_argument(
         "--store",
+        type=nonempty("location"),
         default=None,
         help="the state store: a SQLite file, sqlite:///PATH or postgresql://USER@HOST/DB "
         "(default: $ZEUS_NB_BSO_STORE, else the SQLite file in the user cache)",

@@ -7,7 +7,10 @@ import errno
 import sys
 from pathlib import Path
 
-from zeus_nb.utils.validate import finite_seconds
+from zeus_nb.inputs.args import count, nonempty, seconds
+from zeus_nb.utils.files import atomic_write
+
+PATH = nonempty("path")
 
 
 def register(sub) -> None:
@@ -18,48 +21,71 @@ def register(sub) -> None:
         "build", help="write DIR/student and DIR/solution versions of the notebooks"
     )
     b.add_argument(
-        "notebooks", nargs="*", help="notebooks or folders (default: the shipped notebooks)"
+        "notebooks",
+        nargs="*",
+        type=PATH,
+        help="notebooks or folders (default: the shipped notebooks)",
     )
-    b.add_argument("-o", "--output", default="course", help="course folder (default: course)")
+    b.add_argument(
+        "-o", "--output", type=PATH, default="course", help="course folder (default: course)"
+    )
     b.set_defaults(func=run_build)
 
     v = course_sub.add_parser(
         "verify",
         help="execute a built course: both editions run to the end, solutions pass every check",
     )
-    v.add_argument("dir", nargs="?", default="course", help="course folder (default: course)")
     v.add_argument(
-        "-o", "--output", default=None, help="executed notebooks (default: DIR/executed)"
+        "dir", nargs="?", type=PATH, default="course", help="course folder (default: course)"
+    )
+    v.add_argument(
+        "-o", "--output", type=PATH, default=None, help="executed notebooks (default: DIR/executed)"
     )
     _execution_options(v)
     v.add_argument(
-        "-j", "--jobs", type=int, default=2, help="notebooks executed at once (default: 2)"
+        "-j", "--jobs", type=count(1, 64), default=2, help="notebooks executed at once (default: 2)"
     )
     v.set_defaults(func=run_verify)
 
     g = course_sub.add_parser("grade", help="execute students' notebooks and report every exercise")
-    g.add_argument("submissions", nargs="+", help="submitted notebooks or folders of them")
     g.add_argument(
-        "-o", "--output", default="graded", help="executed copies and grades.csv (default: graded)"
+        "submissions", nargs="+", type=PATH, help="submitted notebooks or folders of them"
+    )
+    g.add_argument(
+        "-o",
+        "--output",
+        type=PATH,
+        default="graded",
+        help="executed copies and grades.csv (default: graded)",
     )
     _execution_options(g)
     g.add_argument(
         "--timeout",
-        type=finite_seconds,
+        type=seconds,
         default=600.0,
         help="seconds a cell may run before the rest of a submission counts as not run "
         "(default: 600)",
     )
     g.add_argument(
-        "-j", "--jobs", type=int, default=2, help="submissions executed at once (default: 2)"
+        "-j",
+        "--jobs",
+        type=count(1, 64),
+        default=2,
+        help="submissions executed at once (default: 2)",
     )
     g.set_defaults(func=run_grade)
 
     t = course_sub.add_parser("timings", help="markdown table of papermill run times")
     t.add_argument(
-        "paths", nargs="*", default=["."], help="executed notebooks or folders (default: .)"
+        "paths",
+        nargs="*",
+        type=PATH,
+        default=["."],
+        help="executed notebooks or folders (default: .)",
     )
-    t.add_argument("-o", "--output", default=None, help="also write the table to this file")
+    t.add_argument(
+        "-o", "--output", type=PATH, default=None, help="also write the table to this file"
+    )
     t.set_defaults(func=run_timings)
 
     s = course_sub.add_parser(
@@ -73,11 +99,17 @@ def register(sub) -> None:
         ),
     )
     s.add_argument(
-        "notebooks", nargs="*", help="notebooks or folders (default: the shipped notebooks)"
+        "notebooks",
+        nargs="*",
+        type=PATH,
+        help="notebooks or folders (default: the shipped notebooks)",
     )
-    s.add_argument("-o", "--output", default="slides", help="output folder (default: slides)")
+    s.add_argument(
+        "-o", "--output", type=PATH, default="slides", help="output folder (default: slides)"
+    )
     s.add_argument(
         "--executed",
+        type=PATH,
         default=None,
         metavar="DIR",
         help="use the executed notebooks in DIR (e.g. `zeus-nb tour -o DIR`) instead of running",
@@ -85,6 +117,7 @@ def register(sub) -> None:
     _execution_options(s)
     s.add_argument(
         "--reveal-url",
+        type=nonempty("URL"),
         default=None,
         help="load reveal.js from this address instead of the copy beside the decks",
     )
@@ -103,12 +136,16 @@ def _execution_options(p) -> None:
         "-p",
         "--parameter",
         nargs=2,
+        type=nonempty("text"),
         action="append",
         default=[],
         metavar=("NAME", "VALUE"),
-        help="papermill parameter (a Python literal, else a string); repeatable",
+        help="papermill parameter (a Python literal, else a string; '\"\"' for an empty "
+        "string); repeatable",
     )
-    p.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
+    p.add_argument(
+        "--kernel", type=nonempty("name"), default="python3", help="Jupyter kernel (python3)"
+    )
 
 
 def _parameters_and_env(args) -> tuple[dict, dict[str, str]]:
@@ -160,7 +197,7 @@ def run_verify(args) -> int:
     solution_dir = out / "solution"
     problems: list[str] = []  # a notebook without a run time is named, not fatal
     table = timings_table(timings([solution_dir], problems))
-    (out / "timings.md").write_text(table)
+    atomic_write(out / "timings.md", table)
     print(f"\nRun times of the solutions ({out / 'timings.md'}):\n\n{table}")
     for problem in problems:
         print(f"zeus-nb: not timed: {problem}", file=sys.stderr)
@@ -231,7 +268,7 @@ def run_timings(args) -> int:
     table = timings_table(rows)
     print(table, end="")
     if args.output:
-        Path(args.output).write_text(table)
+        atomic_write(args.output, table)
     for problem in problems:
         print(f"zeus-nb: skipped: {problem}", file=sys.stderr)
     return 1 if problems else 0

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
-from zeus_nb.utils.validate import finite_float
+from zeus_nb.inputs.args import count, nonempty, real
+from zeus_nb.utils.validate import POWER_LIMIT
 
 
 def register(sub) -> None:
     p = sub.add_parser("demo", help="measure a short simulated training run, epoch by epoch")
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--gpu", default="a40", help="simulated GPU: a40, v100 or a power-trace CSV")
-    p.add_argument("--workload", default="cifar100", help="traced workload (dataset name)")
+    p.add_argument("--epochs", type=count(1, 10**4), default=3)
     p.add_argument(
-        "--power-limit", type=finite_float, default=None, help="W (default: the maximum)"
+        "--gpu",
+        type=nonempty("name"),
+        default="a40",
+        help="simulated GPU: a40, v100 or a power-trace CSV",
+    )
+    p.add_argument(
+        "--workload",
+        type=nonempty("name"),
+        default="cifar100",
+        help="traced workload (dataset name)",
+    )
+    p.add_argument(
+        "--power-limit", type=real(POWER_LIMIT), default=None, help="W (default: the maximum)"
     )
     p.set_defaults(func=run)
 
@@ -20,8 +31,6 @@ def run(args) -> int:
     from zeus_nb import device
     from zeus_nb.monitor import ZeusMonitor
 
-    if args.epochs < 1:
-        raise ValueError("--epochs must be at least 1")
     system = device.use_simulated(gpu=args.gpu, workload=args.workload)
     monitor = ZeusMonitor(gpu_indices=[0])
     if args.power_limit is not None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zeus_nb.inputs.args import nonempty
+
 
 def register(sub) -> None:
     p = sub.add_parser("docs", help="the tutorial site (executed notebooks, guides, API reference)")
@@ -18,11 +20,18 @@ def register(sub) -> None:
             "DIR/index.html in a browser, or serve it: python -m http.server -d DIR."
         ),
     )
-    b.add_argument("dir", nargs="?", default="site", help="output folder (default: ./site)")
+    b.add_argument(
+        "dir", nargs="?", type=nonempty("path"), default="site", help="output folder (./site)"
+    )
     b.add_argument(
         "--no-execute", action="store_true", help="use the notebooks without outputs (fast)"
     )
-    b.add_argument("--keep-src", default=None, help="keep the assembled MkDocs sources here")
+    b.add_argument(
+        "--keep-src",
+        type=nonempty("path"),
+        default=None,
+        help="keep the assembled MkDocs sources here",
+    )
     b.add_argument("--no-strict", action="store_true", help="let MkDocs warnings pass")
     b.set_defaults(func=run_build)
 
@@ -30,6 +39,11 @@ def register(sub) -> None:
 def run_build(args) -> int:
     import logging
 
+    from zeus_nb.utils.boundary import needs_extra
+
+    with needs_extra("docs", "zeus-nb docs build"):
+        import mkdocs.commands.build  # noqa: F401  (checked before anything is written)
+        import mkdocs.config  # noqa: F401
     from zeus_nb.docsite import build_site
 
     logging.getLogger("zeus_nb.docsite").setLevel(logging.INFO)

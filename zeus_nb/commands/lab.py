@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from zeus_nb.commands.notebooks import (
@@ -13,6 +15,7 @@ from zeus_nb.commands.notebooks import (
     copy_notebooks,
     print_report,
 )
+from zeus_nb.inputs.args import nonempty
 
 
 def register(sub) -> None:
@@ -27,18 +30,60 @@ def register(sub) -> None:
             "JupyterLab's --allow-root."
         ),
     )
-    p.add_argument("dir", nargs="?", default=DEFAULT_DIR, help=f"default: ./{DEFAULT_DIR}")
-    p.add_argument("jupyter_args", nargs="*", help="arguments for JupyterLab, after --")
+    p.add_argument(
+        "dir", nargs="?", type=nonempty("path"), default=DEFAULT_DIR, help=f"./{DEFAULT_DIR}"
+    )
+    p.add_argument(
+        "jupyter_args", nargs="*", type=nonempty("text"), help="arguments for JupyterLab, after --"
+    )
     add_solutions_flag(p)
     p.set_defaults(func=run)
 
 
+STOP_SECONDS = 20.0  # how long JupyterLab may take to shut down before it is killed
+
+
 def launch(argv: list[str], cwd: Path) -> int:
-    """Run JupyterLab in the foreground until the user stops it; its exit status."""
+    """Run JupyterLab in the foreground until the user stops it; its exit status.
+
+    Stopping zeus-nb stops JupyterLab: SIGTERM and SIGHUP (``kill``, a closed terminal, a
+    container stop) are passed on to it, and after Ctrl-C (which reaches JupyterLab too) zeus-nb
+    waits for it, so no server is left running without its parent.
+    """
+    proc = subprocess.Popen(argv, cwd=cwd)
+
+    def forward(signum, _frame) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    handled = (signal.SIGTERM, signal.SIGHUP)
+    main = threading.current_thread() is threading.main_thread()
+    previous = {s: signal.signal(s, forward) for s in handled} if main else {}
     try:
-        return subprocess.call(argv, cwd=cwd)
-    except KeyboardInterrupt:  # Ctrl-C reaches JupyterLab too, which shuts down by itself
-        return 0
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:
+            _stop(proc)
+            return 0
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if proc.poll() is None:  # an error in zeus-nb itself: never leave the server behind
+            _stop(proc)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Wait (bounded) for JupyterLab to finish; terminate, then kill it if it does not."""
+    for action in (None, proc.terminate, proc.kill):
+        if action is not None and proc.poll() is None:
+            action()
+        try:
+            proc.wait(timeout=STOP_SECONDS)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+        except KeyboardInterrupt:  # a second Ctrl-C: stop waiting politely
+            continue
 
 
 def run(args) -> int:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.inputs.args import nonempty
+from zeus_nb.utils.files import atomic_write
 
 DEFAULT_DIR = "zeus-nb-notebooks"
 RECORD = ".zeus-nb-notebooks.json"
@@ -91,10 +93,10 @@ def copy_notebooks(
             else:
                 report.skipped.append(nb.name)
                 continue
-        target.write_bytes(text)
+        atomic_write(target, text)
         record[nb.name] = shipped
         bucket.append(nb.name)
-    (out / RECORD).write_text(json.dumps({"files": record}, indent=1, sort_keys=True) + "\n")
+    atomic_write(out / RECORD, json.dumps({"files": record}, indent=1, sort_keys=True) + "\n")
     return report
 
 
@@ -125,7 +127,9 @@ def register(sub) -> None:
             "copies are brought up to date."
         ),
     )
-    p.add_argument("dir", nargs="?", default=DEFAULT_DIR, help=f"default: ./{DEFAULT_DIR}")
+    p.add_argument(
+        "dir", nargs="?", type=nonempty("path"), default=DEFAULT_DIR, help=f"./{DEFAULT_DIR}"
+    )
     p.add_argument("--force", action="store_true", help="also overwrite notebooks you edited")
     add_solutions_flag(p)
     p.set_defaults(func=run)

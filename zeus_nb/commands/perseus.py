@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+from zeus_nb.errors import InputError
+from zeus_nb.inputs.args import count, nonempty, seconds
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -15,18 +18,18 @@ def register(sub) -> None:
     psub = p.add_subparsers(dest="perseus_command", required=True, metavar="ACTION")
 
     plan = psub.add_parser("plan", help="print the frontier, or the plan for a deadline")
-    plan.add_argument("profile", help="instruction profile CSV")
-    plan.add_argument("--stages", type=int, required=True, help="pipeline stages S")
-    plan.add_argument("--microbatches", type=int, required=True, help="microbatches M")
+    plan.add_argument("profile", type=nonempty("path"), help="instruction profile CSV")
+    plan.add_argument("--stages", type=count(1, 10**4), required=True, help="pipeline stages S")
+    plan.add_argument("--microbatches", type=count(1, 10**6), required=True, help="microbatches")
     plan.add_argument(
         "--deadline",
-        type=float,
+        type=seconds,
         default=None,
         help="iteration time in s to meet: print the least-energy plan that does",
     )
     plan.add_argument(
         "--unit-time",
-        type=float,
+        type=seconds,
         default=None,
         help="solver time quantum in s (default: 1/25 of the shortest instruction)",
     )
@@ -43,13 +46,18 @@ def register(sub) -> None:
     syn = psub.add_parser(
         "synthetic", help="write an instruction profile made from the simulated GPU's model"
     )
-    syn.add_argument("output", help="CSV file to write")
-    syn.add_argument("--gpu", default="a40", help="a40 or v100 (default a40)")
-    syn.add_argument("--stages", type=int, default=4)
+    syn.add_argument("output", type=nonempty("path"), help="CSV file to write")
+    syn.add_argument("--gpu", type=nonempty("name"), default="a40", help="a40 or v100 (a40)")
+    syn.add_argument("--stages", type=count(1, 10**4), default=4)
     syn.add_argument(
-        "--weights", default=None, help="relative stage sizes, e.g. 1,1.3,1,0.8 (default equal)"
+        "--weights",
+        type=nonempty("list"),
+        default=None,
+        help="relative stage sizes, e.g. 1,1.3,1,0.8 (default equal)",
     )
-    syn.add_argument("--workload", default="squad", help="traced workload (default squad)")
+    syn.add_argument(
+        "--workload", type=nonempty("name"), default="squad", help="traced workload (squad)"
+    )
     syn.set_defaults(func=run_synthetic)
 
 
@@ -102,7 +110,7 @@ def run_synthetic(args) -> int:
             weights = [float(w) for w in args.weights.split(",")]
         except ValueError:
             msg = f"--weights must be numbers separated by commas, got {args.weights!r}"
-            raise ValueError(msg) from None
+            raise InputError(msg) from None
     profile = synthetic_profile(args.gpu, args.stages, weights, args.workload)
     path = profile.to_csv(args.output)
     print(f"wrote {path} ({args.stages} stages, {args.gpu})")

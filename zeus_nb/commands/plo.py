@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from zeus_nb.inputs.args import count, nonempty, only_with, real
 from zeus_nb.optimizer.power_limit import registry
-from zeus_nb.utils.validate import finite_float
 
 CLI_SELECTORS = tuple(spec.cli_name for spec in registry.SELECTORS.values())
+
+
+def _with_knob(knob: str) -> tuple[str, ...]:
+    """The command-line names of the selectors tuned by ``knob``."""
+    return tuple(
+        s.cli_name
+        for s in registry.SELECTORS.values()
+        if s.knob is not None and s.knob.name == knob
+    )
 
 
 def register(sub) -> None:
@@ -17,15 +26,31 @@ def register(sub) -> None:
         description="Replay a ZeusMonitor CSV log (one __GlobalPowerLimitOptimizer_<W> window "
         "per power limit) through the optimizer; print each limit and the chosen one.",
     )
-    r.add_argument("log", help="ZeusMonitor CSV log of a profiling run")
+    r.add_argument("log", type=nonempty("path"), help="ZeusMonitor CSV log of a profiling run")
     r.add_argument("--selector", choices=CLI_SELECTORS, default="zeus-cost")
     r.add_argument(
-        "--eta", type=finite_float, default=0.5, help="zeus-cost energy-time knob in [0, 1]"
+        "--eta", type=real(low=0.0, high=1.0), help="zeus-cost energy-time knob in [0, 1] (0.5)"
     )
-    r.add_argument("--factor", type=finite_float, default=1.1, help="max-slowdown factor (>= 1)")
+    r.add_argument("--factor", type=real(low=1.0), help="max-slowdown factor, >= 1 (1.1)")
     r.add_argument("--adaptive", action="store_true", help="skip limits that cannot win")
-    r.add_argument("--pl-step", type=int, default=25, help="W between profiled limits")
+    r.add_argument("--pl-step", type=count(1, 2000), default=25, help="W between profiled limits")
+    r.add_argument(
+        "--run",
+        type=count(1),
+        default=None,
+        help="which run of a log that holds several (each monitor that opens the log starts "
+        "one; default: the only one)",
+    )
     r.add_argument("--json", action="store_true", help="print one JSON object")
+    for option, knob, default in (("--eta", "eta_knob", 0.5), ("--factor", "factor", 1.1)):
+        names = _with_knob(knob)
+        only_with(
+            r,
+            option,
+            lambda ns, names=names: ns.selector in names,
+            f"with --selector {' or '.join(names)}",
+            default,
+        )
     r.set_defaults(func=run_replay)
 
 
@@ -39,10 +64,12 @@ def make_selector(name: str, eta: float, factor: float):
 def run_replay(args) -> int:
     import json
 
+    from zeus_nb.device.replay import load_profile_log
     from zeus_nb.optimizer.replay import replay_optimizer
 
     selector = make_selector(args.selector, args.eta, args.factor)
-    plo = replay_optimizer(args.log, selector, adaptive=args.adaptive, pl_step=args.pl_step)
+    log = load_profile_log(args.log, run=args.run)
+    plo = replay_optimizer(log, selector, adaptive=args.adaptive, pl_step=args.pl_step)
     measured = {m.power_limit: m for m in plo.measurements}
     rows = []
     for w in plo.power_limits:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
+from zeus_nb.inputs.args import nonempty
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -13,7 +15,12 @@ def register(sub) -> None:
         description="Read the state files that power-limit optimizers write before changing a "
         "limit, and restore the recorded limits (after SIGKILL, a crash or a power cut).",
     )
-    p.add_argument("--state-dir", default=None, help="default: $ZEUS_NB_STATE_DIR or the cache")
+    p.add_argument(
+        "--state-dir",
+        type=nonempty("path"),
+        default=None,
+        help="default: $ZEUS_NB_STATE_DIR or the cache",
+    )
     p.add_argument(
         "--force", action="store_true", help="also restore GPUs of processes still running"
     )

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
-from zeus_nb.utils.validate import finite_seconds
+from zeus_nb.errors import InputError
+from zeus_nb.inputs.args import ArgType, count, nonempty, only_with, scheduler_address, seconds
+from zeus_nb.utils.files import atomic_write
 
 
 def register(sub) -> None:
@@ -19,25 +22,56 @@ def register(sub) -> None:
             "sweep goes on. The recorded results of all points are written to results.csv."
         ),
     )
-    p.add_argument("notebook", help="notebook path, or a shipped notebook's number or name")
+    p.add_argument(
+        "notebook",
+        type=nonempty("notebook"),
+        help="notebook path, or a shipped notebook's number or name",
+    )
     p.add_argument(
         "-p",
         "--param",
         nargs=2,
+        type=nonempty("text"),
         action="append",
         default=[],
         metavar=("NAME", "VALUES"),
         help="a parameter and its comma-separated values, e.g. -p batch_size 64,128,256",
     )
-    p.add_argument("-o", "--output-dir", default=None, help="default: runs/<notebook name>")
+    p.add_argument(
+        "-o", "--output-dir", type=nonempty("path"), default=None, help="runs/<notebook name>"
+    )
     p.add_argument("--smoke", action="store_true", help="pass smoke=True (small, fast runs)")
     p.add_argument("--force", action="store_true", help="re-run points that already finished")
+    p.add_argument("--timeout", type=seconds, default=None, help="seconds per cell (default: none)")
     p.add_argument(
-        "--timeout", type=finite_seconds, default=None, help="seconds per cell (default: none)"
+        "--kernel", type=nonempty("name"), default="python3", help="Jupyter kernel (python3)"
     )
-    p.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: python3)")
     add_cluster_arguments(p)
     p.set_defaults(func=run)
+
+
+def _walltime(text: str) -> str:
+    if not re.fullmatch(r"(\d+-)?\d{1,3}(:\d{2}){0,2}", text.strip()):
+        raise InputError(f"the value: {text!r} is not a Slurm time; give HH:MM:SS or D-HH:MM:SS")
+    return text.strip()
+
+
+def _memory(text: str) -> str:
+    if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", text.strip(), re.IGNORECASE):
+        raise InputError(f"the value: {text!r} is not a memory size; give e.g. 16GB")
+    return text.strip()
+
+
+WALLTIME = ArgType("walltime", _walltime, ("", "1 hour", "abc"))
+MEMORY = ArgType("memory", _memory, ("", "16", "lots"))
+SLURM_DEFAULTS = {
+    "--queue": None,
+    "--account": None,
+    "--walltime": "01:00:00",
+    "--gpus-per-job": 1,
+    "--jobs": 1,
+    "--job-memory": "16GB",
+}
 
 
 def add_cluster_arguments(p) -> None:
@@ -45,29 +79,40 @@ def add_cluster_arguments(p) -> None:
     g = p.add_argument_group(
         "parallel execution (Dask; one GPU per point; needs the cluster extra)"
     ).add_mutually_exclusive_group()
-    g.add_argument("--workers", type=int, metavar="N", help="N local worker processes")
-    g.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler")
+    g.add_argument("--workers", type=count(1, 1024), metavar="N", help="N local worker processes")
+    g.add_argument(
+        "--scheduler",
+        type=scheduler_address,
+        metavar="ADDRESS",
+        help="an existing Dask scheduler (tcp://HOST:PORT)",
+    )
     g.add_argument("--cluster", choices=("slurm",), help="start workers as Slurm jobs")
     s = p.add_argument_group("Slurm jobs (with --cluster slurm)")
-    s.add_argument("--queue", help="partition (#SBATCH -p)")
-    s.add_argument("--account", help="account to charge (#SBATCH -A)")
-    s.add_argument("--walltime", default="01:00:00", help="job time limit (default: 01:00:00)")
-    s.add_argument(
-        "--gpus-per-job", type=int, default=1, help="GPUs (and workers) per job (default: 1)"
-    )
-    s.add_argument("--jobs", type=int, default=1, help="number of jobs (default: 1)")
-    s.add_argument("--job-memory", default="16GB", help="memory per job (default: 16GB)")
+    s.add_argument("--queue", type=nonempty("name"), help="partition (#SBATCH -p)")
+    s.add_argument("--account", type=nonempty("name"), help="account to charge (#SBATCH -A)")
+    s.add_argument("--walltime", type=WALLTIME, help="job time limit (default: 01:00:00)")
+    s.add_argument("--gpus-per-job", type=count(1, 64), help="GPUs (and workers) per job (1)")
+    s.add_argument("--jobs", type=count(1, 10**4), help="number of jobs (default: 1)")
+    s.add_argument("--job-memory", type=MEMORY, help="memory per job (default: 16GB)")
+    slurm = lambda ns: ns.cluster == "slurm"  # noqa: E731
+    for option, default in SLURM_DEFAULTS.items():
+        only_with(p, option, slurm, "with --cluster slurm", default)
 
 
 def executor_from_args(args):
-    """What the Dask options ask for (None: run here, one point after another)."""
+    """What the Dask options ask for (None: run here, one point after another).
+
+    Checked before anything is written: ``--cluster slurm`` without Slurm's ``sbatch`` fails
+    at once rather than waiting for workers that never come.
+    """
     if args.workers is not None:
         return int(args.workers)
-    if args.scheduler:
+    if args.scheduler is not None:
         return args.scheduler
     if args.cluster == "slurm":
-        from zeus_nb.runner.cluster import SlurmOptions
+        from zeus_nb.runner.cluster import SlurmOptions, require_sbatch
 
+        require_sbatch()
         return SlurmOptions(
             queue=args.queue,
             account=args.account,
@@ -88,9 +133,9 @@ def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
     for name, text in pairs:
         if name not in declared:
             names = ", ".join(declared) or "none (it has no cell tagged 'parameters')"
-            raise ValueError(f"{notebook.name} has no parameter {name!r}; its parameters: {names}")
+            raise InputError(f"{notebook.name} has no parameter {name!r}; its parameters: {names}")
         if name in grid:
-            raise ValueError(f"parameter {name!r} given twice; list all its values in one -p")
+            raise InputError(f"parameter {name!r} given twice; list all its values in one -p")
         grid[name] = parse_values(text, declared[name].get("inferred_type_name"), name)
     return grid
 
@@ -108,10 +153,10 @@ def run(args) -> int:
     notebook = find_notebook(args.notebook)
     grid = build_grid(notebook, args.param)
     points = grid_points(grid) if grid else [{}]
+    executor = executor_from_args(args)  # validated before the output folder is made
     out_dir = writable_dir(args.output_dir or Path("runs") / notebook.stem, "-o")
     print(f"sweep {notebook.name}: {len(points)} point(s) -> {out_dir}/", flush=True)
 
-    executor = executor_from_args(args)
     failed, skipped, outputs, todo = [], 0, [], []
     for i, point in enumerate(points, 1):
         params = dict(point)
@@ -199,7 +244,5 @@ def write_results(out_dir: Path, outputs: list[Path]):
                 keep = before[~before["notebook"].astype(str).isin(ours)]
                 keep = keep[[Path(str(n)).exists() for n in keep["notebook"]]]
                 merged = pd.concat([keep, table], ignore_index=True) if len(keep) else table
-        tmp = csv.with_name(f".{csv.name}.{os.getpid()}.tmp")
-        merged.to_csv(tmp, index=False)
-        os.replace(tmp, csv)
+        atomic_write(csv, merged.to_csv(index=False))
     return csv, table

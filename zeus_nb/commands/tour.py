@@ -7,7 +7,8 @@ import math
 import sys
 import time
 
-from zeus_nb.utils.validate import finite_seconds
+from zeus_nb.errors import InputError
+from zeus_nb.inputs.args import nonempty, seconds
 
 
 def register(sub) -> None:
@@ -21,11 +22,20 @@ def register(sub) -> None:
         ),
     )
     p.add_argument("--smoke", action="store_true", help="small, fast runs (smoke=True)")
-    p.add_argument("-o", "--output-dir", default="zeus-nb-tour", help="default: ./zeus-nb-tour")
-    p.add_argument("--only", default=None, help="comma-separated notebook numbers, e.g. 01,03")
     p.add_argument(
-        "--timeout", type=finite_seconds, default=None, help="seconds per cell (default: none)"
+        "-o",
+        "--output-dir",
+        type=nonempty("path"),
+        default="zeus-nb-tour",
+        help="default: ./zeus-nb-tour",
     )
+    p.add_argument(
+        "--only",
+        type=nonempty("list"),
+        default=None,
+        help="comma-separated notebook numbers, e.g. 01,03",
+    )
+    p.add_argument("--timeout", type=seconds, default=None, help="seconds per cell (default: none)")
     p.set_defaults(func=run)
 
 
@@ -75,7 +85,7 @@ def run(args) -> int:
     else:
         notebooks = list_notebooks()
     if not notebooks:
-        raise ValueError("no notebooks to run")
+        raise InputError("no notebooks to run")
     out_dir = writable_dir(args.output_dir, "-o")
     params = {"smoke": True} if args.smoke else {}
     mode = "smoke" if args.smoke else "full"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from zeus_nb.inputs.args import nonempty
+
 
 def register(sub) -> None:
     p = sub.add_parser("tradeoff", help="energy-time tradeoff of traced workloads")
@@ -17,14 +19,29 @@ def register(sub) -> None:
     s.set_defaults(func=run_savings)
 
     f = tsub.add_parser("pareto", help="Pareto front of (time, energy) to reach the target")
-    f.add_argument("--workload", required=True, help="dataset name, e.g. imagenet or librispeech")
+    f.add_argument(
+        "--workload",
+        type=nonempty("name"),
+        required=True,
+        help="dataset name, e.g. imagenet or librispeech",
+    )
     _common(f)
     f.set_defaults(func=run_pareto)
 
 
 def _common(p) -> None:
-    p.add_argument("--gpu", default="v100", help="v100, a40, or a power-trace CSV (default v100)")
-    p.add_argument("--train-trace", default=None, help="train-trace CSV (default: bundled)")
+    p.add_argument(
+        "--gpu",
+        type=nonempty("name"),
+        default="v100",
+        help="v100, a40, or a power-trace CSV (default v100)",
+    )
+    p.add_argument(
+        "--train-trace",
+        type=nonempty("path"),
+        default=None,
+        help="train-trace CSV (default: bundled)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import copy
 import html
 import math
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +36,7 @@ from zeus_nb.course.exercises import (  # noqa: F401 (re-exported)
     Mistake,
     use_seed,
 )
+from zeus_nb.inputs.env import env
 
 PASSED_MARK = "\N{CHECK MARK}"
 FAILED_MARK = "\N{BALLOT X}"
@@ -67,8 +67,8 @@ class Outcome:
 
 def strict() -> bool:
     """Whether a wrong answer raises (see the module doc)."""
-    mode = os.environ.get("ZEUS_NB_CHECKS", "").strip().lower()
-    if mode in ("strict", "lenient"):
+    mode = env("ZEUS_NB_CHECKS")  # strict, lenient, or unset; anything else is an error
+    if mode is not None:
         return mode == "strict"
     from zeus_nb.widgets import _interactive_kernel
 

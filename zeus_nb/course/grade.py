@@ -12,6 +12,7 @@ from typing import Any
 from zeus_nb.course.feedback import exercise_results
 from zeus_nb.course.markers import EXERCISE_TAG, CourseError, strip_outputs
 from zeus_nb.course.verify import _environ
+from zeus_nb.errors import InputError
 
 
 @dataclass
@@ -95,7 +96,7 @@ def grade(
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     if jobs < 1:
-        raise ValueError(f"jobs must be at least 1, got {jobs}")
+        raise InputError(f"jobs must be at least 1, got {jobs}")
     files: list[Path] = []
     for p in map(Path, submissions):
         if p.is_dir():

@@ -9,12 +9,14 @@ of on every row; a failed check keeps its own line, since it says what went wron
 from __future__ import annotations
 
 import csv
+import io
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from zeus_nb.course.grade import ExerciseResult
+from zeus_nb.utils.files import atomic_write
 
 STATUSES = ("passed", "failed", "not attempted", "error", "not run")
 # status -> the one sentence that explains it, shown once instead of on each row
@@ -59,23 +61,36 @@ def totals(results: Iterable[ExerciseResult]) -> list[StudentTotal]:
     return list(by.values())
 
 
+def _write_csv(path: Path, header: list[str], rows: Iterable[list]) -> None:
+    """A whole CSV file through the one write path (never a half-written grade sheet)."""
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(header)
+    writer.writerows(rows)
+    atomic_write(path, text.getvalue())
+
+
 def write_totals(path: Path, rows: Sequence[StudentTotal]) -> None:
-    with path.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["student", "notebooks", "exercises", *STATUSES])
-        for t in rows:
-            writer.writerow(
-                [t.student, len(t.notebooks), t.exercises, *(t.counts[s] for s in STATUSES)]
-            )
+    _write_csv(
+        path,
+        ["student", "notebooks", "exercises", *STATUSES],
+        (
+            [t.student, len(t.notebooks), t.exercises, *(t.counts[s] for s in STATUSES)]
+            for t in rows
+        ),
+    )
 
 
 def write_grades(path: Path, results: Sequence[ExerciseResult]) -> None:
-    with path.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["student", "submission", "exercise", "status", "detail"])
-        for r in results:
-            detail = "" if r.status in LEGEND else r.detail
-            writer.writerow([student_of(r.submission), r.submission, r.exercise, r.status, detail])
+    _write_csv(
+        path,
+        ["student", "submission", "exercise", "status", "detail"],
+        (
+            [student_of(r.submission), r.submission, r.exercise, r.status,
+             "" if r.status in LEGEND else r.detail]
+            for r in results
+        ),
+    )  # fmt: skip
 
 
 def submission_lines(rows: Sequence[ExerciseResult]) -> list[str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from zeus_nb.course.check import FAILED_MARK, NOT_DONE_MARK, PASSED_MARK  # noqa: F401 (re-exported)
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.utils.files import atomic_write
 
 BEGIN = "# BEGIN SOLUTION"
 END = "# END SOLUTION"
@@ -241,5 +242,5 @@ def write_edition(
     texts = {path.name: edition_text(path, solutions) for path in _collect(notebooks)}
     out.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():
-        (out / name).write_text(text, encoding="utf-8")
+        atomic_write(out / name, text)
     return [out / name for name in texts]

@@ -17,6 +17,7 @@ import tarfile
 from pathlib import Path
 
 from zeus_nb.course.markers import CourseError
+from zeus_nb.inputs.env import env
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ FILES: dict[tuple[str, str], str] = {
 
 def cache_dir() -> Path:
     """Where the npm tarballs are kept: ``$ZEUS_NB_CACHE_DIR/npm`` or ``~/.cache/zeus-nb/npm``."""
-    base = os.environ.get("ZEUS_NB_CACHE_DIR") or Path.home() / ".cache" / "zeus-nb"
+    base = env("ZEUS_NB_CACHE_DIR") or Path.home() / ".cache" / "zeus-nb"
     return Path(base) / "npm"
 
 

@@ -15,6 +15,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from zeus_nb.utils.files import atomic_write
+
 TABLE = Path(__file__).resolve().parents[1] / "resources" / "run_times.json"
 README_START = "<!-- run-times: generated from zeus_nb/resources/run_times.json -->"
 README_END = "<!-- /run-times -->"
@@ -118,6 +120,6 @@ def sync(repo: Path, table: dict[str, Any] | None = None) -> list[Path]:
         old = path.read_text(encoding="utf-8")
         new = render(old)
         if new != old:
-            path.write_text(new, encoding="utf-8")
+            atomic_write(path, new)
             changed.append(path)
     return changed

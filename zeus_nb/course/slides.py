@@ -19,6 +19,7 @@ from typing import Any
 
 from zeus_nb.course.markers import CourseError, _collect
 from zeus_nb.course.slide_layout import HIDE_INPUT, SLIDE_KEY, lay_out, student_sources
+from zeus_nb.utils.files import atomic_write
 
 __all__ = ["SLIDE_KEY", "build_slides", "executed_copy"]
 
@@ -136,7 +137,7 @@ def build_slides(
     out.mkdir(parents=True, exist_ok=True)
     if reveal_url_prefix is None:
         vendor(out)
-    (out / STYLESHEET).write_text(_stylesheet(exporter), encoding="utf-8")
+    atomic_write(out / STYLESHEET, _stylesheet(exporter))
     for name, body in pages.items():
-        (out / name).write_text(body, encoding="utf-8")
+        atomic_write(out / name, body)
     return [out / name for name in pages]

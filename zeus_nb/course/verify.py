@@ -11,6 +11,7 @@ from typing import Any
 from zeus_nb.course.feedback import exercise_results
 from zeus_nb.course.markers import VERSIONS, CourseError
 from zeus_nb.course.timings import _duration
+from zeus_nb.errors import InputError
 
 
 @dataclass
@@ -62,7 +63,7 @@ def _run_version(
     from zeus_nb.runner.execute import execute
 
     if version not in VERSIONS:
-        raise ValueError(f"version must be one of {VERSIONS}, got {version!r}")
+        raise InputError(f"version must be one of {VERSIONS}, got {version!r}")
     import nbformat
 
     name = notebook.name
@@ -108,7 +109,7 @@ def verify(
     from concurrent.futures import ThreadPoolExecutor
 
     if jobs < 1:
-        raise ValueError(f"jobs must be at least 1, got {jobs}")
+        raise InputError(f"jobs must be at least 1, got {jobs}")
     course = Path(course_dir).resolve()
     out = Path(out_dir).resolve() if out_dir is not None else course / "executed"
     todo: list[tuple[Path, str]] = []

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -167,7 +167,7 @@ def synthetic_datasets(
     from torch.utils.data import TensorDataset
 
     if num_classes < 2 or train_size < 1 or val_size < 1 or image_size < 1:
-        raise ValueError(
+        raise InputError(
             "synthetic data needs num_classes >= 2 and positive train_size, val_size, image_size"
         )
     g = torch.Generator().manual_seed(seed)

@@ -9,13 +9,14 @@ only ever read numbers from them.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zeus_nb.errors import InputError, TraceFormatError, TraceNotFoundError
-from zeus_nb.utils.validate import AVERAGE_POWER, DURATION, POWER_LIMIT, Quantity
+from zeus_nb.data.workloads import WORKLOADS, Workload, get_workload  # noqa: F401 (re-exported)
+from zeus_nb.errors import InputError, MissingInputError, TraceFormatError, TraceNotFoundError
+from zeus_nb.inputs import read_table, read_text, reader
+from zeus_nb.inputs.kinds import POWER_TRACE, TRAIN_TRACE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,133 +44,37 @@ BUNDLED_GPUS = ("v100", "a40")
 GPU_NAMES = {"v100": "NVIDIA Tesla V100", "a40": "NVIDIA A40"}
 
 
-@dataclass(frozen=True)
-class Workload:
-    """One of the six traced workloads and the knobs the paper trained it with.
-
-    ``num_samples`` is the size of the public training set; the simulator uses it only to split a
-    measured epoch into steps (steps per epoch = ceil(num_samples / batch size)).
-    """
-
-    dataset: str
-    network: str
-    optimizer: str
-    target_metric: float
-    max_epochs: int
-    default_batch_size: int
-    num_samples: int
-    higher_is_better: bool = True
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.dataset, self.network, self.optimizer)
-
-    def steps_per_epoch(self, batch_size: int) -> int:
-        return -(-self.num_samples // int(batch_size))
-
-
-WORKLOADS: dict[str, Workload] = {
-    w.dataset: w
-    for w in (
-        Workload("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024, 50_000),
-        Workload("imagenet", "resnet50", "adadelta", 0.65, 100, 256, 1_281_167),
-        Workload("squad", "bert_base_uncased", "adamw", 84.0, 6, 32, 87_599),
-        Workload("librispeech", "deepspeech2", "adamw", 40.0, 16, 256, 281_241, False),
-        Workload("movielens-1m", "ncf", "adam", 0.41, 100, 1024, 1_000_209),
-        Workload("sentiment140", "bert_base_uncased", "adamw", 0.84, 10, 128, 1_600_000),
-    )
-}
-
-
-def get_workload(name: str) -> Workload:
-    """Look up a workload by dataset name (``imagenet``) or ``dataset/network``."""
-    key = name.split("/")[0].lower()
-    if key not in WORKLOADS:
-        raise InputError(f"unknown workload {name!r}; choose one of: {', '.join(WORKLOADS)}")
-    return WORKLOADS[key]
-
-
 def resource_path(*parts: str) -> Path:
     """Path of a file shipped in ``zeus_nb/resources``."""
     return Path(str(resources.files("zeus_nb").joinpath("resources", *parts)))
 
 
-@dataclass(frozen=True)
-class _Column:
-    """What a numeric trace column may hold: a range, integers only, empty cells (never)."""
-
-    quantity: Quantity
-    integer: bool = False
-    empty_ok: bool = False
-
-
-# Physical ranges (zeus_nb.utils.validate): a power or time 1000x off (mW, ms) is refused.
-_POWER_COLUMNS = {
-    "batch_size": _Column(Quantity("batch size", "", 1, 1e7), integer=True),
-    "power_limit": _Column(POWER_LIMIT),
-    "time_per_epoch": _Column(DURATION),
-    "average_power": _Column(AVERAGE_POWER),
-}
-_TRAIN_COLUMNS = {
-    "batch_size": _Column(Quantity("batch size", "", 1, 1e7), integer=True),
-    "run": _Column(Quantity("run number", "", 0, 1e9), integer=True),
-    "target_metric": _Column(Quantity("target metric", "", -1e12, 1e12)),
-    "target_epoch": _Column(Quantity("epoch", "", 0, 1e7), empty_ok=True),
-}
-
-
-def _validate(df: pd.DataFrame, columns: tuple[str, ...], numeric: dict[str, _Column], src: str):
-    """Check columns and numeric cells; name the first bad row (1-based file line) or column.
-
-    Numeric cells must be finite and in their column's physical range; ``inf``, ``nan``, a
-    negative time or a power in mW are errors, never values that reach a printed result.
-    """
-    import numpy as np
+def _frame(table, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The checked rows of a trace as a DataFrame of ``columns`` (NaN for an empty cell)."""
     import pandas as pd
 
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise TraceFormatError(
-            f"{src}: missing column(s) {', '.join(missing)}; expected columns: {', '.join(columns)}"
-        )
-    df = df[list(columns)].copy()
-    for col in ("dataset", "network", "optimizer"):
-        if col in df.columns:
-            bad = df[col].isna() | (df[col].astype(str).str.strip() == "")
-            if bad.any():
-                line = int(bad.to_numpy().nonzero()[0][0]) + 2
-                raise TraceFormatError(f"{src}: row {line} (file line): column {col!r} is empty")
-            df[col] = df[col].astype(str).str.strip()
-    for col, spec in numeric.items():
-        values = pd.to_numeric(df[col], errors="coerce").astype(float)
-        q = spec.quantity
-        with np.errstate(invalid="ignore"):
-            below = values <= q.low if q.open_low else values < q.low
-            bad = ~np.isfinite(values) | below | (values > q.high)
-            if spec.integer:
-                bad |= values != np.round(values)
-        if spec.empty_ok:
-            bad &= df[col].notna()
-        if bad.any():
-            i = int(bad.to_numpy().nonzero()[0][0])
-            kind = "an integer " if spec.integer else "a finite "
-            raise TraceFormatError(
-                f"{src}: row {i + 2} (file line): column {col!r} has {df[col].iloc[i]!r}; "
-                f"expected {kind}{q.describe()}" + ("" if not spec.empty_ok else " or empty")
-            )
-        df[col] = values
+    data = {c: [r.get(c) for r in table.rows] for c in columns}
+    df = pd.DataFrame(data)
+    for c in columns:
+        if c not in ("dataset", "network", "optimizer"):
+            df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
     return df
 
 
-def _read_csv(path: Path, src: str) -> pd.DataFrame:
-    import pandas as pd
-
-    if not path.is_file():
-        raise TraceNotFoundError(f"{src}: no such file; give the path of an existing CSV trace")
+def _read(source, schema, bundled: Path | None = None):
+    """A trace file (or DataFrame) through its declared schema: one boundary for every trace."""
+    if _is_frame(source):
+        # A DataFrame a user built passes the same checks as a file of the same table.
+        name = f"{schema.name} (DataFrame)"
+        return read_table(name, schema, text=source.to_csv(index=False))
+    if bundled is not None:
+        return read_table(bundled.name, schema, text=read_text(bundled, schema.name))
     try:
-        return pd.read_csv(path, dtype=str, skipinitialspace=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-        raise TraceFormatError(f"{src}: not a readable CSV file ({e})") from e
+        return read_table(source, schema)
+    except MissingInputError:
+        raise TraceNotFoundError(
+            f"{source}: no such file; give the path of an existing CSV trace"
+        ) from None
 
 
 def _stamp(source: str) -> tuple[int, int] | None:
@@ -181,47 +86,38 @@ def _stamp(source: str) -> tuple[int, int] | None:
     return (st.st_mtime_ns, st.st_size)
 
 
-def _checked_power_trace(raw: pd.DataFrame, src: str) -> pd.DataFrame:
-    """Validate a power trace and normalize its types (int batch sizes, lower-case optimizers)."""
-    df = _validate(raw, POWER_COLUMNS, _POWER_COLUMNS, src)
+def _checked_power_trace(table, source: str) -> pd.DataFrame:
+    """A checked power trace as a DataFrame (int batch sizes, lower-case optimizers, no repeats)."""
+    df = _frame(table, POWER_COLUMNS)
     df["batch_size"] = df["batch_size"].astype(int)
     df["optimizer"] = df["optimizer"].str.lower()
     dup = df.duplicated(["dataset", "network", "batch_size", "optimizer", "power_limit"])
     if dup.any():
         i = int(dup.to_numpy().nonzero()[0][0])
         raise TraceFormatError(
-            f"{src}: row {i + 2} (file line) repeats an earlier "
+            f"{source}, line {table.rows[i].line}: repeats an earlier "
             "(dataset, network, batch_size, optimizer, power_limit)"
         )
     return df.reset_index(drop=True)
 
 
-def _checked_train_trace(raw: pd.DataFrame, src: str) -> pd.DataFrame:
-    """Validate a train trace and normalize its types, as :func:`_checked_power_trace`."""
-    df = _validate(raw, TRAIN_COLUMNS, _TRAIN_COLUMNS, src)
-    df["batch_size"] = df["batch_size"].astype(int)
-    df["run"] = df["run"].astype(int)
-    df["optimizer"] = df["optimizer"].str.lower()
-    return df.reset_index(drop=True)
-
-
 @functools.lru_cache(maxsize=16)
 def _load_power_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
-    if source.lower() in BUNDLED_GPUS:
-        path = resource_path("zeus_traces", f"summary_power_{source.lower()}.csv")
-    else:
-        path = Path(source)
-    return _checked_power_trace(_read_csv(path, source), source)
+    bundled = source.lower() in BUNDLED_GPUS
+    path = resource_path("zeus_traces", f"summary_power_{source.lower()}.csv") if bundled else None
+    return _checked_power_trace(_read(source, POWER_TRACE, path), source)
 
 
+@reader(POWER_TRACE)
 def load_power_trace(gpu: str | Path | pd.DataFrame = "v100") -> pd.DataFrame:
     """Power trace of a bundled GPU (``"v100"``, ``"a40"``), of a CSV file of the same schema,
     or an already read DataFrame of that schema (validated the same way).
 
-    Returns a fresh copy, so callers may modify it.
+    Read through :data:`zeus_nb.inputs.kinds.POWER_TRACE`. Returns a fresh copy, so callers may
+    modify it.
     """
     if _is_frame(gpu):
-        return _checked_power_trace(gpu, "power trace (DataFrame)")
+        return _checked_power_trace(_read(gpu, POWER_TRACE), "power trace (DataFrame)")
     source = str(gpu)
     stamp = None if source.lower() in BUNDLED_GPUS else _stamp(source)
     return _load_power_trace_cached(source, stamp).copy()
@@ -229,16 +125,24 @@ def load_power_trace(gpu: str | Path | pd.DataFrame = "v100") -> pd.DataFrame:
 
 @functools.lru_cache(maxsize=4)
 def _load_train_trace_cached(source: str, stamp: tuple[int, int] | None = None) -> pd.DataFrame:
-    path = resource_path("zeus_traces", "summary_train.csv") if source == "" else Path(source)
-    src = source or "summary_train.csv"
-    return _checked_train_trace(_read_csv(path, src), src)
+    bundled = resource_path("zeus_traces", "summary_train.csv") if source == "" else None
+    return _checked_train_trace(_read(source, TRAIN_TRACE, bundled))
 
 
+def _checked_train_trace(table) -> pd.DataFrame:
+    df = _frame(table, TRAIN_COLUMNS)
+    df["batch_size"] = df["batch_size"].astype(int)
+    df["run"] = df["run"].astype(int)
+    df["optimizer"] = df["optimizer"].str.lower()
+    return df.reset_index(drop=True)
+
+
+@reader(TRAIN_TRACE)
 def load_train_trace(path: str | Path | pd.DataFrame | None = None) -> pd.DataFrame:
     """The bundled train trace, a CSV file of the same schema, or an already read DataFrame of
-    that schema (validated the same way). ``target_epoch`` NaN: never."""
+    that schema (through :data:`zeus_nb.inputs.kinds.TRAIN_TRACE`). ``target_epoch`` NaN: never."""
     if _is_frame(path):
-        return _checked_train_trace(path, "train trace (DataFrame)")
+        return _checked_train_trace(_read(path, TRAIN_TRACE))
     source = "" if path is None else str(path)
     return _load_train_trace_cached(source, _stamp(source) if source else None).copy()
 

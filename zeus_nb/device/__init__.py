@@ -25,12 +25,12 @@ on first use.
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.device.nvml import FROM_ENV
 from zeus_nb.errors import InputError, NoGPUError, TraceFormatError
+from zeus_nb.inputs.env import env
 from zeus_nb.utils import validate
 
 __all__ = [
@@ -79,11 +79,11 @@ def resolve_backend(backend: str | None = None) -> str:
     """
     if backend is not None and backend.strip().lower() == "auto":
         backend = None
-    name = (backend or os.environ.get("ZEUS_NB_BACKEND") or "auto").strip().lower()
+    name = (backend or env("ZEUS_NB_BACKEND") or "auto").strip().lower()
     if name in ("simulated", "simulation"):
         name = "sim"
     if name not in BACKENDS:
-        raise ValueError(f"unknown backend {name!r}; use one of: {', '.join(BACKENDS)}")
+        raise InputError(f"unknown backend {name!r}; use one of: {', '.join(BACKENDS)}")
     return name
 
 
@@ -96,41 +96,33 @@ _SIM_VARS = (
 )
 
 
-def _env_optional(name: str, quantity: validate.Quantity) -> float | None:
-    """A checked number from the environment, or None when unset (the model's default)."""
-    if not os.environ.get(name, "").strip():
-        return None
-    return validate.env_number(name, 0.0, quantity)
-
-
 def _sim_from_env(seed_offset: int = 0):
     """A simulated system configured by the ``ZEUS_NB_SIM_*`` variables, each one checked."""
     from zeus_nb.device.sim import SimulatedSystem
 
-    fixed = validate.env_integer(
-        "ZEUS_NB_SIM_GPUS", validate.env_integer("LOCAL_WORLD_SIZE", None, 1, 1024), 1, 1024
-    )
+    # every variable is declared and checked in zeus_nb.inputs.env
+    fixed = env("ZEUS_NB_SIM_GPUS", env("LOCAL_WORLD_SIZE"))
     settings = dict(
-        batch_size=validate.env_integer("ZEUS_NB_SIM_BATCH_SIZE", None, low=1),
+        batch_size=env("ZEUS_NB_SIM_BATCH_SIZE"),
         num_gpus=fixed or 1,
-        noise=validate.env_number("ZEUS_NB_SIM_NOISE", 0.0, validate.NOISE),
-        seed=(validate.env_integer("ZEUS_NB_SIM_SEED", 0, 0, 2**32 - 1) or 0) + seed_offset,
-        clock=os.environ.get("ZEUS_NB_SIM_CLOCK", "").strip() or "virtual",
+        noise=env("ZEUS_NB_SIM_NOISE", 0.0),
+        seed=env("ZEUS_NB_SIM_SEED", 0) + seed_offset,
+        clock=env("ZEUS_NB_SIM_CLOCK", "virtual"),
         grow=fixed is None,
-        cpu_tdp=_env_optional("ZEUS_NB_SIM_CPU_TDP", validate.CPU_TDP),
-        dram_gb=_env_optional("ZEUS_NB_SIM_DRAM_GB", validate.DRAM_SIZE),
-        rank=validate.env_integer("RANK", 0, 0) or 0,
-        rank_spread=validate.env_number("ZEUS_NB_SIM_RANK_SPREAD", 0.0, validate.NOISE),
-        straggler=os.environ.get("ZEUS_NB_SIM_STRAGGLER") or None,
+        cpu_tdp=env("ZEUS_NB_SIM_CPU_TDP"),
+        dram_gb=env("ZEUS_NB_SIM_DRAM_GB"),
+        rank=env("RANK", 0),
+        rank_spread=env("ZEUS_NB_SIM_RANK_SPREAD", 0.0),
+        straggler=env("ZEUS_NB_SIM_STRAGGLER"),
     )
-    gpu = os.environ.get("ZEUS_NB_SIM_GPU", "a40")
-    workload = os.environ.get("ZEUS_NB_SIM_WORKLOAD", "imagenet")
+    gpu = env("ZEUS_NB_SIM_GPU", "a40")
+    workload = env("ZEUS_NB_SIM_WORKLOAD", "imagenet")
     try:
         return SimulatedSystem(gpu=gpu, workload=workload, **settings)
     except TraceFormatError:
         raise  # a bad trace file: its message names the file, line and column
     except ValueError as e:
-        given = ", ".join(f"{v}={os.environ[v]!r}" for v in _SIM_VARS if v in os.environ)
+        given = ", ".join(f"{v}={env(v)!r}" for v in _SIM_VARS if env(v) is not None)
         raise InputError(
             f"{e} (simulated GPU from the environment: {given or 'defaults'}); fix or unset "
             + ", ".join(_SIM_VARS)
@@ -205,9 +197,9 @@ def use_simulated(
     from zeus_nb.device.sim import SimulatedSystem
 
     if cpu_tdp is None:
-        cpu_tdp = _env_optional("ZEUS_NB_SIM_CPU_TDP", validate.CPU_TDP)
+        cpu_tdp = env("ZEUS_NB_SIM_CPU_TDP")
     if dram_gb is None:
-        dram_gb = _env_optional("ZEUS_NB_SIM_DRAM_GB", validate.DRAM_SIZE)
+        dram_gb = env("ZEUS_NB_SIM_DRAM_GB")
     _current = SimulatedSystem(
         gpu,
         workload,
@@ -216,7 +208,7 @@ def use_simulated(
         noise,
         seed,
         num_samples,
-        clock=clock or os.environ.get("ZEUS_NB_SIM_CLOCK") or "virtual",
+        clock=clock or env("ZEUS_NB_SIM_CLOCK") or "virtual",
         grow=num_gpus is None,
         cpu_tdp=cpu_tdp,
         dram_gb=dram_gb,
@@ -240,7 +232,12 @@ def use_replay(log, steps_per_window: int = 40, gpu_name: str | None = None):
 
 
 def step(n: int = 1, batch_size: int | None = None) -> None:
-    """Call once per training step: advances simulated GPUs, does nothing on real ones."""
+    """Call once per training step: advances simulated GPUs, does nothing on real ones.
+
+    ``n`` (steps) and ``batch_size`` are checked on every backend: a NaN or a fraction is an
+    error here rather than a NaN energy in every later window.
+    """
+    n, batch_size = validate.step_count(n, batch_size)
     current().step(n, batch_size)
 
 

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from zeus_nb.errors import InputError
+
 if TYPE_CHECKING:
     from zeus_nb.device.cpu.packages import CPU
 
@@ -148,7 +150,7 @@ class GPU(ABC):
         f = int(mhz)
         if f not in clocks:
             near = min(clocks, key=lambda c: abs(c - f))
-            raise ValueError(
+            raise InputError(
                 f"{f} MHz is not a supported SM clock of GPU {self.index} "
                 f"(range {clocks[-1]}-{clocks[0]} MHz; nearest: {near} MHz)"
             )
@@ -159,7 +161,7 @@ class GPU(ABC):
         lo, hi = self.power_limit_constraints()
         w = float(watts)
         if not lo <= w <= hi:
-            raise ValueError(
+            raise InputError(
                 f"power limit {w:g} W is outside GPU {self.index}'s range [{lo:g}, {hi:g}] W"
             )
         return w
@@ -185,7 +187,7 @@ class PowerSampler(ABC):
 
     def __init__(self, indices: list[int], period: float):
         if period <= 0:
-            raise ValueError(f"sampling period must be > 0 s, got {period}")
+            raise InputError(f"sampling period must be > 0 s, got {period}")
         self.timeline = PowerTimeline(period, {i: [] for i in indices})
         self._lock = threading.Lock()
 
@@ -285,7 +287,7 @@ class GPUSystem(ABC):
             if g.index == index:
                 return g
         have = ", ".join(str(g.index) for g in self.gpus) or "none"
-        raise ValueError(f"no GPU with index {index} on the {self.backend} backend (have: {have})")
+        raise InputError(f"no GPU with index {index} on the {self.backend} backend (have: {have})")
 
     def __len__(self) -> int:
         return len(self.gpus)

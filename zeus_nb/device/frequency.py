@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zeus_nb.data.traces import load_power_trace
+from zeus_nb.errors import InputError
 from zeus_nb.utils.diskcache import cached
 
 
@@ -76,11 +77,11 @@ class Work:
 
     def __post_init__(self):
         if self.time_at_max <= 0:
-            raise ValueError(f"time_at_max must be > 0 s, got {self.time_at_max}")
+            raise InputError(f"time_at_max must be > 0 s, got {self.time_at_max}")
         if not 0.0 <= self.compute_share <= 1.0:
-            raise ValueError(f"compute_share must be in [0, 1], got {self.compute_share}")
+            raise InputError(f"compute_share must be in [0, 1], got {self.compute_share}")
         if self.dynamic_power < 0:
-            raise ValueError(f"dynamic_power must be >= 0 W, got {self.dynamic_power}")
+            raise InputError(f"dynamic_power must be >= 0 W, got {self.dynamic_power}")
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,7 @@ def calibrate(gpu: str = "a40") -> Calibration:
 
     gpu = gpu.lower()
     if gpu not in CLOCKS:
-        raise ValueError(f"no clock data for {gpu!r}; use one of: {', '.join(CLOCKS)}")
+        raise InputError(f"no clock data for {gpu!r}; use one of: {', '.join(CLOCKS)}")
     clocks = tuple(CLOCKS[gpu].clocks())
     groups = _curve_groups(gpu)
     curve = np.concatenate([np.full(len(g), i) for i, (_, g) in enumerate(groups)])

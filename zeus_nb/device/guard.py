@@ -48,6 +48,7 @@ from zeus_nb.device.settings import (  # noqa: F401 (the setting kinds, importab
     register_setting_kind,
     state_dir,
 )
+from zeus_nb.utils.files import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -146,9 +147,7 @@ class SettingsGuard:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"{socket.gethostname()}-{os.getpid()}-{next(_counter)}.json"
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(state, indent=1))
-            os.replace(tmp, path)
+            atomic_write(path, json.dumps(state, indent=1))
             return path
         except OSError as e:
             log.warning(

@@ -19,6 +19,7 @@ from zeus_nb.errors import (
     NO_PERMISSION_HINT,
     ClockPermissionError,
     DeviceError,
+    InputError,
     NoGPUError,
     PowerLimitPermissionError,
     UnsupportedError,
@@ -236,7 +237,7 @@ class NvmlGPU(GPU):
     def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
         lo, hi = self.check_clock(min_mhz), self.check_clock(max_mhz)
         if lo > hi:
-            raise ValueError(f"locked clock range is empty: {lo} MHz > {hi} MHz")
+            raise InputError(f"locked clock range is empty: {lo} MHz > {hi} MHz")
         self._clock_call(
             f"locking SM clocks to {lo}-{hi} MHz", _pynvml().nvmlDeviceSetGpuLockedClocks, lo, hi
         )

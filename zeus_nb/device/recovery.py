@@ -8,7 +8,6 @@ still restored.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -17,7 +16,8 @@ from pathlib import Path
 
 from zeus_nb.device.settings import FORMAT, LEGACY_FORMAT, SETTING_KINDS, _kind, state_dir
 from zeus_nb.errors import ZeusNbError
-from zeus_nb.utils.validate import integer
+from zeus_nb.inputs import check_record, read_json, reader
+from zeus_nb.inputs.kinds import STATE_FILE, STATE_SETTING
 
 log = logging.getLogger(__name__)
 
@@ -39,17 +39,16 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+@reader(STATE_FILE, STATE_SETTING)
 def read_state(path: Path) -> dict:
     """A state file as a checked dict with a ``settings`` list (format-1 files are converted).
 
-    Every field is checked (``pid`` a positive integer, each entry's ``gpu`` an index and
-    ``original`` a valid value of its kind), so a damaged file is a :class:`ZeusNbError` naming
-    it, never a wrong setting written to a GPU.
+    Read through :data:`~zeus_nb.inputs.kinds.STATE_FILE` and
+    :data:`~zeus_nb.inputs.kinds.STATE_SETTING` (``pid`` a positive integer, each entry's
+    ``gpu`` an index) and each setting kind's own check of ``original``, so a damaged file is a
+    :class:`ZeusNbError` naming it and the field, never a wrong setting written to a GPU.
     """
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ZeusNbError(f"{path}: not a readable GPU settings state file ({e})") from None
+    state = read_json(path, "GPU settings state file")
     if not isinstance(state, dict) or state.get("format") not in (FORMAT, LEGACY_FORMAT):
         raise ZeusNbError(f"{path}: not a zeus-nb GPU settings state file")
     fix = "restore that GPU by hand (nvidia-smi -pl) and delete the file"
@@ -61,18 +60,13 @@ def read_state(path: Path) -> dict:
             {"gpu": g.get("index"), "kind": "power_limit", "original": g.get("power_limit")}
             for g in gpus
         ]
-    state["pid"] = integer(state.get("pid"), f"{path}: field 'pid'", 1, 2**31 - 1, fix, False)
-    for key in ("host", "backend", "cuda_visible_devices"):
-        if state.get(key) is not None and not isinstance(state[key], str):
-            raise ZeusNbError(f"{path}: field {key!r} is {state[key]!r}, not a string; {fix}")
+    state = dict(check_record(state, STATE_FILE, str(path)))
     settings = state.get("settings")
     if not isinstance(settings, list) or not all(isinstance(e, dict) for e in settings):
         raise ZeusNbError(f"{path}: 'settings' is not a list of entries; {fix}")
-    for n, entry in enumerate(settings):
+    for n, raw in enumerate(settings):
         where = f"{path}: settings[{n}]"
-        entry["gpu"] = integer(entry.get("gpu"), f"{where}.gpu", 0, 1 << 16, fix, False)
-        if not isinstance(entry.get("kind"), str):
-            raise ZeusNbError(f"{where}.kind is {entry.get('kind')!r}, not a setting name; {fix}")
+        entry = settings[n] = dict(check_record(raw, STATE_SETTING, where))
         kind = SETTING_KINDS.get(entry["kind"])
         if kind is not None and kind.check is not None:
             entry["original"] = kind.check(entry.get("original"), f"{where}.original")

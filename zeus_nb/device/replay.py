@@ -12,17 +12,17 @@ exactly what the real run measured. Limits the log does not hold are refused rat
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
 from zeus_nb.errors import InputError, TraceFormatError, UnsupportedError
-from zeus_nb.utils.validate import DURATION, ENERGY, POWER_LIMIT, number, power_of
+from zeus_nb.inputs import read_table, reader
+from zeus_nb.inputs.kinds import MONITOR_LOG
+from zeus_nb.inputs.kinds import window_limit as _window_limit
+from zeus_nb.utils.validate import integer, step_count
 
-_WINDOW = re.compile(r"^__GlobalPowerLimitOptimizer_(\d+(?:\.\d+)?)$")
 _ENERGY = re.compile(r"^gpu(\d+)_energy$")
 
 
@@ -47,90 +47,64 @@ def _gpu_name_from_path(path: Path) -> str:
     return f"NVIDIA {model} (replay)" if model else "replayed GPU"
 
 
-def load_profile_log(path: str | Path, gpu_name: str | None = None) -> ProfileLog:
+def _describe_run(n: int, rows: list) -> str:
+    limits = sorted({_window_limit(r) for r in rows if _window_limit(r) is not None}, reverse=True)
+    span = f"{limits[0]:g}-{limits[-1]:g} W" if len(limits) > 1 else f"{limits[0]:g} W"
+    return f"run {n}: lines {rows[0].line}-{rows[-1].line}, {len(limits)} limit(s) {span}"
+
+
+def _pick_run(path: Path, runs: list[list], run: int | None) -> list:
+    """The rows of the profiling run to replay: the only one, or run number ``run``."""
+    profiling = [
+        (n, rows)
+        for n, rows in enumerate(runs, 1)
+        if any(_window_limit(r) is not None for r in rows)
+    ]
+    if run is not None:
+        if not 1 <= run <= len(runs):
+            raise TraceFormatError(f"{path}: no run {run}; the log holds {len(runs)} run(s)")
+        if not any(n == run for n, _ in profiling):
+            raise TraceFormatError(
+                f"{path}: run {run} has no __GlobalPowerLimitOptimizer_<W> window"
+            )
+        return runs[run - 1]
+    if not profiling:
+        raise TraceFormatError(f"{path}: no __GlobalPowerLimitOptimizer_<W> window in the log")
+    if len(profiling) > 1:
+        listed = "; ".join(_describe_run(n, rows) for n, rows in profiling)
+        raise TraceFormatError(
+            f"{path} holds {len(profiling)} profiling runs ({listed}); choose one with --run N "
+            "(run=N in Python): a run that was interrupted has fewer limits"
+        )
+    return profiling[0][1]
+
+
+@reader(MONITOR_LOG)
+def load_profile_log(
+    path: str | Path, gpu_name: str | None = None, run: int | None = None
+) -> ProfileLog:
     """Parse a ZeusMonitor log; rows of one limit split over several windows are summed.
 
-    Every number is checked (:mod:`zeus_nb.utils.validate`): a NaN, infinite, zero-length or
-    implausible row (an average power outside 1..2000 W per GPU, e.g. energy in mJ) and a row
-    cut short are errors naming the line and column, never a silently wrong choice.
+    Read through :data:`zeus_nb.inputs.kinds.MONITOR_LOG`: every number is checked (a NaN,
+    infinite, zero-length or implausible row, e.g. energy in mJ, is an error naming the line and
+    column), a last row cut short by an interrupted write is dropped with a warning, and a log
+    that holds several runs (each monitor that opens the log starts one with a header line)
+    needs ``run`` to say which one, so two runs are never summed into one wrong profile.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no profiling log at {path}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise TraceFormatError(
-            f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})"
-        ) from None
-    if text and not text.endswith(("\n", "\r")):
-        last = text.count("\n") + 1
-        raise TraceFormatError(
-            f"{path}, line {last}: the last row has no line end, so the file looks cut short"
-            " (a run still writing it, or an interrupted copy); copy the log again, or "
-            "delete that row if it is incomplete"
-        )
-    try:
-        reader = csv.reader(io.StringIO(text, newline=""))
-        rows = [(reader.line_num, row) for row in reader]
-    except csv.Error as e:
-        raise TraceFormatError(f"{path}: not a CSV file ({e})") from None
-    header = rows[0][1] if rows else None
-    if not header or header[:3] != ["start_time", "window_name", "elapsed_time"]:
-        raise TraceFormatError(
-            f"{path}: not a ZeusMonitor log; the header must start with "
-            "start_time,window_name,elapsed_time followed by gpu<i>_energy columns"
-        )
-    indices = []
-    for col in header[3:]:
-        m = _ENERGY.match(col)
-        if not m:
-            raise TraceFormatError(f"{path}: unexpected column {col!r}; want gpu<i>_energy")
-        indices.append(int(m.group(1)))
-    if not indices:
-        raise TraceFormatError(f"{path}: the log has no gpu<i>_energy column")
+    table = read_table(path, MONITOR_LOG)
+    indices = [int(_ENERGY.match(c).group(1)) for c in table.header if _ENERGY.match(c)]
     elapsed: dict[float, float] = {}
     energy: dict[float, dict[int, float]] = {}
-    for n, row in rows[1:]:
-        if not row:
-            continue
-        if len(row) != len(header):
-            raise TraceFormatError(
-                f"{path}, line {n}: {len(row)} fields, expected {len(header)} "
-                f"({','.join(header)}); the row is cut short or has extra cells"
-            )
-        m = _WINDOW.match(row[1])
-        if m is None:
+    for row in _pick_run(path, table.runs, run):
+        limit = _window_limit(row)
+        if limit is None:
             continue  # other windows of the same run
-        limit, t, es = _window_row(path, n, header, row, m.group(1))
-        elapsed[limit] = elapsed.get(limit, 0.0) + t
+        elapsed[limit] = elapsed.get(limit, 0.0) + row["elapsed_time"]
         per_gpu = energy.setdefault(limit, dict.fromkeys(indices, 0.0))
-        for i, e in zip(indices, es, strict=True):
-            per_gpu[i] += e
-    if not elapsed:
-        raise TraceFormatError(f"{path}: no __GlobalPowerLimitOptimizer_<W> window in the log")
+        for i in indices:
+            per_gpu[i] += row[f"gpu{i}_energy"]
     return ProfileLog(path, indices, elapsed, energy, gpu_name or _gpu_name_from_path(path))
-
-
-def _window_row(
-    path: Path, n: int, header: list[str], row: list[str], limit: str
-) -> tuple[float, float, list[float]]:
-    """(limit W, elapsed s, per-GPU J) of one profiling window row, each number checked."""
-    fix = "fix or delete that row (re-profile the limit if its numbers are lost)"
-
-    def where(col: int) -> str:
-        return f"{path}, line {n}, column {header[col]}"
-
-    try:
-        number(row[0], where(0), fix=fix)
-        w = number(limit, f"{path}, line {n}, window {row[1]}", POWER_LIMIT, fix)
-        t = number(row[2], where(2), DURATION, fix)
-        es = [number(row[c], where(c), ENERGY, fix) for c in range(3, len(header))]
-        for c, e in zip(range(3, len(header)), es, strict=True):
-            power_of(e, t, where(c), "check that energy is in J and time in s")
-    except InputError as e:
-        raise TraceFormatError(str(e)) from None
-    return w, t, es
 
 
 class ReplayGPU(GPU):
@@ -162,7 +136,7 @@ class ReplayGPU(GPU):
         w = self.check_power_limit(watts)
         if w not in self._system.log.elapsed:
             have = ", ".join(f"{x:g}" for x in self._system.log.power_limits)
-            raise ValueError(
+            raise InputError(
                 f"{self._system.log.path.name} has no measurement at {w:g} W (it has {have}); "
                 "choose a pl_step that lands on logged limits"
             )
@@ -187,6 +161,7 @@ class ReplaySystem(GPUSystem):
 
     Args:
         log: path of a ZeusMonitor CSV log (or a parsed :class:`ProfileLog`).
+        run: which run of a log that holds several (see :func:`load_profile_log`).
         steps_per_window: how many steps the logged windows spanned; use the optimizer's
             ``profile_steps`` so each window reproduces the logged numbers exactly.
         gpu_name: model name the replayed GPUs report (default: from the file name).
@@ -195,12 +170,17 @@ class ReplaySystem(GPUSystem):
     backend = "replay"
 
     def __init__(
-        self, log: str | Path | ProfileLog, steps_per_window: int = 40, gpu_name: str | None = None
+        self,
+        log: str | Path | ProfileLog,
+        steps_per_window: int = 40,
+        gpu_name: str | None = None,
+        run: int | None = None,
     ):
-        if steps_per_window < 1:
-            raise ValueError(f"steps_per_window must be >= 1, got {steps_per_window}")
+        steps_per_window = integer(
+            steps_per_window, "steps_per_window", 1, 10**9, "give the profile_steps of the run"
+        )
         if not isinstance(log, ProfileLog):
-            log = load_profile_log(log, gpu_name)
+            log = load_profile_log(log, gpu_name, run)
         self.log = log
         self.steps_per_window = int(steps_per_window)
         self._now = 0.0
@@ -211,7 +191,8 @@ class ReplaySystem(GPUSystem):
 
     def step(self, n: int = 1, batch_size: int | None = None) -> None:
         """Run ``n`` steps on every GPU at its current limit; the slowest sets the pace."""
-        if n <= 0:
+        n, _ = step_count(n, batch_size)
+        if n == 0:
             return
         dt = 0.0
         for g in self.gpus:

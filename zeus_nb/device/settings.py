@@ -17,6 +17,7 @@ from typing import Any
 
 from zeus_nb.device.base import GPU
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.inputs.env import env
 from zeus_nb.utils import validate
 from zeus_nb.utils.validate import number
 
@@ -97,8 +98,8 @@ def _kind(name: str) -> SettingKind:
 
 def state_dir() -> Path:
     """Folder of the state files (not created here)."""
-    env = os.environ.get(STATE_DIR_ENV)
-    if env:
-        return Path(env).expanduser()
+    folder = env(STATE_DIR_ENV)
+    if folder:
+        return Path(folder).expanduser()
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(cache) / "zeus-nb" / "power_limits"

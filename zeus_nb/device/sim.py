@@ -34,7 +34,7 @@ from zeus_nb.device.frequency import Work
 from zeus_nb.device.sim_clocks import SimulatedClocks
 from zeus_nb.device.sim_wall import WallPace
 from zeus_nb.errors import InputError
-from zeus_nb.utils.validate import CPU_TDP, DRAM_SIZE, NOISE, integer, number
+from zeus_nb.utils.validate import CPU_TDP, DRAM_SIZE, NOISE, integer, number, step_count
 
 # (t0, t1, {gpu index: watts}) for every advance of the virtual clock.
 Listener = Callable[[float, float, dict[int, float]], None]
@@ -148,7 +148,7 @@ class SimulatedGPU(GPU):
     def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
         lo, hi = self.check_clock(min_mhz), self.check_clock(max_mhz)
         if lo > hi:
-            raise ValueError(f"locked clock range is empty: {lo} MHz > {hi} MHz")
+            raise InputError(f"locked clock range is empty: {lo} MHz > {hi} MHz")
         self._locked = (lo, hi)
 
     def reset_locked_clocks(self) -> None:
@@ -337,7 +337,7 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
             try:
                 num_samples = get_workload(dataset).num_samples
             except ValueError:
-                raise ValueError(
+                raise InputError(
                     f"zeus-nb does not know the training-set size of {dataset!r}; pass "
                     "num_samples= so epochs can be split into steps"
                 ) from None
@@ -393,7 +393,8 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
 
         On the wall clock, real time is what passes: a step only brings the counters up to now.
         """
-        if n <= 0:
+        n, batch_size = step_count(n, batch_size)
+        if n == 0:
             return
         self.steps_taken += n
         if self.clock_mode == "wall":
@@ -420,9 +421,9 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
     def advance_idle(self, seconds: float) -> None:
         """Let virtual time pass with no GPU work (the trace has no idle power: 0 J is added)."""
         if seconds < 0:
-            raise ValueError("cannot go back in time")
+            raise InputError("cannot go back in time")
         if self.clock_mode == "wall":
-            raise ValueError("the wall clock cannot be advanced; time.sleep() instead")
+            raise InputError("the wall clock cannot be advanced; time.sleep() instead")
         t0 = self._now
         self._now += seconds
         for listener in self._listeners:

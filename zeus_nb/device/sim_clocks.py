@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from zeus_nb.device.frequency import CLOCKS as SM_CLOCKS
 from zeus_nb.device.frequency import ClockSpec, FrequencyModel, Work, frequency_model
-from zeus_nb.errors import UnsupportedError
+from zeus_nb.errors import InputError, UnsupportedError
 
 
 class SimulatedClocks:
@@ -55,7 +55,7 @@ class SimulatedClocks:
     def block(self, seconds: float, indices: list[int] | None = None) -> None:
         """Let ``seconds`` pass while the GPUs wait on communication, at blocking power."""
         if seconds < 0:
-            raise ValueError("cannot go back in time")
+            raise InputError("cannot go back in time")
         watts = self.frequency_model.blocking_power()
         gpus = self.gpus if indices is None else [self.gpu(i) for i in indices]
         t0 = self._now

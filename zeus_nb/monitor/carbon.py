@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zeus_nb.errors import IntensityProviderError
+from zeus_nb.inputs import check_record
+from zeus_nb.inputs.kinds import ELECTRICITYMAPS_POINT
 from zeus_nb.monitor.providers import (
     OFFLINE_HINT,
     CarbonIntensityProvider,
@@ -21,7 +23,6 @@ from zeus_nb.monitor.providers import (
     _ConvertingMonitor,
     _get_json,
     _key,
-    _parse_time,
 )
 
 
@@ -145,11 +146,12 @@ class ElectricityMapsClient(_Cached, CarbonIntensityProvider):
             ZeusCarbonIntensityHTTPError,
         )
         try:
-            points = sorted(
-                (_parse_time(h["datetime"]), float(h["carbonIntensity"]))
-                for h in doc["history"]
+            rows = [
+                check_record(h, ELECTRICITYMAPS_POINT, f"ElectricityMaps history[{i}]")
+                for i, h in enumerate(doc["history"])
                 if h.get("carbonIntensity") is not None
-            )
+            ]
+            points = sorted((r["datetime"], r["carbonIntensity"]) for r in rows)
         except (KeyError, TypeError, ValueError) as e:
             raise ZeusCarbonIntensityNotFoundError(
                 f"ElectricityMaps answered without a usable history ({e}): {str(doc)[:200]}"

@@ -15,6 +15,8 @@ import time
 from datetime import datetime
 
 from zeus_nb.device.base import POWER_DOMAINS
+from zeus_nb.inputs.args import Parser, count, seconds
+from zeus_nb.utils.boundary import run_main
 
 
 def _wait(duration: float | None) -> None:
@@ -81,30 +83,39 @@ def power(
         print("Total energy (J): " + ", ".join(f"GPU{i}: {e:.3f}" for i, e in joules.items()))
 
 
+PROG = "python -m zeus_nb.monitor"
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m zeus_nb.monitor", description=__doc__.split("\n")[0]
-    )
+    p = Parser(prog=PROG, description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="subcommand", required=True)
     for name, text in (
         ("energy", "time and energy from now until Ctrl+C"),
         ("power", "power every update period; time and energy at the end"),
     ):
         s = sub.add_parser(name, help=text)
-        s.add_argument("--gpu-indices", nargs="+", type=int, help="default: all GPUs")
-        s.add_argument("--duration", type=float, help="stop after this many seconds")
+        s.add_argument("--gpu-indices", nargs="+", type=count(0, 1023), help="default: all GPUs")
+        s.add_argument("--duration", type=seconds, help="stop after this many seconds")
         s.add_argument("--backend", choices=("auto", "sim", "nvml"))
         if name == "power":
-            s.add_argument("--update-period", type=float, default=1.0, help="seconds")
+            s.add_argument("--update-period", type=seconds, default=1.0, help="seconds")
             s.add_argument("--power-domain", choices=POWER_DOMAINS, default="device_instant")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    os.environ.setdefault("ZEUS_NB_SIM_CLOCK", "wall")
-    if args.subcommand == "energy":
-        energy(args.gpu_indices, args.duration, args.backend)
-    else:
-        power(args.gpu_indices, args.update_period, args.power_domain, args.duration, args.backend)
-    return 0
+    """Inside the one error boundary (:func:`zeus_nb.utils.boundary.run_main`): a bad option
+    or GPU index is one line naming it, exit status 2."""
+
+    def run(args_list: list[str]) -> int:
+        args = parser().parse_args(args_list)
+        os.environ.setdefault("ZEUS_NB_SIM_CLOCK", "wall")
+        if args.subcommand == "energy":
+            energy(args.gpu_indices, args.duration, args.backend)
+        else:
+            power(
+                args.gpu_indices, args.update_period, args.power_domain, args.duration, args.backend
+            )
+        return 0
+
+    return run_main(PROG, run, argv)

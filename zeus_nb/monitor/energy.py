@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import functools
+import io
 import logging
 import operator
 import sys
@@ -26,7 +27,11 @@ from typing import Any
 
 from zeus_nb import device
 from zeus_nb.device.base import GPUSystem, PowerSampler
-from zeus_nb.errors import CpuEnergyError, WindowError
+from zeus_nb.errors import CpuEnergyError, InputError, WindowError
+from zeus_nb.inputs.kinds import MONITOR_LOG
+from zeus_nb.inputs.table import read_header
+from zeus_nb.utils.files import append_line, end_with_newline
+from zeus_nb.utils.validate import integer
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +98,7 @@ class ZeusMonitor:
         system: GPUSystem | None = None,
     ):
         if sync_execution_with not in SYNC_FRAMEWORKS:
-            raise ValueError(
+            raise InputError(
                 f"sync_execution_with must be one of {', '.join(SYNC_FRAMEWORKS)}, "
                 f"got {sync_execution_with!r}"
             )
@@ -101,9 +106,14 @@ class ZeusMonitor:
         if gpu_indices is None:
             gpu_indices = [g.index for g in self.system.gpus]
         if not gpu_indices:
-            raise ValueError("gpu_indices is empty: give at least one GPU index")
+            raise InputError("gpu_indices is empty: give at least one GPU index")
+        gpu_indices = [  # checked once here, never in the windows
+            integer(i, "ZeusMonitor gpu_indices", 0, 1 << 16, text_ok=False) for i in gpu_indices
+        ]
+        if isinstance(log_file, str) and not log_file.strip():
+            raise InputError("ZeusMonitor log_file is empty; give a file path, or None for no log")
         if len(set(gpu_indices)) != len(gpu_indices):
-            raise ValueError(f"gpu_indices has duplicates: {gpu_indices}")
+            raise InputError(f"gpu_indices has duplicates: {gpu_indices}")
         self.gpu_indices = list(gpu_indices)
         self.gpus = [self.system.gpu(i) for i in self.gpu_indices]
         self.cpus = _open_cpus(self.system, cpu_indices)
@@ -143,32 +153,39 @@ class ZeusMonitor:
         ]
 
     def _init_log(self, path: Path) -> None:
+        """Start this monitor's run in the log: its header line, which is also what tells
+        readers one run from the next when several monitors append to one file.
+
+        An existing log must have the same columns; a torn last row an interrupted writer left
+        is cut off first (with a warning), so no row is ever glued onto it.
+        """
         header = self._header()
-        if path.exists() and path.stat().st_size > 0:
-            with path.open(newline="") as f:
-                existing = next(csv.reader(f), [])
-            if existing != header:
-                raise ValueError(
-                    f"log file {path} has header {existing}, but this monitor writes {header}; "
-                    "choose another log_file"
-                )
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", newline="") as f:
-            csv.writer(f).writerow(header)
+        existing = read_header(path, MONITOR_LOG)
+        if existing is not None and existing != header:
+            raise InputError(
+                f"log file {path} has header {existing}, but this monitor writes {header}; "
+                "choose another log_file"
+            )
+        if existing is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            end_with_newline(path)
+        append_line(path, ",".join(header))
 
     def _log(self, name: str, start: float, m: Measurement) -> None:
         """Append the window's row; on an I/O error keep it (and later ones) for the next try.
 
         A full disk or a vanished folder must not cost the measurement: the caller still gets
         it, the failure is logged as a warning, and the rows not yet written go out with the
-        next window that can be written.
+        next window that can be written. Rows are appended whole or not at all
+        (:func:`zeus_nb.utils.files.append_line`), so a failed write leaves no torn row.
         """
         row = [repr(start), name, repr(m.time)] + [repr(m.gpu_energy[i]) for i in self.gpu_indices]
         self._unwritten.append(row)
+        text = io.StringIO()
+        csv.writer(text, lineterminator="\n").writerows(self._unwritten)
         try:
-            with self._log_path.open("a", newline="") as f:
-                csv.writer(f).writerows(self._unwritten)
+            append_line(self._log_path, text.getvalue())
         except OSError as e:
             log.warning(
                 "could not append window %r to the log file %s (%s); the measurement is "
@@ -311,12 +328,12 @@ def _open_cpus(system: GPUSystem, cpu_indices: list[int] | None) -> list:
     if cpu_indices is None:
         return cpus
     if len(set(cpu_indices)) != len(cpu_indices):
-        raise ValueError(f"cpu_indices has duplicates: {cpu_indices}")
+        raise InputError(f"cpu_indices has duplicates: {cpu_indices}")
     by_index = {c.index: c for c in cpus}
     missing = [i for i in cpu_indices if i not in by_index]
     if missing:
         have = ", ".join(str(i) for i in by_index) or "none"
-        raise ValueError(f"no CPU package with index {missing[0]} (have: {have})")
+        raise InputError(f"no CPU package with index {missing[0]} (have: {have})")
     return [by_index[i] for i in cpu_indices]
 
 

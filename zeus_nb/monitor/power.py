@@ -26,6 +26,7 @@ import numpy as np
 
 from zeus_nb import device
 from zeus_nb.device.base import POWER_DOMAINS, GPUSystem
+from zeus_nb.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ class PowerDomain(str, Enum):
 def _domain(value: str | PowerDomain) -> str:
     name = value.value if isinstance(value, PowerDomain) else str(value)
     if name not in POWER_DOMAINS:
-        raise ValueError(f"unknown power domain {name!r}; use one of {', '.join(POWER_DOMAINS)}")
+        raise InputError(f"unknown power domain {name!r}; use one of {', '.join(POWER_DOMAINS)}")
     return name
 
 
@@ -135,13 +136,13 @@ class PowerMonitor:
         if gpu_indices is None:
             gpu_indices = [g.index for g in self.system.gpus]
         if not gpu_indices:
-            raise ValueError("gpu_indices is empty: give at least one GPU index")
+            raise InputError("gpu_indices is empty: give at least one GPU index")
         self.gpu_indices = list(gpu_indices)
         self.gpus = [self.system.gpu(i) for i in self.gpu_indices]
         period = update_period if update_period is not None else gpu_update_period
         self.update_period = float(period) if period is not None else DEFAULT_UPDATE_PERIOD
         if self.update_period <= 0:
-            raise ValueError(f"update_period must be > 0 s, got {self.update_period}")
+            raise InputError(f"update_period must be > 0 s, got {self.update_period}")
         self.power_domains = self._resolve_domains(power_domains or gpu_power_domains)
         self._lock = threading.Lock()
         self.samples: dict[str, dict[int, collections.deque]] = {
@@ -177,11 +178,11 @@ class PowerMonitor:
         if requested is None:
             return supported
         if not requested:
-            raise ValueError("power_domains must be None or non-empty")
+            raise InputError("power_domains must be None or non-empty")
         out = []
         for d in map(_domain, requested):
             if d not in supported:
-                raise ValueError(
+                raise InputError(
                     f"power domain {d!r} is not reported by these GPUs; they have "
                     f"{', '.join(supported)}"
                 )
@@ -224,12 +225,12 @@ class PowerMonitor:
         """``{gpu: [(unix time, W), ...]}`` of one domain, optionally within [start, end]."""
         domain = _domain(gpu_power_domain or power_domain)
         if domain not in self.samples:
-            raise ValueError(
+            raise InputError(
                 f"power domain {domain!r} is not being sampled; sampled: "
                 f"{', '.join(self.power_domains)}"
             )
         if gpu_index is not None and gpu_index not in self.gpu_indices:
-            raise ValueError(f"GPU {gpu_index} is not monitored (monitored: {self.gpu_indices})")
+            raise InputError(f"GPU {gpu_index} is not monitored (monitored: {self.gpu_indices})")
         self._drain()
         targets = [gpu_index] if gpu_index is not None else self.gpu_indices
         with self._lock:

@@ -13,6 +13,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from zeus_nb.errors import IntensityProviderError
+from zeus_nb.inputs import check_record
+from zeus_nb.inputs.kinds import OPENEI_PERIOD
 from zeus_nb.monitor.providers import (
     CsvIntensity,
     ElectricityPriceProvider,
@@ -174,7 +176,10 @@ class OpenEIClient(_Cached, ElectricityPriceProvider):
             )
         try:
             return {
-                "prices": [float(period[0]["rate"]) for period in rate["energyratestructure"]],
+                "prices": [
+                    check_record(period[0], OPENEI_PERIOD, f"OpenEI rate {self.label!r}")["rate"]
+                    for period in rate["energyratestructure"]
+                ],
                 "weekday": rate["energyweekdayschedule"],
                 "weekend": rate["energyweekendschedule"],
                 "structure": rate["energyratestructure"],

@@ -16,9 +16,7 @@ Unix times through the GPU system's clock (:meth:`~zeus_nb.device.GPUSystem.wall
 from __future__ import annotations
 
 import abc
-import csv
 import json
-import os
 import time
 import urllib.error
 import urllib.parse
@@ -28,7 +26,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import IntensityProviderError, TraceFormatError, UnsupportedError
+from zeus_nb.errors import InputError, IntensityProviderError, TraceFormatError, UnsupportedError
+from zeus_nb.inputs import read_table, reader
+from zeus_nb.inputs.env import env
+from zeus_nb.inputs.kinds import INTENSITY_CSV, intensity_csv
+from zeus_nb.inputs.table import read_header
 
 J_PER_KWH = 3.6e6
 
@@ -110,7 +112,7 @@ class FixedIntensity(CarbonIntensityProvider, ElectricityPriceProvider):
 
     def __init__(self, value: float, unit: str | None = None):
         if not value >= 0:
-            raise ValueError(f"an intensity or price must be >= 0, got {value}")
+            raise InputError(f"an intensity or price must be >= 0, got {value}")
         self.value = float(value)
         if unit:
             self.unit = unit
@@ -122,51 +124,21 @@ class FixedIntensity(CarbonIntensityProvider, ElectricityPriceProvider):
 FixedPrice = FixedIntensity
 
 
-def _parse_time(text: str) -> float:
-    text = text.strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
-
-
 class CsvIntensity(CarbonIntensityProvider, ElectricityPriceProvider):
     """Values from a CSV of ``time,value`` rows (a header row first).
 
     ``time`` is Unix seconds or ISO 8601 (UTC unless an offset is given). Each value holds from
     its time until the next row's; before the first row the first value holds, after the last
-    row the last one. ``column`` picks the value column by name (default: the second).
+    row the last one. ``column`` picks the value column by name (default: the second). Read
+    through :func:`zeus_nb.inputs.kinds.intensity_csv`: every value finite and >= 0, every
+    time once.
     """
 
     def __init__(self, path: str | Path, column: str | None = None, unit: str | None = None):
         self.path = Path(path)
         if unit:
             self.unit = unit
-        with self.path.open(newline="") as f:
-            rows = list(csv.reader(f))
-        if len(rows) < 2 or len(rows[0]) < 2:
-            raise TraceFormatError(f"{self.path}: want a header and at least one time,value row")
-        header = [h.strip() for h in rows[0]]
-        col = 1 if column is None else header.index(column) if column in header else -1
-        if col < 0:
-            raise TraceFormatError(f"{self.path}: no column {column!r} (have {header})")
-        points = []
-        for n, row in enumerate(rows[1:], start=2):
-            if not row:
-                continue
-            try:
-                points.append((_parse_time(row[0]), float(row[col])))
-            except (ValueError, IndexError):
-                raise TraceFormatError(
-                    f"{self.path}, line {n}: want a time (Unix seconds or ISO 8601) and a number"
-                ) from None
-        points.sort()
-        if any(v < 0 for _, v in points):
-            raise TraceFormatError(f"{self.path}: negative value")
+        points = read_intensity_csv(self.path, column)
         self.times = [t for t, _ in points]
         self.values = [v for _, v in points]
 
@@ -175,6 +147,22 @@ class CsvIntensity(CarbonIntensityProvider, ElectricityPriceProvider):
 
     def change_points(self, t0: float, t1: float) -> list[float]:
         return [t for t in self.times if t0 < t < t1]
+
+
+@reader(INTENSITY_CSV)
+def read_intensity_csv(path: Path, column: str | None = None) -> list[tuple[float, float]]:
+    """Sorted (time, value) points of a ``time,value`` CSV; ``column`` names the value column
+    (default: the second column of the header)."""
+    header = read_header(path, INTENSITY_CSV)
+    if header is None or len(header) < 2:
+        raise TraceFormatError(f"{path}: want a header and at least one time,value row")
+    header_time = header[0]  # the first column holds the times, whatever its name
+    name = column if column is not None else header[1]
+    if name not in header:
+        raise TraceFormatError(f"{path}: no column {name!r} (have {header})")
+    schema = intensity_csv(name, header_time)
+    table = read_table(path, schema)
+    return sorted((r[header_time], r[name]) for r in table.rows)
 
 
 def _convert(energy: dict[int, float] | None, factor: float) -> dict[int, float] | None:
@@ -214,11 +202,11 @@ class _ConvertingMonitor:
 OFFLINE_HINT = "for offline or reproducible runs use FixedIntensity(value) or CsvIntensity(path)"
 
 
-def _key(api_key: str | None, env: str, service: str) -> str:
-    key = api_key or os.environ.get(env)
+def _key(api_key: str | None, variable: str, service: str) -> str:
+    key = api_key or env(variable)
     if not key:
         raise IntensityProviderError(
-            f"{service} needs an API key: pass api_key=... or set {env}; {OFFLINE_HINT}"
+            f"{service} needs an API key: pass api_key=... or set {variable}; {OFFLINE_HINT}"
         )
     return key
 

@@ -13,6 +13,7 @@ import weakref
 
 from zeus_nb import device
 from zeus_nb.device.base import GPUSystem
+from zeus_nb.errors import InputError
 from zeus_nb.monitor.power import Sampler, in_range, nearest, stop_sampling
 
 _KEY = "temperature"
@@ -44,9 +45,9 @@ class TemperatureMonitor:
         if gpu_indices is None:
             gpu_indices = [g.index for g in self.system.gpus]
         if not gpu_indices:
-            raise ValueError("gpu_indices is empty: give at least one GPU index")
+            raise InputError("gpu_indices is empty: give at least one GPU index")
         if update_period <= 0:
-            raise ValueError(f"update_period must be > 0 s, got {update_period}")
+            raise InputError(f"update_period must be > 0 s, got {update_period}")
         self.gpu_indices = list(gpu_indices)
         self.update_period = float(update_period)
         gpus = [self.system.gpu(i) for i in self.gpu_indices]
@@ -80,7 +81,7 @@ class TemperatureMonitor:
     ) -> dict[int, list[tuple[float, float]]]:
         """``{gpu: [(unix time, degrees C), ...]}``, optionally within [start, end]."""
         if gpu_index is not None and gpu_index not in self.gpu_indices:
-            raise ValueError(f"GPU {gpu_index} is not monitored (monitored: {self.gpu_indices})")
+            raise InputError(f"GPU {gpu_index} is not monitored (monitored: {self.gpu_indices})")
         targets = [gpu_index] if gpu_index is not None else self.gpu_indices
         with self._lock:
             return {i: in_range(self._samples[_KEY][i], start_time, end_time) for i in targets}

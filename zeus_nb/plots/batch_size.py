@@ -8,6 +8,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from zeus_nb.errors import InputError
 from zeus_nb.plots._common import save_figure
 
 
@@ -39,7 +40,7 @@ def bso_costs(source, *, path: str | Path | None = None, ax=None, title: str | N
     """
     runs, baseline = _runs(source)
     if runs.empty:
-        raise ValueError("nothing to plot: no run has been reported yet")
+        raise InputError("nothing to plot: no run has been reported yet")
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(9, 4.2))
     per_rec = runs.groupby("recurrence").agg(cost=("cost", "sum"))
     final = runs.groupby("recurrence").tail(1).set_index("recurrence")
@@ -100,7 +101,7 @@ def bso_posterior(
     post = bso.posterior()
     seen = post[post["observations"] > 0]
     if seen.empty:
-        raise ValueError("nothing to plot: no run has been reported yet")
+        raise InputError("nothing to plot: no run has been reported yet")
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4), gridspec_kw={"width_ratios": [3, 2]})
     x = np.arange(len(post))
     labels = [str(b) for b in post["batch_size"]]

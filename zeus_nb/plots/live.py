@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from zeus_nb.errors import InputError
+
 
 @dataclass
 class LiveSeries:
@@ -18,7 +20,7 @@ class LiveSeries:
 
     def __post_init__(self) -> None:
         if self.total_steps < 1:
-            raise ValueError(f"total_steps must be >= 1, got {self.total_steps}")
+            raise InputError(f"total_steps must be >= 1, got {self.total_steps}")
 
     @property
     def steps(self) -> int:

@@ -8,6 +8,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from zeus_nb.errors import InputError
 from zeus_nb.plots._common import save_figure
 
 
@@ -165,7 +166,7 @@ def frequency_fit(
     for k, (ds, bs) in enumerate(curves):
         g = df[(df["dataset"] == ds) & (df["batch_size"] == bs)].sort_values("power_limit")
         if g.empty:
-            raise ValueError(f"the {gpu} trace has no curve ({ds!r}, {bs})")
+            raise InputError(f"the {gpu} trace has no curve ({ds!r}, {bs})")
         t0 = g["time_measured"].min()
         color = f"C{k % 10}"
         ax_t.plot(g["power_limit"], g["time_measured"] / t0, "o", color=color, ms=4)

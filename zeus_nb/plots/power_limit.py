@@ -7,6 +7,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from zeus_nb.errors import InputError
 from zeus_nb.plots._common import save_figure
 
 
@@ -30,7 +31,7 @@ def power_limit_profile(
     measurements = getattr(source, "measurements", source)
     measurements = sorted(measurements, key=lambda m: m.power_limit)
     if not measurements:
-        raise ValueError("nothing to plot: no power limit was measured yet")
+        raise InputError("nothing to plot: no power limit was measured yet")
     if chosen is None:
         chosen = getattr(source, "optimal_power_limit", None)
     if not skipped:

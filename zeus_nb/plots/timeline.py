@@ -7,6 +7,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from zeus_nb.errors import InputError
 from zeus_nb.plots._common import save_figure
 
 
@@ -22,7 +23,7 @@ def plot_power_timeline(
     """
     missing = {"time", "gpu", "power"} - set(frame.columns)
     if missing:
-        raise ValueError(
+        raise InputError(
             f"power timeline frame lacks columns {sorted(missing)}; pass timeline.to_frame()"
         )
     fig, ax = plt.subplots(figsize=(8, 3.2))

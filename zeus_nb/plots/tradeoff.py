@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 
+from zeus_nb.errors import InputError
 from zeus_nb.plots._common import save_figure
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def _batch_colors(sizes: list[int]) -> dict[int, tuple]:
 def _check(data: pd.DataFrame, cols: tuple[str, ...]) -> None:
     missing = [c for c in cols if c not in data.columns]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"the table lacks column(s) {', '.join(missing)}; pass traces.tta_eta(...) or "
             "sweep.load_results(...)"
         )
@@ -109,7 +110,7 @@ def energy_time_scatter(
     else:
         failed = failed.iloc[0:0]
     if ok.empty and failed.empty:
-        raise ValueError("no configuration reached the target: nothing to plot")
+        raise InputError("no configuration reached the target: nothing to plot")
     all_t = list(ok["tta"]) + (list(failed["time"]) if len(failed) else [])
     all_e = list(ok["eta"]) + (list(failed["energy"]) if len(failed) else [])
     ts, tu = _time_unit(sorted(all_t)[len(all_t) // 2])
@@ -382,7 +383,7 @@ def tta_eta_by_power_limit(
     if batch_sizes is not None:
         ok = ok[ok["batch_size"].isin(batch_sizes)]
     if ok.empty:
-        raise ValueError("no configuration (of these batch sizes) reached the target")
+        raise InputError("no configuration (of these batch sizes) reached the target")
     ts, tu = _time_unit(float(ok["tta"].median()))
     es, eu = _energy_unit(float(ok["eta"].median()))
     sizes = sorted(int(b) for b in ok["batch_size"].unique())

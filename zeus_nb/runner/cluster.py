@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.runner.workers import IgnoreInterrupts, PinGPU
 
 if TYPE_CHECKING:
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GPU = "GPU"
+CONNECT_TIMEOUT = "5s"  # to reach a scheduler: a wrong address fails in seconds, not a minute
+WORKER_TIMEOUT = 60.0  # s an existing scheduler has to show a worker with a GPU resource
 # A point whose worker dies is tried on one more worker, then reported as failed.
 ALLOWED_FAILURES = 1
 ALLOWED_FAILURES_ENV = "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES"
@@ -104,6 +106,18 @@ def slurm_cluster(options: SlurmOptions | None = None, **scheduler_kwargs):
             signal.signal(signal.SIGINT, previous)
     opts = options or SlurmOptions()
     return SLURMCluster(**opts.cluster_kwargs(), **scheduler_kwargs)
+
+
+def require_sbatch() -> None:
+    """Fail at once where Slurm's ``sbatch`` is missing: jobs could never be submitted, and
+    the sweep would wait for workers that never come."""
+    import shutil
+
+    if shutil.which("sbatch") is None:
+        raise ClusterError(
+            "--cluster slurm needs Slurm's sbatch, which is not on PATH here; run zeus-nb on "
+            "a Slurm login node, or use --workers N or --scheduler ADDRESS"
+        )
 
 
 def _import_distributed():
@@ -177,13 +191,15 @@ def open_client(
         raise ClusterError("give exactly one of workers=N, scheduler=ADDRESS or cluster='slurm'")
     if scheduler is not None:
         try:
-            client = distributed.Client(scheduler, timeout="30s")
-        except (OSError, TimeoutError) as e:
+            client = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError, ValueError, TypeError) as e:
             raise ClusterError(
-                f"cannot reach the Dask scheduler at {scheduler}: {e}; start one with "
+                f"cannot reach the Dask scheduler at {scheduler} within {CONNECT_TIMEOUT} "
+                f"({' '.join(str(e).split())[:120]}); check the address, start one with "
                 "`dask scheduler` and workers with `dask worker ADDRESS --resources GPU=1`"
-            ) from e
+            ) from None
         with client:
+            _require_gpu_workers(client, scheduler)
             _register(client)
             _check_retries(client)
             yield client
@@ -192,6 +208,7 @@ def open_client(
         if cluster != "slurm":
             raise ClusterError(f"unknown cluster {cluster!r}; the supported one is 'slurm'")
         opts = slurm or SlurmOptions()
+        require_sbatch()
         with dask_allowed_failures(), slurm_cluster(opts) as c:
             c.scale(jobs=opts.jobs)
             with distributed.Client(c) as client:
@@ -210,6 +227,24 @@ def dask_allowed_failures(n: int = ALLOWED_FAILURES):
 
     with dask.config.set({"distributed.scheduler.allowed-failures": n}):
         yield
+
+
+def _require_gpu_workers(client: Client, address: str, timeout: float = WORKER_TIMEOUT) -> None:
+    """Wait (bounded) for a worker that advertises a GPU: without one, every point would wait
+    for ever."""
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except (TimeoutError, OSError):
+        raise ClusterError(
+            f"the Dask scheduler at {address} has no worker after {timeout:g} s; start one "
+            f"per GPU with `dask worker {address} --resources {GPU}=1`"
+        ) from None
+    workers = client.scheduler_info().get("workers", {}).values()
+    if not any(w.get("resources", {}).get(GPU) for w in workers):
+        raise ClusterError(
+            f"no worker of the Dask scheduler at {address} advertises a {GPU} resource, so no "
+            f"point could run; start workers with `dask worker {address} --resources {GPU}=1`"
+        )
 
 
 def _register(client: Client) -> None:
@@ -283,7 +318,7 @@ def run_points(
     earlier on the progress bar.
     """
     if on_interrupt not in ("wait", "cancel"):
-        raise ValueError(f"on_interrupt must be 'wait' or 'cancel', got {on_interrupt!r}")
+        raise InputError(f"on_interrupt must be 'wait' or 'cancel', got {on_interrupt!r}")
     bar = None
     if progress:
         from tqdm.auto import tqdm

@@ -9,10 +9,10 @@ commands work from any working directory without a checkout. ``ZEUS_NB_NOTEBOOKS
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.inputs.env import env
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the zeus_nb package folder
 PACKAGED_NOTEBOOKS = "_notebooks"  # folder name inside the package; setup.py writes it
@@ -44,14 +44,14 @@ def notebooks_dir() -> Path:
 
     In order: ``$ZEUS_NB_NOTEBOOKS``; the checkout's ``notebooks/``; the packaged copy.
     """
-    env = os.environ.get(ENV_VAR)
-    if env:
-        if not Path(env).is_dir():
+    folder = env(ENV_VAR)
+    if folder:
+        if not Path(folder).is_dir():
             raise NotebookNotFoundError(
-                f"{ENV_VAR}={env} is not a directory; point it at the folder with the .ipynb files "
-                "or unset it to use the notebooks that come with zeus-nb"
+                f"{ENV_VAR}={folder} is not a directory; point it at the folder with the .ipynb "
+                "files or unset it to use the notebooks that come with zeus-nb"
             )
-        return Path(env).resolve()
+        return Path(folder).resolve()
     checkout = source_checkout()
     candidates = ([checkout / "notebooks"] if checkout else []) + [
         PACKAGE_ROOT / PACKAGED_NOTEBOOKS

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ def measure_configuration(
             metric = float(train_fn(batch_size, epoch))
             epochs = epoch + 1
             if math.isnan(metric):
-                raise ValueError(
+                raise InputError(
                     f"train_fn returned NaN at batch size {batch_size}, epoch {epoch}; it must "
                     "return the validation metric"
                 )
@@ -151,6 +151,7 @@ def measure_configuration(
         "reached": reached(metric, target, higher_is_better),
         "time": m.time,
         "energy": m.total_energy,
+        "num_gpus": len(monitor.gpus),  # lets a reader check energy / time per GPU
         "target_metric": target,
         "max_epochs": max_epochs,
         "higher_is_better": higher_is_better,

@@ -27,7 +27,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs import check_record, read_json, reader
+from zeus_nb.inputs.env import env
+from zeus_nb.inputs.kinds import RECORDS_SIDECAR
+from zeus_nb.utils.files import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +75,10 @@ def _plain(value: Any, where: str) -> Any:
 def _default_sidecar() -> Path | None:
     if _sidecar is not None:
         return _sidecar
-    file = os.environ.get(ENV_FILE)
+    file = env(ENV_FILE)
     if file:
         return Path(file)
-    directory = os.environ.get(ENV_DIR)
+    directory = env(ENV_DIR)
     if directory:
         session = os.environ.get("JPY_SESSION_NAME") or "notebook"
         return Path(directory) / (Path(session).stem + SIDECAR_SUFFIX)
@@ -88,7 +92,7 @@ def configure(file: str | Path | None = None, directory: str | Path | None = Non
     """
     global _sidecar
     if file is not None and directory is not None:
-        raise ValueError("give either file or directory, not both")
+        raise InputError("give either file or directory, not both")
     if file is not None:
         _sidecar = Path(file)
     elif directory is not None:
@@ -100,9 +104,7 @@ def configure(file: str | Path | None = None, directory: str | Path | None = Non
 
 def _write_sidecar(path: Path, records: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"records": records}, indent=1))
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps({"records": records}, indent=1))
 
 
 def _shell():
@@ -130,7 +132,7 @@ def record(name: str, value: Any, display: bool = True) -> Any:
     Recording a name again replaces the earlier value (re-running a cell is fine).
     """
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"record name must be a non-empty string, got {name!r}")
+        raise InputError(f"record name must be a non-empty string, got {name!r}")
     plain = _plain(value, repr(name))
     _records[name] = plain
     if display and _shell() is not None:
@@ -150,7 +152,11 @@ def record(name: str, value: Any, display: bool = True) -> Any:
                 log.warning("%s; starting it afresh with %r", e, name)
                 existing = {}
         existing[name] = plain
-        _write_sidecar(path, existing)
+        try:
+            _write_sidecar(path, existing)
+        except OSError as e:  # a side product: the value is still displayed and returned
+            log.warning("could not write the records file %s (%s); %r is kept in the "
+                        "notebook's output only", path, e.strerror or e, name)  # fmt: skip
     return value
 
 
@@ -166,16 +172,14 @@ def sidecar_of(notebook: str | Path) -> Path:
     return p.with_name(p.stem + SIDECAR_SUFFIX)
 
 
+@reader(RECORDS_SIDECAR)
 def _read_sidecar(path: Path) -> dict[str, Any]:
     """The records of a sidecar file; a damaged one is a :class:`ZeusNbError` naming it."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+        data = read_json(path, "records file")
+    except OSError as e:
         raise ZeusNbError(f"{path}: not a readable records file ({e})") from None
-    records = data.get("records") if isinstance(data, dict) else None
-    if not isinstance(records, dict):
-        raise ZeusNbError(f"{path}: no 'records' object; delete the file or re-run its notebook")
-    return records
+    return check_record(data, RECORDS_SIDECAR, str(path))["records"]
 
 
 def _read_ipynb(path: Path):

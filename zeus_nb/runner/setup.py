@@ -16,6 +16,10 @@ from collections.abc import Iterator
 
 from zeus_nb import device
 from zeus_nb.device.base import GPUSystem
+from zeus_nb.errors import ZeusNbError
+from zeus_nb.inputs import check_record
+from zeus_nb.inputs.kinds import NOTEBOOK_SETUP
+from zeus_nb.utils.boundary import debug_requested, one_line
 from zeus_nb.utils.threads import use_threads
 
 _HANDLER_NAME = "zeus_nb.notebook"
@@ -99,6 +103,26 @@ def show_notice(text: str) -> None:
     display({"text/plain": text, "text/html": body}, raw=True)
 
 
+def _one_line_errors() -> None:
+    """In a notebook, our errors show as one line (what is wrong, what to do) rather than a
+    traceback through zeus-nb's internals; the cell still fails, so papermill and "Run all"
+    stop there. ``ZEUS_NB_DEBUG=1`` keeps the traceback."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or debug_requested([])[0]:
+        return
+
+    def show(self, etype, value, tb, tb_offset=None):
+        stb = [f"{etype.__name__}: {one_line(value)}  (ZEUS_NB_DEBUG=1 shows the traceback)"]
+        self._showtraceback(etype, value, stb)  # still an error: "Run all" and papermill stop
+        return stb
+
+    shell.set_custom_exc((ZeusNbError,), show)
+
+
 def describe(system: GPUSystem) -> str:
     """One friendly line about the backend ``system`` measures."""
     names = sorted({g.name for g in system.gpus})
@@ -131,6 +155,19 @@ def notebook_setup(
     else the count for a small model (one thread: see :mod:`zeus_nb.utils.threads`), which
     keeps the notebooks' tiny models fast on a machine other work shares.
     """
+    args = check_record(
+        {
+            "backend": backend,
+            "seed": seed,
+            "sim_gpu": sim_gpu,
+            "sim_workload": sim_workload,
+            "sim_noise": sim_noise,
+            "quiet": quiet,
+        },
+        NOTEBOOK_SETUP,
+        "notebook_setup",
+    )  # every argument checked first: a notebook parameter typo is one clear line
+    backend, seed, sim_noise = args["backend"], args["seed"], args["sim_noise"]
     with _collect_warnings() as notices:  # "no NVIDIA driver": part of the line below
         system = device.current(None if backend == "auto" else backend)
     if system.backend == "sim":
@@ -147,6 +184,7 @@ def notebook_setup(
     global _seed
     _seed = int(seed)  # the exercises' random cases follow the notebook's seed
     show_logs()
+    _one_line_errors()
     if not quiet:
         why = f" ({'; '.join(m.split(';')[0] for m in notices)})" if notices else ""
         show_notice(describe(system) + why)

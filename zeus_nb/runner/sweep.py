@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zeus_nb.errors import InputError, ZeusNbError
-from zeus_nb.utils.validate import DURATION, ENERGY, POWER_LIMIT, Quantity, integer, number
+from zeus_nb.inputs import check_record, read_text, reader
+from zeus_nb.inputs.kinds import SWEEP_RESULT
+from zeus_nb.utils.files import append_line, end_with_newline
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,47 +58,29 @@ def _key(batch_size: float, power_limit: float) -> tuple[int, float]:
     return int(batch_size), float(power_limit)
 
 
-_MEASURED_TIME = Quantity("time", "s", 0.0, DURATION.high)  # 0 s: train_fn never stepped
-
-
-def _checked(rec: object, where: str) -> dict:
-    """A results line with every number checked (a NaN energy would pick a wrong optimum)."""
-    if not isinstance(rec, dict):
-        raise InputError(f"{where}: not a JSON object")
-    out = dict(rec)
-    out["batch_size"] = integer(rec.get("batch_size"), f"{where}, batch_size", 1, 10**7)
-    out["power_limit"] = number(rec.get("power_limit"), f"{where}, power_limit", POWER_LIMIT)
-    for field, q in (("time", _MEASURED_TIME), ("energy", ENERGY), ("metric", None)):
-        if field in rec:
-            out[field] = number(rec[field], f"{where}, {field}", q, text_ok=False)
-    if "target_metric" in rec:
-        out["target_metric"] = number(rec["target_metric"], f"{where}, target_metric")
-    for field, least in (("epochs", 0), ("max_epochs", 1)):
-        if field in rec:
-            out[field] = integer(rec[field], f"{where}, {field}", least, 10**7, text_ok=False)
-    if "reached" in rec and not isinstance(rec["reached"], bool):
-        raise InputError(f"{where}, reached: {rec['reached']!r} is not true or false")
-    return out
-
-
+@reader(SWEEP_RESULT)
 def read_results(path: str | Path) -> list[dict]:
     """Finished configurations recorded in a results file (empty if it does not exist).
 
-    A last line without its newline is what a killed process may leave behind: it is ignored.
-    Every number is checked; a configuration recorded twice (files written before writers took
-    the lock) counts once, its first record.
+    Each line goes through :data:`zeus_nb.inputs.kinds.SWEEP_RESULT` (every number checked).
+    A last line without its newline is what a killed process may leave behind: it is dropped
+    with a warning. A configuration recorded twice (files written before writers took the lock)
+    counts once, its first record.
     """
     p = Path(path)
     if not p.exists():
         return []
+    text = read_text(p, SWEEP_RESULT.name)
+    lines = text.split("\n")
+    if lines[-1]:
+        log.warning("%s: the last line has no line end (a write cut short); ignored it", p)
     records = []
     seen: set[tuple[int, float]] = set()
-    lines = p.read_bytes().split(b"\n")
     for n, raw in enumerate(lines[:-1], start=1):  # the part after the last newline is partial
         if not raw.strip():
             continue
         try:
-            rec = _checked(json.loads(raw), f"{p}: line {n}")
+            rec = dict(check_record(json.loads(raw), SWEEP_RESULT, f"{p}: line {n}"))
         except (ValueError, KeyError, TypeError) as e:
             raise SweepResultsError(
                 f"{p}: line {n} is not a sweep result ({e}); pass another results_path or "
@@ -110,16 +93,6 @@ def read_results(path: str | Path) -> list[dict]:
         seen.add(key)
         records.append(rec)
     return records
-
-
-def _drop_partial_tail(p: Path) -> None:
-    """Cut a half-written last line so the next append starts on a fresh line."""
-    if not p.exists():
-        return
-    data = p.read_bytes()
-    if data and not data.endswith(b"\n"):
-        with p.open("r+b") as f:
-            f.truncate(data.rfind(b"\n") + 1)
 
 
 def _recorded(path: Path) -> set[tuple[int, float]]:
@@ -140,21 +113,14 @@ def _append(p: Path, record: dict) -> bool:
     first to finish records it, so the file never holds a duplicate or a torn line. Returns
     whether the line was written.
     """
-    line = (json.dumps(record, sort_keys=False, allow_nan=False) + "\n").encode()
+    line = json.dumps(record, sort_keys=False, allow_nan=False) + "\n"
     key = _key(record["batch_size"], record["power_limit"])
     with results_lock(p):
-        _drop_partial_tail(p)
+        end_with_newline(p)
         if key in _recorded(p):
             log.info("%s already records batch size %d at %g W; not written twice", p, *key)
             return False
-        fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            written = os.write(fd, line)
-            if written != len(line):
-                raise OSError(f"short write to {p}: {written} of {len(line)} bytes")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_line(p, line)  # one write, fsynced; a full disk leaves no torn line
     return True
 
 
@@ -173,9 +139,9 @@ def _settings(
         max_epochs = wl.max_epochs if max_epochs is None else max_epochs
         higher_is_better = wl.higher_is_better if higher_is_better is None else higher_is_better
     if target_metric is None or max_epochs is None:
-        raise ValueError("give target_metric and max_epochs, or a traced workload= for defaults")
+        raise InputError("give target_metric and max_epochs, or a traced workload= for defaults")
     if int(max_epochs) < 1:
-        raise ValueError(f"max_epochs must be >= 1, got {max_epochs}")
+        raise InputError(f"max_epochs must be >= 1, got {max_epochs}")
     higher = True if higher_is_better is None else bool(higher_is_better)
     return float(target_metric), int(max_epochs), higher
 
@@ -184,16 +150,16 @@ def _grid(batch_sizes: Iterable[int], power_limits: Iterable[float]) -> list[tup
     """Every (batch size, power limit) once; an empty or repeating grid is a mistake."""
     grid = [_key(b, p) for b in batch_sizes for p in power_limits]
     if not grid:
-        raise ValueError("empty sweep: give at least one batch size and one power limit")
+        raise InputError("empty sweep: give at least one batch size and one power limit")
     if len(set(grid)) != len(grid):
-        raise ValueError("batch_sizes and power_limits must not repeat values")
+        raise InputError("batch_sizes and power_limits must not repeat values")
     return grid
 
 
 def _done_keys(path: Path, target: float, cap: int) -> set[tuple[int, float]]:
     """Configurations ``path`` already holds; a file of another sweep is refused, not mixed."""
     with results_lock(path):
-        _drop_partial_tail(path)
+        end_with_newline(path)
     done = set()
     for rec in read_results(path):
         theirs = (float(rec.get("target_metric", target)), int(rec.get("max_epochs", cap)))
@@ -376,7 +342,7 @@ def trace_train_fn(
         )
         curves[int(bs)] = sorted(pts)
     if not curves:
-        raise ValueError(f"the train trace has no run {run} of {wl.dataset}")
+        raise InputError(f"the train trace has no run {run} of {wl.dataset}")
     worst = min if wl.higher_is_better else max
     better = max if wl.higher_is_better else min
     floor = worst(float(m) for m in rows["target_metric"])
@@ -386,7 +352,7 @@ def trace_train_fn(
     def train_fn(batch_size: int, epoch: int) -> float:
         pts = curves.get(int(batch_size))
         if pts is None:
-            raise ValueError(
+            raise InputError(
                 f"the train trace has no run {run} of {wl.dataset} at batch size {batch_size}; "
                 f"use one of {sorted(curves)}"
             )

@@ -10,6 +10,8 @@ import os
 import re
 from typing import Any
 
+from zeus_nb.inputs.env import env
+
 try:  # the cluster extra; without it the plugins are plain classes nobody registers
     from distributed.diagnostics.plugin import WorkerPlugin
 except ImportError:  # pragma: no cover
@@ -77,7 +79,7 @@ class IgnoreInterrupts(WorkerPlugin):
 
 def _nvml_gpus() -> list[str]:
     """Indices of this machine's NVIDIA GPUs (empty without a driver or on the simulator)."""
-    if os.environ.get("ZEUS_NB_BACKEND", "").lower() == "sim":
+    if env("ZEUS_NB_BACKEND") in ("sim", "simulated", "simulation"):
         return []
     try:
         import pynvml

@@ -8,8 +8,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.inputs.env import env
 from zeus_nb.train.config import TrainConfig, config_from_args, with_overrides
+from zeus_nb.utils.boundary import run_main
 
 log = logging.getLogger(__name__)
 
@@ -40,16 +41,18 @@ def show_progress_lines() -> None:
 
 
 def main(mode: str, argv: list[str] | None = None) -> int:
-    """Command-line entry: errors that say what to do are shown without a traceback."""
+    """Command-line entry inside the one error boundary (:mod:`zeus_nb.utils.boundary`):
+    errors that say what to do are one line naming the input, exit status 2."""
     from zeus_nb.train.loop import run
 
     show_progress_lines()
-    try:
-        run(mode, config_from_args(mode, argv))
-    except (ZeusNbError, ValueError) as e:
-        log.error("error: %s", e)
-        return 2
-    if mode != "single" and os.environ.get("LOCAL_RANK") is not None:
+
+    def train_here(args: list[str]) -> int:
+        run(mode, config_from_args(mode, args))
+        return 0
+
+    code = run_main(f"zeus_nb.train.{mode}", train_here, argv)
+    if code == 0 and mode != "single" and env("LOCAL_RANK") is not None:
         # Results are written, limits restored and the process group is gone. torch's C++
         # threads can still abort a finished gloo worker during interpreter teardown
         # ("terminate called without an active exception"), turning a good run into a
@@ -57,4 +60,4 @@ def main(mode: str, argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
-    return 0
+    return code

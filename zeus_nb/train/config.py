@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import dataclass, fields
 from typing import Any
 
-from zeus_nb.utils.validate import Quantity, env_number, number
+from zeus_nb.errors import InputError
+from zeus_nb.inputs.args import Parser, count, nonempty, real
+from zeus_nb.inputs.env import env
+from zeus_nb.utils.validate import Quantity, number
 
 DEFAULT_MAX_SLOWDOWN = 1.1
 
@@ -50,13 +52,13 @@ class TrainConfig:
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "profile_steps", "lr_step_epochs"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+                raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_steps_per_epoch is not None and self.max_steps_per_epoch < 1:
-            raise ValueError("max_steps_per_epoch must be >= 1")
+            raise InputError("max_steps_per_epoch must be >= 1")
         if self.threads is not None and self.threads < 1:
-            raise ValueError(f"threads must be >= 1, got {self.threads}")
+            raise InputError(f"threads must be >= 1, got {self.threads}")
         if self.device not in ("auto", "cuda", "cpu"):
-            raise ValueError(f"device must be auto, cuda or cpu, got {self.device!r}")
+            raise InputError(f"device must be auto, cuda or cpu, got {self.device!r}")
 
 
 # A run allowed to take 100x longer has no time budget at all; such a value is a typo.
@@ -74,14 +76,13 @@ def _slowdown_from_env() -> float | None:
     """
     found: dict[str, float] = {}
     for name in SLOWDOWN_VARS:
-        raw = os.environ.get(name, "").strip()
-        if not raw:
-            continue
-        # checked like every outside number: inf or nan would lift the time budget
-        found[name] = env_number(name, DEFAULT_MAX_SLOWDOWN, SLOWDOWN, _SLOWDOWN_FIX)
+        # declared in zeus_nb.inputs.env: inf or nan would lift the time budget
+        value = env(name)
+        if value is not None:
+            found[name] = value
     if len(set(found.values())) > 1:
         a, b = SLOWDOWN_VARS
-        raise ValueError(
+        raise InputError(
             f"{a}={found[a]:g} and {b}={found[b]:g} disagree; they name the same setting, so "
             f"unset one of them (zeus-nb reads both; {a} is Zeus's name)"
         )
@@ -97,7 +98,7 @@ def max_slowdown_factor(value: float | None = None) -> float:
             return DEFAULT_MAX_SLOWDOWN
     value = number(value, "the maximum slowdown factor", fix=_SLOWDOWN_FIX, text_ok=False)
     if not value >= 1.0:
-        raise ValueError(f"the maximum slowdown factor must be >= 1.0 (1.0 = none), got {value}")
+        raise InputError(f"the maximum slowdown factor must be >= 1.0 (1.0 = none), got {value}")
     return number(value, "the maximum slowdown factor", SLOWDOWN, _SLOWDOWN_FIX)
 
 
@@ -131,19 +132,23 @@ def _add_optimizer_flags(p: argparse.ArgumentParser, d: TrainConfig) -> None:
     )
     p.add_argument(
         "--max-slowdown",
-        type=float,
+        type=real(low=1.0, high=100.0),
         help="default: ZEUS_MAX_SLOWDOWN (or ZEUS_NB_MAX_SLOWDOWN), else 1.1",
     )
-    p.add_argument("--wait-steps", type=int, default=d.wait_steps)
-    p.add_argument("--warmup-steps", type=int, default=d.warmup_steps)
-    p.add_argument("--profile-steps", type=int, default=d.profile_steps)
-    p.add_argument("--pl-step", type=int, default=d.pl_step, help="W between profiled limits")
-    p.add_argument("--profile-path", help="reuse (or save) the power-limit profile here")
+    p.add_argument("--wait-steps", type=count(0), default=d.wait_steps)
+    p.add_argument("--warmup-steps", type=count(0), default=d.warmup_steps)
+    p.add_argument("--profile-steps", type=count(1), default=d.profile_steps)
+    p.add_argument(
+        "--pl-step", type=count(1, 2000), default=d.pl_step, help="W between profiled limits"
+    )
+    p.add_argument(
+        "--profile-path", type=nonempty("path"), help="reuse (or save) the power-limit profile"
+    )
 
 
 def parser(mode: str) -> argparse.ArgumentParser:
     """The command line of ``zeus_nb.train.<mode>``; every flag is a :class:`TrainConfig` field."""
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog=LAUNCH_COMMANDS[mode],
         description=(
             "Train an image classifier while the power-limit optimizer picks the lowest GPU power "
@@ -154,42 +159,55 @@ def parser(mode: str) -> argparse.ArgumentParser:
     p.add_argument(
         "data_dir",
         nargs="?",
+        type=nonempty("path"),
         metavar="DATA_DIR",
         help="the same as --data (Zeus's example scripts take the data directory first)",
     )
     p.add_argument(
         "--data",
-        default=os.environ.get("ZEUS_NB_DATA_DIR", d.data),
+        type=nonempty("path"),
+        default=env("ZEUS_NB_DATA_DIR", d.data),
         help="ImageNet-layout folder, or 'synthetic' (default: $ZEUS_NB_DATA_DIR, else synthetic)",
     )
-    p.add_argument("--arch", default=d.arch, help="'tiny' or a torchvision model (resnet50)")
-    p.add_argument("--epochs", type=int, default=d.epochs)
-    p.add_argument("--batch-size", type=int, default=d.batch_size, help="per process")
-    p.add_argument("--lr", type=float, default=d.lr)
-    p.add_argument("--momentum", type=float, default=d.momentum)
-    p.add_argument("--weight-decay", type=float, default=d.weight_decay)
     p.add_argument(
-        "--lr-step-epochs", type=int, default=d.lr_step_epochs, help="StepLR period (x0.1)"
+        "--arch",
+        type=nonempty("name"),
+        default=d.arch,
+        help="'tiny' or a torchvision model (resnet50)",
     )
-    p.add_argument("--image-size", type=int, help="default 224 (folders) or 32 (synthetic)")
-    p.add_argument("--workers", type=int, help="DataLoader workers (default 0 or up to 8)")
-    p.add_argument("--max-steps-per-epoch", type=int, help="cap steps per epoch (quick runs)")
-    p.add_argument("--num-classes", type=int, default=d.num_classes, help="synthetic data")
-    p.add_argument("--train-size", type=int, default=d.train_size, help="synthetic data")
-    p.add_argument("--val-size", type=int, default=d.val_size, help="synthetic data")
+    p.add_argument("--epochs", type=count(1), default=d.epochs)
+    p.add_argument("--batch-size", type=count(1), default=d.batch_size, help="per process")
+    p.add_argument("--lr", type=real(low=0.0), default=d.lr)
+    p.add_argument("--momentum", type=real(low=0.0, high=1.0), default=d.momentum)
+    p.add_argument("--weight-decay", type=real(low=0.0), default=d.weight_decay)
+    p.add_argument(
+        "--lr-step-epochs", type=count(1), default=d.lr_step_epochs, help="StepLR period (x0.1)"
+    )
+    p.add_argument(
+        "--image-size", type=count(8, 4096), help="default 224 (folders) or 32 (synthetic)"
+    )
+    p.add_argument(
+        "--workers", type=count(0, 256), help="DataLoader workers (default 0 or up to 8)"
+    )
+    p.add_argument("--max-steps-per-epoch", type=count(1), help="cap steps per epoch (quick runs)")
+    p.add_argument("--num-classes", type=count(2), default=d.num_classes, help="synthetic data")
+    p.add_argument("--train-size", type=count(1), default=d.train_size, help="synthetic data")
+    p.add_argument("--val-size", type=count(1), default=d.val_size, help="synthetic data")
     p.add_argument(
         "--backend", choices=("auto", "sim", "nvml"), help="zeus-nb GPU backend (default: auto)"
     )
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default=d.device)
     if mode == "single":
-        p.add_argument("--gpu", type=int, default=d.gpu, help="GPU index to train on")
+        p.add_argument("--gpu", type=count(0, 1023), default=d.gpu, help="GPU index to train on")
     _add_optimizer_flags(p, d)
-    p.add_argument("--results", help=f"results JSON (default runs/train_{mode}.json)")
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument(
+        "--results", type=nonempty("path"), help=f"results JSON (default runs/train_{mode}.json)"
+    )
+    p.add_argument("--seed", type=count(0, 2**32 - 1), default=d.seed)
     p.add_argument("--no-progress", dest="progress", action="store_false")
     p.add_argument(
         "--threads",
-        type=int,
+        type=count(1, 1024),
         help="torch CPU threads per process (default: OMP_NUM_THREADS if set, else one per "
         "10 M parameters, at most this process's share of the cores)",
     )

@@ -10,7 +10,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs.env import env
 from zeus_nb.train import MODES
 from zeus_nb.utils.framework import initialized_dist
 
@@ -55,7 +56,7 @@ def _torch_device(config: TrainConfig, index: int):
 def setup(mode: str, config: TrainConfig) -> Context:
     """Pick the device and, for dp/fsdp, join the process group torchrun prepared."""
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        raise InputError(f"mode must be one of {MODES}, got {mode!r}")
     if mode == "single":
         device, _ = _torch_device(config, config.gpu)
         return Context(mode, device=device, gpu_index=config.gpu)
@@ -67,7 +68,7 @@ def setup(mode: str, config: TrainConfig) -> Context:
         )
     import torch.distributed as dist
 
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    local_rank = env("LOCAL_RANK", 0)
     device, use_cuda = _torch_device(config, local_rank)
     comm = "nccl" if use_cuda else "gloo"
     if not dist.is_initialized():

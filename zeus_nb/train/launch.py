@@ -24,7 +24,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.train import MODES
 from zeus_nb.utils.threads import thread_environment
 
@@ -51,15 +51,15 @@ def command(mode: str, nproc: int = 1, **options: Any) -> list[str]:
     from zeus_nb.train.config import TrainConfig
 
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        raise InputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if nproc < 1:
-        raise ValueError(f"nproc must be >= 1, got {nproc}")
+        raise InputError(f"nproc must be >= 1, got {nproc}")
     known = {f.name: f for f in fields(TrainConfig)}
     unknown = sorted(set(options) - set(known))
     if unknown:
-        raise ValueError(f"unknown training options {unknown}; see TrainConfig for the fields")
+        raise InputError(f"unknown training options {unknown}; see TrainConfig for the fields")
     if mode != "single" and "gpu" in options:
-        raise ValueError("gpu= applies to single-process runs; DDP/FSDP use one GPU per rank")
+        raise InputError("gpu= applies to single-process runs; DDP/FSDP use one GPU per rank")
     TrainConfig(**options)  # validate values here, with a clear error, not in the subprocess
     flags: list[str] = []
     for name, value in options.items():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from zeus_nb.errors import InputError
+
 
 def tiny_cnn(num_classes: int):
     """Two conv blocks and a linear head: trains in seconds on a CPU at 32 px."""
@@ -30,7 +32,7 @@ def build_model(arch: str, num_classes: int):
 
     names = torchvision.models.list_models(module=torchvision.models)
     if arch not in names:
-        raise ValueError(
+        raise InputError(
             f"unknown model {arch!r}; use 'tiny' or a torchvision classification model such as "
             "resnet18, resnet50, mobilenet_v3_small"
         )

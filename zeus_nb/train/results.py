@@ -7,6 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zeus_nb.utils.files import atomic_write
 from zeus_nb.utils.framework import gather
 
 if TYPE_CHECKING:
@@ -96,4 +97,4 @@ def results_path(config: TrainConfig, mode: str) -> Path:
 
 def write(results: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2) + "\n")
+    atomic_write(path, json.dumps(results, indent=2) + "\n")

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from zeus_nb.errors import InputError
+
 if TYPE_CHECKING:
     import torch
 
@@ -34,7 +36,7 @@ def synthetic_images(
     from zeus_nb.data.datasets import synthetic_datasets
 
     if num_samples < 10 or num_classes < 2:
-        raise ValueError("need at least 10 samples and 2 classes")
+        raise InputError("need at least 10 samples and 2 classes")
     n_val = num_samples // 5
     d = synthetic_datasets(num_classes, num_samples - n_val, n_val, image_size, noise, seed)
     return d.train, d.val
@@ -69,7 +71,7 @@ def torch_train_fn(
         "sgd": torch.optim.SGD,
     }
     if optimizer.lower() not in optimizers:
-        raise ValueError(f"unknown optimizer {optimizer!r}; use one of {', '.join(optimizers)}")
+        raise InputError(f"unknown optimizer {optimizer!r}; use one of {', '.join(optimizers)}")
     opt_cls = optimizers[optimizer.lower()]
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     state: dict[str, Any] = {}

@@ -16,10 +16,12 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+
+from zeus_nb.inputs.env import env
+from zeus_nb.utils.files import atomic_write
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -28,11 +30,11 @@ OFF = ("off", "0", "false", "no")
 
 def cache_dir() -> Path | None:
     """Where results are kept; None when the cache is turned off."""
-    env = os.environ.get("ZEUS_NB_CACHE_DIR", "").strip()
-    if env.lower() in OFF:
+    folder = env("ZEUS_NB_CACHE_DIR")
+    if folder and folder.lower() in OFF:
         return None
-    if env:
-        return Path(env)
+    if folder:
+        return Path(folder)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "zeus-nb" / "computed"
 
@@ -67,15 +69,9 @@ def cached(
     except (OSError, ValueError) as e:
         logger.debug("cannot read %s (%s); recomputing", path, e)
     value = compute()
-    tmp = None
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".tmp", dir=directory)
-        with os.fdopen(fd, "w") as f:
-            json.dump(value, f)
-        os.replace(tmp, path)  # atomic: concurrent ranks never read half a file
+        atomic_write(path, json.dumps(value))  # concurrent ranks never read half a file
     except (OSError, TypeError, ValueError) as e:
         logger.debug("cannot cache %s in %s (%s)", name, directory, e)
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
     return value

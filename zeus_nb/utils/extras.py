@@ -10,8 +10,19 @@ from __future__ import annotations
 
 import importlib.util
 
+from zeus_nb.errors import InputError
+
 # extra (as in `pip install 'zeus-nb[hf]'`) -> modules it provides; mirrors pyproject.toml
 EXTRAS: dict[str, tuple[str, ...]] = {"hf": ("transformers", "accelerate")}
+
+# Every extra's importable top-level modules (package names differ from module names here),
+# so a missing one is reported with the extra to install (zeus_nb.utils.boundary.needs_extra).
+MODULES: dict[str, tuple[str, ...]] = {
+    **EXTRAS,
+    "docs": ("mkdocs", "material", "mkdocs_jupyter"),
+    "cluster": ("dask", "distributed", "dask_jobqueue", "sqlalchemy", "psycopg"),
+    "prometheus": ("prometheus_client",),
+}
 
 
 def missing(extra: str) -> list[str]:
@@ -19,7 +30,7 @@ def missing(extra: str) -> list[str]:
     try:
         modules = EXTRAS[extra]
     except KeyError:
-        raise ValueError(f"unknown extra {extra!r}; known: {', '.join(EXTRAS)}") from None
+        raise InputError(f"unknown extra {extra!r}; known: {', '.join(EXTRAS)}") from None
     return [m for m in modules if importlib.util.find_spec(m) is None]
 
 

@@ -16,6 +16,8 @@ import sys
 import types
 from typing import Any, Literal
 
+from zeus_nb.errors import InputError
+
 logger = logging.getLogger(__name__)
 
 # framework name -> its module, once found (Zeus's name for the same cache)
@@ -81,7 +83,7 @@ def sync_execution(
                 with cupy.cuda.Device(i):
                     cupy.cuda.Device(i).synchronize()
     else:
-        raise ValueError(f"sync_with={sync_with!r}: use 'torch', 'jax' or 'cupy'")
+        raise InputError(f"sync_with={sync_with!r}: use 'torch', 'jax' or 'cupy'")
 
 
 def initialized_dist():
@@ -126,7 +128,7 @@ def all_reduce(
     Integers stay integers (Zeus's call shape); the reduction itself runs in float64.
     """
     if operation not in ("sum", "max"):
-        raise ValueError(f"all_reduce operation {operation!r}: use 'sum' or 'max'")
+        raise InputError(f"all_reduce operation {operation!r}: use 'sum' or 'max'")
     dist = initialized_dist()
     if dist is None:
         return object

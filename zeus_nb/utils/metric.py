@@ -8,17 +8,19 @@ minimizes it, so it lives at the bottom of the package where all of them can rea
 from __future__ import annotations
 
 import math
-from datetime import timedelta
 from pathlib import Path
 
 from zeus_nb.errors import InputError
+from zeus_nb.inputs import read_table, read_text, reader
+from zeus_nb.inputs.kinds import POWER_LOG
+from zeus_nb.inputs.table import split_torn
 
 
 def check_eta(eta_knob: float) -> float:
     """Validate the energy-time knob; returns it as float."""
     eta = float(eta_knob)
     if not 0.0 <= eta <= 1.0:
-        raise ValueError(
+        raise InputError(
             f"eta_knob must be within [0, 1] (1: energy only, 0: time only), got {eta}"
         )
     return eta
@@ -28,36 +30,31 @@ def zeus_cost(energy: float, time: float, eta_knob: float, max_power: int | floa
     """eta x energy + (1 - eta) x max_power x time, in J."""
     eta = check_eta(eta_knob)
     if not max_power > 0:
-        raise ValueError(f"max_power must be > 0 W, got {max_power}")
+        raise InputError(f"max_power must be > 0 W, got {max_power}")
     return eta * energy + (1.0 - eta) * max_power * time
 
 
+@reader(POWER_LOG)
 def _power_log(logfile: Path | str, start: float | None, end: float | None):
     """(seconds, watts) of a power log (``Time`` timestamps, ``Power`` in mW) within the range.
 
-    ``start``/``end`` are seconds from the log's first row, or from its last when negative. A
-    last line that is not a row (the monitor's closing summary) is skipped.
+    Read through :data:`zeus_nb.inputs.kinds.POWER_LOG`. ``start``/``end`` are seconds from the
+    log's first row, or from its last when negative. A last line that is not a row (the
+    monitor's closing summary) is skipped.
     """
-    import pandas as pd
-
-    try:
-        df = pd.read_csv(logfile)
-        df["Time"] = pd.to_datetime(df["Time"], errors="coerce")
-        df["Power"] = pd.to_numeric(df["Power"], errors="coerce")
-    except (OSError, KeyError, ValueError, pd.errors.ParserError) as e:
-        raise InputError(
-            f"{logfile}: want a power log with columns Time and Power (mW): {e}"
-        ) from None
-    df = df.dropna(subset=["Time", "Power"])
-    if len(df) < 2:
-        raise InputError(f"{logfile}: a power log needs at least two rows of Time,Power")
-    first, last = df["Time"].iloc[0], df["Time"].iloc[-1]
+    text, _ = split_torn(read_text(logfile, POWER_LOG.name), POWER_LOG, str(logfile))
+    lines = text.splitlines()
+    if len(lines) > 2 and lines[-1].count(",") != lines[0].count(","):
+        lines.pop()  # the closing summary (Zeus's reader skips a footer line too)
+    table = read_table(logfile, POWER_LOG, text="\n".join(lines) + "\n")
+    rows = sorted((r["Time"], r["Power"] / 1000.0) for r in table.rows)
+    first, last = rows[0][0], rows[-1][0]
     if start is not None:
-        df = df[df["Time"] >= (first if start >= 0 else last) + timedelta(seconds=start)]
+        rows = [r for r in rows if r[0] >= (first if start >= 0 else last) + start]
     if end is not None:
-        df = df[df["Time"] <= (first if end >= 0 else last) + timedelta(seconds=end)]
-    seconds = [t.timestamp() for t in df["Time"]]
-    watts = [p / 1000.0 for p in df["Power"]]
+        rows = [r for r in rows if r[0] <= (first if end >= 0 else last) + end]
+    seconds = [t for t, _ in rows]
+    watts = [w for _, w in rows]
     if len(seconds) < 2 or not seconds[-1] > seconds[0]:
         raise InputError(f"{logfile}: fewer than two samples between start={start} and end={end}")
     return seconds, watts

@@ -20,6 +20,7 @@ import os
 from collections.abc import MutableMapping
 from typing import Any
 
+from zeus_nb.inputs.env import env
 from zeus_nb.utils.validate import integer
 
 log = logging.getLogger(__name__)
@@ -113,5 +114,4 @@ def thread_environment(env: MutableMapping[str, str], processes: int = 1) -> Non
 
 def local_processes() -> int:
     """Training processes on this machine: torchrun's ``LOCAL_WORLD_SIZE``, else 1."""
-    raw = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else 1
+    return env("LOCAL_WORLD_SIZE", 1)

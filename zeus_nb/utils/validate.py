@@ -4,7 +4,8 @@ environment variables.
 A measurement tool must never turn bad input into a plausible-looking answer: one NaN cell in a
 log, or a value written in mJ where J was meant, would otherwise flow through sums and selectors
 into a wrong power limit with exit status 0. Every reader therefore passes each outside number
-through :func:`number` (or :func:`integer`, :func:`env_number`, :func:`env_integer`), which
+through :func:`number` (or :func:`integer`; environment variables through
+:func:`zeus_nb.inputs.env.env`), which
 checks its type, that it is finite, and that it lies in the physical range of its
 :class:`Quantity` (watts, joules, seconds...). The ranges are wide enough for any real GPU and
 tight enough that a value 1000x off (mJ for J, ms for s) falls outside them. The error is an
@@ -29,8 +30,6 @@ __all__ = [
     "NOISE",
     "POWER_LIMIT",
     "Quantity",
-    "env_integer",
-    "env_number",
     "finite_float",
     "finite_seconds",
     "integer",
@@ -240,27 +239,20 @@ def writable_dir(path: str | os.PathLike, option: str = "") -> Path:
     return p
 
 
-def env_number(name: str, default: float, quantity: Quantity | None = None, fix: str = "") -> float:
-    """Environment variable ``name`` as a checked number; unset or empty gives ``default``."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    return number(raw, f"environment variable {name}", quantity, fix or f"unset {name} or fix it")
-
-
-def env_integer(
-    name: str, default: int | None, low: int | None = None, high: int | None = None
-) -> int | None:
-    """Environment variable ``name`` as a checked integer; unset or empty gives ``default``."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    return integer(raw, f"environment variable {name}", low, high, f"unset {name} or fix it")
-
-
 def _message(where: str, value: object, problem: str, quantity: Quantity | None, fix: str) -> str:
     shown = repr(value)
     if len(shown) > 40:
         shown = shown[:37] + "..."
     want = f"; expected {quantity.describe()}" if quantity is not None else ""
     return f"{where}: {shown} {problem}{want}" + (f"; {fix}" if fix else "")
+
+
+def step_count(n: object, batch_size: object = None) -> tuple[int, int | None]:
+    """``zeus_nb.step(n, batch_size)``'s arguments, checked: a whole number of steps >= 0 and
+    a batch size >= 1 (or None). ``step(float("nan"))`` would otherwise make every later window
+    report NaN energy. Cheap for the usual ``int``: it runs once per training step."""
+    if type(n) is not int or n < 0:
+        n = integer(n, "zeus_nb.step(n)", 0, 10**12, "n counts training steps", text_ok=False)
+    if batch_size is not None and (type(batch_size) is not int or batch_size < 1):
+        batch_size = integer(batch_size, "zeus_nb.step(batch_size=...)", 1, 10**7, text_ok=False)
+    return n, batch_size  # type: ignore[return-value]

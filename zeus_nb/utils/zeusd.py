@@ -10,11 +10,11 @@ constructing :class:`ZeusdClient` or calling :func:`require_capabilities` raises
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from zeus_nb.errors import UnsupportedError
 from zeus_nb.exception import ZeusBaseError
+from zeus_nb.inputs.env import env
 
 __all__ = [
     "CpuDramPower",
@@ -147,10 +147,10 @@ class ZeusdConfig:
     @classmethod
     def from_env(cls) -> ZeusdConfig | None:
         """From ``ZEUSD_SOCK_PATH`` or else ``ZEUSD_HOST_PORT`` (token: ``ZEUSD_TOKEN``)."""
-        token = os.environ.get("ZEUSD_TOKEN")
-        if (sock := os.environ.get("ZEUSD_SOCK_PATH")) is not None:
+        token = env("ZEUSD_TOKEN")
+        if (sock := env("ZEUSD_SOCK_PATH")) is not None:
             return cls.uds(sock, token=token)
-        if (host_port := os.environ.get("ZEUSD_HOST_PORT")) is not None:
+        if (host_port := env("ZEUSD_HOST_PORT")) is not None:
             return cls(host_port=host_port, token=token)
         return None
 

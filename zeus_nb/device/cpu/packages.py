@@ -26,7 +26,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 
-from zeus_nb.errors import CpuEnergyError, CpuEnergyPermissionError
+from zeus_nb.errors import CpuEnergyError, CpuEnergyPermissionError, InputError
+from zeus_nb.inputs.env import env
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ PERMISSION_HINT = (
 
 
 def powercap_root() -> Path:
-    return Path(os.environ.get("ZEUS_NB_POWERCAP_ROOT") or DEFAULT_POWERCAP_ROOT)
+    return Path(env("ZEUS_NB_POWERCAP_ROOT") or DEFAULT_POWERCAP_ROOT)
 
 
 class CPU(ABC):
@@ -251,7 +252,7 @@ class SimulatedCPU(CPU):
         self.tdp_w = float(tdp_w if tdp_w is not None else DEFAULT_TDP_W)
         self.dram_gb = float(dram_gb if dram_gb is not None else host_memory_gb())
         if self.tdp_w <= 0 or self.dram_gb < 0:
-            raise ValueError(f"tdp_w must be > 0 and dram_gb >= 0, got {tdp_w}, {dram_gb}")
+            raise InputError(f"tdp_w must be > 0 and dram_gb >= 0, got {tdp_w}, {dram_gb}")
         self.package_power = TDP_FRACTION * self.tdp_w
         self.dram_power = DRAM_W_PER_GB * self.dram_gb
 

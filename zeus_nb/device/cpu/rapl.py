@@ -24,6 +24,7 @@ from zeus_nb.device.cpu.packages import (
     rapl_cpus,
 )
 from zeus_nb.device.exception import ZeusBaseCPUError
+from zeus_nb.inputs.env import env
 from zeus_nb.utils.zeusd import ZeusdUnsupportedError, zeusd_reason
 
 RAPL_DIR = "/sys/class/powercap/intel-rapl"
@@ -45,9 +46,9 @@ class ZeusRAPLPermissionError(ZeusBaseCPUError):
 
 
 def _root() -> Path:
-    env = os.environ.get("ZEUS_NB_POWERCAP_ROOT")
-    if env:
-        return Path(env)
+    root = env("ZEUS_NB_POWERCAP_ROOT")
+    if root:
+        return Path(root)
     if os.path.exists(RAPL_DIR):
         return Path(DEFAULT_POWERCAP_ROOT)
     return Path(CONTAINER_RAPL_DIR).parent

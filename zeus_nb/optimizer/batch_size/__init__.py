@@ -24,11 +24,11 @@ from zeus_nb.optimizer.batch_size.common import JobSpec
 from zeus_nb.optimizer.batch_size.explorer import PruningExplorer
 from zeus_nb.optimizer.batch_size.optimizer import VARIANCE_PRIOR_WEIGHT, BatchSizeOptimizer
 from zeus_nb.optimizer.batch_size.paper import PaperBatchSizeOptimizer
+from zeus_nb.optimizer.batch_size.sqlite_store import SQLiteStore
 from zeus_nb.optimizer.batch_size.store import (
     DEFAULT_EXPLORATION,
     MemoryStore,
     Observation,
-    SQLiteStore,
     StoreError,
 )
 

@@ -41,12 +41,12 @@ from __future__ import annotations
 import atexit
 import logging
 import math
-import os
 import secrets
 from typing import Any
 
 import zeus_nb.optimizer.batch_size.optimizer as recurrences
 from zeus_nb.callback import Callback
+from zeus_nb.inputs.env import env
 from zeus_nb.optimizer.batch_size.common import (
     CreatedJob,
     JobSpec,
@@ -75,7 +75,7 @@ WINDOW = "__zeus_nb_bso"
 def resolve_server_url(server_url: Any) -> Any:
     """``server_url``, or ``$ZEUS_SERVER_URL`` when it is None or empty (None: the default)."""
     if server_url is None or server_url == "":
-        return os.environ.get(SERVER_URL_ENV) or None
+        return env(SERVER_URL_ENV)
     return server_url
 
 

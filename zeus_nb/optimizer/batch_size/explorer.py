@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from zeus_nb.errors import InputError
+
 __all__ = ["PruningExplorer"]
 
 
@@ -34,7 +36,7 @@ class PruningExplorer:
     def __post_init__(self) -> None:
         self.batch_sizes = sorted(set(self.batch_sizes))
         if self.center not in self.batch_sizes:
-            raise ValueError(
+            raise InputError(
                 f"default batch size {self.center} is not among the batch sizes {self.batch_sizes}"
             )
         self.survivors = list(self.batch_sizes)

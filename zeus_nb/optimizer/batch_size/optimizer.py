@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from zeus_nb.errors import InputError
+from zeus_nb.optimizer.batch_size.checks import checked_observation, validated_spec
 from zeus_nb.optimizer.batch_size.explorer import PruningExplorer
 from zeus_nb.optimizer.batch_size.store import (
     DEFAULT_EXPLORATION,
@@ -49,7 +51,6 @@ from zeus_nb.optimizer.batch_size.store import (
     Observation,
     SQLiteStore,
     StoreError,
-    validated_spec,
 )
 from zeus_nb.utils.metric import zeus_cost
 
@@ -146,7 +147,7 @@ class BatchSizeOptimizer:
         else:
             name = str(job)
             if not name:
-                raise ValueError("the job name must not be empty")
+                raise InputError("the job name must not be empty")
             if batch_sizes is None and default_batch_size is None:
                 known = store.job(name)
                 if known is None:
@@ -156,17 +157,18 @@ class BatchSizeOptimizer:
                     )
                 spec = known
             else:
+                # as given: validated_spec checks each value (1.5 is no batch size, not 1)
                 spec = JobSpec(
                     name,
-                    tuple(batch_sizes or ()),
-                    int(default_batch_size if default_batch_size is not None else -1),
-                    float(eta),
-                    float(beta),
-                    None if max_power is None else float(max_power),
-                    int(seed),
-                    int(pruning_rounds),
-                    int(window),
-                    float(exploration),
+                    batch_sizes if batch_sizes is not None else (),  # type: ignore[arg-type]
+                    default_batch_size,  # type: ignore[arg-type]
+                    eta,
+                    beta,
+                    max_power,
+                    seed,
+                    pruning_rounds,
+                    window,
+                    exploration,
                 )
         spec = validated_spec(spec)
         self.job = store.register(spec)
@@ -384,16 +386,24 @@ class BatchSizeOptimizer:
         Report every run, including failed and early-stopped ones: a run that did not reach
         the target is what prunes a batch size.
         """
-        bs = int(batch_size)
+        obs = checked_observation(
+            {
+                "batch_size": batch_size,
+                "time": time,
+                "energy": energy,
+                "reached": reached,
+                "power_limit": power_limit,
+            },
+            f"report() of job {self.job.name!r}",
+        )
+        bs = obs.batch_size
         if bs not in self.job.batch_sizes:
-            raise ValueError(
+            raise InputError(
                 f"batch size {bs} is not one of job {self.job.name!r}'s batch sizes "
                 f"{list(self.job.batch_sizes)}"
             )
-        if not (math.isfinite(time) and math.isfinite(energy)) or time < 0 or energy < 0:
-            raise ValueError(f"time and energy must be finite and >= 0, got {time}, {energy}")
-        cost = self.cost(time, energy)
-        obs = Observation(bs, float(time), float(energy), cost, bool(reached), power_limit)
+        cost = self.cost(obs.time, obs.energy)
+        obs = Observation(bs, obs.time, obs.energy, cost, obs.reached, obs.power_limit)
         self.last_observation_id = self.store.append(self.job.name, obs)
         self._sync()
         return cost
@@ -407,5 +417,5 @@ class BatchSizeOptimizer:
     def set_power_limit(self, batch_size: int, watts: float) -> None:
         """Record the power limit that profiling found cheapest for ``batch_size``."""
         if int(batch_size) not in self.job.batch_sizes:
-            raise ValueError(f"batch size {batch_size} is not one of job {self.job.name!r}'s")
+            raise InputError(f"batch size {batch_size} is not one of job {self.job.name!r}'s")
         self.store.set_power_limit(self.job.name, int(batch_size), float(watts))

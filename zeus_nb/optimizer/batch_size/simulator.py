@@ -397,11 +397,11 @@ def simulate(
         model = workload_model(workload, gpu, eta, train_trace)
     n = model.num_recurrences() if recurrences is None else int(recurrences)
     if n < 1:
-        raise ValueError(f"recurrences must be at least 1, got {n}")
+        raise InputError(f"recurrences must be at least 1, got {n}")
     if profile_steps < 1:
-        raise ValueError(f"profile_steps must be at least 1, got {profile_steps}")
+        raise InputError(f"profile_steps must be at least 1, got {profile_steps}")
     if accounting not in ACCOUNTING:
-        raise ValueError(f"accounting must be one of {ACCOUNTING}, got {accounting!r}")
+        raise InputError(f"accounting must be one of {ACCOUNTING}, got {accounting!r}")
     spec = JobSpec(
         f"sim/{model.workload}/{model.gpu}",
         tuple(model.batch_sizes),

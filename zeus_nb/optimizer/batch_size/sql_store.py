@@ -17,6 +17,7 @@ is refused with a message saying so, instead of being misread.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -43,6 +44,9 @@ from sqlalchemy import (
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
+from zeus_nb.inputs import reader
+from zeus_nb.inputs.kinds import JOB_SPEC, STORED_RUN
+from zeus_nb.optimizer.batch_size.checks import spec_from_json, stored_observation
 from zeus_nb.optimizer.batch_size.store import (
     SCHEMA_COMPONENT,
     SCHEMA_VERSION,
@@ -57,6 +61,9 @@ from zeus_nb.optimizer.batch_size.store import (
 from zeus_nb.optimizer.batch_size.trials import DISPATCHED, Trial, check_status
 
 log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 5  # s to reach the database server before giving up
+LOCK_TIMEOUT = 60.0  # s a write waits for another process's lock
 
 # pg_advisory_xact_lock key for schema creation ("zeusnbso" as 8 bytes).
 _SCHEMA_LOCK = int.from_bytes(b"zeusnbso", "big") & 0x7FFF_FFFF_FFFF_FFFF
@@ -106,6 +113,22 @@ trials = Table(
 )
 
 
+def _translated(method):
+    """SQLAlchemy's errors (a lost connection, a lock wait that timed out) as our StoreError."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except SQLAlchemyError as e:
+            raise StoreError(
+                f"the batch-size optimizer state at {self.url}: {str(e).splitlines()[0]}; "
+                "check that the database server runs and can be reached, then try again"
+            ) from e
+
+    return wrapper
+
+
 def engine_url(url: str | URL) -> URL:
     """The SQLAlchemy URL, with ``postgresql://`` meaning psycopg 3 (not psycopg2)."""
     try:
@@ -124,12 +147,26 @@ class SQLStore:
     database without the tables raises :class:`StoreNotFoundError`.
     """
 
-    def __init__(self, url: str | URL, *, create: bool = True, connect_timeout: int = 30) -> None:
+    @reader(STORED_RUN, JOB_SPEC)
+    def __init__(
+        self,
+        url: str | URL,
+        *,
+        create: bool = True,
+        connect_timeout: int = CONNECT_TIMEOUT,
+        lock_timeout: float = LOCK_TIMEOUT,
+    ) -> None:
         self._url = engine_url(url)
         self.url = self._url.render_as_string(hide_password=True)
+        self.readonly = not create
         connect_args: dict[str, Any] = {}
         if self._url.get_backend_name() == "postgresql":
-            connect_args["connect_timeout"] = connect_timeout
+            # Every wait is bounded: reaching the server, and a lock another process holds.
+            # A read command (create=False) runs in read-only transactions: it cannot write.
+            options = f"-c lock_timeout={int(lock_timeout * 1000)}"
+            if not create:
+                options += " -c default_transaction_read_only=on"
+            connect_args.update(connect_timeout=connect_timeout, options=options)
         try:
             self.engine: Engine = create_engine(
                 self._url, pool_pre_ping=True, pool_size=2, connect_args=connect_args
@@ -198,7 +235,14 @@ class SQLStore:
 
     # -- jobs -------------------------------------------------------------------------------
 
+    @_translated
     def register(self, spec: JobSpec) -> JobSpec:
+        if self.readonly:  # a read command: the job must exist with these settings
+            known = self.job(spec.name)
+            if known is None:
+                raise StoreError(f"no job {spec.name!r} in {self.url}")
+            _check_same(known, spec)
+            return known
         with self.engine.begin() as conn:
             if self._is_pg:
                 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -211,19 +255,22 @@ class SQLStore:
             elif conn.execute(select(jobs.c.name).where(jobs.c.name == spec.name)).first() is None:
                 conn.execute(insert(jobs).values(name=spec.name, spec=spec.to_json()))
             stored = conn.execute(select(jobs.c.spec).where(jobs.c.name == spec.name)).scalar_one()
-        known = JobSpec.from_json(stored)
+        known = spec_from_json(stored, f"{self.url}, job {spec.name!r}")
         _check_same(known, spec)
         return known
 
+    @_translated
     def job(self, name: str) -> JobSpec | None:
         with self.engine.connect() as conn:
             row = conn.execute(select(jobs.c.spec).where(jobs.c.name == name)).scalar()
-        return JobSpec.from_json(row) if row is not None else None
+        return spec_from_json(row, f"{self.url}, job {name!r}") if row is not None else None
 
+    @_translated
     def jobs(self) -> list[str]:
         with self.engine.connect() as conn:
             return list(conn.execute(select(jobs.c.name).order_by(jobs.c.name)).scalars())
 
+    @_translated
     def delete(self, name: str) -> None:
         with self.engine.begin() as conn:
             self._lock_job(conn, name, require=False)
@@ -242,6 +289,7 @@ class SQLStore:
 
     # -- observations -----------------------------------------------------------------------
 
+    @_translated
     def append(self, name: str, obs: Observation) -> int:
         with self.engine.begin() as conn:
             return self._append(conn, name, obs)
@@ -264,6 +312,7 @@ class SQLStore:
         ).scalar_one()
         return int(new_id)
 
+    @_translated
     def observations(self, name: str, after: int = 0) -> list[tuple[int, Observation]]:
         c = observations.c
         q = (
@@ -273,12 +322,11 @@ class SQLStore:
         )
         with self.engine.connect() as conn:
             rows = conn.execute(q).all()
-        return [
-            (int(r[0]), Observation(int(r[1]), r[2], r[3], r[4], bool(r[5]), r[6])) for r in rows
-        ]
+        return [stored_observation(tuple(r), f"{self.url}, observation {r[0]}") for r in rows]
 
     # -- just-in-time power limits ----------------------------------------------------------
 
+    @_translated
     def set_power_limit(self, name: str, batch_size: int, watts: float) -> None:
         with self.engine.begin() as conn:
             self._lock_job(conn, name)
@@ -292,6 +340,7 @@ class SQLStore:
             else:
                 conn.execute(power_limits.update().where(key).values(power_limit=float(watts)))
 
+    @_translated
     def power_limits(self, name: str) -> dict[int, float]:
         q = select(power_limits.c.batch_size, power_limits.c.power_limit).where(
             power_limits.c.job == name

@@ -11,11 +11,11 @@ Accepted forms (also in ``$ZEUS_NB_BSO_STORE``, used when no location is given):
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from zeus_nb.inputs.env import env
 from zeus_nb.optimizer.batch_size.store import (
     MemoryStore,
     SQLiteStore,
@@ -65,8 +65,10 @@ def open_store(location: Any = None, *, create: bool = True):
     """
     if is_store(location):
         return location
+    if isinstance(location, str) and not location.strip():
+        raise StoreURLError(f"the store location is empty; give {URL_FORMS}, or leave it out")
     if location is None:
-        location = os.environ.get(STORE_ENV) or None
+        location = env(STORE_ENV)
     if location is None or isinstance(location, Path):
         path = Path(location).expanduser() if location is not None else default_path()
         return _open_sqlite(path, create)
@@ -99,7 +101,7 @@ def _open_sqlite(path: Path, create: bool) -> SQLiteStore:
     if not create and (not path.exists() or (path.is_file() and path.stat().st_size == 0)):
         # A read command: a missing or empty file is reported, never created or initialised.
         raise StoreNotFoundError(f"no batch-size optimizer state at {path}")
-    return SQLiteStore(path)
+    return SQLiteStore(path, readonly=not create)
 
 
 def describe(store) -> str:

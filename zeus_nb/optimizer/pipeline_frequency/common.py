@@ -12,6 +12,7 @@ Records are keyword-only dataclasses with pydantic-v1 methods
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import Any
 from zeus_nb.errors import InputError
 from zeus_nb.optimizer.records import Record
 from zeus_nb.utils.env import get_env
+from zeus_nb.utils.files import atomic_write, write_json
 
 # Zeus's PFO server routes. Nothing listens on them here; they exist for code that imports them.
 GET_SERVER_INFO_URL = "/info"
@@ -191,24 +193,23 @@ class InstructionProfilingResult(Record):
         """
         if not str(filepath).endswith(".csv"):
             raise PFORecordError(f"{filepath}: the instruction profile's name must end in .csv")
-        with open(filepath, "w", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(CSV_COLUMNS)
-            for res in self.__root__:
-                head = (res.rank, res.dp_rank, res.pp_rank, res.tp_rank, res.pp_rank)
-                for inst, times, energies in (
-                    ("forward", res.forward_time, res.forward_energy),
-                    ("backward", res.backward_time, res.backward_energy),
-                ):
-                    for freq, t in times.items():
-                        writer.writerow((*head, inst, freq, t, energies[freq]))
+        text = io.StringIO()
+        writer = csv.writer(text, lineterminator="\n")
+        writer.writerow(CSV_COLUMNS)
+        for res in self.__root__:
+            head = (res.rank, res.dp_rank, res.pp_rank, res.tp_rank, res.pp_rank)
+            for inst, times, energies in (
+                ("forward", res.forward_time, res.forward_energy),
+                ("backward", res.backward_time, res.backward_energy),
+            ):
+                for freq, t in times.items():
+                    writer.writerow((*head, inst, freq, t, energies[freq]))
+        atomic_write(filepath, text.getvalue())
 
 
 def _dump(items: list[Record], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps([item.dict() for item in items]))
-    os.replace(tmp, path)
+    write_json(path, [item.dict() for item in items], indent=None)
 
 
 def _load(kind: type, path: Path) -> list:

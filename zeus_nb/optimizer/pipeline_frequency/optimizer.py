@@ -28,6 +28,7 @@ import logging
 
 from zeus_nb.callback import Callback
 from zeus_nb.device.base import GPU
+from zeus_nb.errors import InputError
 from zeus_nb.optimizer.pipeline_frequency.common import JobInfo
 from zeus_nb.optimizer.pipeline_frequency.frequency_controller import FrequencyController
 from zeus_nb.optimizer.pipeline_frequency.profile import InstructionProfile
@@ -57,7 +58,7 @@ def plan_on_rank0(
     payload: list[str | None] = [None]
     if rank == 0:
         if profile is None:
-            raise ValueError("rank 0 needs the instruction profile to plan")
+            raise InputError("rank 0 needs the instruction profile to plan")
         frontier = solve_frontier(profile, profile.num_stages, microbatches, unit_time)
         point = frontier.fastest() if deadline is None else frontier.for_deadline(deadline)
         logger.info(
@@ -131,7 +132,7 @@ class PipelineFrequencyOptimizer(Callback):
 
     def _init_plan(self, plan: FrequencyPlan, stage: int, gpu: GPU, backend: str) -> None:
         if not isinstance(stage, int) or not 0 <= stage < plan.num_stages:
-            raise ValueError(f"stage {stage} is outside the plan's 0..{plan.num_stages - 1}")
+            raise InputError(f"stage {stage} is outside the plan's 0..{plan.num_stages - 1}")
         if gpu is None:
             raise TypeError("zeus-nb's call shape is PipelineFrequencyOptimizer(plan, stage, gpu)")
         self.plan, self.stage, self.gpu = plan, stage, gpu

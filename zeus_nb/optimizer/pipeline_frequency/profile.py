@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zeus_nb.errors import TraceFormatError
+from zeus_nb.inputs import read_table, read_text, reader
+from zeus_nb.inputs.kinds import INSTRUCTION_PROFILE
+from zeus_nb.utils.files import atomic_write, write_json
 
 COLUMNS = ("stage", "instruction", "frequency", "time", "energy")
 INSTRUCTIONS = ("forward", "backward")
@@ -82,7 +85,7 @@ class InstructionProfile:
                     lines.append(f"{stage},{inst},{m.frequency},{m.time!r},{m.energy!r}")
             energy = self.blocking_power[stage] * blocking_time
             lines.append(f"{stage},{BLOCKING},,{blocking_time!r},{energy!r}")
-        path.write_text("\n".join(lines) + "\n")
+        atomic_write(path, "\n".join(lines) + "\n")
         write_sidecar(path, self.metadata)
         return path
 
@@ -95,10 +98,8 @@ def sidecar_path(path: str | Path) -> Path:
 
 def write_sidecar(path: str | Path, metadata: list[str], **fields: object) -> Path:
     """Write the metadata lines (and any ``fields``) of the profile at ``path``."""
-    side = sidecar_path(path)
     doc = {"format": SIDECAR_FORMAT, "version": SIDECAR_VERSION, "metadata": list(metadata)}
-    side.write_text(json.dumps({**doc, **fields}, indent=1) + "\n")
-    return side
+    return write_json(sidecar_path(path), {**doc, **fields})
 
 
 def read_sidecar(path: str | Path) -> list[str]:
@@ -107,7 +108,7 @@ def read_sidecar(path: str | Path) -> list[str]:
     if not side.is_file():
         return []
     try:
-        doc = json.loads(side.read_text())
+        doc = json.loads(read_text(side, "instruction profile metadata file"))
         lines = doc["metadata"] if doc.get("format") == SIDECAR_FORMAT else None
     except (ValueError, KeyError, TypeError, AttributeError):
         lines = None
@@ -119,44 +120,6 @@ def read_sidecar(path: str | Path) -> list[str]:
     return [str(line) for line in lines]
 
 
-def _number(text: str, where: str, column: str, integer: bool = False) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
-        kind = "an integer" if integer else "a number"
-        raise ProfileFormatError(f"{where}: column {column!r} has {text!r}; expected {kind} > 0")
-    return value
-
-
-def _rows(lines: Iterable[str], src: str):
-    """Yield (file line number, cells dict) for data rows; checks the header."""
-    import csv
-
-    header: list[str] | None = None
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        cells = [c.strip() for c in next(csv.reader([line]))]
-        if header is None:
-            header = [c.lower() for c in cells]
-            missing = [c for c in COLUMNS if c not in header]
-            if missing:
-                raise ProfileFormatError(
-                    f"{src}: line {lineno}: header lacks column(s) {', '.join(missing)}; "
-                    f"expected the columns {', '.join(COLUMNS)} (see docs/pipeline_frequency.md)"
-                )
-            continue
-        if len(cells) != len(header):
-            raise ProfileFormatError(
-                f"{src}: line {lineno}: {len(cells)} cells but the header has {len(header)}"
-            )
-        yield lineno, dict(zip(header, cells, strict=True))
-    if header is None:
-        raise ProfileFormatError(f"{src}: no header line; expected {','.join(COLUMNS)}")
-
-
 def parse_profile(
     lines: Iterable[str], src: str = "<profile>", p2p_power: float | None = None
 ) -> InstructionProfile:
@@ -165,48 +128,41 @@ def parse_profile(
     ``p2p_power`` (W) is the blocking power of stages without ``blocking`` rows: the CSV of
     Zeus's ``InstructionProfilingResult.to_csv`` has none (Zeus's planner takes it as an
     argument, 70 W by default); rows of the file take precedence.
+
+    Every cell and row is checked by :data:`zeus_nb.inputs.kinds.INSTRUCTION_PROFILE` (types,
+    ranges, and energy / time a power a GPU can draw, which catches a profile in ms or mJ);
+    here the profile's structure: stages 0..S-1, each with forward, backward and blocking rows,
+    one row per (stage, instruction, frequency).
     """
-    lines = list(lines)
-    metadata = [
-        ln.lstrip()[1:].strip()
-        for ln in lines
-        if ln.lstrip().startswith("#") and ln.strip() != HEADER_COMMENT
-    ]
+    text = "\n".join(line.rstrip("\r\n") for line in lines) + "\n"
+    try:
+        table = read_table(src, INSTRUCTION_PROFILE, text=text)
+    except TraceFormatError as e:
+        raise ProfileFormatError(str(e)) from None
+    return _structure(table, src, p2p_power)
+
+
+def _structure(table, src: str, p2p_power: float | None = None) -> InstructionProfile:
+    """The profile a checked table holds, with its structure checked too."""
+    metadata = [c for c in table.comments if c != HEADER_COMMENT.lstrip("# ")]
     measurements: dict[tuple[int, str], list[Measurement]] = {}
     seen: dict[tuple[int, str, int], int] = {}
     blocking: dict[int, list[float]] = {}
-    for lineno, row in _rows(lines, src):
-        where = f"{src}: line {lineno}"
-        stage_text = row["stage"]
-        if not stage_text.isdigit():
-            raise ProfileFormatError(
-                f"{where}: column 'stage' has {stage_text!r}; expected an integer >= 0"
-            )
-        stage = int(stage_text)
-        inst = row["instruction"].lower()
-        time = _number(row["time"], where, "time")
-        energy = _number(row["energy"], where, "energy")
+    for row in table.rows:
+        stage, inst, time, energy = row["stage"], row["instruction"], row["time"], row["energy"]
         if inst == BLOCKING:
-            if row["frequency"]:
-                _number(row["frequency"], where, "frequency", integer=True)
             acc = blocking.setdefault(stage, [0.0, 0.0])
             acc[0] += energy
             acc[1] += time
             continue
-        if inst not in INSTRUCTIONS:
-            raise ProfileFormatError(
-                f"{where}: column 'instruction' has {row['instruction']!r}; expected "
-                f"{', '.join(INSTRUCTIONS)} or {BLOCKING}"
-            )
-        freq = int(_number(row["frequency"], where, "frequency", integer=True))
-        key = (stage, inst, freq)
+        key = (stage, inst, row["frequency"])
         if key in seen:
             raise ProfileFormatError(
-                f"{where}: stage {stage} {inst} at {freq} MHz repeats line {seen[key]}; "
-                "keep one row per (stage, instruction, frequency)"
+                f"{src}, line {row.line}: stage {stage} {inst} at {key[2]} MHz repeats line "
+                f"{seen[key]}; keep one row per (stage, instruction, frequency)"
             )
-        seen[key] = lineno
-        measurements.setdefault((stage, inst), []).append(Measurement(freq, time, energy))
+        seen[key] = row.line
+        measurements.setdefault((stage, inst), []).append(Measurement(key[2], time, energy))
     stages = sorted({s for s, _ in measurements} | set(blocking))
     if not stages:
         raise ProfileFormatError(f"{src}: no data rows")
@@ -245,19 +201,17 @@ def _blocking_power(
     return power
 
 
+@reader(INSTRUCTION_PROFILE)
 def load_profile(path: str | Path, p2p_power: float | None = None) -> InstructionProfile:
     """Read and validate an instruction profile CSV (format: docs/pipeline_frequency.md).
 
     Metadata comes from ``PATH.json`` beside it, then from ``#`` lines of older files;
     ``p2p_power`` as in :func:`parse_profile`.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such instruction profile")
     try:
-        text = path.read_text()
-    except UnicodeDecodeError as e:
-        raise ProfileFormatError(f"{path}: not a text CSV file ({e})") from e
-    profile = parse_profile(text.splitlines(), str(path), p2p_power)
+        table = read_table(path, INSTRUCTION_PROFILE)
+    except TraceFormatError as e:
+        raise ProfileFormatError(str(e)) from None
+    profile = _structure(table, str(path), p2p_power)
     profile.metadata = read_sidecar(path) + profile.metadata
     return profile

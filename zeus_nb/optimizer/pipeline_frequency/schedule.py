@@ -14,6 +14,7 @@ import functools
 import json
 from dataclasses import dataclass
 
+from zeus_nb.errors import InputError
 from zeus_nb.optimizer.pipeline_frequency.profile import InstructionProfile
 
 Op = tuple[int, str, int]  # (stage, instruction, microbatch)
@@ -22,9 +23,9 @@ Op = tuple[int, str, int]  # (stage, instruction, microbatch)
 def stage_order(stage: int, stages: int, microbatches: int) -> list[tuple[str, int]]:
     """(instruction, microbatch) in the order stage ``stage`` runs them under 1F1B."""
     if not 0 <= stage < stages:
-        raise ValueError(f"stage {stage} is outside 0..{stages - 1}")
+        raise InputError(f"stage {stage} is outside 0..{stages - 1}")
     if microbatches < 1:
-        raise ValueError(f"need at least one microbatch, got {microbatches}")
+        raise InputError(f"need at least one microbatch, got {microbatches}")
     warmup = min(stages - stage - 1, microbatches)
     order = [("forward", j) for j in range(warmup)]
     fwd, bwd = warmup, 0

@@ -25,6 +25,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from zeus_nb.errors import InputError
+from zeus_nb.inputs import read_text
 
 Schedule = list[tuple[str, int]]
 
@@ -70,6 +71,8 @@ def _pairs(entries: object, where: str) -> Schedule:
             raise ScheduleSourceError(f"{where}: entry {e!r} is not (instruction, MHz)")
         if not isinstance(name, str) or isinstance(freq, bool) or not isinstance(freq, int):
             raise ScheduleSourceError(f"{where}: entry {e!r} is not (instruction, MHz)")
+        if not 0 < freq <= 10_000:
+            raise ScheduleSourceError(f"{where}: {freq} is no SM clock; give MHz, e.g. 1410")
         out.append((name, int(freq)))
     return out
 
@@ -88,7 +91,7 @@ def parse_schedules(data: object, where: str) -> list[Schedule]:
 def load_schedules(server_url: str | Path) -> list[Schedule]:
     """Read the schedule file ``server_url`` names (see the module docstring)."""
     path = schedule_path(server_url)
-    text = path.read_text()
+    text = read_text(path, "frequency schedule file")
     try:
         data = json.loads(text) if path.suffix != ".py" else ast.literal_eval(text)
     except (ValueError, SyntaxError) as e:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.optimizer.pipeline_frequency.cost_model import cost_scale, instruction_models
 from zeus_nb.optimizer.pipeline_frequency.plan_table import PlanTable, pareto_rows
 from zeus_nb.optimizer.pipeline_frequency.profile import InstructionProfile
@@ -182,10 +182,10 @@ def solve_frontier(
         )
     profile.check_stages(stages)
     if microbatches < 1:
-        raise ValueError(f"microbatches must be >= 1, got {microbatches}")
+        raise InputError(f"microbatches must be >= 1, got {microbatches}")
     unit = default_unit_time(profile) if unit_time is None else float(unit_time)
     if unit <= 0:
-        raise ValueError(f"the time quantum must be > 0 s, got {unit}")
+        raise InputError(f"the time quantum must be > 0 s, got {unit}")
     table = PlanTable(stages, microbatches)
     scale = cost_scale(profile)
     if solver == "lowtime":

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 from zeus_nb.data.traces import get_workload
 from zeus_nb.device.frequency import Work, calibrate
+from zeus_nb.errors import InputError
 from zeus_nb.optimizer.pipeline_frequency.profile import InstructionProfile, Measurement
 
 
@@ -57,18 +58,18 @@ def stage_works(
     :func:`synthetic_profile` profiles; see the module docstring for the assumptions.
     """
     if stages < 1:
-        raise ValueError(f"stages must be >= 1, got {stages}")
+        raise InputError(f"stages must be >= 1, got {stages}")
     weights = [1.0] * stages if weights is None else [float(w) for w in weights]
     if len(weights) != stages or min(weights) <= 0:
-        raise ValueError(f"need {stages} positive stage weights, got {weights}")
+        raise InputError(f"need {stages} positive stage weights, got {weights}")
     cal = calibrate(gpu)
     wl = get_workload(workload)
     curves = {bs: w for (ds, bs, _opt), w in cal.curves.items() if ds == wl.dataset}
     if not curves:
-        raise ValueError(f"the {gpu} trace has no {workload!r} measurements")
+        raise InputError(f"the {gpu} trace has no {workload!r} measurements")
     bs = batch_size or max((b for b in curves if b <= wl.default_batch_size), default=min(curves))
     if bs not in curves:
-        raise ValueError(f"the {gpu} trace has no batch size {bs} for {workload}: {sorted(curves)}")
+        raise InputError(f"the {gpu} trace has no batch size {bs} for {workload}: {sorted(curves)}")
     epoch = curves[bs]
     step = Work(
         epoch.time_at_max / wl.steps_per_epoch(bs), epoch.compute_share, epoch.dynamic_power
@@ -105,9 +106,9 @@ def synthetic_profile(
         max_slowdown: lowest clock profiled: where an instruction takes this many times longer.
     """
     if max_slowdown < 1:
-        raise ValueError(f"max_slowdown must be >= 1, got {max_slowdown}")
+        raise InputError(f"max_slowdown must be >= 1, got {max_slowdown}")
     if clock_every < 1:
-        raise ValueError(f"clock_every must be >= 1, got {clock_every}")
+        raise InputError(f"clock_every must be >= 1, got {clock_every}")
     works = stage_works(gpu, stages, weights, workload, batch_size)
     model = calibrate(gpu).model
     measurements = {

@@ -27,13 +27,13 @@ from pathlib import Path
 
 from zeus_nb.callback import Callback
 from zeus_nb.device.guard import PowerLimitGuard
-from zeus_nb.errors import CallbackOrderError, PowerLimitPermissionError
+from zeus_nb.errors import CallbackOrderError, InputError, PowerLimitPermissionError
 from zeus_nb.optimizer.power_limit.policy import AdaptivePolicy
 from zeus_nb.optimizer.power_limit.profile_file import (
     ProfileKey,
     is_zeus_profile,
     load_profile,
-    save_profile,
+    save_profile_or_warn,
     upgrade_zeus_profile,
 )
 from zeus_nb.optimizer.power_limit.selectors import (
@@ -53,6 +53,7 @@ from zeus_nb.optimizer.power_limit.states import (
     mw,
 )
 from zeus_nb.utils.framework import initialized_dist, reduce_time_energy
+from zeus_nb.utils.validate import Quantity, integer, number
 
 __all__ = [
     "Done",
@@ -64,6 +65,9 @@ __all__ = [
     "Warmup",
     "WarmingUp",
 ]
+
+PL_STEP = Quantity("power-limit step", "W", 0.0, 2000.0, open_low=True)
+NOISE_MARGIN = Quantity("noise margin", "", 0.0, 0.999)
 
 logger = logging.getLogger(__name__)
 
@@ -110,17 +114,19 @@ class GlobalPowerLimitOptimizer(Callback):
         noise_margin: float = 0.05,
         verbose: bool = True,
     ):
-        for name, value, least in (
-            ("wait_steps", wait_steps, 0),
-            ("warmup_steps", warmup_steps, 0),
-            ("profile_steps", profile_steps, 1),
-        ):
-            if int(value) != value or value < least:
-                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
-        if not pl_step > 0:
-            raise ValueError(f"pl_step must be > 0 W, got {pl_step!r}")
-        if not 0.0 <= noise_margin < 1.0:
-            raise ValueError(f"noise_margin must be within [0, 1), got {noise_margin!r}")
+        # every knob checked first (a NaN or a fraction would otherwise reach int() raw)
+        wait_steps, warmup_steps, profile_steps = (
+            integer(v, f"GlobalPowerLimitOptimizer {n}", least, 10**9, text_ok=False)
+            for n, v, least in (
+                ("wait_steps", wait_steps, 0),
+                ("warmup_steps", warmup_steps, 0),
+                ("profile_steps", profile_steps, 1),
+            )
+        )
+        pl_step = number(pl_step, "GlobalPowerLimitOptimizer pl_step", PL_STEP, text_ok=False)
+        noise_margin = number(
+            noise_margin, "GlobalPowerLimitOptimizer noise_margin", NOISE_MARGIN, text_ok=False
+        )
         if optimum_selector is None:
             optimum_selector = ZeusCost(eta_knob=0.5)
         if not isinstance(optimum_selector, OptimumSelector):
@@ -141,12 +147,12 @@ class GlobalPowerLimitOptimizer(Callback):
 
         self.gpus = list(monitor.gpus)
         if not self.gpus:
-            raise ValueError("the monitor measures no GPU")
+            raise InputError("the monitor measures no GPU")
         self._check_permission()
         lows, highs = zip(*(g.power_limit_constraints() for g in self.gpus), strict=True)
         self.min_limit, self.max_limit = float(max(lows)), float(min(highs))
         if self.min_limit > self.max_limit:
-            raise ValueError("the monitored GPUs share no power-limit range; monitor alike GPUs")
+            raise InputError("the monitored GPUs share no power-limit range; monitor alike GPUs")
         self.power_limits = self._limits()
         self.gpu_model = self.gpus[0].name
 
@@ -213,13 +219,17 @@ class GlobalPowerLimitOptimizer(Callback):
         self.optimal_power_limit = float(self.optimum_selector.select(measurements))
         self.state = Done(mw(self.optimal_power_limit))
         if is_zeus_profile(path):  # Zeus's format: write it back in ours (model and limits)
-            kept = upgrade_zeus_profile(
-                path,
-                self._profile_key,
-                self.optimum_selector,
-                self.optimal_power_limit,
-                measurements,
-            )
+            try:
+                kept = upgrade_zeus_profile(
+                    path,
+                    self._profile_key,
+                    self.optimum_selector,
+                    self.optimal_power_limit,
+                    measurements,
+                )
+            except OSError as e:
+                logger.warning("could not rewrite %s in zeus-nb's format (%s)", path, e)
+                return
             self._log(
                 f"read Zeus's profile {path}; rewrote it with the GPU model, kept {kept.name}"
             )
@@ -418,14 +428,18 @@ class GlobalPowerLimitOptimizer(Callback):
             self.profiling_energy = energy - self._start[1]
         dist = initialized_dist()
         if self.profile_path is not None and (dist is None or dist.get_rank() == 0):
-            save_profile(
-                self.profile_path,
-                self._profile_key,
-                self.optimum_selector,
-                self.optimal_power_limit,
-                self.measurements,
-                self.abandoned,
-            )
+            self._save_profile()
+
+    def _save_profile(self) -> None:
+        """Save the profile for later runs; a failure is a warning, never the end of training."""
+        save_profile_or_warn(
+            self.profile_path,
+            self._profile_key,
+            self.optimum_selector,
+            self.optimal_power_limit,
+            self.measurements,
+            self.abandoned,
+        )
 
     def _apply(self) -> None:
         self._set_limit(self.optimal_power_limit)

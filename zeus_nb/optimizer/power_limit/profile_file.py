@@ -12,14 +12,20 @@ Zeus's file beside it as ``<name>.zeus<suffix>``.
 
 from __future__ import annotations
 
-import json
+import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs import check_record, read_json, read_text, reader
+from zeus_nb.inputs.kinds import PL_MEASUREMENT
 from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement
-from zeus_nb.utils.validate import DURATION, ENERGY, POWER_LIMIT, integer, number, power_of
+from zeus_nb.utils.boundary import describe_os_error
+from zeus_nb.utils.files import atomic_write, write_json
+from zeus_nb.utils.validate import POWER_LIMIT, number
+
+logger = logging.getLogger("zeus_nb.optimizer.power_limit.optimizer")  # the optimizer's lines
 
 __all__ = [
     "PROFILE_FORMAT",
@@ -58,17 +64,14 @@ class ProfileKey:
 
 
 def _measurement(m: Any, where: str, lo: float, hi: float) -> PowerLimitMeasurement:
-    """A saved measurement, each number checked: a NaN or negative one would pick a wrong limit."""
-    if not isinstance(m, dict):
-        raise InputError(f"{where} is {m!r}, not an object")
-    limit = number(m.get("power_limit"), f"{where}.power_limit", POWER_LIMIT, text_ok=False)
+    """A saved measurement through :data:`~zeus_nb.inputs.kinds.PL_MEASUREMENT` (every number
+    checked, energy / time a power a GPU can draw): a NaN or negative one would pick a wrong
+    limit."""
+    row = check_record(m, PL_MEASUREMENT, where)
+    limit = row["power_limit"]
     if not lo <= limit <= hi:
         raise InputError(f"{where}.power_limit: {limit:g} W is outside [{lo:g}, {hi:g}] W")
-    energy = number(m.get("energy"), f"{where}.energy", ENERGY, text_ok=False)
-    time = number(m.get("time"), f"{where}.time", DURATION, text_ok=False)
-    gpus = integer(m.get("num_gpus", 1), f"{where}.num_gpus", 1, 1 << 16, text_ok=False)
-    power_of(energy / gpus, time, f"{where} (per GPU)")
-    return PowerLimitMeasurement(limit, energy, time, gpus)
+    return PowerLimitMeasurement(limit, row["energy"], row["time"], row.get("num_gpus") or 1)
 
 
 def _is_zeus(data: Any) -> bool:
@@ -78,7 +81,7 @@ def _is_zeus(data: Any) -> bool:
 def is_zeus_profile(path: Path) -> bool:
     """Whether ``path`` holds Zeus's profile format rather than zeus-nb's."""
     try:
-        return _is_zeus(json.loads(path.read_text(encoding="utf-8")))
+        return _is_zeus(read_json(path, "power-limit profile"))
     except (OSError, ValueError):
         return False
 
@@ -96,7 +99,7 @@ def _load_zeus(path: Path, data: dict, key: ProfileKey) -> list[PowerLimitMeasur
     try:
         raw = data["measurements"]
         if not isinstance(raw, list) or not raw:
-            raise ValueError("it holds no measurements")
+            raise InputError("it holds no measurements")
         measurements = []
         for i, m in enumerate(raw):
             if isinstance(m, dict):
@@ -118,6 +121,7 @@ def _load_zeus(path: Path, data: dict, key: ProfileKey) -> list[PowerLimitMeasur
     return measurements
 
 
+@reader(PL_MEASUREMENT)
 def load_profile(path: Path, key: ProfileKey) -> tuple[list[PowerLimitMeasurement], str | None]:
     """(measurements, the selector repr it was pruned for or None) of a profile matching ``key``.
 
@@ -125,27 +129,29 @@ def load_profile(path: Path, key: ProfileKey) -> tuple[list[PowerLimitMeasuremen
     :class:`ProfileError` naming the field, never applied.
     """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path, "power-limit profile")
         if _is_zeus(data):
             return _load_zeus(path, data, key), None
         if not isinstance(data, dict) or data.get("format") != PROFILE_FORMAT:
-            raise ValueError("not a zeus-nb power-limit profile")
+            raise InputError("not a zeus-nb power-limit profile")
         model = data["gpu_model"]
         bounds = data["power_limit_constraints"]
         if not isinstance(bounds, list) or len(bounds) != 2:
-            raise ValueError("power_limit_constraints is not a [min, max] pair")
+            raise InputError("power_limit_constraints is not a [min, max] pair")
         lo, hi = (number(x, "power_limit_constraints", POWER_LIMIT, text_ok=False) for x in bounds)
         step = data["pl_step"]
         raw = data["measurements"]
         if not isinstance(raw, list) or not raw:
-            raise ValueError("it holds no measurements")
+            raise InputError("it holds no measurements")
         measurements = [_measurement(m, f"measurements[{i}]", lo, hi) for i, m in enumerate(raw)]
         limits = [m.power_limit for m in measurements]
         if len(set(limits)) != len(limits):
-            raise ValueError("a power limit is measured twice")
+            raise InputError("a power limit is measured twice")
         pruned = data.get("pruned_for")
         if pruned is not None and not isinstance(pruned, str):
-            raise ValueError("pruned_for is not a string")
+            raise InputError("pruned_for is not a string")
+    except ProfileError:
+        raise
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ProfileError(
             f"power-limit profile {path} is unreadable ({e}); delete it to profile again"
@@ -180,7 +186,29 @@ def save_profile(
     data["measurements"] = [asdict(m) for m in measurements]
     data["abandoned"] = {f"{k:g}": v for k, v in abandoned.items()}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1))
+    write_json(path, data)
+
+
+def save_profile_or_warn(
+    path: Path,
+    key: ProfileKey,
+    selector: object,
+    optimal_power_limit: float,
+    measurements: list[PowerLimitMeasurement],
+    abandoned: dict[float, str],
+) -> None:
+    """:func:`save_profile`, where a failure is a warning: the limit is already chosen and
+    applied and the measurements stay in memory, so training goes on."""
+    try:
+        save_profile(path, key, selector, optimal_power_limit, measurements, abandoned)
+    except OSError as e:
+        logger.warning(
+            "could not save the power-limit profile to %s (%s); training goes on at "
+            "%g W, and the next run will profile again. Fix the path or free disk space",
+            path,
+            describe_os_error(e),
+            optimal_power_limit,
+        )
 
 
 def upgrade_zeus_profile(
@@ -193,6 +221,6 @@ def upgrade_zeus_profile(
     """Rewrite Zeus's profile at ``path`` in zeus-nb's format; returns where Zeus's file went."""
     original = path.with_name(f"{path.stem}.zeus{path.suffix}")
     if not original.exists():
-        original.write_text(path.read_text())
+        atomic_write(original, read_text(path, "Zeus power-limit profile"))
     save_profile(path, key, selector, optimal_power_limit, measurements, {})
     return original

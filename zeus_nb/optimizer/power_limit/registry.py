@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from zeus_nb.errors import InputError
 from zeus_nb.optimizer.power_limit.selectors import (
     Energy,
     MaxSlowdownConstraint,
@@ -38,7 +39,7 @@ class Knob:
         value = float(value)
         if not self.minimum <= value <= self.maximum:
             hi = "inf)" if math.isinf(self.maximum) else f"{self.maximum:g}]"
-            raise ValueError(
+            raise InputError(
                 f"{selector}'s {self.name} must be in [{self.minimum:g}, {hi}, got {value:g}"
             )
         return value
@@ -86,7 +87,7 @@ def spec_for(name: str) -> tuple[str, SelectorSpec]:
         if spec.cli_name == name:
             return cls_name, spec
     known = ", ".join(f"{k} ({s.cli_name})" for k, s in SELECTORS.items())
-    raise ValueError(f"unknown selector {name!r}; use one of {known}")
+    raise InputError(f"unknown selector {name!r}; use one of {known}")
 
 
 def selector_kwargs(name: str, knob: float | None = None) -> dict[str, float]:

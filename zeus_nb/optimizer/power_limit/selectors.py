@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from zeus_nb.errors import InputError
 from zeus_nb.utils.metric import check_eta, zeus_cost
 
 __all__ = [
@@ -36,7 +37,7 @@ class PowerLimitMeasurement:
 
 def _descending(measurements: Sequence[PowerLimitMeasurement]) -> list[PowerLimitMeasurement]:
     if not measurements:
-        raise ValueError("no power-limit measurements to select from")
+        raise InputError("no power-limit measurements to select from")
     return sorted(measurements, key=lambda m: -m.power_limit)
 
 
@@ -162,7 +163,7 @@ class ZeusCost(_ArgminSelector):
     def __init__(self, eta_knob: float = 0.5, world_size: int | None = None):
         self.eta_knob = check_eta(eta_knob)
         if world_size is not None and (int(world_size) != world_size or world_size < 1):
-            raise ValueError(
+            raise InputError(
                 f"world_size must be an integer >= 1 (GPUs in the job), got {world_size}"
             )
         self.world_size = None if world_size is None else int(world_size)
@@ -185,7 +186,7 @@ class MaxSlowdownConstraint(OptimumSelector):
     def __init__(self, factor: float):
         factor = float(factor)
         if not factor >= 1.0:
-            raise ValueError(f"factor must be >= 1 (1.1 allows 10% slowdown), got {factor}")
+            raise InputError(f"factor must be >= 1 (1.1 allows 10% slowdown), got {factor}")
         self.factor = factor
 
     def _budget(self, measurements) -> float:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from zeus_nb.errors import InputError
 from zeus_nb.monitor import Measurement
 from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement
 
@@ -61,9 +62,9 @@ class SyntheticProfile:
 
     def __post_init__(self) -> None:
         if self.n < 2:
-            raise ValueError(f"a profile needs at least 2 limits, got {self.n}")
+            raise InputError(f"a profile needs at least 2 limits, got {self.n}")
         if self.optimum not in OPTIMA or self.curve not in CURVES:
-            raise ValueError(f"optimum in {list(OPTIMA)} and curve in {list(CURVES)}")
+            raise InputError(f"optimum in {list(OPTIMA)} and curve in {list(CURVES)}")
 
     @property
     def limits(self) -> list[float]:
@@ -109,7 +110,7 @@ class LoggedProfile(SyntheticProfile):
         limits = log.power_limits
         strides = {round(a - b, 6) for a, b in zip(limits, limits[1:], strict=False)}
         if len(strides) != 1:
-            raise ValueError(f"{path}: the logged limits are not evenly spaced: {limits}")
+            raise InputError(f"{path}: the logged limits are not evenly spaced: {limits}")
         steps = {
             w: (log.elapsed[w] / steps_per_window, sum(log.energy[w].values()) / steps_per_window)
             for w in limits
@@ -177,7 +178,7 @@ class SyntheticGPU:
     def set_power_limit(self, watts: float) -> None:
         lo, hi = self.power_limit_constraints()
         if not lo <= watts <= hi:
-            raise ValueError(f"{watts} W is outside [{lo}, {hi}] W")
+            raise InputError(f"{watts} W is outside [{lo}, {hi}] W")
         self._system.limit = float(watts)
 
     def can_set_power_limit(self) -> tuple[bool, str]:

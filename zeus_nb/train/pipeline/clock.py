@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from zeus_nb.errors import InputError
+
 INSTRUCTIONS = ("forward", "backward")
 
 
@@ -40,7 +42,7 @@ class InstructionRecord:
         """(seconds, joules) of one instruction on average."""
         n = self.count[instruction]
         if n == 0:
-            raise ValueError(f"no {instruction} instruction was recorded")
+            raise InputError(f"no {instruction} instruction was recorded")
         return self.time[instruction] / n, self.energy[instruction] / n
 
 
@@ -146,7 +148,7 @@ class InstructionClock:
     # --- Zeus's hooks ------------------------------------------------------------------------
     def on_instruction_begin(self, name: str) -> None:
         if name not in INSTRUCTIONS:
-            raise ValueError(f"unknown instruction {name!r}; use forward or backward")
+            raise InputError(f"unknown instruction {name!r}; use forward or backward")
         if self._open is not None:
             raise RuntimeError(f"{name} began while {self._open[0]} is still running")
         if self.link is not None and self.simulated:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 
+from zeus_nb.errors import InputError
 from zeus_nb.utils.diskcache import cached
 
 REFERENCE_WORKLOAD = ("imagenet", 256)
@@ -73,7 +74,7 @@ class InstructionWork:
         dataset, batch_size = REFERENCE_WORKLOAD
         curves = [w for key, w in calibrate(gpu).curves.items() if key[:2] == REFERENCE_WORKLOAD]
         if not curves:
-            raise ValueError(f"the {gpu} trace has no {dataset} curve at batch size {batch_size}")
+            raise InputError(f"the {gpu} trace has no {dataset} curve at batch size {batch_size}")
         epoch = curves[0]
         steps = get_workload(dataset).steps_per_epoch(batch_size)
         step = Work(epoch.time_at_max / steps, epoch.compute_share, epoch.dynamic_power)
@@ -95,7 +96,7 @@ def work_model_for(system) -> InstructionWork | None:
         return None
     source = str(getattr(system, "source", "a40")).lower()
     if source not in ("a40", "v100"):
-        raise ValueError(
+        raise InputError(
             f"pipeline simulation needs a bundled GPU's frequency model (a40 or v100), not "
             f"{source!r}; set ZEUS_NB_SIM_GPU=a40 or v100"
         )

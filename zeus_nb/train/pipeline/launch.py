@@ -18,6 +18,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from zeus_nb.errors import InputError
 from zeus_nb.train.launch import run_for_results
 
 
@@ -26,11 +27,11 @@ def command(nproc: int, **options: Any) -> list[str]:
     from zeus_nb.train.pipeline.trainer import PipelineConfig
 
     if nproc < 1:
-        raise ValueError(f"nproc must be >= 1, got {nproc}")
+        raise InputError(f"nproc must be >= 1, got {nproc}")
     known = {f.name for f in fields(PipelineConfig)}
     unknown = sorted(set(options) - known)
     if unknown:
-        raise ValueError(f"unknown pipeline options {unknown}; see PipelineConfig for the fields")
+        raise InputError(f"unknown pipeline options {unknown}; see PipelineConfig for the fields")
     PipelineConfig(**options)  # validate here, with a clear error, not in the subprocess
     flags: list[str] = []
     for name, value in options.items():

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 
 
 class UnknownModelError(ZeusNbError, ValueError):
@@ -42,9 +42,9 @@ class TransformerConfig:
 
     def __post_init__(self) -> None:
         if self.hidden % self.heads:
-            raise ValueError(f"hidden size {self.hidden} is not divisible by {self.heads} heads")
+            raise InputError(f"hidden size {self.hidden} is not divisible by {self.heads} heads")
         if self.seq_len > self.positions:
-            raise ValueError(f"seq_len {self.seq_len} exceeds {self.positions} positions")
+            raise InputError(f"seq_len {self.seq_len} exceeds {self.positions} positions")
 
 
 @dataclass(frozen=True)

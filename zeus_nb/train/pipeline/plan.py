@@ -11,26 +11,28 @@ locks the clock before each instruction. Plans describe the 1F1B schedule, so th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import TraceFormatError, ZeusNbError
+from zeus_nb.inputs import check_record, read_json, reader
+from zeus_nb.inputs.kinds import PLAN
 
 
 class PlanError(ZeusNbError, ValueError):
     """A plan file that does not fit this pipeline."""
 
 
+@reader(PLAN)
 def load_plan(path: str | Path) -> dict[str, Any]:
     """The frontier point in ``path``: ``{"iteration_time", "energy", "plan"}``."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text())
+        data = read_json(p, "frequency plan")
     except FileNotFoundError:
         raise PlanError(f"{p}: no such plan file; write one with `zeus-nb perseus plan`") from None
-    except json.JSONDecodeError as e:
-        raise PlanError(f"{p}: not JSON ({e})") from None
+    except (OSError, TraceFormatError) as e:
+        raise PlanError(str(e)) from None
     if isinstance(data, list) and len(data) == 1:
         data = data[0]
     if isinstance(data, list):
@@ -40,7 +42,10 @@ def load_plan(path: str | Path) -> dict[str, Any]:
         )
     if not isinstance(data, dict) or "plan" not in data:
         raise PlanError(f"{p}: expected an object with 'plan', 'iteration_time' and 'energy'")
-    return data
+    try:
+        return dict(check_record(data, PLAN, str(p)))
+    except TraceFormatError as e:
+        raise PlanError(str(e)) from None
 
 
 def _attach(trainer, plan, source: str) -> None:

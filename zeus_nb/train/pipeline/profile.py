@@ -15,11 +15,15 @@ starts with ``#`` lines) is converted when it is resumed: its comments go to ``P
 from __future__ import annotations
 
 import csv
-import os
+import io
 from pathlib import Path
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, TraceFormatError, ZeusNbError
+from zeus_nb.inputs import read_table, reader
+from zeus_nb.inputs.kinds import INSTRUCTION_PROFILE
+from zeus_nb.inputs.table import read_text
 from zeus_nb.optimizer.pipeline_frequency.profile import sidecar_path, write_sidecar
+from zeus_nb.utils.files import append_line, atomic_write, end_with_newline
 
 COLUMNS = ("stage", "instruction", "frequency", "time", "energy")
 ROW_KINDS = ("forward", "backward", "blocking")
@@ -30,27 +34,22 @@ class ProfileFileError(ZeusNbError, ValueError):
     """An existing profile file cannot be resumed."""
 
 
+@reader(INSTRUCTION_PROFILE)
 def existing_keys(path: Path) -> set[tuple[int, str, int]]:
-    """(stage, instruction, frequency) of the rows already in ``path`` (empty if no file)."""
-    if not path.is_file():
+    """(stage, instruction, frequency) of the rows already in ``path`` (empty if no file).
+
+    Read through :data:`zeus_nb.inputs.kinds.INSTRUCTION_PROFILE`, so a damaged row is named
+    (file, line, column) before profiling resumes on top of it.
+    """
+    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
         return set()
-    lines = [ln for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-    if not lines:
-        return set()
-    reader = csv.DictReader(lines)
-    missing = set(COLUMNS) - set(reader.fieldnames or ())
-    if missing:
+    try:
+        table = read_table(path, INSTRUCTION_PROFILE)
+    except TraceFormatError as e:
         raise ProfileFileError(
-            f"{path}: cannot resume, the header lacks {sorted(missing)}; move the file away to "
-            "profile from scratch"
-        )
-    keys = set()
-    for row in reader:
-        try:
-            keys.add((int(row["stage"]), row["instruction"], int(row["frequency"])))
-        except (TypeError, ValueError):
-            raise ProfileFileError(f"{path}: cannot resume, bad row {row}") from None
-    return keys
+            f"cannot resume: {e}; move the file away to profile from scratch"
+        ) from None
+    return {(r["stage"], r["instruction"], r["frequency"]) for r in table.rows}
 
 
 def clocks_to_profile(path: Path, clocks: list[int], stages: int) -> list[int]:
@@ -65,21 +64,23 @@ def clocks_to_profile(path: Path, clocks: list[int], stages: int) -> list[int]:
 
 def uncomment(path: Path) -> None:
     """Move the leading ``#`` lines of an older profile into ``PATH.json`` (kept if present)."""
-    lines = path.read_text().splitlines(keepends=True)
+    lines = read_text(path, "instruction profile").splitlines(keepends=True)
     comments = [ln for ln in lines if ln.lstrip().startswith("#")]
     if not comments:
         return
     if not sidecar_path(path).is_file():
         notes = [ln.lstrip()[1:].strip() for ln in comments if ln.strip() != MAGIC]
         write_sidecar(path, notes)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(ln for ln in lines if not ln.lstrip().startswith("#")))
-    os.replace(tmp, path)
+    atomic_write(path, "".join(ln for ln in lines if not ln.lstrip().startswith("#")))
 
 
 def append_rows(path: Path, rows: list[dict], metadata: dict[str, object]) -> int:
     """Append the rows whose key is new; write the header (and ``PATH.json``) first for a new
-    file. Returns count."""
+    file. Returns count.
+
+    One write per call, whole rows only (:func:`zeus_nb.utils.files.append_line`): a full
+    disk leaves the file as it was, and the caller may try the same rows again.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     have = existing_keys(path)
     new = [r for r in rows if (int(r["stage"]), r["instruction"], int(r["frequency"])) not in have]
@@ -89,13 +90,15 @@ def append_rows(path: Path, rows: list[dict], metadata: dict[str, object]) -> in
         write_sidecar(path, [line], profiling=dict(metadata))
     else:
         uncomment(path)
-    with path.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
-        if fresh:
-            writer.writeheader()
-        for r in new:
-            writer.writerow({**r, "time": f"{r['time']:.9g}", "energy": f"{r['energy']:.9g}"})
-        f.flush()
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+    if fresh:
+        writer.writeheader()
+    for r in new:
+        writer.writerow({**r, "time": f"{r['time']:.9g}", "energy": f"{r['energy']:.9g}"})
+    if text.getvalue():
+        end_with_newline(path)
+        append_line(path, text.getvalue())
     return len(new)
 
 
@@ -112,18 +115,18 @@ def parse_clocks(spec: str | None, supported: list[int]) -> list[int]:
         except ValueError:
             n = 0
         if n < 1:
-            raise ValueError(f"--profile-clocks {spec!r}: use every:N with N >= 1")
+            raise InputError(f"--profile-clocks {spec!r}: use every:N with N >= 1")
         picked = supported[::n]
         return picked if picked[-1] == supported[-1] else [*picked, supported[-1]]
     try:
         wanted = [int(v) for v in spec.split(",") if v.strip()]
     except ValueError:
-        raise ValueError(
+        raise InputError(
             f"--profile-clocks {spec!r}: give 'all', 'every:N' or MHz values like 1740,1500"
         ) from None
     bad = [f for f in wanted if f not in supported]
     if bad or not wanted:
-        raise ValueError(
+        raise InputError(
             f"--profile-clocks: {bad or spec} not supported; the GPU's clocks are "
             f"{supported[0]}..{supported[-1]} MHz ({len(supported)} values)"
         )

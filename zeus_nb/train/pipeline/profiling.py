@@ -9,10 +9,13 @@ interrupted run loses at most one clock and a rerun picks up where it stopped.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from zeus_nb.train.pipeline.profile import append_rows, clocks_to_profile, parse_clocks
+
+log = logging.getLogger(__name__)
 
 PROBE_SECONDS = 1.0  # a GPU that never waited idles this long to measure its blocking power
 
@@ -75,6 +78,21 @@ def _average_replicas(gathered: list[list[dict[str, Any]]]) -> list[dict[str, An
     return out
 
 
+def _save(path: Path, rows: list, metadata: dict, written: int) -> tuple[int, list]:
+    """Append ``rows``; on an I/O error warn and keep them for the next clock's write."""
+    try:
+        return written + append_rows(path, rows, metadata), []
+    except OSError as e:
+        log.warning(
+            "could not write %d profile row(s) to %s (%s); profiling goes on and tries again "
+            "after the next clock (rows still unwritten at the end go into the results JSON)",
+            len(rows),
+            path,
+            e.strerror or e,
+        )
+        return written, rows
+
+
 def profile(trainer) -> dict[str, Any]:
     """Profile the clocks still missing from the CSV; rank 0 returns a summary and writes it."""
     import torch.distributed as dist
@@ -97,6 +115,7 @@ def profile(trainer) -> dict[str, Any]:
         "steps": config.num_prof_steps,
     }
     written = 0
+    pending: list[dict[str, Any]] = []  # rows a failed write kept for the next try
     step = 0
     # the original clocks come back at the end, on errors and signals, or by `zeus-nb restore`
     guard = SettingsGuard([trainer.clock.gpu], ("locked_clocks",), backend=trainer.system.backend)
@@ -113,7 +132,8 @@ def profile(trainer) -> dict[str, Any]:
                 step += 1
             gathered = gather(_rows_at(trainer, clock, config.num_prof_steps))
             if layout.rank == 0:
-                written += append_rows(path, _average_replicas(gathered), metadata)
+                pending += _average_replicas(gathered)
+                written, pending = _save(path, pending, metadata, written)
     finally:
         guard.restore()
     results = describe(trainer)
@@ -123,5 +143,7 @@ def profile(trainer) -> dict[str, Any]:
         clocks_profiled=todo[0],
         rows_written=written,
     )
+    if pending:  # never lost: the results JSON carries the rows the profile could not take
+        results["unsaved_rows"] = pending
     write_results(trainer, results)
     return results

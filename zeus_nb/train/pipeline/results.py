@@ -12,6 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zeus_nb.utils.files import atomic_write
+
 if TYPE_CHECKING:
     from zeus_nb.train.pipeline.trainer import Trainer
 
@@ -67,7 +69,7 @@ def write_results(trainer: Trainer, results: dict[str, Any]) -> None:
         return
     path = Path(trainer.config.results_json or f"runs/pipeline_{trainer.config.model}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2) + "\n")
+    atomic_write(path, json.dumps(results, indent=2) + "\n")
     if trainer.config.profile:
         what = f"{len(results.get('clocks_profiled', []))} clock(s) profiled"
     else:

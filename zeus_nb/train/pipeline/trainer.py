@@ -26,9 +26,12 @@ import sys
 from dataclasses import dataclass, fields
 from typing import Any
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs.args import ArgType, Parser, count, nonempty, real, seconds
+from zeus_nb.inputs.env import env
 from zeus_nb.train.pipeline.layout import Layout, all_reduce_grads, setup_layout, teardown
 from zeus_nb.train.pipeline.results import describe, rank_record, write_results
+from zeus_nb.utils.boundary import run_main
 from zeus_nb.utils.framework import gather
 from zeus_nb.utils.threads import local_processes, use_threads
 
@@ -66,27 +69,27 @@ class PipelineConfig:
     def __post_init__(self) -> None:
         for name in ("microbatch_size", "num_microbatches", "dp", "max_steps", "num_prof_steps"):
             if getattr(self, name) < 1:
-                raise ValueError(
+                raise InputError(
                     f"{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}"
                 )
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads must be >= 1, got {self.threads}")
         if self.num_warmup_steps < 0:
-            raise ValueError("num-warmup-steps must be >= 0")
+            raise InputError("num-warmup-steps must be >= 0")
         if self.pp is not None and self.pp < 1:
-            raise ValueError(f"pp must be >= 1, got {self.pp}")
+            raise InputError(f"pp must be >= 1, got {self.pp}")
         if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}")
+            raise InputError(f"schedule must be one of {', '.join(SCHEDULES)}")
         if self.profile and self.num_microbatches != 1:
-            raise ValueError(
+            raise InputError(
                 "instruction profiling runs one microbatch at a time: pass --num-microbatches 1"
             )
         if self.profile and (self.plan or self.plan_profile):
-            raise ValueError("--profile and --plan exclude each other: profile first, then plan")
+            raise InputError("--profile and --plan exclude each other: profile first, then plan")
         if self.plan and self.plan_profile:
-            raise ValueError("give either --plan (a plan file) or --plan-profile (plan here)")
+            raise InputError("give either --plan (a plan file) or --plan-profile (plan here)")
         if self.plan_deadline is not None and not self.plan_profile:
-            raise ValueError("--plan-deadline needs --plan-profile PROFILE.csv")
+            raise InputError("--plan-deadline needs --plan-profile PROFILE.csv")
 
 
 class Trainer:
@@ -111,7 +114,7 @@ class Trainer:
         self.module = build_stage(self.model_config, layers, config.seed)
         self.work = stage_work(self.model_config, layers, config.microbatch_size)
         self.system = zdevice.current(config.backend)
-        self.gpu_index = int(os.environ.get("LOCAL_RANK", "0"))
+        self.gpu_index = env("LOCAL_RANK", 0)
         model = work_model_for(self.system)
         works = None
         if model is not None:
@@ -261,55 +264,64 @@ def train(trainer: Trainer) -> dict[str, Any]:
 
 
 # --- command line -----------------------------------------------------------------------------
-def _bool(value: str) -> bool:
+def _bool_value(value: str) -> bool:
     v = value.strip().lower()
     if v in ("true", "1", "yes", "on"):
         return True
     if v in ("false", "0", "no", "off"):
         return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+    raise InputError(f"the value: {value!r} is not true or false")
+
+
+_bool = ArgType("true or false", _bool_value, ("", "maybe", "2"))
 
 
 def parser() -> argparse.ArgumentParser:
     from zeus_nb.train.pipeline.stages import PARTITION_METHODS
 
     d = PipelineConfig()
-    p = argparse.ArgumentParser(
-        prog="torchrun --nproc_per_node N -m zeus_nb.train.pipeline",
+    p = Parser(
+        prog="zeus_nb.train.pipeline",
         description="Pipeline-parallel training on synthetic data, measured per instruction.",
     )
 
     def opt(name: str, **kw: Any) -> None:  # Merak spells the flags with underscores
         p.add_argument(f"--{name}", f"--{name.replace('-', '_')}", **kw)
 
-    opt("model", default=d.model, help="a name from the model table, e.g. tiny-gpt, gpt3-small")
-    opt("microbatch-size", type=int, default=d.microbatch_size)
-    opt("num-microbatches", type=int, default=d.num_microbatches)
-    opt("pp", type=int, help="pipeline stages (default: processes / dp)")
-    opt("dp", type=int, default=d.dp, help="data-parallel replicas of the pipeline")
-    opt("partition-method", default=d.partition_method, help=" | ".join(PARTITION_METHODS))
+    text, path = nonempty("name"), nonempty("path")
+    opt("model", type=text, default=d.model, help="a name from the model table, e.g. tiny-gpt")
+    opt("microbatch-size", type=count(1), default=d.microbatch_size)
+    opt("num-microbatches", type=count(1), default=d.num_microbatches)
+    opt("pp", type=count(1, 1024), help="pipeline stages (default: processes / dp)")
+    opt("dp", type=count(1, 1024), default=d.dp, help="data-parallel replicas of the pipeline")
+    opt(
+        "partition-method",
+        type=text,
+        default=d.partition_method,
+        help=" | ".join(PARTITION_METHODS),
+    )
     opt("schedule", choices=SCHEDULES, default=d.schedule)
-    opt("max-steps", type=int, default=d.max_steps)
-    opt("num-warmup-steps", type=int, default=d.num_warmup_steps)
-    opt("num-prof-steps", type=int, default=d.num_prof_steps, help="steps measured/averaged")
+    opt("max-steps", type=count(1), default=d.max_steps)
+    opt("num-warmup-steps", type=count(0), default=d.num_warmup_steps)
+    opt("num-prof-steps", type=count(1), default=d.num_prof_steps, help="steps measured")
     opt("profile", type=_bool, default=d.profile, help="true: instruction profiling")
-    opt("profile-clocks", help="all (default), every:N, or MHz values like 1740,1500")
-    opt("profile-path", help="profile CSV (default runs/profile_<model>_mb<size>.csv)")
-    opt("plan", help="frequency plan JSON (one frontier point of `zeus-nb perseus plan --json`)")
-    opt("plan-profile", help="plan in-process from this profile CSV (rank 0 solves, broadcasts)")
+    opt("profile-clocks", type=text, help="all (default), every:N, or MHz values like 1740,1500")
+    opt("profile-path", type=path, help="profile CSV (default runs/profile_<model>_mb<size>.csv)")
+    opt("plan", type=path, help="frequency plan JSON (a point of `zeus-nb perseus plan --json`)")
+    opt("plan-profile", type=path, help="plan in-process from this profile CSV (rank 0 solves)")
     opt(
         "plan-deadline",
-        type=float,
+        type=seconds,
         help="with --plan-profile: least-energy plan within this many seconds per iteration "
         "(default: the fastest plan)",
     )
-    opt("results-json", help="results JSON (default runs/pipeline_<model>.json)")
+    opt("results-json", type=path, help="results JSON (default runs/pipeline_<model>.json)")
     opt("backend", choices=("auto", "sim", "nvml"), help="zeus-nb GPU backend")
-    opt("lr", type=float, default=d.lr)
-    opt("seed", type=int, default=d.seed)
+    opt("lr", type=real(low=0.0), default=d.lr)
+    opt("seed", type=count(0, 2**32 - 1), default=d.seed)
     opt(
         "threads",
-        type=int,
+        type=count(1, 1024),
         help="torch CPU threads per rank (default: OMP_NUM_THREADS, else by the stage's size)",
     )
     return p
@@ -322,15 +334,20 @@ def config_from_args(argv: list[str] | None = None) -> PipelineConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``torchrun ... -m zeus_nb.train.pipeline`` inside the one error boundary
+    (:mod:`zeus_nb.utils.boundary`): a user's mistake is one line per rank, exit status 2."""
     from zeus_nb.train.cli import show_progress_lines
 
     show_progress_lines()
-    try:
-        run(config_from_args(argv))
-    except (ZeusNbError, ValueError) as e:
-        log.error("error: %s", e)
-        return 2
-    # see zeus_nb.train.common.main: a finished gloo worker leaves without interpreter teardown
+
+    def train_here(args: list[str]) -> int:
+        run(config_from_args(args))
+        return 0
+
+    code = run_main("zeus_nb.train.pipeline", train_here, argv)
+    if code != 0:
+        return code
+    # see zeus_nb.train.cli.main: a finished gloo worker leaves without interpreter teardown
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

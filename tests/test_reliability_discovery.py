@@ -1,0 +1,368 @@
+"""The boundary holds by construction: these tests find every reader, writer, environment
+variable and command-line option in the package by themselves, and fail for one that skips
+the boundary (``zeus_nb.inputs``, ``zeus_nb.utils.files``, ``zeus_nb.utils.boundary``).
+
+A new reader, writer, variable or sub-command therefore cannot arrive unguarded: it fails here
+until it is declared (and, for readers and sub-commands, until the battery in
+``tests/test_reliability_battery.py`` covers it).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import zeus_nb
+from zeus_nb.inputs.registry import NOT_INPUT, READERS
+from zeus_nb.utils.files import OTHER_WRITES
+
+PACKAGE = Path(zeus_nb.__file__).parent
+BOUNDARY = {PACKAGE / "inputs", PACKAGE / "utils" / "files.py"}
+
+
+def _modules() -> Iterator[tuple[str, ast.Module]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if any(path == b or b in path.parents for b in BOUNDARY):
+            continue
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        name = ".".join(rel.parts).removesuffix(".__init__")
+        yield name, ast.parse(path.read_text(), str(path))
+
+
+def _functions(tree: ast.Module, module: str) -> Iterator[tuple[str, ast.AST]]:
+    """(module.qualname, node) of every function, methods and nested functions included."""
+
+    def walk(node: ast.AST, prefix: str) -> Iterator[tuple[str, ast.AST]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = f"{prefix}.{child.name}"
+                yield name, child
+                yield from walk(child, f"{name}.<locals>")
+            elif isinstance(child, ast.ClassDef):
+                yield from walk(child, f"{prefix}.{child.name}")
+
+    yield from walk(tree, module)
+
+
+def _own_calls(fn: ast.AST) -> Iterator[ast.Call]:
+    """Calls in ``fn``'s own body (not in functions nested in it)."""
+    stack = list(ast.iter_child_nodes(fn))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Call):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _name(call: ast.Call) -> tuple[str | None, str | None]:
+    """(object name or None, attribute or function name) of a call."""
+    f = call.func
+    if isinstance(f, ast.Attribute):
+        base = f.value.id if isinstance(f.value, ast.Name) else None
+        return base, f.attr
+    if isinstance(f, ast.Name):
+        return None, f.id
+    return None, None
+
+
+def _mode(call: ast.Call, position: int) -> str:
+    arg = call.args[position] if len(call.args) > position else None
+    for k in call.keywords:
+        if k.arg == "mode":
+            arg = k.value
+    return arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else "r"
+
+
+def _reads(fn: ast.AST) -> set[str]:
+    """The raw read primitives ``fn`` calls itself."""
+    found = set()
+    for call in _own_calls(fn):
+        base, name = _name(call)
+        attribute = isinstance(call.func, ast.Attribute)  # read_text(...) alone: zeus_nb.inputs
+        if name == "create_engine" or (
+            attribute and name in ("read_text", "read_bytes", "read_csv", "DictReader")
+        ):
+            found.add(name)
+        elif (base, name) in (("csv", "reader"), ("json", "load"), ("sqlite3", "connect")):
+            found.add(f"{base}.{name}")
+        elif (base, name) == ("nbformat", "read"):
+            found.add("nbformat.read")
+        elif name == "open" and base in (None, "io", "builtins"):
+            if not set(_mode(call, 1)) & set("wax+"):
+                found.add("open")
+        elif name == "open" and base not in (None, "os") and not set(_mode(call, 0)) & set("wax+"):
+            found.add("Path.open")
+    return found
+
+
+def _writes_mode(call: ast.Call, base: str | None) -> bool:
+    return bool(set(_mode(call, 1 if base in (None, "io") else 0)) & set("wax+"))
+
+
+def _writes(fn: ast.AST) -> set[str]:
+    """The raw write primitives ``fn`` calls itself."""
+    found = set()
+    for call in _own_calls(fn):
+        base, name = _name(call)
+        if name in ("write_text", "write_bytes") or (base, name) == ("json", "dump"):
+            found.add(name)
+        elif name == "to_csv" and call.args:
+            found.add("to_csv")
+        elif (base, name) in (("os", "replace"), ("os", "rename"), ("shutil", "copyfile")):
+            found.add(f"{base}.{name}")
+        elif name == "open" and base != "os" and _writes_mode(call, base):
+            found.add("open for writing")
+    return found
+
+
+def _decorated_reader(fn: ast.AST) -> bool:
+    for d in getattr(fn, "decorator_list", []):
+        target = d.func if isinstance(d, ast.Call) else d
+        if (isinstance(target, ast.Name) and target.id == "reader") or (
+            isinstance(target, ast.Attribute) and target.attr == "reader"
+        ):
+            return True
+    return False
+
+
+# --- readers -----------------------------------------------------------------------------------
+INPUT_READS = {"read_table", "read_json", "read_text"}
+
+
+def test_every_function_that_reads_is_a_declared_reader_or_says_why_not():
+    """Opening, reading or connecting outside ``zeus_nb.inputs`` needs ``@reader(SCHEMA)`` or
+    an entry in ``zeus_nb.inputs.registry.NOT_INPUT`` with the reason."""
+    undeclared, seen = [], set()
+    for module, tree in _modules():
+        for qualname, fn in _functions(tree, module):
+            reads = _reads(fn)
+            if {n for b, n in map(_name, _own_calls(fn)) if b in (None, "inputs")} & INPUT_READS:
+                seen.add(qualname)  # NOT_INPUT may also say why a boundary read is no input
+            if not reads:
+                continue
+            seen.add(qualname)
+            if not _decorated_reader(fn) and qualname not in NOT_INPUT:
+                undeclared.append(f"{qualname} ({', '.join(sorted(reads))})")
+    assert not undeclared, "read outside the input boundary: " + "; ".join(undeclared)
+    stale = sorted(
+        q for q in NOT_INPUT if q not in seen and not q.startswith("zeus_nb.utils.files.")
+    )
+    assert not stale, f"NOT_INPUT lists functions that read nothing (any more): {stale}"
+
+
+def _covered(q: str, fns: dict, callers: dict, seen: frozenset = frozenset()) -> bool:
+    """Declared, or a private helper whose callers (in its module) are all covered."""
+    if _decorated_reader(fns[q]) or q in NOT_INPUT:
+        return True
+    who = callers.get(q, set()) - seen - {q}
+    return (
+        q.rsplit(".", 1)[-1].startswith("_")
+        and bool(who)
+        and all(_covered(c, fns, callers, seen | {q}) for c in who)
+    )
+
+
+def test_every_caller_of_the_boundary_readers_is_declared():
+    """A function that reads through ``read_table``/``read_json``/``read_text`` is a declared
+    reader, or a private helper that only declared readers call."""
+    problems = []
+    for module, tree in _modules():
+        fns = dict(_functions(tree, module))
+        callers: dict[str, set[str]] = {}
+        for q, fn in fns.items():
+            for call in _own_calls(fn):
+                short = _name(call)[1]
+                for other in fns:
+                    if other.rsplit(".", 1)[-1] == short:
+                        callers.setdefault(other, set()).add(q)
+
+        for q, fn in fns.items():
+            names = {n for base, n in map(_name, _own_calls(fn)) if base in (None, "inputs")}
+            if names & INPUT_READS and not _covered(q, fns, callers):
+                problems.append(q)
+    assert not problems, f"reads through zeus_nb.inputs but is not a declared reader: {problems}"
+
+
+def _import_all() -> None:
+    for info in pkgutil.walk_packages(zeus_nb.__path__, "zeus_nb."):
+        if info.name.startswith(("zeus_nb._notebooks", "zeus_nb.__main__")) or ".__main__" in (
+            info.name
+        ):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except ImportError as e:  # an optional extra that is not installed
+            if getattr(e, "name", "") and not e.name.startswith("zeus_nb"):
+                continue
+            raise
+
+
+def test_the_registry_holds_exactly_the_decorated_readers():
+    _import_all()
+    decorated = {
+        q for module, tree in _modules() for q, fn in _functions(tree, module)
+        if _decorated_reader(fn)
+    }  # fmt: skip
+    assert set(READERS) == decorated
+
+
+# --- writers -----------------------------------------------------------------------------------
+def test_files_are_written_only_through_the_write_path():
+    """Writing outside ``zeus_nb.utils.files`` needs an entry in its ``OTHER_WRITES``."""
+    found, problems = set(), []
+    for module, tree in _modules():
+        for qualname, fn in _functions(tree, module):
+            writes = _writes(fn)
+            if writes:
+                found.add(qualname)
+                if qualname not in OTHER_WRITES:
+                    problems.append(f"{qualname} ({', '.join(sorted(writes))})")
+    assert not problems, "writes outside zeus_nb.utils.files: " + "; ".join(problems)
+    assert not sorted(set(OTHER_WRITES) - found), "OTHER_WRITES lists functions that write nothing"
+
+
+# --- environment variables ---------------------------------------------------------------------
+ENV_READS = {("os", "getenv"), ("environ", "get"), ("os", "environ")}
+
+
+def _env_reads(fn: ast.AST) -> list[str]:
+    out = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr in ("get", "getenv"):
+                v = f.value
+                if (isinstance(v, ast.Attribute) and v.attr == "environ") or (
+                    isinstance(v, ast.Name) and v.id == "os" and f.attr == "getenv"
+                ):
+                    out.append(ast.unparse(node)[:60])
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            v = node.value
+            if isinstance(v, ast.Attribute) and v.attr == "environ":
+                out.append(ast.unparse(node)[:60])
+        elif (
+            isinstance(node, ast.Compare)
+            and any(isinstance(o, ast.In) for o in node.ops)
+            and any(isinstance(c, ast.Attribute) and c.attr == "environ" for c in node.comparators)
+        ):
+            out.append(ast.unparse(node)[:60])
+    return out
+
+
+def test_environment_variables_are_read_only_through_inputs_env():
+    from zeus_nb.inputs.registry import ENV_NOT_INPUT
+
+    problems = []
+    for module, tree in _modules():
+        for qualname, fn in _functions(tree, module):
+            reads = _env_reads(fn)
+            if reads and qualname not in ENV_NOT_INPUT:
+                problems.append(f"{qualname}: {reads}")
+    assert not problems, "read os.environ directly (use zeus_nb.inputs.env.env): " + "; ".join(
+        problems
+    )
+
+
+def test_every_variable_named_in_the_package_is_declared():
+    from zeus_nb.inputs.env import VARIABLES
+
+    named = set()
+    for path in PACKAGE.rglob("*.py"):
+        # a name ending in "_" is a prefix (Zeus's ZEUS_PFO_<FIELD>), read where ENV_NOT_INPUT says
+        named |= set(re.findall(r"[\"'](ZEUS_[A-Z_]*[A-Z])[\"']", path.read_text()))
+    assert named - set(VARIABLES) == set()
+
+
+# --- command-line options ----------------------------------------------------------------------
+def entry_parsers() -> dict[str, object]:
+    from zeus_nb.cli import build_parser
+    from zeus_nb.monitor.cli import parser as monitor_parser
+    from zeus_nb.train.config import parser as train_parser
+    from zeus_nb.train.pipeline.trainer import parser as pipeline_parser
+
+    parsers = {"zeus-nb": build_parser(), "python -m zeus_nb.monitor": monitor_parser()}
+    for mode in ("single", "dp", "fsdp"):
+        parsers[f"zeus_nb.train.{mode}"] = train_parser(mode)
+    parsers["zeus_nb.train.pipeline"] = pipeline_parser()
+    return parsers
+
+
+def leaves(parser, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], object]]:
+    """Every sub-command that runs something (a parser without sub-parsers), by its path."""
+    import argparse
+
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield path, parser
+        return
+    for name, child in subs[0].choices.items():
+        yield from leaves(child, (*path, name))
+
+
+def all_leaves() -> dict[tuple[str, ...], object]:
+    return {
+        p: leaf for prog, parser in entry_parsers().items() for p, leaf in leaves(parser, (prog,))
+    }
+
+
+def option_kind(action) -> str:
+    """How an option is guarded: flag, choices, typed (an inputs.args type), or unguarded."""
+    import argparse
+
+    from zeus_nb.inputs.args import ArgType
+
+    if isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+        return "help"
+    if action.nargs == 0:
+        return "flag"
+    if action.choices is not None:
+        return "choices"
+    if isinstance(action.type, ArgType):
+        return "typed"
+    return "unguarded"
+
+
+def test_every_option_of_every_command_is_typed_a_flag_or_a_choice():
+    unguarded = [
+        f"{' '.join(path)} {a.option_strings or a.dest}"
+        for path, leaf in all_leaves().items()
+        for a in leaf._actions
+        if option_kind(a) == "unguarded"
+    ]
+    assert not unguarded, f"options without a checked type (zeus_nb.inputs.args): {unguarded}"
+
+
+def test_every_command_has_a_battery_case():
+    from test_reliability_battery import COMMANDS
+
+    assert set(all_leaves()) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("path", sorted(all_leaves()), ids=" ".join)
+def test_every_typed_option_refuses_its_bad_values_as_one_line(path, capsys):
+    """Empty strings, NaN, fractions, out-of-range values: a usage error naming the option
+    (exit status 2, one line), never a silent default."""
+    from test_reliability_battery import COMMANDS, argv_for
+
+    leaf = all_leaves()[path]
+    tried = 0
+    for action in leaf._actions:
+        if option_kind(action) != "typed":
+            continue
+        for bad in action.type.bad:
+            argv = argv_for(path, COMMANDS[path], action, bad)
+            with pytest.raises(SystemExit) as exit_:
+                leaf.parse_args(argv)
+            err = capsys.readouterr().err.strip()
+            assert exit_.value.code == 2, (argv, err)
+            assert len(err.splitlines()) == 1 and "error:" in err, (argv, err)
+            tried += 1
+    assert tried or not any(option_kind(a) == "typed" for a in leaf._actions)

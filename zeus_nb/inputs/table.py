@@ -1,0 +1,259 @@
+"""Reading an input file through its schema: the one way outside files come in.
+
+:func:`read_text` turns every way a path can be wrong (empty, missing, a folder, unreadable, not
+UTF-8) into our error naming it, and accepts what editors produce (a UTF-8 byte-order mark,
+CRLF line ends). :func:`read_table` parses CSV text through a
+:class:`~zeus_nb.inputs.schema.Schema`: the header, every cell, every row rule, identity columns
+unique within a run, a repeated header starting a new run, and a last row cut short by an
+interrupted append dropped with a warning.
+"""
+
+from __future__ import annotations
+
+import csv
+import errno
+import io
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zeus_nb.errors import (
+    FolderNotFileError,
+    InputError,
+    InputFileError,
+    MissingInputError,
+    TraceFormatError,
+)
+from zeus_nb.inputs.schema import Column, Row, Schema, check_spreads
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Table", "read_header", "read_json", "read_table", "read_text", "split_torn"]
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """The text of the input file ``path`` (a ``what``, e.g. "power trace"), or our error."""
+    if isinstance(path, str) and not path.strip():
+        raise InputError(f"the {what} path is empty; give a file")
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise FolderNotFileError(
+            errno.EISDIR, f"is a folder, not {_a(what)}; give the file", str(p)
+        )
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise MissingInputError(errno.ENOENT, f"no such {what}; check the path", str(p)) from None
+    except PermissionError:
+        raise InputFileError(
+            errno.EACCES,
+            f"cannot read the {what} (permission denied); check its permissions",
+            str(p),
+        ) from None
+    except OSError as e:
+        raise InputFileError(
+            e.errno or errno.EIO, f"cannot read the {what} ({e.strerror or e})", str(p)
+        ) from None
+    try:
+        text = data.decode("utf-8-sig")  # a byte-order mark is not part of the first column
+    except UnicodeDecodeError as e:
+        raise TraceFormatError(
+            f"{p}: not a UTF-8 text file (byte {e.start}: {e.reason}); save the {what} as UTF-8"
+        ) from None
+    if "\x00" in text:
+        raise TraceFormatError(f"{p}: holds NUL bytes, so it is not {_a(what)}; check the file")
+    return text
+
+
+def read_json(path: str | Path, what: str) -> Any:
+    """The JSON value in ``path``, or our error naming the file and the position."""
+    text = read_text(path, what)
+    if not text.strip():
+        raise TraceFormatError(f"{path}: the {what} is empty")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise TraceFormatError(
+            f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg}); the {what} may be "
+            "cut short or edited by hand"
+        ) from None
+
+
+def read_header(path: str | Path, schema: Schema) -> list[str] | None:
+    """The header of an existing file of ``schema`` (None: no file, or an empty one), read
+    without the rest: an appender checks it matches what it writes."""
+    p = Path(path)
+    if not p.exists():
+        return None
+    if p.is_dir():
+        raise FolderNotFileError(errno.EISDIR, f"is a folder, not {_a(schema.name)}", str(p))
+    try:
+        with p.open(encoding="utf-8-sig", newline="") as f:
+            for cells in csv.reader(f):
+                if cells and not (schema.comment and cells[0].startswith(schema.comment)):
+                    return [c.strip() for c in cells]
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise TraceFormatError(f"{p}: not {_a(schema.name)} ({e}); choose another file") from None
+    return None
+
+
+def _a(name: str) -> str:
+    return ("an " if name[:1].lower() in "aeio" else "a ") + name
+
+
+@dataclass
+class Table:
+    """A checked table: its runs (each a list of :class:`Row`), header and comment lines."""
+
+    path: str
+    header: list[str]
+    runs: list[list[Row]]
+    comments: list[str] = field(default_factory=list)
+    dropped: str | None = None  # a torn last row that was dropped
+
+    @property
+    def rows(self) -> list[Row]:
+        return [r for run in self.runs for r in run]
+
+
+def split_torn(text: str, schema: Schema, src: str) -> tuple[str, str | None]:
+    """The text without a last row that has no line end (and that row).
+
+    Files zeus-nb appends to end every row with a line end, so such a row is a write cut short
+    (a full disk, a killed process): it is dropped with a warning. In any other file it may be
+    a copy cut short, whose last number could read as a plausible wrong one: refused.
+    """
+    if not text or text.endswith(("\n", "\r")):
+        return text, None
+    cut = max(text.rfind("\n"), text.rfind("\r")) + 1
+    torn = text[cut:]
+    line = text[:cut].count("\n") + 1
+    if not schema.appended:
+        raise schema.error(
+            f"{src}, line {line}",
+            "the last row has no line end, so the file may be cut short; if it is complete, "
+            "end it with a line break",
+        )
+    if cut == 0:
+        raise schema.error(src, "the file holds one line without a line end, so it is cut short")
+    log.warning(
+        "%s, line %d: the last row has no line end (a write cut short: a full disk or a "
+        "killed process); dropped it: %r",
+        src,
+        line,
+        torn[:60],
+    )
+    return text[:cut], torn
+
+
+def _columns(header: list[str], schema: Schema, src: str, line: int) -> list[Column]:
+    if schema.lead and header[: len(schema.lead)] != list(schema.lead):
+        raise schema.error(
+            f"{src}, line {line}",
+            f"not {_a(schema.name)}: the header must start with {','.join(schema.lead)}",
+        )
+    if len(set(header)) != len(header):
+        twice = sorted({h for h in header if header.count(h) > 1})
+        raise schema.error(f"{src}, line {line}", f"column(s) {', '.join(twice)} appear twice")
+    cols = []
+    for h in header:
+        col = schema.column_for(h)
+        if col is None:
+            if schema.extra == "error":
+                want = ", ".join(c.name for c in schema.columns)
+                raise schema.error(
+                    f"{src}, line {line}", f"unexpected column {h!r}; the columns are {want}"
+                )
+            col = Column(h, kind="any", empty_ok=True)
+        cols.append(col)
+    missing = [c.name for c in schema.required if c.name not in header]
+    missing += [c.name for c in schema.columns if c.pattern and not c.optional
+                and not any(c.matches(h) for h in header)]  # fmt: skip
+    if missing:
+        raise schema.error(
+            f"{src}, line {line}",
+            f"the header lacks column(s) {', '.join(missing)}; expected the columns "
+            f"{', '.join(c.name for c in schema.columns)}",
+        )
+    return cols
+
+
+def _row(cells: list[str], header: list[str], cols: list[Column], schema: Schema, where: str):
+    row = Row()
+    for h, col, cell in zip(header, cols, cells, strict=True):
+        try:
+            row[h] = col.parse(cell, f"{where}, column {h}")
+        except InputError as e:
+            raise schema.wrap(e) from None
+    for check in schema.checks:
+        problem = check.problem(row)
+        if problem:
+            raise schema.error(where, problem)
+    return row
+
+
+def read_table(path: str | Path, schema: Schema, text: str | None = None) -> Table:
+    """Read ``path`` (or the given ``text``) as a CSV table of ``schema``; every cell checked."""
+    src = str(path)
+    if text is None:
+        text = read_text(path, schema.name)
+    if not text.strip():
+        raise schema.error(src, f"the file is empty; expected {_a(schema.name)}")
+    text, torn = split_torn(text, schema, src)
+    header: list[str] | None = None
+    cols: list[Column] = []
+    comments: list[str] = []
+    runs: list[list[Row]] = [[]]
+    keys: dict[tuple, int] = {}
+    reader = csv.reader(io.StringIO(text, newline=""))
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:
+            raise schema.error(f"{src}, line {reader.line_num}", f"not CSV ({e})") from None
+        n = reader.line_num
+        if not cells or not "".join(cells).strip():
+            continue
+        if schema.comment and cells[0].lstrip().startswith(schema.comment):
+            comments.append(",".join(cells).lstrip()[len(schema.comment) :].strip())
+            continue
+        cells = [c.strip() for c in cells]
+        if header is None:
+            header, cols = cells, _columns(cells, schema, src, n)
+            continue
+        if cells == header:
+            if not schema.runs:
+                raise schema.error(f"{src}, line {n}", "the header repeats; delete that line")
+            runs.append([])
+            keys.clear()
+            continue
+        where = f"{src}, line {n}"
+        if len(cells) != len(header):
+            raise schema.error(
+                where,
+                f"{len(cells)} fields, expected {len(header)} ({','.join(header)}); the row is "
+                "cut short or has extra cells",
+            )
+        row = _row(cells, header, cols, schema, where)
+        row.line, row.run, row.where = n, len(runs), where
+        if schema.key:
+            key = tuple(row.get(k) for k in schema.key)
+            if key in keys:
+                same = ", ".join(f"{k}={v}" for k, v in zip(schema.key, key, strict=True))
+                raise schema.error(
+                    where, f"repeats line {keys[key]} ({same}); delete the duplicate"
+                )
+            keys[key] = n
+        runs[-1].append(row)
+    if header is None:
+        raise schema.error(src, f"no header line; expected {_a(schema.name)}")
+    runs = [r for r in runs if r]
+    if sum(len(r) for r in runs) < schema.min_rows:
+        raise schema.error(src, f"holds no data rows; expected {_a(schema.name)}")
+    for run in runs:
+        check_spreads(run, schema, src)
+    return Table(src, header, runs, comments, torn)
