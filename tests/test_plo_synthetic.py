@@ -3,6 +3,7 @@
 import math
 
 import pytest
+from zeus_nb.traces import load_power_trace
 
 from zeus_nb.errors import TraceFormatError
 from zeus_nb.optimizer.power_limit import Energy
@@ -13,7 +14,6 @@ from zeus_nb.optimizer.power_limit.synthetic import (
     SyntheticProfile,
     trace_profiles,
 )
-from zeus_nb.traces import load_power_trace
 
 
 @pytest.mark.parametrize("optimum", list(OPTIMA))
