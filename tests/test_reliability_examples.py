@@ -226,24 +226,12 @@ def test_bso_show_never_writes_to_another_programs_database(tmp_path, capsys, jo
 
 
 def test_a_profile_that_cannot_be_saved_does_not_stop_training(tmp_path, caplog):
-    from zeus_nb.device.replay import ReplaySystem
-    from zeus_nb.optimizer.power_limit import GlobalPowerLimitOptimizer
+    from replay_profiling import profile_on_replayed_log
 
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the profile's folder should be")
-    system = ReplaySystem(str(LOG), steps_per_window=40)
-    plo = GlobalPowerLimitOptimizer(
-        ZeusMonitor(system=system),
-        wait_steps=0,
-        profile_steps=40,
-        profile_path=blocker / "profile.json",
-        verbose=False,
-    )
     with caplog.at_level("WARNING"):
-        for _ in range(2000):
-            plo.on_step_begin()
-            system.step()
-            plo.on_step_end()
+        plo = profile_on_replayed_log(blocker / "profile.json")
     assert plo.done and plo.optimal_power_limit is not None
     assert "profile.json" in caplog.text
 

@@ -98,26 +98,13 @@ def test_append_on_a_full_disk_leaves_no_torn_row(full_disk):
 
 
 def test_a_profile_save_on_a_full_disk_is_a_warning(full_disk, caplog):
-    from zeus_nb.device.replay import ReplaySystem
-    from zeus_nb.monitor import ZeusMonitor
-    from zeus_nb.optimizer.power_limit import GlobalPowerLimitOptimizer
+    from replay_profiling import profile_on_replayed_log
 
     folder, fill = full_disk
     fill()
-    system = ReplaySystem(str(LOG), steps_per_window=40)
-    plo = GlobalPowerLimitOptimizer(
-        ZeusMonitor(system=system),
-        wait_steps=0,
-        profile_steps=40,
-        profile_path=folder / "profile.json",
-        verbose=False,
-    )
     with caplog.at_level("WARNING"):
-        while not plo.done:
-            plo.on_step_begin()
-            system.step()
-            plo.on_step_end()
-    assert plo.optimal_power_limit is not None and "profile.json" in caplog.text
+        plo = profile_on_replayed_log(folder / "profile.json")
+    assert plo.done and plo.optimal_power_limit is not None and "profile.json" in caplog.text
     assert not (folder / "profile.json").exists()
 
 

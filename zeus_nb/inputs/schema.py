@@ -261,6 +261,14 @@ class Schema:
         fix = f"; {self.fix}" if self.fix and self.fix not in problem else ""
         return TraceFormatError(f"{where}: {problem}{fix}")
 
+    def check_row(self, row: Row, where: str) -> Row:
+        """``row`` after the schema's rules over a whole row (the first broken one is raised)."""
+        for check in self.checks:
+            problem = check.problem(row)
+            if problem:
+                raise self.error(where, problem)
+        return row
+
     def wrap(self, e: InputError) -> TraceFormatError:
         """A cell's :class:`InputError` as this schema's error (with its fix)."""
         text = str(e)
@@ -292,11 +300,7 @@ def check_record(record: Any, schema: Schema, where: str, text_ok: bool = False)
             row[name] = col.parse(raw, f"{where}.{name}", text_ok)
         except InputError as e:
             raise schema.wrap(e) from None
-    for check in schema.checks:
-        problem = check.problem(row)
-        if problem:
-            raise schema.error(where, problem)
-    return row
+    return schema.check_row(row, where)
 
 
 def check_spreads(rows: Iterable[Row], schema: Schema, src: str) -> None:

@@ -187,11 +187,7 @@ def _row(cells: list[str], header: list[str], cols: list[Column], schema: Schema
             row[h] = col.parse(cell, f"{where}, column {h}")
         except InputError as e:
             raise schema.wrap(e) from None
-    for check in schema.checks:
-        problem = check.problem(row)
-        if problem:
-            raise schema.error(where, problem)
-    return row
+    return schema.check_row(row, where)
 
 
 def read_table(path: str | Path, schema: Schema, text: str | None = None) -> Table:

@@ -57,6 +57,7 @@ from zeus_nb.optimizer.batch_size.store import (
     StoreSchemaError,
     _check_same,
     check_schema_version,
+    registered,
 )
 from zeus_nb.optimizer.batch_size.trials import DISPATCHED, Trial, check_status
 
@@ -238,11 +239,7 @@ class SQLStore:
     @_translated
     def register(self, spec: JobSpec) -> JobSpec:
         if self.readonly:  # a read command: the job must exist with these settings
-            known = self.job(spec.name)
-            if known is None:
-                raise StoreError(f"no job {spec.name!r} in {self.url}")
-            _check_same(known, spec)
-            return known
+            return registered(self.job(spec.name), spec, self.url)
         with self.engine.begin() as conn:
             if self._is_pg:
                 from sqlalchemy.dialects.postgresql import insert as pg_insert

@@ -28,6 +28,7 @@ from zeus_nb.optimizer.batch_size.store import (
     _check_same,
     check_schema_version,
     default_path,
+    registered,
 )
 from zeus_nb.optimizer.batch_size.trials import SQLITE_SCHEMA as TRIALS_SCHEMA
 from zeus_nb.optimizer.batch_size.trials import SQLiteTrials
@@ -183,11 +184,7 @@ class SQLiteStore(SQLiteTrials):
 
     def register(self, spec: JobSpec) -> JobSpec:
         if self.readonly:  # a read command: the job must exist with these settings
-            known = self.job(spec.name)
-            if known is None:
-                raise StoreError(f"no job {spec.name!r} in {self.path}")
-            _check_same(known, spec)
-            return known
+            return registered(self.job(spec.name), spec, str(self.path))
         with self._write():
             row = self._conn.execute(
                 "SELECT spec FROM jobs WHERE name = ?", (spec.name,)

@@ -173,6 +173,14 @@ class MemoryStore(MemoryTrials):
             raise StoreError(f"no job {name!r} in this store; create a BatchSizeOptimizer first")
 
 
+def registered(known: JobSpec | None, asked: JobSpec, where: str) -> JobSpec:
+    """What a read-only store answers to ``register``: the job must exist with these settings."""
+    if known is None:
+        raise StoreError(f"no job {asked.name!r} in {where}")
+    _check_same(known, asked)
+    return known
+
+
 def _check_same(known: JobSpec, asked: JobSpec) -> None:
     """A job's bandit only makes sense with the settings it was started with."""
     if known == asked:
