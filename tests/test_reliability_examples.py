@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from disk_faults import fill, mount_tiny_tmpfs
 
 import zeus_nb
 from zeus_nb import device
@@ -149,10 +150,7 @@ def tiny_disk(tmp_path):
     """A 64 KiB tmpfs (root only); the test is skipped where it cannot be mounted."""
     mnt = tmp_path / "disk"
     mnt.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True
-    )
-    if done.returncode != 0:
+    if not mount_tiny_tmpfs(mnt):
         pytest.skip("cannot mount a tmpfs here (needs root); see test_torn_appends_* instead")
     try:
         yield mnt
@@ -160,25 +158,11 @@ def tiny_disk(tmp_path):
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
-def _fill(folder: Path) -> Path:
-    """Fill the file system of ``folder``; returns the filler file."""
-    filler = folder / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
-    try:
-        while True:
-            os.write(fd, b"x" * 512)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    return filler
-
-
 def test_a_full_disk_never_leaves_a_torn_row_that_later_runs_append_onto(tiny_disk, caplog):
     device.use_simulated()
     log = tiny_disk / "monitor.csv"
     monitor = ZeusMonitor(log_file=log)
-    filler = _fill(tiny_disk)
+    filler = fill(tiny_disk)
     names = []
     for i in range(200):  # enough rows to cross a page of the full disk
         name = f"w{i}"

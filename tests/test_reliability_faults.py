@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from disk_faults import fill, mount_tiny_tmpfs
 
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs import kinds
@@ -32,23 +33,11 @@ def full_disk(tmp_path, monkeypatch):
 
     folder = tmp_path / "disk"
     folder.mkdir()
-    mounted = (
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True
-        ).returncode
-        == 0
-    )
+    mounted = mount_tiny_tmpfs(folder)
 
-    def fill() -> None:
+    def fill_it() -> None:
         if mounted:
-            fd = os.open(folder / ".filler", os.O_WRONLY | os.O_CREAT)
-            try:
-                while True:
-                    os.write(fd, b"x" * 512)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
+            fill(folder, ".filler")
         else:
 
             def short(fd: int, data) -> int:
@@ -59,7 +48,7 @@ def full_disk(tmp_path, monkeypatch):
             monkeypatch.setattr(files, "_write", short)
 
     try:
-        yield folder, fill
+        yield folder, fill_it
     finally:
         if mounted:
             subprocess.run(["umount", "-l", str(folder)], check=False)
