@@ -3,8 +3,8 @@
 import math
 
 import pytest
-from zeus_nb.traces import load_power_trace
 
+from zeus_nb.data.traces import load_power_trace
 from zeus_nb.errors import TraceFormatError
 from zeus_nb.optimizer.power_limit import Energy
 from zeus_nb.optimizer.power_limit.synthetic import (
