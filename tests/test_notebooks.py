@@ -615,7 +615,8 @@ def _as_instructor_run(ran, instructor):
     for done, cell in zip(cells, instructor.cells, strict=True):
         assert done.cell_type == cell.cell_type
         if cell.cell_type == "code":
-            assert ast.dump(ast.parse(done.source)) == ast.dump(ast.parse(cell.source))
+            same = ast.dump(ast.parse(done.source)) == ast.dump(ast.parse(cell.source))
+            assert same, f"the tour ran other code than the instructor edition's: {cell.source!r}"
         done.metadata["tags"] = list(cell.metadata.get("tags", []))
     ran.cells = cells
     return ran
