@@ -18,6 +18,9 @@ from zeus_nb import device
 FAKE_NVML_DIR = Path(__file__).parent / "fake_nvml"
 REPO = Path(__file__).resolve().parents[1]
 
+# The executed tour, one per session for every test that judges it; the longest files first.
+pytest_plugins = ("tour_fixture", "slow_first")
+
 # Property tests draw the same examples on every run by default, so CI is never red by chance;
 # ZEUS_NB_HYPOTHESIS=explore draws fresh random examples on each run to hunt for new bugs.
 settings.register_profile("ci", derandomize=True, print_blob=True)

@@ -426,47 +426,44 @@ def real_course(tmp_path_factory):
     return {b.name: b for b in course.build(REAL_NOTEBOOKS, out)}
 
 
+def _printed(nb) -> list[str]:
+    """Every line an executed notebook printed."""
+    return [
+        line
+        for cell in nb.cells
+        for o in cell.get("outputs", [])
+        if o.get("output_type") == "stream"
+        for line in o.get("text", "").splitlines()
+    ]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "notebook",
-    REAL_NOTEBOOKS,
-    ids=lambda p: p.stem,
-)
-def test_shipped_notebook_course_versions(notebook, real_course, tmp_path):
-    """Both editions run to the end in smoke mode: solutions pass, student stubs say so."""
-    built = real_course
-    b = built[notebook.name]
+@pytest.mark.parametrize("notebook", REAL_NOTEBOOKS, ids=lambda p: p.stem)
+def test_shipped_notebook_student_edition_runs(notebook, real_course, tmp_path):
+    """The student edition runs to the end in smoke mode, each stub saying "not done yet".
+
+    The instructor edition is judged on the session's tour (test_notebooks.py), which runs the
+    same program: the shipped notebook with its marker comments.
+    """
+    b = real_course[notebook.name]
     assert b.exercises >= 1, f"{notebook.name} has no exercise markers"
     student = nbformat.read(b.student, as_version=4)
     student_text = json.dumps([_source(c) for c in student.cells])
     for name in EXPECTED_CHECKS.get(notebook.name[:2], []):
         assert f"check.{name}(" in student_text, f"{notebook.name} should call check.{name}"
 
-    one = tmp_path / "course"
-    for version in ("student", "solution"):
-        (one / version).mkdir(parents=True)
-        (one / version / b.name).write_bytes(getattr(b, version).read_bytes())
-    results = course.verify(one, parameters=SMOKE, env=SIM_ENV, jobs=2)
-    by_version = {r.version: r for r in results}
-    solution, student_run = by_version["solution"], by_version["student"]
-    assert solution.ok, f"{notebook.name} solution: {solution.detail}"
-    assert student_run.ok, f"{notebook.name} student: {student_run.detail}"
+    copy = tmp_path / "student" / b.name
+    copy.parent.mkdir()
+    copy.write_bytes(b.student.read_bytes())
+    executed = tmp_path / "executed" / b.name
+    run = course.execute_version(copy, "student", executed, parameters=SMOKE, env=SIM_ENV)
+    assert run.ok, f"{notebook.name} student: {run.detail}"
     # "your" is said only of the student's own code: never while the reference runs
-    printed = {
-        version: [
-            line
-            for cell in nbformat.read(one / "executed" / version / b.name, as_version=4).cells
-            for o in cell.get("outputs", [])
-            if o.get("output_type") == "stream"
-            for line in o.get("text", "").splitlines()
-        ]
-        for version in ("student", "solution")
-    }
-    yours = [ln for ln in printed["student"] if re.search(r"\byours?\b", ln, re.I)]
+    printed = _printed(nbformat.read(executed, as_version=4))
+    yours = [ln for ln in printed if re.search(r"\byours?\b", ln, re.I)]
     assert not yours, f"{notebook.name} student edition: {yours}"
     if "check.whose(" in _source_text(notebook):
-        assert any("the reference " in ln for ln in printed["student"]), notebook.name
-        assert any(re.search(r"\byour \w+", ln) for ln in printed["solution"]), notebook.name
+        assert any("the reference " in ln for ln in printed), notebook.name
 
 
 def _source_text(notebook: Path) -> str:

@@ -9,10 +9,7 @@ from __future__ import annotations
 import ast
 import itertools
 import math
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -131,28 +128,6 @@ def test_demo_models_need_only_torch():
 
 
 # --- executed ------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def tour(tmp_path_factory):
-    """Run ``zeus-nb tour --smoke`` once, from an unrelated working directory."""
-    work = tmp_path_factory.mktemp("tour")
-    env = dict(os.environ)
-    env.update(
-        ZEUS_NB_BACKEND="sim",
-        PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
-        MPLBACKEND="Agg",
-    )
-    env.pop("ZEUS_NB_HEADLESS", None)
-    out = subprocess.run(
-        [sys.executable, "-m", "zeus_nb", "tour", "--smoke", "-o", "executed"],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,  # six notebooks; about 400 s on a busy 2-core machine
-    )
-    return work / "executed", out
 
 
 def test_tour_ran_every_notebook(tour):
@@ -623,3 +598,59 @@ def test_06_pipeline_frequency_records(tour):
     in_time = [p for p in live_front if p[0] <= deadline_live * (1 + 1e-9)]
     assert r["live_straggler"] == pytest.approx(min(in_time, key=lambda p: p[1]))
     assert r["live_straggler"][1] < live_front[0][1]
+
+
+# --- the course's instructor edition, judged on the tour ------------------------------------------
+
+
+def _as_instructor_run(ran, instructor):
+    """The tour's run of a shipped notebook, read as a run of its instructor edition.
+
+    The instructor edition is the shipped notebook without its marker comments: cell for cell the
+    same program (compared as syntax trees, which leave comments out), so executing it again would
+    repeat the tour. Its cells' tags (``exercise``) go onto the executed cells for the judge.
+    """
+    cells = [c for c in ran.cells if "injected-parameters" not in c.metadata.get("tags", [])]
+    assert len(cells) == len(instructor.cells)
+    for done, cell in zip(cells, instructor.cells, strict=True):
+        assert done.cell_type == cell.cell_type
+        if cell.cell_type == "code":
+            same = ast.dump(ast.parse(done.source)) == ast.dump(ast.parse(cell.source))
+            assert same, f"the tour ran other code than the instructor edition's: {cell.source!r}"
+        done.metadata["tags"] = list(cell.metadata.get("tags", []))
+    ran.cells = cells
+    return ran
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_instructor_edition_passes_every_exercise(tour, path):
+    """`course verify`'s verdict on the instructor edition, on the tour's smoke run of it.
+
+    Runs to the end and passes every exercise check (checks are strict under papermill); its
+    sentences about an exercise's result say "your" (test_course.py runs the student edition).
+    """
+    from zeus_nb.course import edition_text
+    from zeus_nb.course.feedback import exercise_results
+
+    out_dir, out = tour
+    executed = out_dir / path.name
+    assert executed.is_file(), out.stdout[-3000:] + out.stderr[-3000:]
+    instructor = nbformat.reads(edition_text(path, solutions=True), as_version=4)
+    ran = _as_instructor_run(nbformat.read(executed, as_version=4), instructor)
+    assert not ran.metadata.papermill.get("exception"), f"{path.name} stopped early"
+    errors = [o for c in ran.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert not errors, f"{path.name}: {[(e.ename, e.evalue) for e in errors]}"
+    results = exercise_results(ran)
+    tagged = [c for c in instructor.cells if "exercise" in c.metadata.get("tags", [])]
+    assert len(results) == len(tagged) >= 1
+    off = [f"exercise {i}: {r.status} ({r.detail})" for i, r in enumerate(results, 1)]
+    assert all(r.status == "passed" for r in results), f"{path.name}: {off}"
+    if any("check.whose(" in c.source for c in instructor.cells):
+        printed = [
+            line
+            for cell in ran.cells
+            for o in cell.get("outputs", [])
+            if o.get("output_type") == "stream"
+            for line in o.get("text", "").splitlines()
+        ]
+        assert any(re.search(r"\byour \w+", ln) for ln in printed), path.name

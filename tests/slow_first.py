@@ -1,0 +1,25 @@
+"""The test files that take longest run first, so that the two xdist workers finish together.
+
+pytest-xdist (``--dist loadfile --no-loadscope-reorder``, pyproject.toml) hands out whole files in
+collection order. Alphabetically the docs site build (``test_site.py``, which executes every
+notebook) came last and ran alone at the end while the other worker sat idle; moved to the front,
+the long files start at once and the many short files fill in around them. The order of the
+tests within a file is kept.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# Longest first, by `--durations` of a whole-suite run: the docs site build, the notebook tour,
+# JupyterLab in Chromium, both course editions.
+FIRST = ("test_site.py", "test_notebooks.py", "test_browser.py", "test_course.py")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return FIRST.index(name) if name in FIRST else len(FIRST)
+
+    items.sort(key=rank)  # stable: everything else keeps its order
