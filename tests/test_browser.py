@@ -376,13 +376,14 @@ OUTPUT_TEXT = """(index) => {
 }"""
 
 
-def _answer(page, marker: str, body: str, last: str, expect: str) -> str:
+def _answer(page, marker: str, body: str, last: str, *expect: str) -> str:
     """Put ``body`` in place of the exercise's stub (or its previous answer), run the cell and
-    return the cell's output once it shows ``expect``."""
+    return the cell's output once it shows every text of ``expect`` (the check's line comes
+    before the lines the cell prints after it, so name a later one to wait for those too)."""
     index = page.evaluate(SET_ANSWER, {"marker": marker, "body": body, "last": last})
     assert index >= 0, f"no exercise cell with {marker!r}"
     deadline = time.monotonic() + 60
-    while expect not in (text := page.evaluate(OUTPUT_TEXT, index)):
+    while not all(e in (text := page.evaluate(OUTPUT_TEXT, index)) for e in expect):
         assert time.monotonic() < deadline, f"no {expect!r} in the cell's output: {text[-500:]}"
         page.wait_for_timeout(300)
     return text
@@ -403,17 +404,18 @@ def test_exercise_answers_in_the_browser_get_fitting_feedback_and_honest_lines(l
         assert _printed_your_lines(page) == []
         assert "the reference iteration_energy gives" in page.evaluate(OUTPUT_TEXT, -1)
         marker, last = "def iteration_energy(", "return "
-        out = _answer(page, marker, "return 1000.0", last, "iteration_energy:")
+        then = "the planner's timeline"  # printed after the check's line
+        out = _answer(page, marker, "return 1000.0", last, "whatever the input", then)
         assert "same answer whatever the input" in out and "the reference iteration_energy" in out
-        out = _answer(page, marker, "x = sum(busy_energy)", "return 1000.0", "returned None")
+        out = _answer(page, marker, "x = sum(busy_energy)", "return 1000.0", "returned None", then)
         assert "end it with a `return`" in out
-        out = _answer(page, marker, "return sum(busy_energy)", "x = sum(", "blocking power")
+        out = _answer(page, marker, "return sum(busy_energy)", "x = sum(", "blocking power", then)
         assert re.search(r"\d of 3 cases right", out)
         right = (
             "return sum(e + p * (iteration_time - t)\n"
             "           for e, t, p in zip(busy_energy, busy_time, blocking_power))"
         )
-        out = _answer(page, marker, right, "return sum(busy_energy)", "all 3 cases right")
+        out = _answer(page, marker, right, "return sum(busy_energy)", "all 3 cases right", then)
         assert "your iteration_energy gives" in out and "the reference" not in out
 
     _run_in_browser(lab, check)
