@@ -14,8 +14,8 @@
 # (the Zeus traces). The small model below trains on your CPU (or GPU), while the monitor reads the
 # (simulated or real) GPU.
 #
-# **Expected run time**: 3 min 42 s on the simulated GPU, 20 s with `smoke = True` (measured on 2
-# CPU cores that other jobs were using; see the README's run-time table).
+# **Expected run time**: 13 s on the simulated GPU, 9 s with `smoke = True` (measured on 2 CPU
+# cores that other jobs were using; see the README's run-time table).
 #
 # **On a GPU** the same small model trains for real (not yet timed on a GPU).
 #

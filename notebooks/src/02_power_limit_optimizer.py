@@ -13,7 +13,7 @@
 # **Prerequisites**: notebook 01 (measurement windows). No GPU needed: the simulated A40 replays
 # real measurements. On a real GPU, changing power limits needs root or `SYS_ADMIN`.
 #
-# **Expected run time**: 39 s on the simulated GPU, 23 s with `smoke = True` (measured on 2 CPU
+# **Expected run time**: 9 s on the simulated GPU, 10 s with `smoke = True` (measured on 2 CPU
 # cores that other jobs were using; see the README's run-time table).
 #
 # **On a GPU**, profiling takes about 50 real training steps per power limit (not yet timed).

@@ -13,7 +13,7 @@
 # **Prerequisites**: notebooks 01 and 02. No GPU needed: the figures come from shipped traces,
 # and the live sweep runs on the simulated GPU when there is no real one.
 #
-# **Expected run time**: 24 s on the simulated GPU, 17 s with `smoke = True` (measured on 2 CPU
+# **Expected run time**: 8 s on the simulated GPU, 7 s with `smoke = True` (measured on 2 CPU
 # cores that other jobs were using; see the README's run-time table).
 #
 # **On a GPU** the live sweep trains every configuration for real (not yet timed on a GPU).

@@ -13,7 +13,7 @@
 # **Prerequisites**: notebooks 01 and 02. No GPU needed: without GPUs the ranks run on the CPU
 # (gloo) with one simulated A40 each. With GPUs, set `nproc` to their number.
 #
-# **Expected run time**: 39 s on the simulated GPU, 36 s with `smoke = True` (measured on 2 CPU
+# **Expected run time**: 16 s on the simulated GPU, 15 s with `smoke = True` (measured on 2 CPU
 # cores that other jobs were using; see the README's run-time table).
 #
 # **On GPUs** it depends on the model and data you choose (`arch`, `data`).

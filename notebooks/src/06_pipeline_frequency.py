@@ -19,8 +19,8 @@
 # pipeline's stages compute on the CPU (gloo), so on a GPU machine they still run on simulated
 # GPUs; real clocks are set only by `zeus_nb.train.pipeline --backend nvml`.
 #
-# **Expected run time**: 1 min 21 s on the simulated GPU, 1 min 22 s with `smoke = True` (measured
-# on 2 CPU cores that other jobs were using; see the README's run-time table).
+# **Expected run time**: 37 s on the simulated GPU, 34 s with `smoke = True` (measured on 2 CPU
+# cores that other jobs were using; see the README's run-time table).
 #
 # Most of it goes into starting the four pipeline processes three times, so a GPU does not change
 # it much.
