@@ -30,8 +30,6 @@ __all__ = [
     "NOISE",
     "POWER_LIMIT",
     "Quantity",
-    "finite_float",
-    "finite_seconds",
     "integer",
     "number",
     "number_list",
@@ -189,28 +187,6 @@ def notebook_counts(low: int = 1, **values: object) -> tuple[int, ...]:
         integer(v, f"notebook parameter {k}", low, 10**9, "give a whole number")
         for k, v in values.items()
     )
-
-
-def finite_float(text: str) -> float:
-    """An ``argparse`` ``type=``: a finite number (``nan`` and ``inf`` parse as floats, but no
-    command-line knob means anything with them)."""
-    import argparse
-
-    try:
-        return number(text, "the value")
-    except InputError as e:
-        raise argparse.ArgumentTypeError(str(e).replace("the value: ", "", 1)) from None
-
-
-def finite_seconds(text: str) -> float:
-    """An ``argparse`` ``type=`` for a time limit: more than 0 s, finite (``--timeout nan``
-    or ``-1`` would make every cell fail at once, or never time out)."""
-    import argparse
-
-    try:
-        return number(text, "the value", DURATION)
-    except InputError as e:
-        raise argparse.ArgumentTypeError(str(e).replace("the value: ", "", 1)) from None
 
 
 def writable_dir(path: str | os.PathLike, option: str = "") -> Path:
