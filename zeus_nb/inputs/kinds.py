@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from zeus_nb.data.workloads import WORKLOADS  # the workloads' sample counts
 from zeus_nb.inputs.schema import Column, Ratio, Row, RowCheck, Schema, Spread
 from zeus_nb.utils.validate import (
     AVERAGE_POWER,
@@ -35,8 +36,6 @@ def _text(name: str, **kw) -> Column:
 def _step_time(row: Row) -> tuple[str, str] | None:
     """A traced epoch split into steps: a step longer than a minute is an epoch in ms (the
     slowest traced step takes 17 s)."""
-    from zeus_nb.data.workloads import WORKLOADS  # the workloads' sample counts
-
     wl = WORKLOADS.get(str(row.get("dataset", "")).lower())
     if wl is None or row.get("time_per_epoch") is None:
         return None
