@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.utils.files import atomic_write
 
 
 @dataclass(frozen=True)
@@ -55,28 +56,18 @@ def execute_notebook_task(task: NotebookTask) -> dict[str, Any]:
         }
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` in one rename: readers see the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def write_notebook_result(output: Path, result: dict[str, Any]) -> None:
     """Client side: store a point's executed notebook (and its sidecar first)."""
     from zeus_nb.runner.records import sidecar_of
 
     side = sidecar_of(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
     if result.get("sidecar") is not None:
-        write_atomically(side, result["sidecar"])
+        atomic_write(side, result["sidecar"])
     else:
         side.unlink(missing_ok=True)
     if result.get("notebook") is not None:
-        write_atomically(output, result["notebook"])
+        atomic_write(output, result["notebook"])
 
 
 def simulated_settings() -> dict[str, Any] | None:

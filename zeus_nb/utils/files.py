@@ -45,7 +45,6 @@ OTHER_WRITES: dict[str, str] = {
     "zeus_nb.docsite.assemble": "the site's build folder, made afresh by each build",
     "zeus_nb.runner.execute.execute": "a kernel's live log, streamed while it runs",
     "zeus_nb.runner.points.execute_notebook_task": "a worker's private temporary folder",
-    "zeus_nb.runner.points.write_atomically": "a temporary sibling, fsynced, then one rename",
 }
 
 
