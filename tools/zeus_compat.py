@@ -21,6 +21,7 @@ import dataclasses
 import importlib
 import inspect
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,8 @@ HERE = Path(__file__).resolve().parent
 RECORD = HERE / "zeus_api" / "zeus-0.16.0.json"
 DOC = HERE.parent / "docs" / "zeus_compat.md"
 BEGIN, END = "<!-- zeus-api-table: begin -->", "<!-- zeus-api-table: end -->"
+SUITE_BEGIN, SUITE_END = "<!-- zeus-suite: begin -->", "<!-- zeus-suite: end -->"
+SUITE_SUMMARY = HERE / "zeus_suite" / "summary.json"
 
 from zeus_compat_table import DEVIATIONS, NOTES, PLACEHOLDERS, UNSUPPORTED  # noqa: E402
 
@@ -218,11 +221,53 @@ def table(rows: list[Row]) -> str:
     return "\n".join(out).strip() + "\n"
 
 
-def rendered_doc(rows: list[Row]) -> str:
+def suite_section(summary: dict) -> str:
+    """What Zeus's own unit tests give against zeus-nb: per-file counts and every failing test.
+
+    ``summary`` is what ``tools/zeus_suite/run.py --update`` recorded (``summary.json``); the
+    reasons come from ``tools/zeus_suite/known_failures.py``.
+    """
+    sys.path.insert(0, str(HERE / "zeus_suite"))
+    from known_failures import KNOWN_FAILURES
+
+    t = summary["totals"]
+    failing = summary["not_passing"]
+    out = [
+        f"{summary['collected']} tests collected from `{summary['wheel']}` "
+        f"({len(summary['files'])} files, {len(summary['collection_errors'])} not collected): "
+        f"{t['passed']} passed, {t['failed']} failed, {t['error']} errors, "
+        f"{t['skipped']} skipped.",
+        "",
+        "| test file | passed | failed | errors | skipped |",
+        "|---|---|---|---|---|",
+    ]
+    for name, c in summary["files"].items():
+        out.append(f"| `{name}` | {c['passed']} | {c['failed']} | {c['error']} | {c['skipped']} |")
+    for name, why in summary["collection_errors"].items():
+        out.append(f"| `{name}` | not collected: {why.replace('|', '/')} | | | |")
+    out.append("")
+    if failing:
+        out += ["Tests that fail here, and why:", "", "| test | outcome | why |", "|---|---|---|"]
+        for nodeid, entry in failing.items():
+            why = KNOWN_FAILURES.get(nodeid, "**not explained**")
+            out.append(f"| `{nodeid}` | {entry['outcome']} | {why.replace('|', '/')} |")
+    else:
+        out.append("Every collected test passes or is skipped by Zeus's own conditions.")
+    return "\n".join(out).strip() + "\n"
+
+
+def rendered_doc(rows: list[Row], summary: dict | None = None) -> str:
     text = DOC.read_text()
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{table(rows)}{END}{tail}"
+    text = f"{head}{BEGIN}\n{table(rows)}{END}{tail}"
+    if summary is None and SUITE_SUMMARY.is_file():
+        summary = json.loads(SUITE_SUMMARY.read_text())
+    if summary is not None and SUITE_BEGIN in text:
+        head, rest = text.split(SUITE_BEGIN, 1)
+        _, tail = rest.split(SUITE_END, 1)
+        text = f"{head}{SUITE_BEGIN}\n{suite_section(summary)}{SUITE_END}{tail}"
+    return text
 
 
 def write_doc() -> str:
