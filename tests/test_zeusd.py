@@ -235,3 +235,25 @@ def test_show_env_reports_the_configured_daemon(monkeypatch, capsys):
     assert (
         "node:4938" in lines and "(3, 'Fake GPU 3')" in lines and "can_control_gpu: True" in lines
     )
+
+
+def test_zeus_nvidia_gpu_wiring_reads_nvml_and_sets_through_the_daemon(fake_nvml, monkeypatch):
+    """How zeus_nb.device.gpu.nvidia composes ZeusdNVIDIAGPU: the mixin before NVIDIAGPU."""
+    from zeus_nb.device.gpu.nvidia import NVIDIAGPU
+
+    class ZeusdNVIDIAGPU(ZeusdSettersMixin, NVIDIAGPU):
+        pass
+
+    fake = FakeZeusd(gpus=(0, 1))
+    fake.on_limit = lambda i, mw: fake_nvml.set_device(i, limit_mw=mw)  # the daemon's NVML
+    fake.patch(monkeypatch)
+    gpu = ZeusdNVIDIAGPU(1, ZeusdClient(ZeusdConfig.tcp("node", 4938)))
+    assert gpu.get_power_management_limit_constraints() == (100_000, 300_000)  # from NVML
+    gpu.set_power_management_limit(150_000)
+    assert fake.limits == {0: 300_000, 1: 150_000}
+    assert gpu.get_power_management_limit() == 150_000  # read back through NVML
+    gpu.reset_power_management_limit()  # to NVML's default, through the daemon
+    assert fake_nvml.limits_w() == [300.0, 300.0]
+    assert fake_nvml.state["set_calls"] == []  # this process never set a limit itself
+    gpu.restore_zeusd_settings()  # nothing left for exit
+    assert fake.limits[1] == 300_000

@@ -41,6 +41,7 @@ class FakeZeusd:
         self.stream_status = 200
         self.events: dict[str, list[dict]] = {"gpu": [], "cpu": []}
         self.stop = threading.Event()  # ends the event streams
+        self.on_limit = None  # called (gpu, mW) after a limit is set: the GPU as NVML sees it
 
     # --- answers --------------------------------------------------------------------------------
     def answer(self, method: str, path: str, params: dict[str, str], headers: dict[str, str]):
@@ -65,6 +66,8 @@ class FakeZeusd:
         if path == "/gpu/set_power_limit":
             for i in ids:
                 self.limits[i] = int(params["power_limit_mw"])
+                if self.on_limit is not None:
+                    self.on_limit(i, self.limits[i])
             return 200, "OK"
         if path == "/gpu/get_persistence_mode":
             return 200, {str(i): {"enabled": self.persistence[i]} for i in ids}
