@@ -13,7 +13,9 @@ fail the constructor: it is kept in :attr:`ZeusdClient.auth_error`, the ``can_*`
 answer False, and :func:`require_capabilities` raises it. Every endpoint call that the daemon
 refuses raises :class:`~zeus_nb.device.exception.ZeusdError` naming the call.
 
-The HTTP client is httpx (the ``net`` extra: ``pip install 'zeus-nb[net]'``).
+The records, :class:`ZeusdConfig` and the errors live in :mod:`zeus_nb.utils.zeusd_config` and
+are importable from here, as in Zeus. The HTTP client is httpx (the ``net`` extra:
+``pip install 'zeus-nb[net]'``).
 """
 
 from __future__ import annotations
@@ -94,13 +96,17 @@ class ZeusdClient:
                 )
         self._config = config
         self._client = config.make_client()
-        self._read_discovery(self._discover())
         self._auth_error: str | None = None
         self._granted_scopes: frozenset[str] = frozenset()
         self._whoami_sub: str | None = None
         self._whoami_exp: int | None = None
-        if self._auth_required:
-            self._authenticate()
+        try:
+            self._read_discovery(self._discover())
+            if self._auth_required:
+                self._authenticate()
+        except BaseException:
+            self._client.close()
+            raise
 
     # --- set-up ------------------------------------------------------------------------------
     def _discover(self) -> Any:
@@ -138,34 +144,47 @@ class ZeusdClient:
             ) from e
 
     def _authenticate(self) -> None:
+        """Ask which scopes the token grants; a problem is kept in :attr:`auth_error`."""
         where = self._config.endpoint
-        if not self._config.token:
+        if self._config.token:
+            self._auth_error = self._whoami(where)
+        else:
             self._auth_error = (
                 f"Zeusd at {where} requires a token, but no token was provided: set ZEUSD_TOKEN "
                 "or pass token= to ZeusdConfig"
             )
-        else:
-            response = self._client.get(self._config.url("/auth/whoami"))
-            if response.status_code == 200:
-                whoami = response.json()
-                self._granted_scopes = frozenset(whoami.get("scopes", ()))
-                self._whoami_sub = whoami.get("sub")
-                self._whoami_exp = whoami.get("exp")
-                log.info(
-                    "zeusd at %s: authenticated as %r with scopes %s",
-                    where,
-                    self._whoami_sub,
-                    sorted(self._granted_scopes),
-                )
-            elif response.status_code == 401:
-                self._auth_error = f"Token rejected by Zeusd at {where}: {_body(response)}"
-            else:
-                self._auth_error = (
-                    f"Zeusd at {where} answered HTTP {response.status_code} on /auth/whoami: "
-                    f"{_body(response)}"
-                )
         if self._auth_error:
             log.warning("zeusd at %s: %s", where, self._auth_error)
+
+    def _whoami(self, where: str) -> str | None:
+        """Read the token's subject, expiry and scopes; the problem, or None when it worked."""
+        httpx = _httpx()
+        try:
+            response = self._client.get(self._config.url("/auth/whoami"))
+        except httpx.RequestError as e:
+            raise ZeusdConnectionError(
+                f"Zeusd at {where} stopped answering during authentication ({e!r})"
+            ) from e
+        if response.status_code == 401:
+            return f"Token rejected by Zeusd at {where}: {_body(response)}"
+        if response.status_code != 200:
+            return (
+                f"Zeusd at {where} answered HTTP {response.status_code} on /auth/whoami: "
+                f"{_body(response)}"
+            )
+        try:
+            whoami = response.json()
+            self._granted_scopes = frozenset(whoami.get("scopes", ()))
+        except (ValueError, AttributeError, TypeError):
+            return f"Zeusd at {where} answered /auth/whoami with no scopes: {_body(response)}"
+        self._whoami_sub, self._whoami_exp = whoami.get("sub"), whoami.get("exp")
+        log.info(
+            "zeusd at %s: authenticated as %r with scopes %s",
+            where,
+            self._whoami_sub,
+            sorted(self._granted_scopes),
+        )
+        return None
 
     def close(self) -> None:
         """Close the HTTP connection (the client cannot be used afterwards)."""
