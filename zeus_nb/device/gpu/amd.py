@@ -157,6 +157,7 @@ class AMDGPU(c.GPU):
     @_amd_errors
     def _get_handle(self) -> None:
         lib = _amdsmi()
+        _init(lib)  # as AMDGPUs does, so that a lone AMDGPU works too
         by_hip = {
             lib.amdsmi_get_gpu_enumeration_info(h)["hip_id"]: h
             for h in lib.amdsmi_get_processor_handles()
