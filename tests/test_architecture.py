@@ -26,6 +26,7 @@ LAYERS = [
     ("zeus_nb.data", 1),
     ("zeus_nb.data.workloads", 0),
     ("zeus_nb.device", 2),
+    ("zeus_nb.utils.zeusd", 2),  # Zeus's path; a client of a device daemon raising device errors
     ("zeus_nb.monitor", 3),
     ("zeus_nb.metric", 3),
     ("zeus_nb.utils.testing", 3),

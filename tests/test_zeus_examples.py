@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +27,7 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def test_carbon_example_runs_offline_and_refuses_the_online_lookup_in_one_line():
+def test_carbon_example_runs_offline_and_its_online_lookup_fails_offline_in_one_line():
     out = subprocess.run(
         [sys.executable, str(SCRIPTS / "carbon_monitor.py"), "--offline"],
         env=_env(),
@@ -37,15 +38,21 @@ def test_carbon_example_runs_offline_and_refuses_the_online_lookup_in_one_line()
     assert out.returncode == 0, out.stderr
     grams = float(out.stdout.split()[-2])
     assert grams > 0
+    with socket.socket() as s:  # a port nothing listens on: the look-up never leaves 127.0.0.1
+        s.bind(("127.0.0.1", 0))
+        proxy = f"http://127.0.0.1:{s.getsockname()[1]}"
+    env = _env(http_proxy=proxy, HTTP_PROXY=proxy)
+    for name in ("no_proxy", "NO_PROXY"):
+        env.pop(name, None)
     online = subprocess.run(
         [sys.executable, str(SCRIPTS / "carbon_monitor.py")],
-        env=_env(),
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert online.returncode != 0
-    assert "UnsupportedError" in online.stderr and "latitude, longitude" in online.stderr
+    assert "LocationLookupError" in online.stderr and "(latitude, longitude)" in online.stderr
 
 
 @pytest.mark.slow

@@ -34,26 +34,15 @@ UNSUPPORTED: dict[str, str] = {
 
 # Importable, but constructing or calling them raises our one-line error with the reason.
 PLACEHOLDERS: dict[str, str] = {
-    # --- device layer: other vendors' devices, Zeus's daemon --------------------------------
-    "zeus.device.gpu.amd.AMDGPU": "AMD GPUs (amdsmi) are not read; raises AMDUnsupportedError",
-    "zeus.device.gpu.amd.AMDGPUs": "AMD GPUs (amdsmi) are not read; raises AMDUnsupportedError",
+    # --- device layer: Jetson, and the NVIDIA GPU whose setters go through zeusd ---------------
     "zeus.device.gpu.nvidia.ZeusdNVIDIAGPU": (
         "zeus-nb sets GPUs through NVML in the process, not through zeusd"
     ),
-    "zeus.device.soc.apple.AppleSilicon": "Apple silicon counters are not read",
-    "zeus.device.soc.apple.AppleSiliconMeasurement": "Apple silicon counters are not read",
     "zeus.device.soc.jetson.Jetson": "Jetson power rails are not read",
     "zeus.device.soc.jetson.JetsonMeasurement": "Jetson power rails are not read",
     "zeus.device.soc.jetson.PowerMeasurementStrategy": "Jetson power rails are not read",
     "zeus.device.soc.jetson.DirectPower": "Jetson power rails are not read",
     "zeus.device.soc.jetson.VoltageCurrentProduct": "Jetson power rails are not read",
-    "zeus.utils.zeusd.ZeusdClient": (
-        "zeus-nb talks to NVML and RAPL directly, not through Zeus's daemon zeusd"
-    ),
-    "zeus.utils.zeusd.require_capabilities": "no zeusd client exists to check",
-    "zeus.monitor.power_streaming.PowerStreamingClient": (
-        "streams from zeusd; sample power in the process with zeus_nb.monitor.PowerMonitor"
-    ),
 }
 
 _BSO = "zeus.optimizer.batch_size"
@@ -125,14 +114,44 @@ NOTES: dict[str, str] = {
         "a simulated GPU has no memory clocks or temperature (ZeusGPUNotSupportedError) and "
         "persistence mode is a flag there"
     ),
-    "zeus.device.gpu.amdsmi_is_available": "always False (AMD GPUs are not read)",
-    "zeus.device.gpu.amd.amdsmi_is_available": "always False (AMD GPUs are not read)",
-    "zeus.device.soc.get_soc": "always raises ZeusSoCInitError, as Zeus's does without a SoC",
-    "zeus.device.soc.apple.apple_silicon_is_available": "always False",
+    "zeus.device.gpu.amdsmi_is_available": "amdsmi is looked up at each call (not cached)",
+    "zeus.device.gpu.amd.amdsmi_is_available": "amdsmi is looked up at each call (not cached)",
+    "zeus.device.gpu.amd.AMDGPU": (
+        "over amdsmi, looked up when used (without it: AMDUnsupportedError, a ZeusGPUInitError, "
+        "saying what to install); power limits and clock ranges changed through it are put back "
+        "at exit (`restore_settings()`); `get_supported_*_clocks` are amdsmi's (max, min)"
+    ),
+    "zeus.device.gpu.amd.AMDGPUs": (
+        "over amdsmi as `AMDGPU`; HIP indices, HIP_VISIBLE_DEVICES else CUDA_VISIBLE_DEVICES. "
+        "zeus-nb's own backends (get_gpus(), ZeusMonitor's default) stay NVML and simulated"
+    ),
+    "zeus.device.soc.get_soc": (
+        "Apple silicon where available (zeus-apple-silicon on a Mac), else ZeusSoCInitError, as "
+        "Zeus's does without a SoC; Jetson is not read"
+    ),
+    "zeus.device.soc.apple.AppleSilicon": (
+        "over the zeus-apple-silicon binding, looked up when constructed (without it, or off "
+        "an Apple silicon Mac: ZeusAppleInitError saying why)"
+    ),
+    "zeus.device.soc.apple.apple_silicon_is_available": "not cached",
     "zeus.device.soc.jetson.jetson_is_available": "always False",
-    "zeus.device.soc.apple.zeus_apple_silicon": "None: the Apple binding is never loaded",
+    "zeus.device.soc.apple.zeus_apple_silicon": (
+        "the binding module as of this moment, or None where it cannot be imported"
+    ),
     "zeus.device.common.has_sys_admin": "reads CapEff from /proc/self/status; not cached",
-    "zeus.utils.zeusd.ZeusdConfig": "a record only: make_client() raises (no zeusd client)",
+    "zeus.utils.zeusd.ZeusdConfig": "make_client() is an httpx.Client (the `net` extra)",
+    "zeus.utils.zeusd.ZeusdClient": (
+        "httpx (the `net` extra); a transport failure during a call is a ZeusdError naming the "
+        "call; `close()` and `with` close the connection"
+    ),
+    "zeus.monitor.power_streaming.PowerStreamingClient": (
+        "streams from zeusd daemons (httpx, the `net` extra); also a context manager. Power of "
+        "this process's GPUs needs no daemon: PowerMonitor"
+    ),
+    "zeus.utils.lat_lon.get_ip_lat_long": (
+        "waits at most `timeout=5` s; offline or without a usable answer it raises "
+        "`LocationLookupError` (an OSError) saying to pass (latitude, longitude) instead"
+    ),
     f"{_BSO}.client.BatchSizeOptimizer": (
         "server_url is the store (sqlite:///PATH, a path, postgresql://...; None: "
         "$ZEUS_SERVER_URL); http(s):// is refused. job_id=None makes a new job per run, as "

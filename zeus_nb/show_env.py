@@ -73,22 +73,38 @@ def _soc() -> list[str]:
     from zeus_nb.device.soc import ZeusSoCInitError, get_soc
 
     try:
-        get_soc()
+        soc = get_soc()
     except ZeusSoCInitError as e:
         return ["  No SoC available.", f"  ({e})"]
-    return ["  SoC available."]  # pragma: no cover - zeus-nb reads no SoC
+    return [f"  {type(soc).__name__}: {', '.join(sorted(soc.get_available_metrics()))}"]
 
 
 def _zeusd() -> list[str]:
-    from zeus_nb.utils.zeusd import ZeusdConfig
+    from zeus_nb.errors import ZeusNbError
+    from zeus_nb.utils.zeusd import ZeusdClient, ZeusdConfig
 
     config = ZeusdConfig.from_env()
     if config is None:
-        return ["  Not configured (zeus-nb does not use zeusd; it talks to NVML and RAPL itself)."]
-    return [
-        f"  Configured at {config.endpoint} (ZEUSD_SOCK_PATH or ZEUSD_HOST_PORT), but zeus-nb "
-        "does not use zeusd: it talks to NVML and RAPL itself, in this process."
+        return ["  Not configured (ZEUSD_SOCK_PATH or ZEUSD_HOST_PORT is not set)."]
+    lines = [
+        f"  Endpoint: {config.endpoint} (zeus-nb's own GPU and CPU calls do not go through it)"
     ]
+    try:
+        with ZeusdClient(config) as client:
+            lines += [
+                f"  GPUs: {[(gpu.id, gpu.name) for gpu in client.gpus]}",
+                f"  CPU IDs: {client.cpu_ids} (DRAM readable: {client.dram_available})",
+                f"  Auth required: {client.auth_required}",
+                f"  can_read_gpu: {client.can_read_gpu}, can_control_gpu: "
+                f"{client.can_control_gpu}, can_read_cpu: {client.can_read_cpu}",
+            ]
+            if client.auth_error:
+                lines.append(f"  Auth error: {client.auth_error}")
+            elif client.auth_required:
+                lines.append(f"  Granted scopes: {sorted(client.granted_scopes)}")
+    except ZeusNbError as e:
+        lines.append(f"  Error: {e}")
+    return lines
 
 
 def _section(title: str, lines: list[str]) -> None:

@@ -20,4 +20,4 @@ class ZeusBaseSoCError(ZeusBaseError):
 
 
 class ZeusdError(ZeusBaseGPUError):
-    """An error about Zeus's privileged daemon (zeusd), which zeus-nb does not use."""
+    """Zeus's daemon zeusd refused a call of ``ZeusdClient``, or could not be reached."""

@@ -107,6 +107,8 @@ ENV_NOT_INPUT: dict[str, str] = {
     "zeus_nb.optimizer.batch_size.store.default_path": "LOCALAPPDATA and XDG_CACHE_HOME",
     "zeus_nb.utils.diskcache.cache_dir": "XDG_CACHE_HOME, a standard folder variable",
     "zeus_nb.device.nvml.visible_nvml_indices": "CUDA_VISIBLE_DEVICES, parsed there",
+    "zeus_nb.device.gpu.amd.visible_hip_indices": "HIP_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES, "
+    "parsed there",
     "zeus_nb.docsite._environ": "saves variables to restore them afterwards",
     "zeus_nb.runner.records._default_sidecar": "JPY_SESSION_NAME (Jupyter's), a file name",
     "zeus_nb.runner.notebooks.kernel_environment": "PYTHONPATH, passed on to kernels",

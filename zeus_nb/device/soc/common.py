@@ -1,8 +1,8 @@
 """Zeus's SoC interface (a processor whose CPU, GPU and memory share one package's counters).
 
-zeus-nb reads no SoC counters (Apple silicon, NVIDIA Jetson): the interface exists so Zeus code
-that checks for a SoC runs, finds none (:func:`zeus_nb.device.soc.get_soc` raises
-:class:`ZeusSoCInitError`, as Zeus's does on a machine without one) and moves on.
+zeus-nb reads Apple silicon through its binding (:mod:`zeus_nb.device.soc.apple`), not Jetson
+power rails. On a machine without a readable SoC :func:`zeus_nb.device.soc.get_soc` raises
+:class:`ZeusSoCInitError`, as Zeus's does, and Zeus code moves on (``EmptySoC``).
 """
 
 from __future__ import annotations
