@@ -189,3 +189,74 @@ def test_errors_are_injected_on_shaped_gpus_too(nvml_gpus):
     fake.set_device(1, power_error="NotSupported")
     with pytest.raises(UnsupportedError):
         system.gpu(1).power()
+
+
+# --- what the checks accept ----------------------------------------------------------------------
+def _records(t: float, e: float) -> dict:
+    """The same (time, energy) of one GPU as each kind of input that checks energy over time."""
+    from zeus_nb.inputs import kinds
+
+    return {
+        kinds.MONITOR_LOG: {
+            "start_time": 1.0,
+            "window_name": "__GlobalPowerLimitOptimizer_700",
+            "elapsed_time": t,
+            "gpu0_energy": e,
+        },
+        kinds.PL_MEASUREMENT: {"power_limit": 700, "energy": e, "time": t, "num_gpus": 1},
+        kinds.SWEEP_RESULT: {
+            "batch_size": 32,
+            "power_limit": 700,
+            "time": t,
+            "energy": e,
+            "num_gpus": 1,
+        },
+        kinds.OBSERVATION: {"batch_size": 32, "time": t, "energy": e, "reached": True},
+    }
+
+
+def test_the_checks_accept_every_window_an_h100_counter_reads(nvml_gpus):
+    """Windows from 5 ms to 0.3 s on the H100's counter read 0 J or whole 69.3 J updates (1 kW
+    or more over 50 ms): every file and record check takes them, as they are what a GPU reads."""
+    from zeus_nb.inputs import check_record
+
+    nvml_gpus("h100", 1)
+    system = device.current("nvml")
+    gpu = system.gpu(0)
+    readings = []
+    for seconds in (0.005, 0.02, 0.05, 0.12, 0.3):
+        for _ in range(3):
+            t0, e0 = system.clock(), gpu.energy()
+            time.sleep(seconds)
+            readings.append((system.clock() - t0, gpu.energy() - e0))
+    assert any(e == 0 for _, e in readings) and any(e > 600 * t for t, e in readings)
+    # and the extremes: nothing drawn yet, or a whole update more than the window lasted
+    readings += [(0.02, 0.0), (0.02, 693 * 0.12 * 0.999), (0.099, 0.0)]
+    for t, e in readings:
+        for schema, record in _records(t, e).items():
+            check_record(record, schema, f"{schema.name} of {t:.3f} s")
+
+
+PER_GPU = ("ZeusMonitor log", "power-limit measurement", "sweep result")
+
+
+@pytest.mark.parametrize(
+    ("t", "e", "refused_by"),
+    [
+        (5.0, 5 * 693 * 1000.0, PER_GPU),  # energy in mJ (a whole job of 1000 GPUs could)
+        (5000.0, 5 * 693.0, (*PER_GPU, "batch-size optimizer run")),  # time in ms
+        # a long window that measured nothing (a sweep row of 0 J is a run that never stepped)
+        (5.0, 0.0, ("ZeusMonitor log", "power-limit measurement", "batch-size optimizer run")),
+        (0.05, 1e4, PER_GPU),  # more than 0.15 s of drawing at any power one GPU draws
+    ],
+)
+def test_the_checks_still_refuse_what_no_counter_reads(t, e, refused_by):
+    from zeus_nb.errors import InputError
+    from zeus_nb.inputs import check_record
+
+    for schema, record in _records(t, e).items():
+        if schema.name in refused_by:
+            with pytest.raises(InputError, match="out of range"):
+                check_record(record, schema, "a mistake")
+        else:
+            check_record(record, schema, "a whole job")
