@@ -7,6 +7,11 @@ backend is current (a simulated GPU charges the traced cost of each step).
 
 :func:`synthetic_images` is :func:`zeus_nb.data.datasets.synthetic_datasets` as a
 (train, validation) pair split 4:1, so a sweep can run where no dataset can be downloaded.
+
+:func:`epoch_seconds` times one epoch of such a ``train_fn`` and :func:`repeated` makes a training
+set several times longer: on a real GPU, whose energy counter moves every 100 ms or so, a small
+model's epoch of a few milliseconds reads 0 J; a longer epoch spans enough counter updates to be
+measured.
 """
 
 from __future__ import annotations
@@ -40,6 +45,27 @@ def synthetic_images(
     n_val = num_samples // 5
     d = synthetic_datasets(num_classes, num_samples - n_val, n_val, image_size, noise, seed)
     return d.train, d.val
+
+
+def repeated(data, times: int):
+    """``data`` ``times`` over (one epoch then passes over it ``times`` times)."""
+    from torch.utils.data import ConcatDataset
+
+    if times < 1:
+        raise InputError(f"times must be >= 1, got {times}")
+    return data if times == 1 else ConcatDataset([data] * times)
+
+
+def epoch_seconds(train_fn: Callable[[int, int], float], batch_size: int, clock) -> float:
+    """Seconds of ``clock`` the quicker of two epochs of ``train_fn`` takes at ``batch_size``,
+    after a first epoch that warms up (it also pays for torch's start-up and the model)."""
+    train_fn(batch_size, 0)
+    times = []
+    for epoch in (1, 2):
+        start = clock()
+        train_fn(batch_size, epoch)
+        times.append(clock() - start)
+    return min(times)
 
 
 def torch_train_fn(
