@@ -12,8 +12,14 @@ from __future__ import annotations
 import pytest
 
 # Longest first, by `--durations` of a whole-suite run: the docs site build, the notebook tour,
-# JupyterLab in Chromium, both course editions.
-FIRST = ("test_site.py", "test_notebooks.py", "test_browser.py", "test_course.py")
+# the tours on fake NVML GPUs, JupyterLab in Chromium, both course editions.
+FIRST = (
+    "test_site.py",
+    "test_notebooks.py",
+    "test_tour_nvml.py",
+    "test_browser.py",
+    "test_course.py",
+)
 
 
 @pytest.hookimpl(tryfirst=True)
