@@ -238,7 +238,8 @@ if period:
     step_s = (system.clock() - start) / timed
     live_pl_step = 100 if smoke else 25
     updates = 3 if smoke else 10  # counter updates each profiling window spans
-    live_profile_steps = steps_spanning(updates * period, step_s, at_least=profile_steps)
+    # 20 % beyond, as steps speed up on a machine whose load falls
+    live_profile_steps = steps_spanning(1.2 * updates * period, step_s, at_least=profile_steps)
     low_w, high_w = gpu.power_limit_constraints()
     limits = int((high_w - low_w) // live_pl_step) + 1
     needed = limits * (warmup_steps + live_profile_steps) + 2  # profiling all limits, and more

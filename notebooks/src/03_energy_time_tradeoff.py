@@ -46,11 +46,11 @@ from zeus_nb.data.traces import tta_eta
 from zeus_nb.errors import InputError
 from zeus_nb.plots import energy_time_scatter, savings_bars, trace_tradeoff_figure
 from zeus_nb.plots.tradeoff import in_plot_units
-from zeus_nb.runner.setup import counter_period, steps_spanning
+from zeus_nb.runner.setup import counter_period
 from zeus_nb.runner.sweep import run_sweep
 from zeus_nb.tradeoff import min_cost, pareto_front, potential_savings
 from zeus_nb.train.demos import small_classifier
-from zeus_nb.train.sweep_fn import epoch_seconds, repeated, synthetic_images, torch_train_fn
+from zeus_nb.train.sweep_fn import repeated_to_span, synthetic_images, torch_train_fn
 from zeus_nb.utils import validate
 
 batch_sizes = validate.number_list(live_batch_sizes, "live_batch_sizes", integers=True)
@@ -197,15 +197,17 @@ print(pd.DataFrame(along, index=["batch_size", "power_limit"]))
 # %%
 train_data, val_data = synthetic_images(512, num_classes=10, image_size=8, noise=0.6, seed=seed)
 if period:
-    probe = torch_train_fn(small_classifier, train_data, val_data, seed=seed)
-    epoch_s = epoch_seconds(probe, max(batch_sizes), system.clock)
     updates = 3 if smoke else 10  # counter updates an epoch at the largest batch size spans
-    copies = steps_spanning(updates * period, epoch_s)
-    train_data = repeated(train_data, copies)
+    train_data, copies = repeated_to_span(
+        lambda data: torch_train_fn(small_classifier, data, val_data, seed=seed),
+        train_data,
+        max(batch_sizes),
+        updates * period,
+        system.clock,
+    )
     print(
-        f"an epoch takes {epoch_s * 1000:.0f} ms at batch size {max(batch_sizes)} and "
         f"{live_gpu.name}'s counter moves every {period * 1000:g} ms: the training set is "
-        f"repeated {copies} times, so an epoch spans about {updates} counter updates or more"
+        f"repeated {copies} times, so that an epoch spans {updates} counter updates or more"
     )
 
 

@@ -44,9 +44,9 @@ from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, PaperBatchSizeOptim
 from zeus_nb.optimizer.batch_size.simulator import simulate
 from zeus_nb.optimizer.batch_size.store import MemoryStore
 from zeus_nb.plots import bso_costs, bso_posterior
-from zeus_nb.runner.setup import counter_period, steps_spanning
+from zeus_nb.runner.setup import counter_period
 from zeus_nb.train.demos import small_classifier
-from zeus_nb.train.sweep_fn import epoch_seconds, repeated, synthetic_images, torch_train_fn
+from zeus_nb.train.sweep_fn import repeated_to_span, synthetic_images, torch_train_fn
 from zeus_nb.utils import validate
 
 compare_seeds, live_recurrences, max_epochs = validate.notebook_counts(
@@ -230,13 +230,16 @@ print(rounds.iloc[::5].round(0).to_string(index=False))
 train_data, val_data = synthetic_images(512, num_classes=10, image_size=8, noise=0.6, seed=seed)
 period = counter_period(system)  # s between energy-counter updates; 0: exact (simulated)
 if period:
-    probe = torch_train_fn(small_classifier, train_data, val_data, seed=seed)
-    epoch_s = epoch_seconds(probe, max(candidates), system.clock)
-    copies = steps_spanning(3 * period, epoch_s)
-    train_data = repeated(train_data, copies)
+    train_data, copies = repeated_to_span(
+        lambda data: torch_train_fn(small_classifier, data, val_data, seed=seed),
+        train_data,
+        max(candidates),
+        3 * period,  # an epoch at the largest batch size spans 3 counter updates or more
+        system.clock,
+    )
     print(
-        f"an epoch takes {epoch_s * 1000:.0f} ms at batch size {max(candidates)} and the "
-        f"counter moves every {period * 1000:g} ms: the training set is repeated {copies} times"
+        f"the counter moves every {period * 1000:g} ms: the training set is repeated {copies} "
+        "times, so that an epoch spans 3 counter updates or more"
     )
 
 train_epoch = torch_train_fn(small_classifier, train_data, val_data, seed=seed)
