@@ -226,6 +226,8 @@ with GlobalPowerLimitOptimizer(
     warmup_steps=warmup_steps,
     profile_steps=profile_steps,
     profile_path=profile_file,
+    adaptive=True,  # skip limits that cannot win (Zeus's default measures every one)
+    resume_across_epochs=True,  # an epoch's end pauses the window (Zeus's starts the limit over)
 ) as plo:
     for _ in range(epochs):
         plo.on_epoch_begin()
@@ -248,7 +250,7 @@ fig = power_limit_profile(plo)
 # ## Reusing a saved profile
 #
 # A second run with the same `profile_path` skips profiling: it loads the measurements and
-# applies the optimum at its first step.
+# applies the optimum as soon as it is created.
 
 # %%
 with GlobalPowerLimitOptimizer(monitor, live_selector, profile_path=profile_file) as again:
@@ -277,7 +279,14 @@ if hf_skipped is None:
     from zeus_nb.train.demos import tiny_bert_trainer
 
     hf_plo = HFGlobalPowerLimitOptimizer(
-        monitor, Energy(), warmup_steps=1, profile_steps=2, pl_step=50, verbose=False
+        monitor,
+        Energy(),
+        warmup_steps=1,
+        profile_steps=2,
+        pl_step=50,
+        adaptive=True,
+        verbose=False,
+        resume_across_epochs=True,
     )
     tiny_bert_trainer(out / "hf", callbacks=[hf_plo], max_steps=40, seed=seed).train()
     hf_limit = hf_plo.optimizer.optimal_power_limit
