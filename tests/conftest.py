@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+import zeus_nb.device.gpu.nvidia  # noqa: F401 - binds the real pynvml before a test fakes it
 from zeus_nb import device
 
 FAKE_NVML_DIR = Path(__file__).parent / "fake_nvml"
@@ -153,6 +154,7 @@ class FakeNvml:
             [str(FAKE_NVML_DIR), str(REPO), env.get("PYTHONPATH", "")]
         )
         env["ZEUS_NB_BACKEND"] = "nvml"
+        env["ZEUS_NB_ENERGY_READS"] = "sync"  # its reads stand for instant ones
         return env
 
 
@@ -164,6 +166,11 @@ def _install_fake_nvml(tmp_path, monkeypatch, make_state) -> FakeNvml:
     import pynvml
 
     assert Path(pynvml.__file__).parent == FAKE_NVML_DIR
+    # zeus-nb's NVML calls go through the module name its NVIDIA backend imported (as Zeus's)
+    monkeypatch.setattr("zeus_nb.device.gpu.nvidia.pynvml", pynvml)
+    # its reads stand for instant ones: a JSON round trip slowed by a busy machine must not
+    # send monitors to the background counter reader (tests of that mode ask for it)
+    monkeypatch.setenv("ZEUS_NB_ENERGY_READS", "sync")
     path = tmp_path / "fake_nvml.json"
     monkeypatch.setenv("ZEUS_NB_FAKE_NVML_STATE", str(path))
     path.write_text(json.dumps(make_state(pynvml)))

@@ -179,13 +179,15 @@ def test_limits_set_at_once_by_several_writers_are_all_kept(nvml_gpus):
 
 
 def test_errors_are_injected_on_shaped_gpus_too(nvml_gpus):
-    from zeus_nb.errors import UnsupportedError
+    from zeus_nb.errors import UnsupportedError, ZeusNbError
 
     fake = nvml_gpus("v100", 2)
-    fake.set_device(1, energy_error="NotSupported")
     system = device.current("nvml")
-    assert system.gpu(0).supports_energy_counter()
-    assert not system.gpu(1).supports_energy_counter()
+    assert system.gpu(1).energy() >= 0
+    fake.set_device(1, energy_error="Unknown")
+    with pytest.raises(ZeusNbError, match="GPU 1"):
+        system.gpu(1).energy()
+    assert system.gpu(0).energy() >= 0  # the other GPU reads on
     fake.set_device(1, power_error="NotSupported")
     with pytest.raises(UnsupportedError):
         system.gpu(1).power()

@@ -262,7 +262,10 @@ with GlobalPowerLimitOptimizer(
     profile_steps=live_profile_steps,
     pl_step=live_pl_step,
     profile_path=profile_file,
-    adaptive=not period,  # per-step decisions need a counter that resolves a step
+    # skip limits that cannot win (Zeus's default measures every one), where the counter
+    # resolves the per-step readings that decides from
+    adaptive=not period,
+    resume_across_epochs=True,  # an epoch's end pauses the window (Zeus's starts the limit over)
 ) as plo:
     for _ in range(epochs):
         plo.on_epoch_begin()
@@ -285,7 +288,7 @@ fig = power_limit_profile(plo)
 # ## Reusing a saved profile
 #
 # A second run with the same `profile_path` skips profiling: it loads the measurements and
-# applies the optimum at its first step.
+# applies the optimum as soon as it is created.
 
 # %%
 with GlobalPowerLimitOptimizer(
@@ -316,7 +319,14 @@ if hf_skipped is None:
     from zeus_nb.train.demos import tiny_bert_trainer
 
     hf_plo = HFGlobalPowerLimitOptimizer(
-        monitor, Energy(), warmup_steps=1, profile_steps=2, pl_step=50, verbose=False
+        monitor,
+        Energy(),
+        warmup_steps=1,
+        profile_steps=2,
+        pl_step=50,
+        adaptive=True,
+        verbose=False,
+        resume_across_epochs=True,
     )
     tiny_bert_trainer(out / "hf", callbacks=[hf_plo], max_steps=40, seed=seed).train()
     hf_limit = hf_plo.optimizer.optimal_power_limit
