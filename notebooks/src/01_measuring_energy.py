@@ -193,9 +193,11 @@ print(f"energy per step: {per_step:.2f} J over {total_steps} steps")
 # 100 ms. A window shorter than that reads 0 J, or a whole update (about 70 J at 700 W), depending
 # on whether an update fell inside it; a window of N updates is exact to about one update in N. A
 # training step of 30 ms therefore measures 0 J most of the time and 70 J now and then: the spread
-# of such per-step energies is the counter's, not training's. Energy per step then comes from a
-# window over many steps (the exercise above divides the whole run's energy). The cell below says
-# which case this GPU is in.
+# of such per-step energies is the counter's, not training's. (Where the monitor reads the counter
+# in the background it shares each update out by power readings instead, and marks such windows
+# in `Measurement.approximate`: estimates, not measurements of each step.) Energy per step then
+# comes from a window over many steps (the exercise above divides the whole run's energy). The
+# cell below says which case this GPU is in.
 
 # %%
 steps_df = pd.DataFrame(
@@ -207,12 +209,23 @@ spread = 100 * steps_df.energy_j.std() / mean_j if mean_j > 0 else float("nan")
 step_s = steps_df.time_s.median()
 if period and step_s < 10 * period:
     zero = int((steps_df.energy_j == 0).sum())
+    estimated = sum(bool(getattr(m, "approximate", None)) for m in step_results)
+    if estimated:  # the monitor shared the counter's updates out by power readings
+        how = (
+            f"{estimated} of {len(steps_df)} step energies are estimates that share the "
+            "counter's updates out by power readings (Measurement.approximate), not readings "
+            "of each step"
+        )
+    else:
+        how = (
+            "the spread of what step windows read is the counter's, not training's "
+            f"({zero} of {len(steps_df)} read 0 J)"
+        )
     print(
         f"a step takes {step_s * 1000:.0f} ms and {gpu.name}'s counter moves every "
         f"{period * 1000:g} ms: a step's window spans {step_s / period:.2f} updates, too few "
-        "to measure its energy, so the spread of what step windows read is the counter's, not "
-        f"training's ({zero} of {len(steps_df)} read 0 J"
-        + (f"; spread {spread:.0f} % of the mean)" if mean_j > 0 else ")")
+        f"to measure its energy with the counter; {how}"
+        + (f"; spread {spread:.0f} % of the mean" if mean_j > 0 else "")
     )
     updates = training.time / period
     print(
