@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+import zeus_nb.device.gpu.nvidia  # noqa: F401 - binds the real pynvml before a test fakes it
 from zeus_nb import device
 
 FAKE_NVML_DIR = Path(__file__).parent / "fake_nvml"
@@ -133,14 +134,12 @@ class FakeNvml:
         return json.loads(self.path.read_text())
 
     def update(self, **changes) -> None:
-        state = self.state
-        state.update(changes)
-        self.path.write_text(json.dumps(state))
+        self.module.update_state(**changes)
 
     def set_device(self, index: int, **changes) -> None:
-        state = self.state
-        state["devices"][index].update(changes)
-        self.path.write_text(json.dumps(state))
+        """Change a device; on a GPU-shaped one, a change of power (``limit_mw``, ``load``,
+        ``power_mw``) first banks the energy drawn so far, as a real card's counter keeps it."""
+        self.module.update_device(index, **changes)
 
     def limits_w(self) -> list[float]:
         return [d["limit_mw"] / 1000 for d in self.state["devices"]]
@@ -155,20 +154,51 @@ class FakeNvml:
             [str(FAKE_NVML_DIR), str(REPO), env.get("PYTHONPATH", "")]
         )
         env["ZEUS_NB_BACKEND"] = "nvml"
+        env["ZEUS_NB_ENERGY_READS"] = "sync"  # its reads stand for instant ones
         return env
+
+
+def _install_fake_nvml(tmp_path, monkeypatch, make_state) -> FakeNvml:
+    """The fake ``pynvml`` first on the path, its state file written by ``make_state(module)``."""
+    monkeypatch.syspath_prepend(str(FAKE_NVML_DIR))
+    for name in ("pynvml", "nvml_rows"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import pynvml
+
+    assert Path(pynvml.__file__).parent == FAKE_NVML_DIR
+    # zeus-nb's NVML calls go through the module name its NVIDIA backend imported (as Zeus's)
+    monkeypatch.setattr("zeus_nb.device.gpu.nvidia.pynvml", pynvml)
+    # its reads stand for instant ones: a JSON round trip slowed by a busy machine must not
+    # send monitors to the background counter reader (tests of that mode ask for it)
+    monkeypatch.setenv("ZEUS_NB_ENERGY_READS", "sync")
+    path = tmp_path / "fake_nvml.json"
+    monkeypatch.setenv("ZEUS_NB_FAKE_NVML_STATE", str(path))
+    path.write_text(json.dumps(make_state(pynvml)))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    return FakeNvml(path, pynvml)
 
 
 @pytest.fixture
 def fake_nvml(tmp_path, monkeypatch) -> FakeNvml:
-    """Two fake A40s (100-300 W) behind ``import pynvml``; the NVML backend becomes current."""
-    monkeypatch.syspath_prepend(str(FAKE_NVML_DIR))
-    monkeypatch.delitem(sys.modules, "pynvml", raising=False)
-    import pynvml
+    """Two smooth fake A40s (100-300 W) behind ``import pynvml``.
 
-    assert Path(pynvml.__file__).parent == FAKE_NVML_DIR
-    path = tmp_path / "fake_nvml.json"
-    monkeypatch.setenv("ZEUS_NB_FAKE_NVML_STATE", str(path))
-    path.write_text(json.dumps(pynvml.default_state()))
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    yield FakeNvml(path, pynvml)
+    Smooth: each counter read adds ``power x read_interval_s`` and no read costs time, so the
+    unit tests of the NVML backend (its calls, errors, restores) get exact energies without
+    sleeping. Tests of timing or of what a real counter does use :func:`nvml_gpus`.
+    """
+    yield _install_fake_nvml(tmp_path, monkeypatch, lambda m: m.default_state())
     sys.modules.pop("pynvml", None)
+
+
+@pytest.fixture
+def nvml_gpus(tmp_path, monkeypatch):
+    """``nvml_gpus("h100", 1)``: fake GPUs shaped like a measured row (``tests/fake_nvml/
+    nvml_rows.py``): the counter moves every 100 ms with wall time and reads cost what they cost
+    on the hardware."""
+
+    def make(row: str = "h100", num_gpus: int = 1) -> FakeNvml:
+        return _install_fake_nvml(tmp_path, monkeypatch, lambda m: m.row_state(row, num_gpus))
+
+    yield make
+    sys.modules.pop("pynvml", None)
+    sys.modules.pop("nvml_rows", None)

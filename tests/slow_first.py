@@ -12,10 +12,11 @@ from __future__ import annotations
 import pytest
 
 # Longest first, by `--durations` of a whole-suite run: the docs site build, the notebook tour,
-# Zeus's own unit tests, JupyterLab in Chromium, both course editions.
+# the tours on fake NVML GPUs, Zeus's own unit tests, JupyterLab in Chromium, both course editions.
 FIRST = (
     "test_site.py",
     "test_notebooks.py",
+    "test_tour_nvml.py",
     "test_zeus_suite.py",
     "test_browser.py",
     "test_course.py",

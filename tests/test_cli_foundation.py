@@ -29,7 +29,7 @@ def test_doctor_forced_nvml_without_driver_fails_with_fix(capsys, fake_nvml):
 
 def test_doctor_on_gpus_without_permission_changes_nothing(capsys, fake_nvml, monkeypatch):
     monkeypatch.setattr(nvml_backend, "has_sys_admin", lambda: False)
-    fake_nvml.set_device(1, energy_error="NotSupported")
+    fake_nvml.set_device(1, energy_error="NotSupported", architecture=4)  # pre-Volta
     assert main(["doctor", "--backend", "nvml"]) == 0
     out = capsys.readouterr().out
     assert "driver: 550.54.15" in out and "nvml: 12.550.54.15" in out

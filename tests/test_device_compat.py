@@ -258,7 +258,7 @@ def test_nvml_errors_become_zeus_classes_with_our_messages(nvml, monkeypatch):
         get_gpus,
     )
 
-    nvml.set_device(0, set_error="NoPermission", energy_error="NotSupported")
+    nvml.set_device(0, set_error="NoPermission", energy_error="NotSupported", architecture=4)
     nvml.set_device(1, power_error="Timeout", clock_error="GpuIsLost")
     monkeypatch.setattr("zeus_nb.device.nvml.has_sys_admin", lambda: False)
     gpus = get_gpus()

@@ -43,3 +43,20 @@ def test_kernels_start_with_the_threads_of_a_small_model_unless_told(tmp_path, m
     nb = notebook(f"import os\nassert os.environ['OMP_NUM_THREADS'] == {expected!r}, os.environ")
     outcome = execute(nb, tmp_path / "out.ipynb")
     assert outcome.ok, outcome.error
+
+
+def test_a_failure_is_reported_in_one_line_with_its_cell():
+    """A report line keeps the error's first line; the notebook keeps the rest."""
+    from zeus_nb.runner.execute import Execution
+
+    dump = "training failed (exit status 1): zeus_nb.train.dp: error: no GPU\ncommand: x\n" + (
+        "Traceback (most recent call last):\n" * 50
+    )
+    e = Execution("TrainingFailed", dump, "launch()", 6)
+    assert e.error == "TrainingFailed: training failed (exit status 1): " + (
+        "zeus_nb.train.dp: error: no GPU (cell 6)"
+    )
+    colour = Execution("ValueError", "\x1b[31m\n  bad   value \x1b[0m" + "x" * 1000, "", 2)
+    assert colour.error.startswith("ValueError: bad value x") and "\x1b" not in colour.error
+    assert len(colour.error) < 450 and colour.error.endswith("… (cell 2)")
+    assert Execution(problem="DeadKernelError: died\nmore").error == "DeadKernelError: died"

@@ -94,7 +94,8 @@ def test_unsupported_power_limit_setting(fake_nvml):
 
 
 def test_without_energy_counter_power_is_integrated(fake_nvml, monkeypatch):
-    fake_nvml.set_device(0, energy_error="NotSupported", power_mw=150_000)
+    # a pre-Volta GPU (NVML_DEVICE_ARCH_PASCAL = 4): its counter is not supported
+    fake_nvml.set_device(0, energy_error="NotSupported", power_mw=150_000, architecture=4)
     clock = iter([0.0, 2.0, 5.0, 9.0])
     monkeypatch.setattr(nvml_backend.time, "monotonic", lambda: next(clock))
     monkeypatch.setattr(nvml_backend.PowerIntegrator, "_run", lambda self: None)

@@ -145,6 +145,30 @@ def test_profile_clock_choices():
         parse_clocks("1700", clocks)
 
 
+# --- what the schedule hands each stage -----------------------------------------------------------
+@pytest.mark.parametrize("name", ["tiny-gpt", "tiny-bert", "tiny-wide-resnet"])
+def test_microbatches_have_the_strides_the_schedule_records(name):
+    """torch's pipeline schedule records each stage's input as metadata (``.to("meta")`` in
+    torch 2.11, which lays a tensor out afresh) and checks every microbatch against it: a batch
+    sliced out of a longer one (tokens[:, :-1] of a (B, 33) tensor keeps stride 33) failed that
+    check with "stride mismatch: expected (32, 1) actual (33, 1)". Every tensor a stage receives,
+    the batch's microbatches and each layer's output, is laid out as its metadata says."""
+    import torch
+
+    from zeus_nb.train.pipeline.models import build_layers, get_config, sample_batch
+
+    config = get_config(name)
+    x, y = sample_batch(config, 8, generator=torch.Generator().manual_seed(0))
+    for batch in (x, y):
+        for micro in torch.tensor_split(batch, 4):  # how the schedule splits a batch
+            assert micro.stride() == micro.to("meta").stride(), (name, micro.stride())
+    h = x
+    with torch.no_grad():
+        for layer in build_layers(config):
+            h = layer(h)
+            assert h.stride() == h.to("meta").stride(), (name, type(layer).__name__)
+
+
 # --- simulated instructions ----------------------------------------------------------------------
 def test_instruction_work_scales_the_reference_step():
     from zeus_nb.device.frequency import frequency_model

@@ -231,6 +231,7 @@ def test_our_own_monitor_log_replays_to_the_same_choice(tmp_path, monkeypatch):
         profile_steps=5,
         adaptive=False,
         verbose=False,
+        resume_across_epochs=True,
     )
     while not plo.done:  # 4-step epochs split windows into several logged rows
         plo.on_epoch_begin()

@@ -69,12 +69,14 @@ def _parse_parameters(tmp_path, notebook, names, variants) -> list[dict]:
 
 def test_notebook_number_list_parameters_take_one_number_a_list_or_text(tmp_path):
     variants = [
-        {"live_power_limits": 500},  # `-p live_power_limits 500` passes an int
+        {"live_power_limits": 250},  # `-p live_power_limits 250` passes an int
         {"live_power_limits": "300, 200"},
         {"live_power_limits": [250, 150.5], "live_batch_sizes": 64},
         {"live_power_limits": "nan"},
         {"live_power_limits": "300,200e3"},  # 200 kW: a unit mistake
         {"live_batch_sizes": "32,6.5"},
+        {"live_power_limits": 500},  # possible for a GPU, not for the simulated A40
+        {"live_power_limits": "auto"},  # the GPU's own: its maximum, middle and minimum
     ]
     got = _parse_parameters(
         tmp_path,
@@ -83,12 +85,15 @@ def test_notebook_number_list_parameters_take_one_number_a_list_or_text(tmp_path
         variants,
     )
     assert [g.get("ok") for g in got[:3]] == [
-        {"batch_sizes": [32, 128, 512], "power_limits": [500.0]},
+        {"batch_sizes": [32, 128, 512], "power_limits": [250.0]},
         {"batch_sizes": [32, 128, 512], "power_limits": [300.0, 200.0]},
         {"batch_sizes": [64], "power_limits": [250.0, 150.5]},
     ]
+    kind, message = got[6]["error"]
+    assert kind == "InputError" and "500 W lie outside" in message and "100-300 W" in message
+    assert got[7]["ok"]["power_limits"] == [300.0, 200.0, 100.0]
     for g, name, item in zip(
-        got[3:],
+        got[3:6],
         ["live_power_limits", "live_power_limits", "live_batch_sizes"],
         [1, 2, 2],
         strict=True,

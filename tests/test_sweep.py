@@ -260,3 +260,25 @@ def test_live_torch_sweep_charges_each_step_on_the_simulated_gpu(tmp_path):
         assert r.time == pytest.approx(steps * t_step)
         assert r.energy == pytest.approx(steps * t_step * watts)
     assert df["reached"].any()
+
+
+def test_a_training_set_is_repeated_until_an_epoch_spans_the_counter():
+    """An epoch costs a fixed part (validation, the loader) plus a part per sample: the copies
+    are timed again until an epoch lasts long enough, not scaled once from the first timing."""
+    pytest.importorskip("torch")
+    from zeus_nb.train.sweep_fn import repeated_to_span
+
+    clock = {"now": 0.0}
+
+    def make(data):
+        def train_fn(batch_size, epoch):
+            clock["now"] += 0.02 + 0.0001 * len(data)  # 20 ms fixed, 0.1 ms a sample
+            return 0.5
+
+        return train_fn
+
+    data, copies = repeated_to_span(make, list(range(100)), 32, 0.3, lambda: clock["now"])
+    assert len(data) == 100 * copies
+    assert 0.02 + 0.0001 * len(data) >= 0.3  # an epoch of it lasts the time asked
+    once = repeated_to_span(make, list(range(5000)), 32, 0.3, lambda: clock["now"])
+    assert once[1] == 1  # long enough already

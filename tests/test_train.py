@@ -272,3 +272,73 @@ def test_launch_stops_a_hung_run_at_its_timeout(tmp_path, monkeypatch, capsys):
     if alive:  # clean up before failing
         os.kill(worker, signal.SIGKILL)
     assert not alive, "the hung worker was left running"
+
+
+# What torchrun prints when a rank fails: our boundary's line per rank, then its own dump.
+TORCHRUN_DUMP = """\
+zeus-nb train (dp): tiny on synthetic, 2 process(es) on cpu, 8 steps/epoch
+[rank1]: zeus_nb.train.dp: internal error (AcceleratorError: CUDA error: invalid device ordinal); \
+this is a bug in zeus-nb: rerun with --debug for the traceback and report it
+W1126 20:05:56.377000 16115 torch/distributed/elastic/multiprocessing/api.py:1028] Sending \
+process 16123 closing signal SIGTERM
+Traceback (most recent call last):
+  File "<frozen runpy>", line 198, in _run_module_as_main
+  File "torch/distributed/launcher/api.py", line 386, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+zeus_nb.train.dp FAILED
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  rank      : 1 (local_rank: 1)
+  exitcode  : 3 (pid: 16124)
+============================================================
+"""
+
+
+def test_a_failed_run_is_one_line_naming_its_cause(monkeypatch, capsys):
+    """The first line of TrainingFailed is the rank's own error, not torchrun's dump; the dump
+    was shown as the run went (echo) and is not repeated."""
+    from zeus_nb.train import launch as launch_mod
+
+    script = f"import sys; sys.stdout.write({TORCHRUN_DUMP!r}); sys.exit(1)"
+    monkeypatch.setattr(launch_mod, "command", lambda *a, **k: [sys.executable, "-c", script])
+    with pytest.raises(launch_mod.TrainingFailed) as e:
+        launch_mod.launch("dp", nproc=2, data="synthetic")
+    first, *rest = str(e.value).splitlines()
+    assert first == (
+        "training failed (exit status 1): zeus_nb.train.dp: internal error (AcceleratorError: "
+        "CUDA error: invalid device ordinal); this is a bug in zeus-nb: rerun with --debug for "
+        "the traceback and report it"
+    )
+    assert len(rest) == 1 and rest[0].startswith("command: ")
+    assert "ChildFailedError" in capsys.readouterr().out  # echoed while it ran
+    with pytest.raises(launch_mod.TrainingFailed) as quiet:
+        launch_mod.launch("dp", nproc=2, data="synthetic", echo=False)
+    assert "Root Cause" in str(quiet.value)  # not shown before: kept below the first line
+
+
+@pytest.mark.parametrize(
+    ("lines", "cause"),
+    [
+        (TORCHRUN_DUMP.splitlines(), "zeus_nb.train.dp: internal error (AcceleratorError"),
+        (
+            [
+                "[rank0]: Traceback (most recent call last):",
+                "[rank0]:   File 'stage.py', line 1, in forward_one_chunk",
+                "[rank0]: torch.distributed.pipelining._utils.PipeliningShapeError: Stage 0 "
+                "forward inputs: value 0 has a stride mismatch: expected (32, 1) actual (33, 1)",
+                "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+                "zeus_nb.train.pipeline FAILED",
+            ],
+            "torch.distributed.pipelining._utils.PipeliningShapeError: Stage 0 forward inputs",
+        ),
+        (["just a line", ""], "just a line"),
+        ([], "no output"),
+    ],
+)
+def test_failure_cause_finds_the_line_that_says_why(lines, cause):
+    from zeus_nb.train.launch import failure_cause
+
+    assert failure_cause(lines).startswith(cause)

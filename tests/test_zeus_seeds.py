@@ -177,13 +177,16 @@ def _work(seconds: float = 0.002) -> None:
 
 def _namespace() -> dict:
     batches = [(i, i) for i in range(10)]
+    # Zeus's optimizer starts a power limit over when an epoch ends during it, so an epoch must
+    # hold every limit's 50 steps: the A40's 9 limits, plus the wait step and the last one.
+    epoch = [(i, i) for i in range(460)]
     return {
         "torch": types.SimpleNamespace(cuda=types.SimpleNamespace(current_device=lambda: 0)),
         "train_loader": batches[:3],
-        "train_dataloader": batches,
+        "train_dataloader": epoch,
         "val_loader": batches[:2],
         "train_one_step": lambda x, y: _work(),
-        "learn": lambda x, y: _work(0.001),
+        "learn": lambda x, y: _work(0.0001),
         "train_one_epoch": lambda loader: [_work() for _ in loader],
         "eval_model": lambda loader: 0.7,
         "n_epochs": 1,
@@ -315,8 +318,9 @@ def _hf_trainer_args(tmp_path: Path, steps: int) -> dict:
     transformers = pytest.importorskip("transformers")
     torch = pytest.importorskip("torch")
     g = torch.Generator().manual_seed(0)
-    x = torch.randint(0, 32, (64, 8), generator=g)
-    y = torch.randint(0, 2, (64,), generator=g)
+    # 64 steps an epoch: Zeus's optimizer needs a limit's 50 steps within one epoch
+    x = torch.randint(0, 32, (256, 8), generator=g)
+    y = torch.randint(0, 2, (256,), generator=g)
     data = [{"input_ids": x[i], "labels": y[i]} for i in range(len(x))]
     config = transformers.BertConfig(
         vocab_size=32,

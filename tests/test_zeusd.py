@@ -238,11 +238,10 @@ def test_show_env_reports_the_configured_daemon(monkeypatch, capsys):
 
 
 def test_zeus_nvidia_gpu_wiring_reads_nvml_and_sets_through_the_daemon(fake_nvml, monkeypatch):
-    """How zeus_nb.device.gpu.nvidia composes ZeusdNVIDIAGPU: the mixin before NVIDIAGPU."""
-    from zeus_nb.device.gpu.nvidia import NVIDIAGPU
+    """zeus_nb.device.gpu.nvidia's ZeusdNVIDIAGPU: reads through NVML, sets through zeusd."""
+    from zeus_nb.device.gpu.nvidia import NVIDIAGPU, ZeusdNVIDIAGPU
 
-    class ZeusdNVIDIAGPU(ZeusdSettersMixin, NVIDIAGPU):
-        pass
+    assert ZeusdNVIDIAGPU.__mro__[1:3] == (ZeusdSettersMixin, NVIDIAGPU)
 
     fake = FakeZeusd(gpus=(0, 1))
     fake.on_limit = lambda i, mw: fake_nvml.set_device(i, limit_mw=mw)  # the daemon's NVML

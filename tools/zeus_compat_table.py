@@ -34,10 +34,7 @@ UNSUPPORTED: dict[str, str] = {
 
 # Importable, but constructing or calling them raises our one-line error with the reason.
 PLACEHOLDERS: dict[str, str] = {
-    # --- device layer: Jetson, and the NVIDIA GPU whose setters go through zeusd ---------------
-    "zeus.device.gpu.nvidia.ZeusdNVIDIAGPU": (
-        "zeus-nb sets GPUs through NVML in the process, not through zeusd"
-    ),
+    # --- device layer: Jetson --------------------------------------------------------------------
     "zeus.device.soc.jetson.Jetson": "Jetson power rails are not read",
     "zeus.device.soc.jetson.JetsonMeasurement": "Jetson power rails are not read",
     "zeus.device.soc.jetson.PowerMeasurementStrategy": "Jetson power rails are not read",
@@ -49,6 +46,9 @@ _BSO = "zeus.optimizer.batch_size"
 _PFO = "zeus.optimizer.pipeline_frequency"
 
 NOTES: dict[str, str] = {
+    "zeus.device.gpu.nvidia.ZeusdNVIDIAGPU": "Reads through NVML in the process, sets through "
+    "the daemon (capabilities checked when it is made); what it changed is put back through the "
+    "daemon at interpreter exit. `NVIDIAGPUs` does not switch to it from `ZEUSD_*` variables.",
     "zeus._legacy.simulate.Simulator": "The NSDI '23 trace-driven simulator over this package's "
     "batch-size optimizer and simulator: the same policy and run rules, not Zeus's random draws "
     "(results agree in distribution); `verbose` logs instead of printing. See "

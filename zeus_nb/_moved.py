@@ -27,6 +27,7 @@ MOVED: dict[str, str] = {
     "zeus_nb.cluster": "zeus_nb.runner.cluster",
     "zeus_nb.cluster_workers": "zeus_nb.runner.workers",
     "zeus_nb.demos": "zeus_nb.train.demos",
+    "zeus_nb.device.nvml": "zeus_nb.device.gpu.nvidia",
     "zeus_nb.doctor": "zeus_nb.device.doctor",
     "zeus_nb.execute": "zeus_nb.runner.execute",
     "zeus_nb.exercises": "zeus_nb.course.exercises",

@@ -35,6 +35,7 @@ out_dir: str = ""  # where the saved profile goes (empty: a temporary directory)
 headless: bool = False  # True: show no interactive controls (automatic under papermill)
 
 # %%
+import math
 import tempfile
 from pathlib import Path
 
@@ -55,6 +56,7 @@ from zeus_nb.optimizer import (
 )
 from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
 from zeus_nb.plots import power_limit_profile
+from zeus_nb.runner.setup import counter_period, steps_spanning
 from zeus_nb.utils import validate
 
 (warmup_steps,) = validate.notebook_counts(low=0, warmup_steps=warmup_steps)
@@ -194,6 +196,14 @@ if len(wasting):
 # Four calls wire the optimizer into any loop. It waits, profiles each limit from the maximum
 # down (`warmup_steps` unmeasured, then `profile_steps` measured), and applies its choice.
 # `profile_path` saves the profile; the `with` block puts the original limit back at the end.
+#
+# Each profiled limit's window must be long enough for the GPU's energy counter. The simulated
+# GPU's counter is exact; a real one moves in steps (every 100 ms on an H100), and a window of a
+# few of this tiny model's steps would read 0 J or one whole update. On such a GPU the cell times
+# a step first and profiles each limit over as many steps as span several counter updates (with
+# 100 W between limits in smoke mode, to keep it short), and profiles every limit in full:
+# adaptive profiling decides from the readings after each step, which such a counter does not
+# resolve (and each reading costs a counter read, 2.8 ms on an H100).
 
 # %%
 choice = widgets.selector_picker(
@@ -216,6 +226,31 @@ def train_one_step() -> None:
     zeus_nb.step()  # one step on the (simulated) GPU
 
 
+period = counter_period(system)  # s between counter updates; 0: exact (simulated)
+live_profile_steps, live_steps_per_epoch, live_pl_step = profile_steps, steps_per_epoch, 25
+if period:
+    for _ in range(5):  # warm-up: the first steps pay for torch's start-up
+        train_one_step()
+    start, timed = system.clock(), 0
+    while system.clock() - start < 2 * period:  # time steps over two counter periods
+        train_one_step()
+        timed += 1
+    step_s = (system.clock() - start) / timed
+    live_pl_step = 100 if smoke else 25
+    updates = 3 if smoke else 10  # counter updates each profiling window spans
+    # 20 % beyond, as steps speed up on a machine whose load falls
+    live_profile_steps = steps_spanning(1.2 * updates * period, step_s, at_least=profile_steps)
+    low_w, high_w = gpu.power_limit_constraints()
+    limits = int((high_w - low_w) // live_pl_step) + 1
+    needed = limits * (warmup_steps + live_profile_steps) + 2  # profiling all limits, and more
+    live_steps_per_epoch = max(steps_per_epoch, math.ceil(needed / max(1, epochs - 1)))
+    print(
+        f"{gpu.name}'s energy counter moves every {period * 1000:g} ms and a step takes "
+        f"{step_s * 1000:.2f} ms: each limit is profiled over {live_profile_steps} steps "
+        f"({live_profile_steps * step_s:.2f} s, about {updates} counter updates), "
+        f"{live_pl_step} W apart; {epochs} epochs of {live_steps_per_epoch} steps"
+    )
+
 profile_file = out / "profile.json"
 profile_file.unlink(missing_ok=True)
 monitor = zeus_nb.ZeusMonitor(gpu_indices=[0])
@@ -224,12 +259,17 @@ with GlobalPowerLimitOptimizer(
     monitor,
     live_selector,
     warmup_steps=warmup_steps,
-    profile_steps=profile_steps,
+    profile_steps=live_profile_steps,
+    pl_step=live_pl_step,
     profile_path=profile_file,
+    # skip limits that cannot win (Zeus's default measures every one), where the counter
+    # resolves the per-step readings that decides from
+    adaptive=not period,
+    resume_across_epochs=True,  # an epoch's end pauses the window (Zeus's starts the limit over)
 ) as plo:
     for _ in range(epochs):
         plo.on_epoch_begin()
-        for _ in range(steps_per_epoch):
+        for _ in range(live_steps_per_epoch):
             plo.on_step_begin()
             train_one_step()
             plo.on_step_end()
@@ -248,10 +288,12 @@ fig = power_limit_profile(plo)
 # ## Reusing a saved profile
 #
 # A second run with the same `profile_path` skips profiling: it loads the measurements and
-# applies the optimum at its first step.
+# applies the optimum as soon as it is created.
 
 # %%
-with GlobalPowerLimitOptimizer(monitor, live_selector, profile_path=profile_file) as again:
+with GlobalPowerLimitOptimizer(
+    monitor, live_selector, pl_step=live_pl_step, profile_path=profile_file, adaptive=not period
+) as again:
     again.on_epoch_begin()
     again.on_step_begin()
     applied = gpu.get_power_limit()
@@ -277,11 +319,25 @@ if hf_skipped is None:
     from zeus_nb.train.demos import tiny_bert_trainer
 
     hf_plo = HFGlobalPowerLimitOptimizer(
-        monitor, Energy(), warmup_steps=1, profile_steps=2, pl_step=50, verbose=False
+        monitor,
+        Energy(),
+        warmup_steps=1,
+        profile_steps=2,
+        pl_step=50,
+        adaptive=True,
+        verbose=False,
+        resume_across_epochs=True,
     )
     tiny_bert_trainer(out / "hf", callbacks=[hf_plo], max_steps=40, seed=seed).train()
     hf_limit = hf_plo.optimizer.optimal_power_limit
     print(f"Trainer callback chose {hf_limit:g} W; limit restored to {gpu.get_power_limit():g} W")
+    hf_windows = [m.time for m in hf_plo.optimizer.measurements]
+    if period and hf_windows and max(hf_windows) < 10 * period:
+        print(
+            f"(its profiling windows of 2 steps last {max(hf_windows):.3f} s at most, fewer than "
+            f"10 updates of {gpu.name}'s counter: here the choice shows the callback at work, "
+            "not a measured optimum)"
+        )
 
 # %% [markdown]
 # ## Try it: one epoch at a limit of your choice
@@ -293,8 +349,8 @@ if hf_skipped is None:
 widgets.power_limit_explorer(
     system,
     gpu,
-    lambda: (train_one_step() for _ in range(steps_per_epoch)),  # one epoch, one item per step
-    steps_per_epoch,
+    lambda: (train_one_step() for _ in range(live_steps_per_epoch)),  # one epoch, a step an item
+    live_steps_per_epoch,
     value=plo.optimal_power_limit,
     headless=headless,
 )
@@ -311,6 +367,8 @@ zeus_nb.record("slowdown_choices", dict(zip(slowdown.factor, slowdown.limit_w, s
 zeus_nb.record("live_selector", repr(live_selector))
 zeus_nb.record("live_choice", plo.optimal_power_limit)
 zeus_nb.record("live_limits_per_epoch", limits_seen)
+zeus_nb.record("live_profile", [[m.power_limit, m.time, m.energy] for m in plo.measurements])
+zeus_nb.record("live_profile_steps", live_profile_steps)
 zeus_nb.record("profile_reused", again.done and applied == plo.optimal_power_limit)
 zeus_nb.record("hf_choice", hf_limit)
 zeus_nb.record("hf_skipped", hf_skipped)

@@ -26,7 +26,7 @@ workload: str = "imagenet"  # traced workload of the figure (imagenet: ResNet-50
 trace_gpu: str = "v100"  # GPU of the traces: "v100" or "a40"
 eta_knob: float = 1.0  # Zeus cost weight of energy, from 0 (only time) to 1 (only energy)
 live_batch_sizes: str = "32,128,512"  # live sweep batch sizes (comma-separated)
-live_power_limits: str = "300,200,100"  # live sweep power limits in W (comma-separated)
+live_power_limits: str = "auto"  # live sweep limits in W, comma-separated; auto: the GPU's own
 target_accuracy: float = 0.8  # live sweep: validation accuracy that counts as trained
 max_epochs: int = 8  # live sweep: give up on a configuration after this many epochs
 out_dir: str = ""  # where the live results file goes (empty: a temporary directory)
@@ -43,23 +43,43 @@ import zeus_nb
 from zeus_nb import widgets
 from zeus_nb.course import check
 from zeus_nb.data.traces import tta_eta
+from zeus_nb.errors import InputError
 from zeus_nb.plots import energy_time_scatter, savings_bars, trace_tradeoff_figure
 from zeus_nb.plots.tradeoff import in_plot_units
+from zeus_nb.runner.setup import counter_period
 from zeus_nb.runner.sweep import run_sweep
 from zeus_nb.tradeoff import min_cost, pareto_front, potential_savings
 from zeus_nb.train.demos import small_classifier
-from zeus_nb.train.sweep_fn import synthetic_images, torch_train_fn
+from zeus_nb.train.sweep_fn import repeated_to_span, synthetic_images, torch_train_fn
 from zeus_nb.utils import validate
 
 batch_sizes = validate.number_list(live_batch_sizes, "live_batch_sizes", integers=True)
-power_limits = validate.number_list(live_power_limits, "live_power_limits", validate.POWER_LIMIT)
 (max_epochs,) = validate.notebook_counts(max_epochs=max_epochs)
-if smoke:
-    batch_sizes, power_limits, max_epochs = batch_sizes[:2], power_limits[:2], 4
 out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="zeus-nb-03-"))
 out.mkdir(parents=True, exist_ok=True)
 system = zeus_nb.notebook_setup(backend, seed, sim_workload="imagenet")
-print(f"traces: {workload} on {trace_gpu}; live sweep on {system.gpus[0].name}")
+live_gpu = system.gpus[0]
+low_w, high_w = live_gpu.power_limit_constraints()
+if str(live_power_limits).strip().lower() == "auto":  # the GPU's maximum, middle and minimum
+    middle_w = low_w + 25 * round((high_w - low_w) / 2 / 25)  # on the optimizer's 25 W grid
+    power_limits = sorted({high_w, middle_w, low_w}, reverse=True)
+else:
+    power_limits = validate.number_list(
+        live_power_limits, "live_power_limits", validate.POWER_LIMIT
+    )
+    outside = [w for w in power_limits if not low_w <= w <= high_w]
+    if outside:
+        raise InputError(
+            f"live_power_limits: {', '.join(f'{w:g}' for w in outside)} W lie outside "
+            f"{live_gpu.name}'s range {low_w:g}-{high_w:g} W; give limits in it, or auto"
+        )
+if smoke:
+    batch_sizes, power_limits, max_epochs = batch_sizes[:2], power_limits[:2], 4
+period = counter_period(system)  # s between energy-counter updates; 0: exact (simulated)
+print(
+    f"traces: {workload} on {trace_gpu}; live sweep on {live_gpu.name} ({system.backend}) at "
+    f"{', '.join(f'{w:g}' for w in power_limits)} W"
+)
 
 # %% [markdown]
 # ## The measured tradeoff
@@ -169,9 +189,26 @@ print(pd.DataFrame(along, index=["batch_size", "power_limit"]))
 # each step costs what the traced ResNet-50/ImageNet steps cost at that batch size and limit,
 # so a lower limit slows every step down, and larger batches need more epochs to reach the
 # target. The lines under the table compare the limits at each batch size.
+#
+# On a real GPU an epoch of this small model takes milliseconds, shorter than one update of the
+# GPU's energy counter (every 100 ms on an H100), and would read 0 J. There the cell first times
+# an epoch and repeats the training set until an epoch spans several counter updates.
 
 # %%
 train_data, val_data = synthetic_images(512, num_classes=10, image_size=8, noise=0.6, seed=seed)
+if period:
+    updates = 3 if smoke else 10  # counter updates an epoch at the largest batch size spans
+    train_data, copies = repeated_to_span(
+        lambda data: torch_train_fn(small_classifier, data, val_data, seed=seed),
+        train_data,
+        max(batch_sizes),
+        updates * period,
+        system.clock,
+    )
+    print(
+        f"{live_gpu.name}'s counter moves every {period * 1000:g} ms: the training set is "
+        f"repeated {copies} times, so that an epoch spans {updates} counter updates or more"
+    )
 
 
 results_file = out / "live_sweep.jsonl"
@@ -187,20 +224,34 @@ live = run_sweep(
 )
 print(live[["batch_size", "power_limit", "epochs", "reached", "time", "energy"]].round(2))
 top_w = max(power_limits)
+
+
+def counter_steps_j(row) -> float:
+    """About one counter update's energy at the row's power: how exact its energy is."""
+    return period * row.energy / row.time if row.time else 0.0
+
+
 for bs, rows in live[live.reached].groupby("batch_size"):
     at_top = rows[rows.power_limit == top_w]
     for _, row in rows[rows.power_limit < top_w].iterrows():
         if len(at_top):
-            dt = row.time / at_top.time.iloc[0] - 1
-            de = row.energy / at_top.energy.iloc[0] - 1
+            top = at_top.iloc[0]
+            dt = row.time / top.time - 1
+            de = row.energy / top.energy - 1 if top.energy else float("nan")
+            unsure = counter_steps_j(row) + counter_steps_j(top)
+            note = (
+                f" (within the counter's resolution: +-{unsure:.0f} J)"
+                if period and abs(row.energy - top.energy) <= unsure
+                else ""
+            )
             print(
                 f"batch size {bs}, {row.power_limit:g} W vs {top_w:g} W: "
-                f"{dt:+.0%} time, {de:+.0%} energy"
+                f"{dt:+.0%} time, {de:+.0%} energy{note}"
             )
 
 # %%
 live_front = pareto_front(live)
-fig = energy_time_scatter(live, title=f"Live sweep on {system.gpus[0].name}")
+fig = energy_time_scatter(live, title=f"Live sweep on {live_gpu.name}")
 print(f"the live sweep's Pareto front has {len(live_front)} point(s):")
 shown = in_plot_units(live_front[["batch_size", "power_limit", "tta", "eta"]], like=live)
 print(shown.round(2).to_string(index=False))
@@ -241,6 +292,7 @@ best = optimum.value  # the latest choice of the eta_knob slider
 zeus_nb.record("eta_knob", knob.value)
 zeus_nb.record("optimum", [int(best.batch_size), float(best.power_limit)])
 zeus_nb.record("optimum_by_eta", along)
+zeus_nb.record("live_power_limits", power_limits)
 zeus_nb.record("live_configurations", len(live))
 zeus_nb.record("live_sweep", live[["batch_size", "power_limit", "reached", "time", "energy"]])
 zeus_nb.record("live_reached", int(live.reached.sum()))

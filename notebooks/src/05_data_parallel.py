@@ -11,7 +11,8 @@
 #   budget picks from the measured profile (exercise).
 #
 # **Prerequisites**: notebooks 01 and 02. No GPU needed: without GPUs the ranks run on the CPU
-# (gloo) with one simulated A40 each. With GPUs, set `nproc` to their number.
+# (gloo) with one simulated A40 each. With GPUs, each rank takes one, so no more ranks run than
+# there are GPUs (with one GPU, one rank: the cell below says so).
 #
 # **Expected run time**: 16 s on the simulated GPU, 15 s with `smoke = True` (measured on 2 CPU
 # cores that other jobs were using; see the README's run-time table).
@@ -22,7 +23,7 @@
 backend: str = "auto"  # "auto" (real GPU if found, else simulated), "sim" or "nvml"
 smoke: bool = False  # True: shorter runs, for CI and quick checks
 seed: int = 0  # seeds the model weights and the synthetic data order
-nproc: int = 2  # processes, one GPU each
+nproc: int = 2  # processes, one GPU each (at most the GPUs present)
 data: str = "synthetic"  # ImageNet-layout folder, or "synthetic"
 arch: str = "tiny"  # "tiny" (small CNN) or a torchvision model name such as "resnet50"
 epochs: int = 3  # training epochs
@@ -43,11 +44,26 @@ import zeus_nb
 from zeus_nb.course import check
 from zeus_nb.optimizer import PowerLimitMeasurement
 from zeus_nb.plots import power_limit_profile
+from zeus_nb.runner.setup import counter_period
 from zeus_nb.train.launch import launch
 
 if smoke:
     epochs, train_size = 2, 512
-gpu_backend = zeus_nb.notebook_setup(backend, seed).backend
+system = zeus_nb.notebook_setup(backend, seed)
+gpu_backend = system.backend
+ranks_wanted, present = nproc, len(system.gpus)
+if gpu_backend != "sim" and nproc > present:  # a rank per GPU (simulated GPUs: one per rank)
+    nproc = present
+    print(
+        f"{present} GPU(s) here ({system.gpus[0].name}), and DDP and FSDP run one process per GPU: "
+        f"{nproc} rank(s) instead of {ranks_wanted}."
+        + (
+            " With one rank there is no gradient exchange: the job's time and energy are that "
+            "rank's, and the exercises below combine a single rank."
+            if nproc == 1
+            else ""
+        )
+    )
 options = dict(
     data=data,
     arch=arch,
@@ -139,6 +155,15 @@ if profile:
     )
     skipped = dp.get("profile_skipped_w", [])
     print(f"ruled out early: {', '.join(f'{w:g} W' for w in skipped) if skipped else 'none'}")
+    period = counter_period(system)  # s between energy-counter updates; 0: exact (simulated)
+    longest = max(m.time for m in profile)
+    if period and longest < 10 * period:
+        print(
+            f"(these windows of {profile_steps} steps last {longest:.2f} s at most, fewer than 10 "
+            f"updates of the GPUs' energy counters (every {period * 1000:g} ms): here the energies "
+            "are the counter's steps, and the choice shows the optimizer at work; on such GPUs "
+            "profile more steps per limit)"
+        )
 
 # %% [markdown]
 # ## Exercise: the limit within the slowdown budget
@@ -204,6 +229,7 @@ if fsdp is not None:
 # ## Results
 
 # %%
+zeus_nb.record("ranks", [ranks_wanted, nproc])
 zeus_nb.record("dp", {k: dp[k] for k in ("world_size", "time_s", "energy_j", "accuracy")})
 zeus_nb.record("dp_rank_times", list(ranks.time_s))
 zeus_nb.record("dp_rank_energies", list(ranks.energy_j))

@@ -1,19 +1,37 @@
 """A test double of ``pynvml`` (nvidia-ml-py) for the NVML backend.
 
-State lives in a JSON file named by ``ZEUS_NB_FAKE_NVML_STATE`` so that subprocesses (interrupted
-or killed optimizer runs, ``zeus-nb restore``) share one set of fake GPUs. Errors are injected by
-naming them in the state: ``init_error`` (``LibraryNotFound``, ``DriverNotLoaded``), and per device
-``set_error`` / ``energy_error`` (``NoPermission``, ``NotSupported``...).
+State lives in a JSON file named by ``ZEUS_NB_FAKE_NVML_STATE`` so that subprocesses (notebook
+kernels, torchrun ranks, interrupted or killed optimizer runs, ``zeus-nb restore``) share one set
+of fake GPUs; changes are made under a file lock, so ranks that set their limits at once lose
+none. Errors are injected by naming them in the state: ``init_error`` (``LibraryNotFound``,
+``DriverNotLoaded``), and per device ``set_error`` / ``energy_error`` / ``power_error`` /
+``clock_error`` (``NoPermission``, ``NotSupported``...).
 
-Each energy-counter read advances that GPU's counter by ``power_mw x read_interval_s`` so tests get
-deterministic, non-zero energies without sleeping.
+Two kinds of device:
+
+- **Shaped like a real GPU** (:func:`row_state`, rows in ``nvml_rows.py``: ``h100``, ``a40``,
+  ``v100``): the energy counter advances with wall time, in steps of the row's period (100 ms on
+  the H100), at the power the row measured for the current limit and load; every read costs the
+  time the row measured (2.8 ms for the counter, with its tail), spent sleeping. Code that works
+  on these works on the hardware they stand for.
+- **Smooth** (:func:`default_state`, the generic two A40s): each counter read advances that GPU's
+  counter by ``power_mw x read_interval_s`` and reads cost nothing. No GPU behaves like this; it
+  stays for the tests that must not sleep or wait on a clock (unit tests of the NVML backend's
+  calls, errors and restores, which need exact, deterministic energies).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import signal
+import threading
+import time
 from pathlib import Path
+
+from nvml_rows import GPU_COUNTS, counter_mj, device_fields, power_mw, settle, spend
 
 NVML_SUCCESS = 0
 NVML_ERROR_UNINITIALIZED = 1
@@ -38,6 +56,7 @@ NVML_ERROR_MEMORY = 20
 NVML_ERROR_UNKNOWN = 999
 NVML_DEVICE_ARCH_VOLTA = 5
 NVML_DEVICE_ARCH_AMPERE = 7
+NVML_DEVICE_ARCH_HOPPER = 9
 NVML_TEMPERATURE_GPU = 0
 NVML_FI_DEV_POWER_AVERAGE = 185
 NVML_FI_DEV_POWER_INSTANT = 186
@@ -122,6 +141,53 @@ def default_state(num_gpus: int = 2) -> dict:
     }
 
 
+def row_device(row: str, i: int, **overrides) -> dict:
+    """Device ``i`` shaped like the measured GPU ``row`` (see ``nvml_rows.py``)."""
+    dev = default_device(i)
+    dev.update(device_fields(row))
+    dev["uuid"] = f"GPU-fake-{row}-{i}"
+    now = time.time()
+    # the counter: energy_mj at anchor_t; boundary_mj is its value at the last update
+    dev.update(energy_mj=0.0, anchor_t=now, boundary_mj=0.0)
+    dev.update(overrides)
+    return dev
+
+
+def row_state(row: str = "h100", num_gpus: int = 1) -> dict:
+    """``num_gpus`` (1, 2, 4 or 8) GPUs shaped like the measured GPU ``row``."""
+    from nvml_rows import row as get_row
+
+    if num_gpus not in GPU_COUNTS:
+        raise ValueError(f"num_gpus must be one of {GPU_COUNTS}, got {num_gpus}")
+    r = get_row(row)
+    return {
+        "init_error": None,
+        "driver": r["driver"],
+        "nvml": r["nvml"],
+        "devices": [row_device(row, i) for i in range(num_gpus)],
+        "set_calls": [],
+        "clock_calls": [],
+    }
+
+
+_POWER_KEYS = {"limit_mw", "load", "power_mw", "busy_mw", "idle_mw", "memory_busy_mw"}
+
+
+def update_device(index: int, **changes) -> None:
+    """Change device ``index`` (tests' control); a change of power banks the counter first."""
+    with _changing() as state:
+        d = state["devices"][index]
+        if _POWER_KEYS & set(changes):
+            settle(d, time.time())
+        d.update(changes)
+
+
+def update_state(**changes) -> None:
+    """Change top-level state (``init_error``, ``driver``...)."""
+    with _changing() as state:
+        state.update(changes)
+
+
 _memory_state: dict | None = None
 
 
@@ -152,9 +218,55 @@ def save_state(state: dict) -> None:
     if _memory_state is not None:
         return  # callers changed the in-memory state in place
     p = _path()
-    tmp = p.with_suffix(".tmp")
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(json.dumps(state))
     os.replace(tmp, p)
+
+
+_HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
+
+
+@contextlib.contextmanager
+def _signals_wait():
+    """Signals wait for the change to be saved, as they wait for a driver call to return.
+
+    A handler that restores a GPU's setting (zeus-nb's guard on SIGTERM) would otherwise run in
+    the middle of a change, wait for the lock this process holds, and never return. Handlers are
+    swapped for a recorder meanwhile (a signal already pending runs the handler current when
+    Python gets to it), and what was caught is raised again afterwards.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    saved = {}
+    for sig in _HELD_SIGNALS:
+        if signal.getsignal(sig) is not None:  # None: a handler set outside Python
+            saved[sig] = signal.signal(sig, lambda n, _frame: caught.append(n))
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        for sig in caught:
+            signal.raise_signal(sig)
+
+
+@contextlib.contextmanager
+def _changing():
+    """The state to change in place, saved at the end; processes take turns (a file lock)."""
+    if _memory_state is not None:
+        yield _memory_state
+        return
+    p = _path()
+    with _signals_wait(), open(p.with_name(p.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            state = load_state()
+            yield state
+            save_state(state)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _raise(name: str | None) -> None:
@@ -216,9 +328,14 @@ def nvmlDeviceGetHandleByUUID(uuid: str) -> _Handle:
     raise _ERRORS["NotFound"]()
 
 
-def _dev(handle: _Handle) -> dict:
+def _dev(handle: _Handle, cost: str | None = None) -> dict:
+    """The device's state; with ``cost``, the call lasts what that kind of read costs."""
+    start = time.perf_counter()
     _check_init()
-    return load_state()["devices"][handle.index]
+    d = load_state()["devices"][handle.index]
+    if cost is not None:
+        spend(d, cost, start)
+    return d
 
 
 def nvmlDeviceGetName(handle: _Handle) -> str:
@@ -235,33 +352,37 @@ def nvmlDeviceGetPowerManagementDefaultLimit(handle: _Handle) -> int:
 
 
 def nvmlDeviceGetPowerManagementLimit(handle: _Handle) -> int:
-    return _dev(handle)["limit_mw"]
+    return _dev(handle, "limit")["limit_mw"]
 
 
 def nvmlDeviceGetEnforcedPowerLimit(handle: _Handle) -> int:
-    return _dev(handle)["limit_mw"]
+    return _dev(handle, "limit")["limit_mw"]
 
 
 def nvmlDeviceSetPowerManagementLimit(handle: _Handle, limit_mw: int) -> None:
     _check_init()
-    state = load_state()
-    d = state["devices"][handle.index]
-    _raise(d.get("set_error"))
-    if not d["min_mw"] <= limit_mw <= d["max_mw"]:
-        raise _ERRORS["InvalidArgument"]()
-    d["limit_mw"] = int(limit_mw)
-    state["set_calls"].append([handle.index, int(limit_mw)])
-    save_state(state)
+    with _changing() as state:
+        d = state["devices"][handle.index]
+        _raise(d.get("set_error"))
+        if not d["min_mw"] <= limit_mw <= d["max_mw"]:
+            raise _ERRORS["InvalidArgument"]()
+        settle(d, time.time())  # the energy so far was drawn at the old limit
+        d["limit_mw"] = int(limit_mw)
+        state["set_calls"].append([handle.index, int(limit_mw)])
 
 
 def nvmlDeviceGetTotalEnergyConsumption(handle: _Handle) -> int:
+    start = time.perf_counter()
     _check_init()
-    state = load_state()
-    d = state["devices"][handle.index]
+    d = load_state()["devices"][handle.index]
     _raise(d.get("energy_error"))
-    d["energy_mj"] += int(d["power_mw"] * d["read_interval_s"])
-    save_state(state)
-    return d["energy_mj"]
+    if d.get("counter") == "periodic":  # moves with wall time, in steps of its period
+        spend(d, "energy", start)
+        return int(counter_mj(d, time.time()))
+    with _changing() as state:  # smooth: each read advances the counter
+        d = state["devices"][handle.index]
+        d["energy_mj"] += int(d["power_mw"] * d["read_interval_s"])
+        return d["energy_mj"]
 
 
 def nvmlDeviceGetArchitecture(handle: _Handle) -> int:
@@ -280,13 +401,13 @@ def _nvmlGetFunctionPointer(name: str):
 
 
 def nvmlDeviceGetPowerUsage(handle: _Handle) -> int:
-    d = _dev(handle)
+    d = _dev(handle, "power")
     _raise(d.get("power_error"))
-    return d["power_mw"]
+    return int(power_mw(d))
 
 
 def nvmlDeviceGetTemperature(handle: _Handle, sensor: int) -> int:
-    d = _dev(handle)
+    d = _dev(handle, "temperature")
     if sensor != NVML_TEMPERATURE_GPU or d.get("temperature_c") is None:
         raise _ERRORS["NotSupported"]()
     return int(d["temperature_c"])
@@ -304,8 +425,14 @@ class _FieldValue:
 
 
 def nvmlDeviceGetFieldValues(handle: _Handle, field_ids: list) -> list[_FieldValue]:
-    """Power fields only: instant, average, and average with the memory scope."""
-    d = _dev(handle)
+    """Power fields only: instant, average, and average with the memory scope.
+
+    A device shaped like a GPU whose fields answer (``power_fields``) reports its current power
+    for the instant and average fields; others report what the state holds (None: unsupported).
+    """
+    d = _dev(handle, "field")
+    if d.get("power_fields"):
+        d = dict(d, power_instant_mw=power_mw(d), power_average_mw=power_mw(d))
     out = []
     for ident in field_ids:
         field, scope = ident if isinstance(ident, tuple) else (ident, NVML_POWER_SCOPE_GPU)
@@ -333,42 +460,40 @@ def nvmlDeviceGetSupportedGraphicsClocks(handle: _Handle, memory_clock_mhz: int)
     return list(d["graphics_clocks_mhz"])
 
 
-def _clock_state(handle: _Handle) -> tuple[dict, dict]:
+@contextlib.contextmanager
+def _clock_change(handle: _Handle):
+    """(state, device) to change a clock setting in; ``clock_error`` raises first."""
     _check_init()
-    state = load_state()
-    d = state["devices"][handle.index]
-    _raise(d.get("clock_error"))
-    return state, d
+    with _changing() as state:
+        d = state["devices"][handle.index]
+        _raise(d.get("clock_error"))
+        yield state, d
 
 
 def nvmlDeviceSetGpuLockedClocks(handle: _Handle, min_mhz: int, max_mhz: int) -> None:
-    state, d = _clock_state(handle)
-    if min_mhz > max_mhz:
-        raise _ERRORS["InvalidArgument"]()
-    d["locked_clocks"] = [int(min_mhz), int(max_mhz)]
-    state.setdefault("clock_calls", []).append([handle.index, int(min_mhz), int(max_mhz)])
-    save_state(state)
+    with _clock_change(handle) as (state, d):
+        if min_mhz > max_mhz:
+            raise _ERRORS["InvalidArgument"]()
+        d["locked_clocks"] = [int(min_mhz), int(max_mhz)]
+        state.setdefault("clock_calls", []).append([handle.index, int(min_mhz), int(max_mhz)])
 
 
 def nvmlDeviceResetGpuLockedClocks(handle: _Handle) -> None:
-    state, d = _clock_state(handle)
-    d["locked_clocks"] = None
-    state.setdefault("clock_calls", []).append([handle.index, "reset"])
-    save_state(state)
+    with _clock_change(handle) as (state, d):
+        d["locked_clocks"] = None
+        state.setdefault("clock_calls", []).append([handle.index, "reset"])
 
 
 def nvmlDeviceSetMemoryLockedClocks(handle: _Handle, min_mhz: int, max_mhz: int) -> None:
-    state, d = _clock_state(handle)
-    if min_mhz > max_mhz:
-        raise _ERRORS["InvalidArgument"]()
-    d["memory_locked_clocks"] = [int(min_mhz), int(max_mhz)]
-    save_state(state)
+    with _clock_change(handle) as (_, d):
+        if min_mhz > max_mhz:
+            raise _ERRORS["InvalidArgument"]()
+        d["memory_locked_clocks"] = [int(min_mhz), int(max_mhz)]
 
 
 def nvmlDeviceResetMemoryLockedClocks(handle: _Handle) -> None:
-    state, d = _clock_state(handle)
-    d["memory_locked_clocks"] = None
-    save_state(state)
+    with _clock_change(handle) as (_, d):
+        d["memory_locked_clocks"] = None
 
 
 def nvmlDeviceGetPersistenceMode(handle: _Handle) -> int:
@@ -377,8 +502,7 @@ def nvmlDeviceGetPersistenceMode(handle: _Handle) -> int:
 
 def nvmlDeviceSetPersistenceMode(handle: _Handle, mode: int) -> None:
     _check_init()
-    state = load_state()
-    d = state["devices"][handle.index]
-    _raise(d.get("set_error"))
-    d["persistence_mode"] = int(mode)
-    save_state(state)
+    with _changing() as state:
+        d = state["devices"][handle.index]
+        _raise(d.get("set_error"))
+        d["persistence_mode"] = int(mode)

@@ -27,9 +27,9 @@ def main() -> None:
         MaxSlowdownConstraint(factor=get_env("ZEUS_MAX_SLOWDOWN", float, 1.1)),
     )
     rng = random.Random()
-    for _epoch in range(3):
+    for _epoch in range(2):  # an epoch holds every limit's 50 steps, as Zeus's optimizer needs
         plo.on_epoch_begin()
-        for _step in range(150):
+        for _step in range(400):
             plo.on_step_begin()
             train_one_step(rng)
             plo.on_step_end()

@@ -16,10 +16,10 @@ else as many as the code asks for), ``ZEUS_NB_SIM_NOISE``, ``ZEUS_NB_SIM_SEED``,
 the ranks of a ``torchrun`` job, each rank reading its ``RANK``) and ``ZEUS_NB_SIM_STRAGGLER``
 (``RANK:FACTOR``, one slower rank); :func:`use_simulated` sets them in code.
 
-Zeus's device API is here too, over whichever backend is current: :func:`get_gpus`
-(:mod:`zeus_nb.device.gpu`, mW and mJ as in Zeus), :func:`get_cpus`
-(:mod:`zeus_nb.device.cpu.common`) and :func:`get_soc` (:mod:`zeus_nb.device.soc`); they load
-on first use.
+Every system is Zeus's ``GPUs`` and its GPUs are Zeus's ``GPU`` (:mod:`zeus_nb.device.base`), so
+Zeus's device API is this layer itself: :func:`get_gpus` (:mod:`zeus_nb.device.gpu`, mW and mJ as
+in Zeus) returns the current system, :func:`get_cpus` (:mod:`zeus_nb.device.cpu`) its CPU
+packages and :func:`get_soc` (:mod:`zeus_nb.device.soc`); they load on first use.
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from zeus_nb.device.base import GPU, GPUSystem, PowerSampler, PowerTimeline
-from zeus_nb.device.nvml import FROM_ENV
+from zeus_nb.device.base import FROM_ENV, GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.errors import InputError, NoGPUError, TraceFormatError
 from zeus_nb.inputs.env import env
 from zeus_nb.utils import validate
@@ -43,6 +42,7 @@ __all__ = [
     "get_cpus",
     "get_gpus",
     "get_soc",
+    "peek",
     "reset",
     "resolve_backend",
     "step",
@@ -58,7 +58,7 @@ _current: GPUSystem | None = None
 # Zeus's device API: name -> module that defines it, imported on first use.
 _ZEUS_API = {
     "get_gpus": "zeus_nb.device.gpu",
-    "get_cpus": "zeus_nb.device.cpu.common",
+    "get_cpus": "zeus_nb.device.cpu",
     "get_soc": "zeus_nb.device.soc",
 }
 
@@ -145,12 +145,12 @@ def create(
     name = resolve_backend(backend)
     if name == "sim":
         return _sim_from_env(seed_offset)
-    from zeus_nb.device.nvml import NvmlSystem
+    from zeus_nb.device.gpu.nvidia import NVIDIAGPUs
 
     if name == "nvml":
-        return NvmlSystem(cuda_visible_devices)
+        return NVIDIAGPUs(cuda_visible_devices=cuda_visible_devices)
     try:
-        return NvmlSystem(cuda_visible_devices)
+        return NVIDIAGPUs(cuda_visible_devices=cuda_visible_devices)
     except (NoGPUError, ImportError) as e:
         reason = str(e).split(";")[0]
         log.warning("%s; using the simulated GPU backend", reason)
@@ -239,6 +239,11 @@ def step(n: int = 1, batch_size: int | None = None) -> None:
     """
     n, batch_size = validate.step_count(n, batch_size)
     current().step(n, batch_size)
+
+
+def peek() -> GPUSystem | None:
+    """The current system, or None before one was created (creates nothing)."""
+    return _current
 
 
 def reset() -> None:

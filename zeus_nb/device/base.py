@@ -1,148 +1,311 @@
-"""The GPU interface every backend implements.
+"""The device interface every backend implements: Zeus's GPU API, plus zeus-nb's helpers.
 
-Code above the device layer (monitor, optimizers, sweeps, notebooks) talks to a :class:`GPUSystem`
-and its :class:`GPU` objects only, and never asks which backend it has.
+There is one GPU object per device. Its backend (NVML in :mod:`zeus_nb.device.gpu.nvidia`, the
+simulated GPU in :mod:`zeus_nb.device.sim`, a replayed log in :mod:`zeus_nb.device.replay`)
+implements Zeus's methods (:class:`zeus_nb.device.gpu.common.GPU`: mW, mJ, MHz) and a few
+primitives; :class:`GPU` here adds zeus-nb's helpers in watts and joules, each defined once over
+those methods, and puts Zeus's setters under the settings guard (changes are put back at exit).
+A :class:`GPUSystem` is Zeus's :class:`~zeus_nb.device.gpu.common.GPUs` (the GPUs of one process,
+by CUDA index) plus the clock that measurement windows use. Code above the device layer
+(monitor, optimizers, sweeps, notebooks) talks to these two classes only, and never asks which
+backend it has.
 """
 
 from __future__ import annotations
 
 import functools
-import threading
 import time
-from abc import ABC, abstractmethod
+import warnings
+from abc import abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from zeus_nb.errors import InputError
+from zeus_nb.device.gpu.common import GPU as ZeusGPU
+from zeus_nb.device.gpu.common import (
+    GPUs,
+    ZeusGPUInvalidArgError,
+    ZeusGPUNotSupportedError,
+)
+from zeus_nb.device.sampling import PowerIntegrator, PowerSampler, PowerTimeline
+from zeus_nb.errors import DeviceError, InputError, UnsupportedError
 
 if TYPE_CHECKING:
     from zeus_nb.device.cpu.packages import CPU
+    from zeus_nb.device.guard import SettingsGuard
+
+__all__ = [
+    "FROM_ENV",
+    "GPU",
+    "POWER_DOMAINS",
+    "GPUSystem",
+    "PowerIntegrator",
+    "PowerSampler",
+    "PowerTimeline",
+]
+
+#: Sentinel for "read CUDA_VISIBLE_DEVICES from the environment" (a value may be None: all GPUs).
+FROM_ENV = "from the environment"
 
 #: Power domains a GPU may report, with Zeus's names: the instantaneous board power, the board
 #: power averaged by the driver (over about a second on NVIDIA), and the memory's average power.
 POWER_DOMAINS = ("device_instant", "device_average", "memory_average")
 
+#: Zeus's method (mW) behind each power domain.
+_DOMAIN_READERS = {
+    "device_instant": "get_instant_power_usage",
+    "device_average": "get_average_power_usage",
+    "memory_average": "get_average_memory_power_usage",
+}
 
-class GPU(ABC):
-    """One GPU. Power in watts, energy in joules, whatever the backend's native units."""
 
-    index: int
+def milli(value: float) -> int:
+    """W -> mW or J -> mJ, as Zeus's integers."""
+    return int(round(value * 1000))
+
+
+class GPU(ZeusGPU):
+    """One GPU: Zeus's methods (mW, mJ, MHz) from its backend, zeus-nb's helpers (W, J) here.
+
+    ``gpu_index`` is the backend's own index (NVML's, for real GPUs, as in Zeus); ``index`` is
+    the CUDA index zeus-nb uses everywhere (``CUDA_VISIBLE_DEVICES`` applied).
+
+    A backend implements Zeus's getters and primitives that change the GPU unchecked and
+    unguarded (``_write_power_limit``, ``get_default_power_management_limit``, and for SM clocks
+    ``_write_locked_clocks``, ``_write_reset_locked_clocks``, ``locked_clocks``). Zeus's setters
+    are defined here once: they record the original value in a settings guard before the first
+    change (put back at exit, on SIGTERM or by ``zeus-nb restore``). zeus-nb's own setters
+    (:meth:`set_power_limit`, :meth:`set_locked_clocks`) only validate: their callers hold guards.
+    """
+
     #: Whether settings changed here outlive this process (real GPUs' do; a replay's do not),
     #: i.e. whether a settings guard writes a state file for ``zeus-nb restore``.
     persistent: bool = True
+    #: The backend name ``zeus-nb restore`` reopens these GPUs with.
+    backend: str = "auto"
+
+    def __init__(self, gpu_index: int, index: int | None = None) -> None:
+        super().__init__(gpu_index)
+        self.index = gpu_index if index is None else index
 
     @property
-    @abstractmethod
-    def name(self) -> str: ...
+    def device(self) -> GPU:
+        """This GPU (earlier releases wrapped a second object; code that reads it still works)."""
+        return self
 
+    # --- primitives a backend implements ---------------------------------------------------
     @abstractmethod
-    def power_limit_constraints(self) -> tuple[float, float]:
-        """(minimum, maximum) power limit in W."""
-
-    @abstractmethod
-    def default_power_limit(self) -> float: ...
-
-    @abstractmethod
-    def get_power_limit(self) -> float: ...
+    def get_default_power_management_limit(self) -> int:
+        """The GPU's default power limit in mW."""
 
     @abstractmethod
-    def set_power_limit(self, watts: float) -> None:
-        """Set the power limit; raises PowerLimitPermissionError without the privilege."""
+    def _write_power_limit(self, power_limit_mw: int) -> None:
+        """Set the power limit in mW: no skip, no guard (the guard's own restore calls this)."""
 
-    @abstractmethod
-    def supports_energy_counter(self) -> bool: ...
+    def _write_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        raise ZeusGPUNotSupportedError(f"GPU {self.index}: this backend cannot lock SM clocks")
 
-    @abstractmethod
-    def energy(self) -> float:
-        """Energy counter in J since an arbitrary origin; differences are what matter."""
-
-    @abstractmethod
-    def power(self) -> float:
-        """Instantaneous (or latest) power draw in W."""
-
-    @abstractmethod
-    def can_set_power_limit(self) -> tuple[bool, str]:
-        """Whether this process may change the power limit, and why not. Changes nothing."""
-
-    def power_domains(self) -> tuple[str, ...]:
-        """The :data:`POWER_DOMAINS` this GPU reports (every GPU has ``device_instant``)."""
-        return ("device_instant",)
-
-    def read_power(self, domain: str = "device_instant") -> float:
-        """Power in W of one of :meth:`power_domains`."""
-        if domain == "device_instant":
-            return self.power()
-        from zeus_nb.errors import UnsupportedError
-
-        raise UnsupportedError(
-            f"GPU {self.index} ({self.name}) does not report the {domain!r} power domain; "
-            f"it has {', '.join(self.power_domains())}"
-        )
-
-    def temperature(self) -> float:
-        """GPU core temperature in degrees Celsius."""
-        from zeus_nb.errors import UnsupportedError
-
-        raise UnsupportedError(f"GPU {self.index} ({self.name}) reports no temperature")
-
-    # --- SM clocks (pipeline frequency planning); backends without them raise UnsupportedError
-    def supported_clocks(self) -> list[int]:
-        """Supported SM (graphics) clocks in MHz, highest first."""
-        from zeus_nb.errors import UnsupportedError
-
-        raise UnsupportedError(f"GPU {self.index}: this backend cannot list SM clocks")
-
-    def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
-        """Keep the SM clock within [min_mhz, max_mhz]; raises ClockPermissionError."""
-        from zeus_nb.errors import UnsupportedError
-
-        raise UnsupportedError(f"GPU {self.index}: this backend cannot lock SM clocks")
-
-    def reset_locked_clocks(self) -> None:
-        """Let the driver choose SM clocks again (undo :meth:`set_locked_clocks`)."""
-        from zeus_nb.errors import UnsupportedError
-
-        raise UnsupportedError(f"GPU {self.index}: this backend cannot reset SM clocks")
+    def _write_reset_locked_clocks(self) -> None:
+        raise ZeusGPUNotSupportedError(f"GPU {self.index}: this backend cannot reset SM clocks")
 
     def locked_clocks(self) -> tuple[int, int] | None:
         """The (min, max) SM clocks this GPU is locked to, or None when the driver chooses."""
-        from zeus_nb.errors import UnsupportedError
+        raise ZeusGPUNotSupportedError(f"GPU {self.index}: this backend cannot lock SM clocks")
 
-        raise UnsupportedError(f"GPU {self.index}: this backend cannot lock SM clocks")
+    def supports_get_total_energy_consumption(self) -> bool:
+        """Whether the GPU has an energy counter (every backend's but NVML's pre-Volta GPUs)."""
+        return True
 
-    def _no_memory_clocks(self):
-        from zeus_nb.errors import UnsupportedError
+    def get_power_usage(self) -> int:
+        """Board power in mW from the cheapest reading the backend has (NVML: 1 us)."""
+        return self.get_instant_power_usage()
 
-        return UnsupportedError(
+    def can_set_power_limit(self) -> tuple[bool, str]:
+        """Whether this process may change the power limit, and why not. Changes nothing."""
+        return True, f"{self.backend} GPU"
+
+    # --- Zeus's setters: guarded here, once for every backend -------------------------------
+    @property
+    def supports_nonblocking_setters(self) -> bool:
+        return False
+
+    def _warn_sys_admin(self) -> None:
+        """Warn once when the backend says this process may not change settings."""
+        if getattr(self, "_disable_sys_admin_warning", False):
+            return
+        ok, why = self.can_set_power_limit()
+        if not ok:  # stacklevel: the caller of GPU.<setter> or GPUs.<setter>
+            warnings.warn(f"GPU {self.index}: changing settings may fail: {why}", stacklevel=4)
+        self._disable_sys_admin_warning = True
+
+    def _record(self, kind: str) -> None:
+        """Record the original value of ``kind`` before the first change (restored at exit)."""
+        from zeus_nb.device.guard import SettingsGuard
+
+        guards: dict[str, SettingsGuard] = self.__dict__.setdefault("_guards", {})
+        guard = guards.get(kind)
+        if guard is None:
+            guard = guards[kind] = SettingsGuard([self], (kind,), backend=self.backend)
+        guard.record()
+
+    def set_power_management_limit(self, power_limit_mw: int, block: bool = True) -> None:
+        """Set the limit in mW (nothing happens when it is set already); restored at exit."""
+        if self.get_power_management_limit() == power_limit_mw:
+            return
+        self._warn_sys_admin()
+        self._record("power_limit")
+        try:
+            self._write_power_limit(int(power_limit_mw))
+        except ZeusGPUInvalidArgError as e:
+            raise ZeusGPUInvalidArgError(f"{e}; Zeus's API takes mW: {power_limit_mw} mW") from e
+
+    def reset_power_management_limit(self, block: bool = True) -> None:
+        self.set_power_management_limit(self.get_default_power_management_limit(), block)
+
+    def set_gpu_locked_clocks(
+        self, min_clock_mhz: int, max_clock_mhz: int, block: bool = True
+    ) -> None:
+        """Lock the SM clock to [min, max] MHz; the original state is restored at exit."""
+        lo, hi = self._checked_clocks(min_clock_mhz, max_clock_mhz)
+        self._warn_sys_admin()
+        self._record("locked_clocks")
+        self._write_locked_clocks(lo, hi)
+
+    def reset_gpu_locked_clocks(self, block: bool = True) -> None:
+        self._warn_sys_admin()
+        self._record("locked_clocks")
+        self._write_reset_locked_clocks()
+
+    # Persistence mode where there is no driver to keep loaded: a flag (NVML overrides these).
+    def get_persistence_mode(self) -> bool:
+        return bool(getattr(self, "_persistence_mode", False))
+
+    def set_persistence_mode(self, enabled: bool, block: bool = True) -> None:
+        self._persistence_mode = bool(enabled)
+
+    # Memory clocks: only real GPUs have them (NVML overrides these).
+    def _no_memory_clocks(self) -> ZeusGPUNotSupportedError:
+        return ZeusGPUNotSupportedError(
             f"GPU {self.index} ({self.name}): this backend does not model memory clocks; "
             "list SM clocks without naming a memory clock"
         )
 
+    def get_supported_memory_clocks(self) -> list[int]:
+        raise self._no_memory_clocks()
+
+    def set_memory_locked_clocks(
+        self, min_clock_mhz: int, max_clock_mhz: int, block: bool = True
+    ) -> None:
+        raise self._no_memory_clocks()
+
+    def reset_memory_locked_clocks(self, block: bool = True) -> None:
+        raise self._no_memory_clocks()
+
+    def get_average_memory_power_usage(self) -> int:
+        raise ZeusGPUNotSupportedError(
+            f"GPU {self.index} ({self.name}) does not report the 'memory_average' power domain"
+        )
+
+    def get_gpu_temperature(self) -> int:
+        raise ZeusGPUNotSupportedError(f"GPU {self.index} ({self.name}) reports no temperature")
+
+    # --- zeus-nb's helpers: watts, joules, checked arguments --------------------------------
+    @property
+    def name(self) -> str:
+        return str(self.get_name())
+
+    def power_limit_constraints(self) -> tuple[float, float]:
+        """(minimum, maximum) power limit in W."""
+        lo, hi = self.get_power_management_limit_constraints()
+        return lo / 1000.0, hi / 1000.0
+
+    def default_power_limit(self) -> float:
+        return self.get_default_power_management_limit() / 1000.0
+
+    def get_power_limit(self) -> float:
+        return self.get_power_management_limit() / 1000.0
+
+    def set_power_limit(self, watts: float) -> None:
+        """Set the power limit in W after checking it against the GPU's range (no guard)."""
+        self._write_power_limit(int(round(self.check_power_limit(watts) * 1000)))
+
+    def check_power_limit(self, watts: float) -> float:
+        """Validate a requested limit against the constraints; returns it as float."""
+        lo, hi = self.power_limit_constraints()
+        w = float(watts)
+        if not lo <= w <= hi:
+            raise ZeusGPUInvalidArgError(
+                f"power limit {w:g} W is outside GPU {self.index}'s range [{lo:g}, {hi:g}] W"
+            )
+        return w
+
+    def supports_energy_counter(self) -> bool:
+        return self.supports_get_total_energy_consumption()
+
+    def energy(self) -> float:
+        """Energy in J since an arbitrary origin (differences are what matter): the counter, or
+        integrated power on GPUs without one."""
+        if self.supports_energy_counter():
+            try:
+                return self.get_total_energy_consumption() / 1000.0
+            except ZeusGPUNotSupportedError:
+                self._no_energy_counter()
+        integrator = self.__dict__.get("_integrator")
+        if integrator is None:
+            integrator = self._integrator = PowerIntegrator(self.power)
+        return integrator.energy()
+
+    def _no_energy_counter(self) -> None:
+        """The counter said it is not supported after all: integrate power from now on."""
+
+    def power(self) -> float:
+        """Board power in W (the backend's cheapest reading)."""
+        return self.get_power_usage() / 1000.0
+
+    def power_domains(self) -> tuple[str, ...]:
+        """The :data:`POWER_DOMAINS` this GPU reports (every GPU has ``device_instant``)."""
+        domains = self.__dict__.get("_domains")
+        if domains is None:
+            found = []
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for domain, reader in _DOMAIN_READERS.items():
+                    try:
+                        getattr(self, reader)()
+                        found.append(domain)
+                    except (UnsupportedError, DeviceError):
+                        pass
+            # Without the instant reading (older drivers), the cheapest power reading stands in.
+            self._instant_from_usage = "device_instant" not in found
+            domains = self._domains = tuple(["device_instant"] * self._instant_from_usage + found)
+        return domains
+
+    def read_power(self, domain: str = "device_instant") -> float:
+        """Power in W of one of :meth:`power_domains`."""
+        if domain not in self.power_domains():
+            raise ZeusGPUNotSupportedError(
+                f"GPU {self.index} ({self.name}) does not report the {domain!r} power domain; "
+                f"it has {', '.join(self.power_domains())}"
+            )
+        if domain == "device_instant" and self._instant_from_usage:
+            return self.power()
+        return getattr(self, _DOMAIN_READERS[domain])() / 1000.0
+
+    def temperature(self) -> float:
+        """GPU core temperature in degrees Celsius."""
+        return float(self.get_gpu_temperature())
+
+    def supported_clocks(self) -> list[int]:
+        """Supported SM (graphics) clocks in MHz, highest first."""
+        return sorted({int(c) for c in self.get_supported_graphics_clocks()}, reverse=True)
+
     def supported_clocks_at(self, memory_mhz: int) -> list[int]:
         """Supported SM clocks in MHz at memory clock ``memory_mhz``, highest first."""
-        raise self._no_memory_clocks()
+        clocks = self.get_supported_graphics_clocks(int(memory_mhz))
+        return sorted({int(c) for c in clocks}, reverse=True)
 
-    # --- memory clocks and persistence mode (Zeus's device API) ------------------------------
     def supported_memory_clocks(self) -> list[int]:
         """Supported memory clocks in MHz, highest first."""
-        raise self._no_memory_clocks()
-
-    def set_memory_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
-        """Keep the memory clock within [min_mhz, max_mhz]; raises ClockPermissionError."""
-        raise self._no_memory_clocks()
-
-    def reset_memory_locked_clocks(self) -> None:
-        """Let the driver choose memory clocks again."""
-        raise self._no_memory_clocks()
-
-    def persistence_mode(self) -> bool:
-        """Whether the driver stays loaded with no client (a flag where there is no driver)."""
-        return bool(getattr(self, "_persistence_mode", False))
-
-    def set_persistence_mode(self, enabled: bool) -> None:
-        """Turn persistence mode on or off (a flag where there is no driver to keep loaded)."""
-        self._persistence_mode = bool(enabled)
+        return sorted({int(c) for c in self.get_supported_memory_clocks()}, reverse=True)
 
     def check_clock(self, mhz: int) -> int:
         """Validate a requested SM clock against :meth:`supported_clocks`; returns it as int."""
@@ -150,71 +313,64 @@ class GPU(ABC):
         f = int(mhz)
         if f not in clocks:
             near = min(clocks, key=lambda c: abs(c - f))
-            raise InputError(
+            raise ZeusGPUInvalidArgError(
                 f"{f} MHz is not a supported SM clock of GPU {self.index} "
                 f"(range {clocks[-1]}-{clocks[0]} MHz; nearest: {near} MHz)"
             )
         return f
 
-    def check_power_limit(self, watts: float) -> float:
-        """Validate a requested limit against the constraints; returns it as float."""
-        lo, hi = self.power_limit_constraints()
-        w = float(watts)
-        if not lo <= w <= hi:
-            raise InputError(
-                f"power limit {w:g} W is outside GPU {self.index}'s range [{lo:g}, {hi:g}] W"
-            )
-        return w
+    def _checked_clocks(self, min_mhz: int, max_mhz: int) -> tuple[int, int]:
+        lo, hi = self.check_clock(min_mhz), self.check_clock(max_mhz)
+        if lo > hi:
+            raise ZeusGPUInvalidArgError(f"locked clock range is empty: {lo} MHz > {hi} MHz")
+        return lo, hi
+
+    def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        """Keep the SM clock within [min_mhz, max_mhz] (checked; no guard)."""
+        self._write_locked_clocks(*self._checked_clocks(min_mhz, max_mhz))
+
+    def reset_locked_clocks(self) -> None:
+        """Let the driver choose SM clocks again (undo :meth:`set_locked_clocks`; no guard)."""
+        self._write_reset_locked_clocks()
+
+    def persistence_mode(self) -> bool:
+        """Whether the driver stays loaded with no client (a flag where there is no driver)."""
+        return self.get_persistence_mode()
 
 
-@dataclass
-class PowerTimeline:
-    """Power samples of some GPUs: ``samples[gpu_index]`` is a list of (time s, power W)."""
-
-    period: float
-    samples: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
-
-    def to_frame(self):
-        """Tidy DataFrame with columns time, gpu, power."""
-        import pandas as pd
-
-        rows = [(t, i, p) for i, pts in self.samples.items() for t, p in pts]
-        return pd.DataFrame(rows, columns=["time", "gpu", "power"])
-
-
-class PowerSampler(ABC):
-    """Collects a power timeline while running; a context manager."""
-
-    def __init__(self, indices: list[int], period: float):
-        if period <= 0:
-            raise InputError(f"sampling period must be > 0 s, got {period}")
-        self.timeline = PowerTimeline(period, {i: [] for i in indices})
-        self._lock = threading.Lock()
-
-    @abstractmethod
-    def start(self) -> PowerSampler: ...
-
-    @abstractmethod
-    def stop(self) -> PowerTimeline: ...
-
-    def __enter__(self) -> PowerSampler:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-
-class GPUSystem(ABC):
-    """The GPUs one process sees, with the clock that measurement windows use."""
+class GPUSystem(GPUs):
+    """The GPUs one process sees (Zeus's :class:`GPUs`, by CUDA index), with the clock that
+    measurement windows use."""
 
     backend: str
-    gpus: list[GPU]
     #: Seconds between updates of the GPUs' energy counters: a window longer than this that
-    #: measures 0 J points at a stuck or coarse counter. 0.1 s is an assumption for real GPUs
-    #: (not measured here); inf where the counter is exact (simulated).
+    #: measures 0 J points at a stuck or coarse counter. 0.1 s on real GPUs (an H100 measured
+    #: 100 ms steps: docs/real_gpus.md); inf where the counter is exact (simulated).
     energy_update_period: float = 0.1
+
+    @property
+    def gpus(self) -> list[GPU]:
+        """This system's GPUs, in CUDA index order."""
+        return self._gpu_list
+
+    @gpus.setter
+    def gpus(self, value: list[GPU]) -> None:
+        self._gpu_list = list(value)
+
+    def _gpu(self, gpu_index: int) -> GPU:
+        """Zeus's per-index calls find their GPU by CUDA index, as :meth:`gpu` does."""
+        try:
+            return self.gpu(gpu_index)
+        except InputError as e:
+            if isinstance(e, ZeusGPUInvalidArgError):
+                raise
+            raise ZeusGPUInvalidArgError(str(e)) from e
+
     #: Whether :meth:`clock` is virtual, i.e. moves only when :meth:`step` runs.
     virtual_clock: bool = False
+    #: Whether a monitor's window reads the wall clock and each GPU's counter (Zeus's way, real
+    #: GPUs); else it reads :meth:`snapshot`, the system's own clock and counters in one go.
+    windows_read_counters: bool = False
 
     @abstractmethod
     def clock(self) -> float:

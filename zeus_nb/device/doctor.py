@@ -32,10 +32,10 @@ class Report:
 
 def _nvml_status() -> str:
     """One line on NVML itself, whichever backend ends up current."""
-    from zeus_nb.device.nvml import NvmlSystem
+    from zeus_nb.device.gpu.nvidia import NVIDIAGPUs
 
     try:
-        NvmlSystem()
+        NVIDIAGPUs()
     except (ZeusNbError, ImportError) as e:
         return f"not usable: {e}"
     return "available"

@@ -33,9 +33,8 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from zeus_nb.device.base import GPU
 from zeus_nb.device.settings import (  # noqa: F401 (the setting kinds, importable from here too)
     FORMAT,
     LEGACY_FORMAT,
@@ -48,7 +47,11 @@ from zeus_nb.device.settings import (  # noqa: F401 (the setting kinds, importab
     register_setting_kind,
     state_dir,
 )
+from zeus_nb.errors import ZeusNbError
 from zeus_nb.utils.files import atomic_write
+
+if TYPE_CHECKING:
+    from zeus_nb.device.base import GPU
 
 log = logging.getLogger(__name__)
 
@@ -93,9 +96,17 @@ class SettingsGuard:
         """Record the current values (once, before the first change) and arm the restore hooks."""
         if self.originals is not None:
             return
-        self.originals = {
-            (g.index, k.name): self._original_of(g, k) for g in self.gpus for k in self.kinds
-        }
+        self.originals = {}
+        for g in self.gpus:
+            for k in self.kinds:
+                value = self._original_of(g, k)
+                try:
+                    if k.check is not None and value is not None:
+                        k.check(value, f"GPU {g.index}'s {k.name.replace('_', ' ')}")
+                except ZeusNbError as e:  # e.g. a stand-in GPU of a test: nothing to put back
+                    log.warning("%s; it will not be restored", e)
+                    continue
+                self.originals[(g.index, k.name)] = value
         if self.persist:
             self.path = self._write_state()
         log.debug(
@@ -268,8 +279,8 @@ _RECOVERY = ("RestoreResult", "read_state", "restore_from_state_files")
 
 
 def __getattr__(name: str):
-    if name in _RECOVERY:
-        from zeus_nb.device import recovery
+    if name in _RECOVERY:  # by name, as zeus_nb.device loads Zeus's API: recovery opens devices
+        import importlib
 
-        return getattr(recovery, name)
+        return getattr(importlib.import_module("zeus_nb.device.recovery"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
-from zeus_nb.errors import InputError, TraceFormatError, UnsupportedError
+from zeus_nb.device.base import milli as _mw
+from zeus_nb.device.gpu.common import ZeusGPUInvalidArgError, ZeusGPUNotSupportedError
+from zeus_nb.errors import TraceFormatError, UnsupportedError
 from zeus_nb.inputs import read_table, reader
 from zeus_nb.inputs.kinds import MONITOR_LOG
 from zeus_nb.inputs.kinds import window_limit as _window_limit
@@ -108,42 +110,42 @@ def load_profile_log(
 
 
 class ReplayGPU(GPU):
-    """One GPU of a replayed log."""
+    """One GPU of a replayed log (Zeus's methods in mW and mJ; joules kept unrounded)."""
 
     persistent = False  # nothing outlives the process: no restore state file
+    backend = "replay"
 
     def __init__(self, system: ReplaySystem, index: int):
-        self.index = index
+        super().__init__(index)
         self._system = system
         self._limit = max(system.log.elapsed)
         self._energy = 0.0
 
-    @property
-    def name(self) -> str:
+    def get_name(self) -> str:
         return self._system.log.gpu_name
 
-    def power_limit_constraints(self) -> tuple[float, float]:
+    def get_power_management_limit_constraints(self) -> tuple[int, int]:
         limits = self._system.log.elapsed
-        return (min(limits), max(limits))
+        return _mw(min(limits)), _mw(max(limits))
 
-    def default_power_limit(self) -> float:
-        return max(self._system.log.elapsed)
+    def get_default_power_management_limit(self) -> int:
+        return _mw(max(self._system.log.elapsed))
 
-    def get_power_limit(self) -> float:
-        return self._limit
+    def get_power_management_limit(self) -> int:
+        return _mw(self._limit)
 
-    def set_power_limit(self, watts: float) -> None:
-        w = self.check_power_limit(watts)
+    def _write_power_limit(self, power_limit_mw: int) -> None:
+        w = self.check_power_limit(power_limit_mw / 1000)
         if w not in self._system.log.elapsed:
             have = ", ".join(f"{x:g}" for x in self._system.log.power_limits)
-            raise InputError(
+            raise ZeusGPUInvalidArgError(
                 f"{self._system.log.path.name} has no measurement at {w:g} W (it has {have}); "
                 "choose a pl_step that lands on logged limits"
             )
         self._limit = w
 
-    def supports_energy_counter(self) -> bool:
-        return True
+    def get_total_energy_consumption(self) -> int:
+        return _mw(self._energy)
 
     def energy(self) -> float:
         return self._energy
@@ -152,8 +154,14 @@ class ReplayGPU(GPU):
         t = self._system.log.elapsed[self._limit]
         return self._system.log.energy[self._limit][self.index] / t if t > 0 else 0.0
 
-    def can_set_power_limit(self) -> tuple[bool, str]:
-        return True, "replayed GPU"
+    def get_instant_power_usage(self) -> int:
+        return _mw(self.power())
+
+    def get_average_power_usage(self) -> int:
+        raise ZeusGPUNotSupportedError(f"GPU {self.index}: a replayed log has one power only")
+
+    def get_supported_graphics_clocks(self, memory_clock_mhz: int | None = None) -> list[int]:
+        raise ZeusGPUNotSupportedError(f"GPU {self.index}: a replayed log has no SM clocks")
 
 
 class ReplaySystem(GPUSystem):

@@ -1,16 +1,24 @@
-"""Power read on a background thread: timelines of any backend, energy of GPUs without a counter.
+"""Power read over time: timelines of any backend, energy of GPUs without a counter.
 
-:class:`ThreadSampler` reads each GPU's power every ``period`` seconds on the system's clock (real
-GPUs, and the simulated GPU on the wall clock). :class:`PowerIntegrator` gives GPUs without an
-energy counter (pre-Volta) an energy reading by integrating sampled power.
+:class:`PowerSampler` collects a :class:`PowerTimeline`; :class:`ThreadSampler` reads each GPU's
+power every ``period`` seconds on the system's clock (real GPUs, and the simulated GPU on the wall
+clock). :class:`PowerIntegrator` gives GPUs without an energy counter (pre-Volta) an energy
+reading by integrating sampled power.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from zeus_nb.device.base import GPUSystem, PowerSampler, PowerTimeline
+from zeus_nb.errors import InputError
+
+if TYPE_CHECKING:
+    from zeus_nb.device.base import GPUSystem
 
 
 class PowerIntegrator:
@@ -20,7 +28,7 @@ class PowerIntegrator:
     edges of a measurement window are included (trapezoidal rule between samples).
     """
 
-    def __init__(self, read_power, period: float = 0.1):
+    def __init__(self, read_power: Callable[[], float], period: float = 0.1):
         self._read_power = read_power
         self._period = period
         self._lock = threading.Lock()
@@ -47,6 +55,43 @@ class PowerIntegrator:
 
     def close(self) -> None:
         self._stop.set()
+
+
+@dataclass
+class PowerTimeline:
+    """Power samples of some GPUs: ``samples[gpu_index]`` is a list of (time s, power W)."""
+
+    period: float
+    samples: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
+
+    def to_frame(self):
+        """Tidy DataFrame with columns time, gpu, power."""
+        import pandas as pd
+
+        rows = [(t, i, p) for i, pts in self.samples.items() for t, p in pts]
+        return pd.DataFrame(rows, columns=["time", "gpu", "power"])
+
+
+class PowerSampler(ABC):
+    """Collects a power timeline while running; a context manager."""
+
+    def __init__(self, indices: list[int], period: float):
+        if period <= 0:
+            raise InputError(f"sampling period must be > 0 s, got {period}")
+        self.timeline = PowerTimeline(period, {i: [] for i in indices})
+        self._lock = threading.Lock()
+
+    @abstractmethod
+    def start(self) -> PowerSampler: ...
+
+    @abstractmethod
+    def stop(self) -> PowerTimeline: ...
+
+    def __enter__(self) -> PowerSampler:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
 class ThreadSampler(PowerSampler):

@@ -13,13 +13,15 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from zeus_nb.device.base import GPU
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs.env import env
 from zeus_nb.utils import validate
 from zeus_nb.utils.validate import number
+
+if TYPE_CHECKING:
+    from zeus_nb.device.base import GPU
 
 STATE_DIR_ENV = "ZEUS_NB_STATE_DIR"
 FORMAT = "zeus-nb device settings"

@@ -29,6 +29,7 @@ import numpy as np
 
 from zeus_nb.data.traces import GPU_NAMES, get_workload, load_power_trace, power_curves
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
+from zeus_nb.device.base import milli as _mw
 from zeus_nb.device.cpu.packages import CPU, SimulatedCPU
 from zeus_nb.device.frequency import Work
 from zeus_nb.device.sim_clocks import SimulatedClocks
@@ -89,36 +90,38 @@ def rank_factors(
 
 
 class SimulatedGPU(GPU):
-    """One simulated GPU; all its numbers come from its system's power trace."""
+    """One simulated GPU, numbers from its system's trace (kept in W and J, given in mW and mJ
+    by Zeus's methods: :meth:`energy`, :meth:`power` and :meth:`read_power` are unrounded)."""
+
+    backend = "sim"
 
     def __init__(self, system: SimulatedSystem, index: int):
-        self.index = index
+        super().__init__(index)
         self._system = system
         self._limit = system.max_limit
         self._energy = 0.0
         self._power = 0.0
         self._locked: tuple[int, int] | None = None
 
-    @property
-    def name(self) -> str:
+    def get_name(self) -> str:
         return self._system.gpu_name
 
-    def power_limit_constraints(self) -> tuple[float, float]:
-        return (self._system.min_limit, self._system.max_limit)
+    def get_power_management_limit_constraints(self) -> tuple[int, int]:
+        return _mw(self._system.min_limit), _mw(self._system.max_limit)
 
-    def default_power_limit(self) -> float:
-        return self._system.max_limit
+    def get_default_power_management_limit(self) -> int:
+        return _mw(self._system.max_limit)
 
-    def get_power_limit(self) -> float:
-        return self._limit
+    def get_power_management_limit(self) -> int:
+        return _mw(self._limit)
 
-    def set_power_limit(self, watts: float) -> None:
-        w = self.check_power_limit(watts)
+    def _write_power_limit(self, power_limit_mw: int) -> None:
+        w = self.check_power_limit(power_limit_mw / 1000)
         self._system._sync()  # time so far was spent at the old limit
         self._limit = w
 
-    def supports_energy_counter(self) -> bool:
-        return True
+    def get_total_energy_consumption(self) -> int:
+        return _mw(self.energy())
 
     def energy(self) -> float:
         self._system._sync()
@@ -129,29 +132,28 @@ class SimulatedGPU(GPU):
             return self._system._watts(self)
         return self._power
 
-    def power_domains(self) -> tuple[str, ...]:
-        # The trace holds one average power per configuration; it stands for both.
-        return ("device_instant", "device_average")
+    # The trace holds one average power per configuration; it stands for both domains.
+    def get_instant_power_usage(self) -> int:
+        return _mw(self.power())
+
+    get_average_power_usage = get_instant_power_usage
 
     def read_power(self, domain: str = "device_instant") -> float:
-        if domain in self.power_domains():
+        """The trace's power in W, unrounded (Zeus's methods give whole mW)."""
+        if domain in ("device_instant", "device_average"):
             return self.power()
         return super().read_power(domain)
 
-    def can_set_power_limit(self) -> tuple[bool, str]:
-        return True, "simulated GPU: power limits can always be changed"
-
     # --- SM clocks: the calibrated frequency model of zeus_nb.device.frequency ---------------
-    def supported_clocks(self) -> list[int]:
+    def get_supported_graphics_clocks(self, memory_clock_mhz: int | None = None) -> list[int]:
+        if memory_clock_mhz is not None:
+            raise self._no_memory_clocks()
         return self._system.clock_spec.clocks()
 
-    def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
-        lo, hi = self.check_clock(min_mhz), self.check_clock(max_mhz)
-        if lo > hi:
-            raise InputError(f"locked clock range is empty: {lo} MHz > {hi} MHz")
-        self._locked = (lo, hi)
+    def _write_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        self._locked = (int(min_mhz), int(max_mhz))
 
-    def reset_locked_clocks(self) -> None:
+    def _write_reset_locked_clocks(self) -> None:
         self._locked = None
 
     def locked_clocks(self) -> tuple[int, int] | None:

@@ -42,6 +42,8 @@ VARIABLES: dict[str, Variable] = {
     for v in (
         _v("ZEUS_NB_BACKEND", "choice", "GPU backend",
            choices=("auto", "sim", "nvml", "simulated", "simulation")),
+        _v("ZEUS_NB_ENERGY_READS", "choice", "how monitors read GPU energy counters "
+           "(ZeusMonitor energy_reads)", choices=("auto", "sync", "background")),
         _v("ZEUS_NB_SIM_GPU", "text", "simulated GPU: a40, v100 or a power-trace CSV"),
         _v("ZEUS_NB_SIM_WORKLOAD", "text", "simulated workload (a traced dataset)"),
         _v("ZEUS_NB_SIM_GPUS", "integer", "number of simulated GPUs", low=1, high=1024),

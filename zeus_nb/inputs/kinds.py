@@ -14,6 +14,7 @@ from zeus_nb.data.workloads import WORKLOADS  # the workloads' sample counts
 from zeus_nb.inputs.schema import Column, Ratio, Row, RowCheck, Schema, Spread
 from zeus_nb.utils.validate import (
     AVERAGE_POWER,
+    COUNTER_PERIOD,
     DURATION,
     ENERGY,
     NOISE,
@@ -137,6 +138,7 @@ MONITOR_LOG = Schema(
             when=lambda r: window_limit(r) is not None,
             cap=window_limit,
             fix="check that energy is in J and time in s",
+            quantum=COUNTER_PERIOD,
         ),
     ),
     lead=("start_time", "window_name", "elapsed_time"),
@@ -201,7 +203,7 @@ PL_MEASUREMENT = Schema(
         Column("time", quantity=DURATION),
         Column("num_gpus", "integer", low=1, high=1 << 16, optional=True),
     ),
-    checks=(Ratio("energy", "time", per="num_gpus"),),
+    checks=(Ratio("energy", "time", per="num_gpus", quantum=COUNTER_PERIOD),),
     extra="ignore",
 )
 
@@ -293,8 +295,15 @@ SWEEP_RESULT = Schema(
             per="num_gpus",
             when=lambda r: _measured(r) and "num_gpus" in r,
             cap=lambda r: r.get("power_limit"),
+            quantum=COUNTER_PERIOD,
         ),
-        Ratio("energy", "time", JOB_POWER, when=lambda r: _measured(r) and "num_gpus" not in r),
+        Ratio(
+            "energy",
+            "time",
+            JOB_POWER,
+            when=lambda r: _measured(r) and "num_gpus" not in r,
+            quantum=COUNTER_PERIOD,
+        ),
     ),  # fmt: skip
     key=("batch_size", "power_limit"),
     extra="ignore",
@@ -338,17 +347,21 @@ OPENEI_PERIOD = Schema(
 
 
 # --- the batch-size optimizer's store rows and arguments (optimizer/batch_size) ---------------
+# A run that reached the target took time; its energy may read 0 J when it was shorter than the
+# counter's period (the ratio check allows that, and only that).
 OBSERVATION = Schema(
     "batch-size optimizer run",
     (
         BATCH_SIZE,
         Column("time", quantity=DURATION),
-        Column("energy", quantity=Quantity("energy", "J", 0.0, ENERGY.high, open_low=True)),
+        Column("energy", quantity=ENERGY),
         Column("cost", quantity=Quantity("cost", "J", 0.0, 1e15), optional=True),
         Column("reached", "bool"),
         Column("power_limit", quantity=POWER_LIMIT, optional=True, empty_ok=True),
     ),
-    checks=(Ratio("energy", "time", JOB_POWER, fix="check the units (J and s)"),),
+    checks=(
+        Ratio("energy", "time", JOB_POWER, fix="check the units (J and s)", quantum=COUNTER_PERIOD),
+    ),
     fix="report what the run measured: seconds and joules",
 )
 _RUN_COLUMNS = (

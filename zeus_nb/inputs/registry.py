@@ -71,6 +71,8 @@ NOT_INPUT: dict[str, str] = {
     "each entry is checked there (an instruction name and an integer clock of 1 to 10000 MHz)",
     "zeus_nb.utils.testing.ReplayZeusMonitor._read": "Zeus's own power log format; each value "
     "is checked there (finite, in range) and a bad line is named",
+    "zeus_nb.utils.testing.ReplayZeusMonitor._next_row": "the next row of the same log, read "
+    "as windows end; each value is checked by end_window (finite, in range)",
     "zeus_nb.docsite._title": "the project's own guides (docs build from a checkout)",
     "zeus_nb.docsite.assemble": "the project's own guides (docs build from a checkout)",
     "zeus_nb.docsite.execute_notebooks": "the project's own notebooks",
@@ -106,7 +108,7 @@ ENV_NOT_INPUT: dict[str, str] = {
     "checked there, and zeus-nb's mark of its own default",
     "zeus_nb.optimizer.batch_size.store.default_path": "LOCALAPPDATA and XDG_CACHE_HOME",
     "zeus_nb.utils.diskcache.cache_dir": "XDG_CACHE_HOME, a standard folder variable",
-    "zeus_nb.device.nvml.visible_nvml_indices": "CUDA_VISIBLE_DEVICES, parsed there",
+    "zeus_nb.device.gpu.nvidia.visible_nvml_indices": "CUDA_VISIBLE_DEVICES, parsed there",
     "zeus_nb.device.gpu.amd.visible_hip_indices": "HIP_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES, "
     "parsed there",
     "zeus_nb.docsite._environ": "saves variables to restore them afterwards",

@@ -165,6 +165,10 @@ class Ratio(Check):
     power 1000x off, out of range, even when each value alone is possible. ``cap`` (a function
     of the row, e.g. the window's power limit) lowers the upper end to ``cap x cap_factor``.
     ``numerator`` may be a pattern matching several columns (every GPU's energy).
+
+    ``quantum`` (s) is the period of the counter the energy was read from: a window of ``t`` s
+    reads what was drawn over ``t - quantum`` to ``t + quantum`` s, so 0 J over 20 ms, or a
+    whole update over 20 ms, is a real reading and passes; long windows are held to the range.
     """
 
     numerator: str
@@ -176,6 +180,7 @@ class Ratio(Check):
     cap_factor: float = 1.5
     units: tuple[str, str] = ("J", "s")
     fix: str = "check the units (energy in J, time in s)"
+    quantum: float = 0.0
 
     def problem(self, row: Row) -> tuple[str, str] | None:
         if self.when is not None and not self.when(row):
@@ -190,13 +195,23 @@ class Ratio(Check):
             q = self.quantity
             cap = self.cap(row) if self.cap is not None else None
             high = min(q.high, cap * self.cap_factor) if cap is not None else q.high
-            if not q.low <= ratio <= high:
+            if den > 0 and self.quantum > 0:  # what a counter of that period can read
+                each = num / share
+                fits = q.low * max(0.0, den - self.quantum) <= each <= high * (den + self.quantum)
+            else:
+                fits = q.low <= ratio <= high
+            if not fits:
                 per = f" per {self.per.replace('num_', '')[:-1]}" if self.per else ""
                 why = f": the limit {cap:g} {q.unit} x {self.cap_factor:g}" if cap else ""
                 (un, ud) = self.units
+                counter = (
+                    f", allowing for a counter that moves every {self.quantum:g} {ud}"
+                    if self.quantum > 0 and den < 10 * self.quantum
+                    else ""
+                )
                 return name, (
                     f"{num:g} {un} over {den:g} {ud} is {q.name} {ratio:.4g} {q.unit}{per}, "
-                    f"out of range ({q.low:g} to {high:g} {q.unit}{why}); {self.fix}"
+                    f"out of range ({q.low:g} to {high:g} {q.unit}{why}{counter}); {self.fix}"
                 )
         return None
 

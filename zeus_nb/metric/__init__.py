@@ -126,7 +126,8 @@ class EnergyHistogram(Metric):
         self.gpu_indices = self.energy_monitor.gpu_indices
         self.cpu_indices = self.energy_monitor.cpu_indices
         kinds = {"gpu": bool(self.gpu_indices), "cpu": bool(self.cpu_indices)}
-        kinds["dram"] = any(c.supports_dram() for c in self.energy_monitor.cpus)
+        cpus = self.energy_monitor.cpus
+        kinds["dram"] = any(cpus.supports_get_dram_energy_consumption(i) for i in self.cpu_indices)
         families = energy_counters(self.registry, kinds, buckets)
         self.gpu_histograms = families.get("gpu")
         self.cpu_histograms = families.get("cpu")

@@ -64,23 +64,26 @@ class Totals:
 
     def __init__(self, monitor: ZeusMonitor):
         self.monitor = monitor
-        self._dram = [c for c in monitor.cpus if c.supports_dram()]
+        metered = monitor.cpus.supports_get_dram_energy_consumption  # Zeus's CPUs: mJ by index
+        self._dram = [i for i in monitor.cpu_indices if metered(i)]
 
     def kinds(self) -> dict[str, bool]:
         m = self.monitor
-        return {"gpu": bool(m.gpus), "cpu": bool(m.cpus), "dram": bool(self._dram)}
+        return {"gpu": bool(m.gpu_indices), "cpu": bool(m.cpu_indices), "dram": bool(self._dram)}
 
     def sync(self) -> None:
         """Wait for queued GPU work (real GPUs), as ``sync_execution=True`` asks."""
         self.monitor.system.sync(self.monitor.gpu_indices)
 
     def read(self) -> Reading:
-        now, gpu = self.monitor.system.snapshot(self.monitor.gpus)
+        m = self.monitor
+        now, gpu = m.system.snapshot(list(m.gpus))
+        packages = {i: m.cpus.get_total_energy_consumption(i) for i in m.cpu_indices}
         return {
             "time": now,
-            "gpu": dict(zip(self.monitor.gpu_indices, gpu, strict=True)),
-            "cpu": {c.index: c.energy() for c in self.monitor.cpus},
-            "dram": {c.index: c.dram_energy() or 0.0 for c in self._dram},
+            "gpu": dict(zip(m.gpu_indices, gpu, strict=True)),
+            "cpu": {i: p.cpu_mj / 1000 for i, p in packages.items()},
+            "dram": {i: (packages[i].dram_mj or 0.0) / 1000 for i in self._dram},
         }
 
     def warn_if_idle(self, name: str, start: Reading, end: Reading) -> None:

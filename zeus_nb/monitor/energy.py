@@ -1,9 +1,18 @@
 """Measure GPU (and CPU) time and energy of arbitrary code blocks with named windows.
 
-Call shapes follow the Zeus ``ZeusMonitor``: ``begin_window(name)`` / ``end_window(name)``, windows
-may nest and overlap, and each one returns a :class:`Measurement`. Energy comes from the device
-layer, which integrates sampled power itself on GPUs without an energy counter; CPU package and
-DRAM energy come from RAPL (or the simulated CPU).
+Zeus's ``ZeusMonitor``: ``begin_window(name)`` / ``end_window(name)``, windows may nest and overlap,
+each returns a :class:`Measurement`, ``measurement_states`` holds the open ones, the GPUs come from
+``get_gpus()`` and the CPUs from ``zeus_nb.device.cpu.get_cpus()``. On real GPUs a window edge
+reads the wall clock once (this module's ``time``) and each GPU's energy counter, as Zeus does;
+GPUs without a counter (pre-Volta) are measured by this module's ``PowerMonitor``. The simulated
+and replayed GPUs answer with their own clock and counters in one snapshot.
+
+Where reading the counter is slow (an H100: 2.8 ms a read, the counter moving every 100 ms; the
+first reads are timed), the monitor reads it on a background thread instead
+(:mod:`zeus_nb.device.counter`): an edge then costs microseconds, and a window gets the energy of
+the counter steps around it shared out by power readings, so short windows are never 0 J and
+back-to-back windows add up to the window around them. :attr:`Measurement.energy_method` says
+how each GPU's energy was obtained; docs/measuring.md explains the choices.
 
 The rest of Zeus's monitor module is importable from here too: :class:`PowerMonitor`,
 :class:`TemperatureMonitor`, :class:`CarbonEmissionMonitor`, :class:`EnergyCostMonitor` and their
@@ -13,29 +22,42 @@ providers. ``python -m zeus_nb.monitor energy|power`` prints live readings, like
 from __future__ import annotations
 
 import contextlib
-import csv
 import functools
-import io
 import logging
-import operator
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import perf_counter, time
 from typing import Any
 
 from zeus_nb import device
+from zeus_nb.device import counter
 from zeus_nb.device.base import GPUSystem, PowerSampler
-from zeus_nb.errors import CpuEnergyError, InputError, WindowError
-from zeus_nb.inputs.kinds import MONITOR_LOG
-from zeus_nb.inputs.table import read_header
-from zeus_nb.utils.files import append_line, end_with_newline
+from zeus_nb.device.gpu.common import GPUs
+from zeus_nb.errors import InputError, WindowError
+from zeus_nb.inputs.env import env
+from zeus_nb.monitor.energy_log import MonitorLog
+from zeus_nb.monitor.power import PowerMonitor
+from zeus_nb.monitor.sources import MonitoredGPUs, open_cpus
 from zeus_nb.utils.validate import integer
+
+__all__ = ["SYNC_FRAMEWORKS", "Measurement", "MeasurementState", "PowerMonitor", "ZeusMonitor"]
 
 log = logging.getLogger(__name__)
 
 SYNC_FRAMEWORKS = ("torch", "jax")
+ENERGY_READS = ("auto", "sync", "background")
+PROBE_READS = 2  # counter reads timed per GPU before choosing how to read it
+
+ZERO_ENERGY = (
+    "The energy consumption of one or more GPUs was measured as zero. This means that the time "
+    "duration of the measurement window was shorter than the GPU's energy counter update period. "
+    "Consider turning on the `approx_instant_energy` option in `ZeusMonitor`, which approximates "
+    "the energy consumption of a short time window as instant power draw x window duration."
+)
 
 
 @dataclass
@@ -46,6 +68,7 @@ class Measurement:
     to J, and are None when CPUs (or their DRAM) were not measured; ``soc_energy`` is always None
     here (zeus-nb measures no system-on-chip). As in Zeus, ``total_energy`` is the GPUs' energy
     only: add ``cpu_energy`` and ``dram_energy`` yourself for the whole machine.
+    ``energy_method`` says per GPU how its energy was obtained (see :attr:`approximate`).
     """
 
     time: float
@@ -53,6 +76,7 @@ class Measurement:
     cpu_energy: dict[int, float] | None = None
     dram_energy: dict[int, float] | None = None
     soc_energy: Any = None
+    energy_method: dict[int, str] | None = field(default=None, compare=False)
 
     @property
     def total_energy(self) -> float:
@@ -63,6 +87,29 @@ class Measurement:
     def average_power(self) -> float:
         """Total energy over time in W (0 for an empty window)."""
         return self.total_energy / self.time if self.time > 0 else 0.0
+
+    @property
+    def approximate(self) -> list[int]:
+        """GPUs whose energy is partly a power-based estimate rather than counter steps."""
+        return [i for i, how in (self.energy_method or {}).items() if how not in _EXACT]
+
+
+_EXACT = (counter.COUNTER, counter.SHARED, "simulated counter", "replayed log")
+
+
+@dataclass
+class MeasurementState:
+    """An open window's start: its time and each GPU's (and CPU's) energy then, in J."""
+
+    time: float
+    gpu_energy: dict[int, float]
+    cpu_energy: dict[int, float] | None = None
+    dram_energy: dict[int, float] | None = None
+    marks: dict[int, counter.Mark] = field(default_factory=dict, repr=False)
+
+    @property
+    def total_energy(self) -> float:
+        return sum(self.gpu_energy.values())
 
 
 class ZeusMonitor:
@@ -83,6 +130,9 @@ class ZeusMonitor:
         system: the GPU system to measure (e.g. one per rank from :func:`zeus_nb.device.create`,
             or a :class:`~zeus_nb.device.replay.ReplaySystem` over a logged profiling run);
             default: the process's current one for ``backend``.
+        energy_reads: ``"auto"`` (read counters on the caller's thread, as Zeus does, unless the
+            first reads of a GPU's counter take over 1 ms each: then in the background),
+            ``"sync"`` or ``"background"``; default: ``ZEUS_NB_ENERGY_READS``, else ``"auto"``.
     """
 
     def __init__(
@@ -96,13 +146,21 @@ class ZeusMonitor:
         backend: str | None = None,
         sync_execution: bool = True,
         system: GPUSystem | None = None,
+        energy_reads: str | None = None,
     ):
         if sync_execution_with not in SYNC_FRAMEWORKS:
             raise InputError(
                 f"sync_execution_with must be one of {', '.join(SYNC_FRAMEWORKS)}, "
                 f"got {sync_execution_with!r}"
             )
-        self.system: GPUSystem = system if system is not None else device.current(backend)
+        energy_reads = energy_reads or env("ZEUS_NB_ENERGY_READS") or "auto"
+        if energy_reads not in ENERGY_READS:
+            raise InputError(f"energy_reads must be one of {', '.join(ENERGY_READS)}")
+        if system is None:
+            from zeus_nb.device.gpu import get_gpus
+
+            system = get_gpus() if backend is None else device.current(backend)
+        self.system: GPUSystem = system
         if gpu_indices is None:
             gpu_indices = [g.index for g in self.system.gpus]
         if not gpu_indices:
@@ -115,182 +173,205 @@ class ZeusMonitor:
         if len(set(gpu_indices)) != len(gpu_indices):
             raise InputError(f"gpu_indices has duplicates: {gpu_indices}")
         self.gpu_indices = list(gpu_indices)
-        self.gpus = [self.system.gpu(i) for i in self.gpu_indices]
-        self.cpus = _open_cpus(self.system, cpu_indices)
-        self.cpu_indices = [c.index for c in self.cpus]
-        self._dram = [c for c in self.cpus if c.supports_dram()]
+        self.gpus: GPUs = MonitoredGPUs(self.system, self.gpu_indices)
+        self.cpus, self.cpu_indices = open_cpus(self.system, cpu_indices)
         self.approx_instant_energy = bool(approx_instant_energy)
         self.sync_with = sync_execution_with
         self.sync_execution = sync_execution
-        # A window pair costs microseconds, so its per-call work is decided here, once: the
-        # bound readers, the indices of each result, and the function that waits for GPU work.
-        self._snapshot: Callable[[], tuple[float, list[float]]] | None = None  # on first read
-        self._cpu_reads = [c.energy for c in self.cpus]
-        self._dram_reads = [c.dram_energy for c in self._dram]
-        self._dram_indices = [c.index for c in self._dram]
-        self._one_gpu = self.gpu_indices[0] if len(self.gpu_indices) == 1 else None
+        self.energy_reads = energy_reads
         self._sync = (
             functools.partial(_sync_jax, self.system, self.gpu_indices)
             if sync_execution_with == "jax"
             else self.system.sync_function(self.gpu_indices)
         )
-        self._windows: dict[str, tuple] = {}  # name -> (time, gpu, cpu, dram) readings
+        self.measurement_states: dict[str, MeasurementState] = {}
         self._warned: set[str] = set()
-        self._unwritten: list[list[str]] = []  # log rows an I/O error kept from the file
-        self._log_path = Path(log_file) if log_file is not None else None
-        if self._log_path is not None:
-            self._init_log(self._log_path)
+        self._log = MonitorLog(log_file, self.gpu_indices) if log_file is not None else None
+        # Real GPUs: Zeus's reads (wall clock, counters); others: their system's snapshot.
+        self._counted = self.system.windows_read_counters
+        self._snapshot = None if self._counted else self.system.snapshot_reader(list(self.gpus))
+        old = [g.index for g in self.gpus if self._counted and not g.supports_energy_counter()]
+        self._counters = [g for g in self.gpus if g.index not in old]
+        self.power_monitor = None
+        if old:
+            kwargs = {} if self.system is device.peek() else {"system": self.system}
+            self.power_monitor = PowerMonitor(gpu_indices=old, update_period=None, **kwargs)
+        self._probe: dict[int, list[float]] = {g.index: [] for g in self._counters}
+        self._readers: dict[int, counter.CounterReader] = {}
+        if self._counted and energy_reads != "sync":
+            for g in self._counters:
+                if energy_reads == "background" or counter.known_slow(g):
+                    self._background(g)
 
     @property
     def persist_power_limits(self) -> bool:
         """Whether limits set on these GPUs need a state file for ``zeus-nb restore``."""
         return all(g.persistent for g in self.gpus)
 
-    # --- log -------------------------------------------------------------------------------
-    def _header(self) -> list[str]:
-        return ["start_time", "window_name", "elapsed_time"] + [
-            f"gpu{i}_energy" for i in self.gpu_indices
-        ]
-
-    def _init_log(self, path: Path) -> None:
-        """Start this monitor's run in the log: its header line, which is also what tells
-        readers one run from the next when several monitors append to one file.
-
-        An existing log must have the same columns; a torn last row an interrupted writer left
-        is cut off first (with a warning), so no row is ever glued onto it.
-        """
-        header = self._header()
-        existing = read_header(path, MONITOR_LOG)
-        if existing is not None and existing != header:
-            raise InputError(
-                f"log file {path} has header {existing}, but this monitor writes {header}; "
-                "choose another log_file"
-            )
-        if existing is None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        else:
-            end_with_newline(path)
-        append_line(path, ",".join(header))
-
-    def _log(self, name: str, start: float, m: Measurement) -> None:
-        """Append the window's row; on an I/O error keep it (and later ones) for the next try.
-
-        A full disk or a vanished folder must not cost the measurement: the caller still gets
-        it, the failure is logged as a warning, and the rows not yet written go out with the
-        next window that can be written. Rows are appended whole or not at all
-        (:func:`zeus_nb.utils.files.append_line`), so a failed write leaves no torn row.
-        """
-        row = [repr(start), name, repr(m.time)] + [repr(m.gpu_energy[i]) for i in self.gpu_indices]
-        self._unwritten.append(row)
-        text = io.StringIO()
-        csv.writer(text, lineterminator="\n").writerows(self._unwritten)
-        try:
-            append_line(self._log_path, text.getvalue())
-        except OSError as e:
-            log.warning(
-                "could not append window %r to the log file %s (%s); the measurement is "
-                "returned, and %d unwritten row(s) will be written with the next window. "
-                "Free disk space or fix the folder's permissions",
-                name,
-                self._log_path,
-                e.strerror or e,
-                len(self._unwritten),
-            )
-            return
-        self._unwritten.clear()
-
-    # --- windows ---------------------------------------------------------------------------
-    def _read(self, sync: bool) -> tuple:
-        """(time, GPU energies, CPU package energies, DRAM energies), in the monitor's order."""
-        if sync:
-            self._sync()
-        snapshot = self._snapshot
-        if snapshot is None:  # built at the first read, so that its errors surface there
-            snapshot = self._snapshot = self.system.snapshot_reader(self.gpus)
-        now, gpu = snapshot()
-        if self._cpu_reads:
-            return now, gpu, [r() for r in self._cpu_reads], [r() for r in self._dram_reads]
-        return now, gpu, (), ()
-
     @property
     def open_windows(self) -> list[str]:
-        return list(self._windows)
+        return list(self.measurement_states)
+
+    @property
+    def log_file(self) -> Path | None:
+        return self._log.path if self._log is not None else None
 
     def reset_windows(self) -> None:
         """Forget every open window, e.g. at the top of a notebook cell that is run again."""
-        self._windows.clear()
+        self.measurement_states.clear()
+
+    # --- reading ----------------------------------------------------------------------------
+    def _background(self, gpu) -> None:
+        """Read ``gpu``'s counter on the process's background reader from now on."""
+        reader = self._readers[gpu.index] = counter.acquire(gpu)
+        weakref.finalize(self, counter.release, reader)
+        log.info(
+            "GPU %d: its energy counter is read in the background (a read took %s)",
+            gpu.index,
+            ", ".join(f"{d * 1e3:.2f} ms" for d in self._probe.get(gpu.index, [])) or "-",
+        )
+
+    def _counter_j(self, gpu) -> float:
+        """One counter read (J), timed while choosing how to read this GPU."""
+        probe = self._probe[gpu.index]
+        if len(probe) >= PROBE_READS:
+            return gpu.get_total_energy_consumption() / 1000.0
+        t0 = perf_counter()
+        joules = gpu.get_total_energy_consumption() / 1000.0
+        probe.append(perf_counter() - t0)
+        slow = len(probe) == PROBE_READS and min(probe) > counter.SLOW_READ_S
+        if slow and self.energy_reads == "auto" and gpu.index not in self._readers:
+            self._background(gpu)
+        return joules
+
+    def _state(self) -> MeasurementState:
+        """The clock and every counter now (a window's start, or its end)."""
+        if not self._counted:
+            now, gpu = self._snapshot()
+            energy = dict(zip(self.gpu_indices, gpu, strict=True))
+            cpu, dram = self._read_cpus()
+            return MeasurementState(now, energy, cpu, dram)
+        marks = {i: r.mark() for i, r in self._readers.items()}
+        now = time()
+        energy = {g.index: self._counter_j(g) for g in self._counters if g.index not in marks}
+        for i, m in marks.items():
+            energy[i] = self._readers[i].estimate(m)
+        cpu, dram = self._read_cpus()
+        return MeasurementState(now, energy, cpu, dram, marks)
+
+    def _read_cpus(self) -> tuple[dict[int, float] | None, dict[int, float] | None]:
+        cpu: dict[int, float] = {}
+        dram: dict[int, float] = {}
+        for i in self.cpu_indices:
+            reading = self.cpus.get_total_energy_consumption(i) / 1000.0
+            cpu[i] = reading.cpu_mj
+            if reading.dram_mj is not None:
+                dram[i] = reading.dram_mj
+        return cpu or None, dram or None
+
+    # --- windows ----------------------------------------------------------------------------
+    def begin_window(self, key: str, sync_execution: bool | None = None, restart: bool = False):
+        """Start window ``key``. ``restart=True`` discards an open window of that name first."""
+        if key in self.measurement_states and not restart:
+            raise WindowError(
+                f"Measurement window {key!r} already exists: it is already open; end it first, "
+                "or pass restart=True to begin it again (e.g. when re-running a notebook cell)"
+            )
+        if self.sync_execution if sync_execution is None else sync_execution:
+            self._sync()
+        self.measurement_states[key] = self._state()
+
+    def end_window(
+        self,
+        key: str,
+        sync_execution: bool | None = None,
+        cancel: bool = False,
+        *,
+        wait_for_counter: bool = False,
+    ) -> Measurement:
+        """End window ``key`` and return its measurement (all zeros, not logged, if cancelled).
+
+        Where counters are read in the background the measurement returns at once; its part
+        after the counter's last step is estimated from power (``energy_method`` says so).
+        ``wait_for_counter=True`` waits (about one counter period) for the next step instead.
+        """
+        if key not in self.measurement_states:
+            opened = ", ".join(repr(k) for k in self.measurement_states) or "none"
+            raise WindowError(
+                f"Measurement window {key!r} does not exist: {key!r} was never begun (open "
+                f"windows: {opened}), or has ended; call begin_window first"
+            )
+        if cancel:
+            self.measurement_states.pop(key)
+            return Measurement(0.0, dict.fromkeys(self.gpu_indices, 0.0))
+        if self.sync_execution if sync_execution is None else sync_execution:
+            self._sync()
+        end = self._state()  # before forgetting the window: a failed read can be retried
+        start = self.measurement_states.pop(key)
+        m = self._measurement(start, end, wait_for_counter)
+        if self._log is not None:
+            self._log.write(key, start.time, m)
+        return m
+
+    def _measurement(
+        self, start: MeasurementState, end: MeasurementState, wait: bool
+    ) -> Measurement:
+        elapsed = end.time - start.time
+        gpu: dict[int, float] = {}
+        how: dict[int, str] = {}
+        backend = self.system.backend
+        default = counter.COUNTER if self._counted else f"{backend} counter"
+        for i in self.gpu_indices:
+            a, b = start.marks.get(i), end.marks.get(i)
+            if a is not None and b is not None:
+                reader = self._readers[i]
+                if wait:
+                    reader.wait(b)
+                gpu[i], final = reader.energy_between(a, b)
+                how[i] = counter.SHARED if final else counter.ESTIMATED
+            elif i in start.gpu_energy and i in end.gpu_energy:  # b: began before the switch
+                gpu[i] = end.gpu_energy[i] - start.gpu_energy[i]
+                how[i] = counter.ESTIMATED if b is not None else _METHOD.get(backend, default)
+        if self.power_monitor is not None:
+            energy = self.power_monitor.get_energy(start.time, end.time)
+            for i in self.power_monitor.gpu_indices:
+                power = self.system.gpu(i).power
+                gpu[i] = energy[i] if energy is not None else power() * elapsed
+                how[i] = "integrated power samples" if energy is not None else "power x time"
+        gpu = {i: gpu[i] for i in self.gpu_indices}
+        if 0 in gpu.values():
+            self._zero_energy(gpu, how, elapsed)
+        cpu = dram = None
+        if start.cpu_energy is not None and end.cpu_energy is not None:
+            cpu = {i: end.cpu_energy[i] - start.cpu_energy[i] for i in start.cpu_energy}
+        if start.dram_energy is not None and end.dram_energy is not None:
+            dram = {i: end.dram_energy[i] - start.dram_energy[i] for i in start.dram_energy}
+        return Measurement(elapsed, gpu, cpu, dram, energy_method=how)
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
             self._warned.add(key)
             warnings.warn(message, UserWarning, stacklevel=5)  # the caller of end_window
 
-    def _measurement(self, start: tuple, end: tuple) -> Measurement:
-        (t0, g0, c0, d0), (t1, g1, c1, d1) = start, end
-        elapsed = t1 - t0
-        if self._one_gpu is not None:  # the usual case, without building an iterator
-            joules = g1[0] - g0[0]
-            gpu = {self._one_gpu: joules}
-            if joules == 0:  # rare: a counter that did not move
-                self._zero_energy(gpu, elapsed)
-        else:
-            gpu = dict(zip(self.gpu_indices, map(operator.sub, g1, g0), strict=True))
-            if 0 in gpu.values():
-                self._zero_energy(gpu, elapsed)
-        cpu = dict(zip(self.cpu_indices, map(operator.sub, c1, c0), strict=True)) if c0 else None
-        dram = dict(zip(self._dram_indices, map(operator.sub, d1, d0), strict=True)) if d0 else None
-        return Measurement(elapsed, gpu, cpu, dram)
-
-    def _zero_energy(self, gpu: dict[int, float], elapsed: float) -> None:
+    def _zero_energy(self, gpu: dict[int, float], how: dict[int, str], elapsed: float) -> None:
         """Explain (or, with approx_instant_energy, estimate) GPUs that measured 0 J."""
         hint = None if any(gpu.values()) else self.system.window_hint(elapsed)
         if hint:
             self._warn_once("hint", hint)
-        for g in self.gpus:
-            if gpu[g.index] != 0 or elapsed <= 0:
-                continue
-            if self.approx_instant_energy:
-                gpu[g.index] = g.power() * elapsed
-            elif elapsed > self.system.energy_update_period:
-                self._warn_once(
-                    "zero",
-                    f"GPU {g.index} measured 0 J over a {elapsed:.3g} s window, longer than its "
-                    f"energy counter's update period ({self.system.energy_update_period:g} s); "
-                    "pass approx_instant_energy=True to ZeusMonitor to estimate such windows "
-                    "as instant power x time",
-                )
-
-    def begin_window(self, key: str, sync_execution: bool | None = None, restart: bool = False):
-        """Start window ``key``. ``restart=True`` discards an open window of that name first."""
-        if key in self._windows and not restart:
-            raise WindowError(
-                f"measurement window {key!r} is already open; end it first, or pass "
-                "restart=True to begin it again (e.g. when re-running a notebook cell)"
-            )
-        self._windows[key] = self._read(
-            self.sync_execution if sync_execution is None else sync_execution
+            return
+        zeros = [i for i, e in gpu.items() if e == 0]
+        if self.approx_instant_energy:
+            for i in zeros:
+                gpu[i], how[i] = self.system.gpu(i).power() * elapsed, "instant power x time"
+            return
+        period = self.system.energy_update_period
+        self._warn_once(
+            "zero",
+            f"{ZERO_ENERGY} (zeus-nb: GPU(s) {', '.join(map(str, zeros))} measured 0 J over "
+            f"{elapsed:.3g} s; the counter moves every {period:g} s. Pass "
+            "approx_instant_energy=True to ZeusMonitor, or energy_reads='background', which "
+            "shares each counter step out among the windows it spans.)",
         )
-
-    def end_window(
-        self, key: str, sync_execution: bool | None = None, cancel: bool = False
-    ) -> Measurement:
-        """End window ``key`` and return its measurement (all zeros, not logged, if cancelled)."""
-        if key not in self._windows:
-            opened = ", ".join(repr(k) for k in self._windows) or "none"
-            raise WindowError(
-                f"measurement window {key!r} was never begun (open windows: {opened}); "
-                "call begin_window first"
-            )
-        if cancel:
-            self._windows.pop(key)
-            return Measurement(0.0, {i: 0.0 for i in self.gpu_indices})
-        sync = self.sync_execution if sync_execution is None else sync_execution
-        end = self._read(sync)  # before forgetting the window: a failed read can be retried
-        state = self._windows.pop(key)
-        m = self._measurement(state, end)
-        if self._log_path is not None:
-            self._log(key, state[0], m)
-        return m
 
     @contextlib.contextmanager
     def window(self, key: str, restart: bool = False) -> Iterator[Measurement]:
@@ -308,33 +389,14 @@ class ZeusMonitor:
         result = self.end_window(key)
         m.time, m.gpu_energy = result.time, result.gpu_energy
         m.cpu_energy, m.dram_energy = result.cpu_energy, result.dram_energy
+        m.energy_method = result.energy_method
 
     def power_timeline(self, period: float = 0.1) -> PowerSampler:
         """Sampler of power over time for the monitored GPUs; use as a context manager."""
         return self.system.power_sampler(self.gpu_indices, period)
 
 
-def _open_cpus(system: GPUSystem, cpu_indices: list[int] | None) -> list:
-    """The CPUs to measure: all readable ones for None, none for [], else exactly those."""
-    if cpu_indices is not None and not cpu_indices:
-        return []
-    try:
-        cpus = system.cpus()
-    except CpuEnergyError as e:
-        if cpu_indices is None:
-            log.debug("not measuring CPU energy: %s", e)
-            return []
-        raise
-    if cpu_indices is None:
-        return cpus
-    if len(set(cpu_indices)) != len(cpu_indices):
-        raise InputError(f"cpu_indices has duplicates: {cpu_indices}")
-    by_index = {c.index: c for c in cpus}
-    missing = [i for i in cpu_indices if i not in by_index]
-    if missing:
-        have = ", ".join(str(i) for i in by_index) or "none"
-        raise InputError(f"no CPU package with index {missing[0]} (have: {have})")
-    return [by_index[i] for i in cpu_indices]
+_METHOD = {"sim": "simulated counter", "replay": "replayed log"}
 
 
 def _sync_jax(system: GPUSystem, indices: list[int]) -> None:

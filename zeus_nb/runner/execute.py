@@ -15,6 +15,7 @@ name and value) or the reason the kernel stopped.
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,10 +43,28 @@ class Execution:
 
     @property
     def error(self) -> str:
-        """One line for reports: ``Name: value (cell N)``, the problem, or empty."""
+        """One line for reports: ``Name: value (cell N)``, the problem, or empty.
+
+        Only the value's first line is kept (a dependency's dump, torchrun's included, stays in
+        the executed notebook, where the failing cell shows it in full).
+        """
         if self.ename:
-            return f"{self.ename}: {self.evalue} (cell {self.exec_count})"
-        return self.problem
+            return f"{self.ename}: {first_line(self.evalue)} (cell {self.exec_count})"
+        return first_line(self.problem)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+LINE_WIDTH = 400  # characters of an error a report line keeps
+
+
+def first_line(text: str, width: int = LINE_WIDTH) -> str:
+    """The first non-empty line of ``text``, without colour codes, spaces collapsed, at most
+    ``width`` characters (cut with an ellipsis)."""
+    for line in _ANSI.sub("", text or "").splitlines():
+        line = " ".join(line.split())
+        if line:
+            return line if len(line) <= width else line[: width - 1] + "…"
+    return ""
 
 
 def _quiet_shutdown(running: dict[str, bool], log: Any = None) -> type:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import html
 import logging
+import math
 import sys
 from collections.abc import Iterator
 
@@ -135,6 +136,23 @@ def describe(system: GPUSystem) -> str:
             "from real Zeus measurements; no GPU needed)"
         )
     return f"GPU backend: {system.backend}, measuring {gpus}"
+
+
+def counter_period(system: GPUSystem) -> float:
+    """Seconds between updates of ``system``'s energy counters; 0 where the counter is exact.
+
+    A real GPU's counter moves in steps (every 100 ms on an H100): a window spanning few of
+    them reads 0 J or whole updates. Notebooks size the windows their claims rest on by it.
+    """
+    period = system.energy_update_period
+    return float(period) if math.isfinite(period) else 0.0
+
+
+def steps_spanning(seconds: float, step_s: float, at_least: int = 1) -> int:
+    """How many steps of ``step_s`` s fill ``seconds`` (at least ``at_least``)."""
+    if seconds <= 0 or step_s <= 0:
+        return at_least
+    return max(at_least, math.ceil(seconds / step_s))
 
 
 def notebook_setup(

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -137,8 +138,40 @@ def run_for_results(
     run_env.update(env or {})
     rc, tail = run_streaming(cmd, run_env, echo=echo, timeout=timeout)
     if rc != 0 or not results.is_file():
-        raise TrainingFailed(f"{what} exited with status {rc}: {' '.join(cmd)}\n" + "\n".join(tail))
+        # The first line says what failed and why; the output follows only when it was not
+        # shown already (echo), so a report that keeps one line gets the cause, not a dump.
+        details = f"command: {' '.join(cmd)}" + ("" if echo else "\n" + "\n".join(tail))
+        status = f"exit status {rc}" if rc != 0 else "no results file"
+        raise TrainingFailed(f"{what} failed ({status}): {failure_cause(tail)}\n{details}")
     return json.loads(results.read_text())
+
+
+# A line our error boundary prints (``zeus_nb.train.dp: error: ...``), possibly with torchrun's
+# ``[rank1]:`` prefix, and the last line of a Python traceback (``SomeError: message``).
+_OUR_LINE = re.compile(
+    r"^(?:\[rank\d+\]:\s*)?((?:zeus_nb[\w.]*|zeus-nb[^:]*): (?:internal )?error.*)$"
+)
+_EXCEPTION_LINE = re.compile(
+    r"^(?:\[rank\d+\]:\s*)?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Failed|Interrupt)"
+    r"\b:?.*)$"
+)
+_LAUNCHER_ERRORS = ("ChildFailedError",)  # torchrun's summary of its workers: not the cause
+
+
+def failure_cause(lines: list[str]) -> str:
+    """The line of a failed run's output that says why: the first error our boundary printed
+    (one per rank), else the last exception a traceback ended in that is not torchrun's own
+    summary, else the last line; "no output" when there is none."""
+    for line in lines:
+        m = _OUR_LINE.match(line.strip())
+        if m:
+            return " ".join(m.group(1).split())
+    for line in reversed(lines):
+        m = _EXCEPTION_LINE.match(line.strip())
+        if m and not any(name in m.group(1) for name in _LAUNCHER_ERRORS):
+            return " ".join(m.group(1).split())
+    rest = [ln.strip() for ln in lines if ln.strip()]
+    return rest[-1] if rest else "no output"
 
 
 def run_streaming(

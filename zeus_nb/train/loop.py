@@ -65,6 +65,7 @@ def _power_limit_optimizer(monitor, config: TrainConfig, factor: float, verbose:
         profile_path=config.profile_path,
         adaptive=config.adaptive,
         verbose=verbose,
+        resume_across_epochs=True,  # zeus-nb's improvement; Zeus's own default starts over
     )
 
 

@@ -7,6 +7,11 @@ backend is current (a simulated GPU charges the traced cost of each step).
 
 :func:`synthetic_images` is :func:`zeus_nb.data.datasets.synthetic_datasets` as a
 (train, validation) pair split 4:1, so a sweep can run where no dataset can be downloaded.
+
+:func:`repeated_to_span` repeats a training set until an epoch lasts a given time (timed with
+:func:`epoch_seconds`): on a real GPU, whose energy counter moves every 100 ms or so, a small
+model's epoch of a few milliseconds reads 0 J; a longer epoch spans enough counter updates to be
+measured.
 """
 
 from __future__ import annotations
@@ -40,6 +45,54 @@ def synthetic_images(
     n_val = num_samples // 5
     d = synthetic_datasets(num_classes, num_samples - n_val, n_val, image_size, noise, seed)
     return d.train, d.val
+
+
+def repeated(data, times: int):
+    """``data`` ``times`` over (one epoch then passes over it ``times`` times)."""
+    from torch.utils.data import ConcatDataset
+
+    if times < 1:
+        raise InputError(f"times must be >= 1, got {times}")
+    return data if times == 1 else ConcatDataset([data] * times)
+
+
+def epoch_seconds(train_fn: Callable[[int, int], float], batch_size: int, clock) -> float:
+    """Seconds of ``clock`` the quicker of two epochs of ``train_fn`` takes at ``batch_size``,
+    after a first epoch that warms up (it also pays for torch's start-up and the model)."""
+    train_fn(batch_size, 0)
+    times = []
+    for epoch in (1, 2):
+        start = clock()
+        train_fn(batch_size, epoch)
+        times.append(clock() - start)
+    return min(times)
+
+
+def repeated_to_span(
+    make_train_fn: Callable[[Any], Callable[[int, int], float]],
+    train_data,
+    batch_size: int,
+    seconds: float,
+    clock,
+    tries: int = 3,
+) -> tuple[Any, int]:
+    """(``train_data`` repeated, how many times) so that an epoch at ``batch_size`` lasts
+    ``seconds`` or more by ``clock``; ``make_train_fn(data)`` builds a ``train_fn`` over it.
+
+    An epoch also validates and starts its loader, which do not grow with the copies, so the
+    copies are timed again (up to ``tries`` times) rather than scaled once; each guess aims 20 %
+    beyond ``seconds``, as epochs speed up on a machine whose load falls.
+    """
+    import math
+
+    copies = 1
+    for _ in range(tries):
+        data = repeated(train_data, copies)
+        took = epoch_seconds(make_train_fn(data), batch_size, clock)
+        if took >= seconds:
+            return data, copies
+        copies = max(copies + 1, math.ceil(copies * 1.2 * seconds / max(took, 1e-6)))
+    return repeated(train_data, copies), copies
 
 
 def torch_train_fn(

@@ -24,8 +24,16 @@ logger = logging.getLogger(__name__)
 _GPU_COLUMN = re.compile(r"^gpu(\d+)_energy$")
 
 
+class ReplayWindowError(WindowError, RuntimeError):
+    """A replayed window that is open twice, or ended without being open (Zeus raises
+    RuntimeError there; zeus-nb's WindowError is a ValueError: this is both)."""
+
+
 class ReplayZeusMonitor:
     """Windows whose measurements come from a ZeusMonitor log, row by row.
+
+    The log is read as windows end, so a log still being written (by a monitor in the same
+    program) replays the rows it has by then.
 
     Args:
         gpu_indices: the GPUs to report; default: every ``gpu<i>_energy`` column of the log.
@@ -49,7 +57,8 @@ class ReplayZeusMonitor:
         self.ignore_sync_execution = ignore_sync_execution
         self.match_window_name = match_window_name
         self.log_file = Path(log_file)
-        self._rows, columns = self._read(self.log_file)
+        self._header, self._offset = self._read(self.log_file)
+        columns = {int(m[1]): c for c in self._header if (m := _GPU_COLUMN.match(c or ""))}
         in_log = sorted(columns)
         self.gpu_indices = list(in_log if gpu_indices is None else gpu_indices)
         if missing := [i for i in self.gpu_indices if i not in columns]:
@@ -62,20 +71,37 @@ class ReplayZeusMonitor:
         logger.info("replaying %s for GPUs %s", self.log_file, self.gpu_indices)
 
     @staticmethod
-    def _read(path: Path) -> tuple[list[dict[str, str]], dict[int, str]]:
+    def _read(path: Path) -> tuple[list[str], int]:
+        """The log's header and the byte offset of its first row."""
         try:
-            with path.open(newline="", encoding="utf-8-sig") as f:
-                rows = list(csv.DictReader(f))
-                header = rows[0].keys() if rows else []
+            with path.open("rb") as f:
+                first = f.readline()
         except OSError as e:
             raise TraceFormatError(f"{path}: cannot read the log ({e.strerror})") from None
-        columns = {int(m[1]): c for c in header if (m := _GPU_COLUMN.match(c or ""))}
-        if not rows or "window_name" not in header or "elapsed_time" not in header:
+        header = next(csv.reader([first.decode("utf-8-sig")]), [])
+        if "window_name" not in header or "elapsed_time" not in header:
             raise TraceFormatError(
                 f"{path}: want a ZeusMonitor log (start_time,window_name,elapsed_time,"
-                "gpu<i>_energy,...) with at least one row"
+                "gpu<i>_energy,...)"
             )
-        return rows, columns
+        return header, len(first)
+
+    def _next_row(self, key: str) -> dict[str, str]:
+        """The next complete row of the log (read now, so rows written since count)."""
+        with self.log_file.open("rb") as f:
+            f.seek(self._offset)
+            line = f.readline()
+        if not line.endswith(b"\n"):  # the end, or a row still being written
+            raise ReplayWindowError(
+                f"{self.log_file} has no more rows to replay for window {key!r}"
+            )
+        self._offset += len(line)
+        if not line.strip():
+            return self._next_row(key)
+        values = next(csv.reader([line.decode()]), [])
+        if values == self._header:  # another run of the log begins: skip its header
+            return self._next_row(key)
+        return dict(zip(self._header, values, strict=False))
 
     def _sync(self, sync_execution_: bool) -> None:
         if sync_execution_ and not self.ignore_sync_execution:
@@ -85,7 +111,9 @@ class ReplayZeusMonitor:
         """Open ``key`` (``restart=True`` reopens one already open)."""
         if key in self.ongoing_windows:
             if not restart:
-                raise WindowError(f"window {key!r} is already open; end it or pass restart=True")
+                raise ReplayWindowError(
+                    f"Window {key!r} is already ongoing; end it or pass restart=True"
+                )
             self.ongoing_windows.remove(key)
         self.ongoing_windows.append(key)
         self._sync(sync_execution)
@@ -95,24 +123,23 @@ class ReplayZeusMonitor:
     ) -> Measurement:
         """The next row of the log as ``key``'s measurement (a cancelled window uses no row)."""
         if key not in self.ongoing_windows:
-            raise WindowError(f"window {key!r} is not open; begin_window({key!r}) first")
+            raise ReplayWindowError(f"Window {key!r} is not ongoing; begin_window({key!r}) first")
         self.ongoing_windows.remove(key)
         self._sync(sync_execution)
         if cancel:
             return Measurement(time=0.0, gpu_energy=dict.fromkeys(self.gpu_indices, 0.0))
-        if not self._rows:
-            raise WindowError(f"{self.log_file} has no more rows to replay for window {key!r}")
-        row = self._rows.pop(0)
-        if self.match_window_name and row["window_name"] != key:
-            raise WindowError(
-                f"{self.log_file}: the next row is window {row['window_name']!r}, not {key!r}; "
-                "end windows in the order the log recorded them, or match_window_name=False"
+        row = self._next_row(key)
+        if self.match_window_name and row.get("window_name") != key:
+            raise ReplayWindowError(
+                f"{self.log_file}: the next row is window {row.get('window_name')!r}, not "
+                f"{key!r}; end windows in the order the log recorded them, or "
+                "match_window_name=False"
             )
-        where = f"{self.log_file}, window {row['window_name']!r}"
+        where = f"{self.log_file}, window {row.get('window_name')!r}"
         energy = {
-            i: number(row[self._columns[i]], f"{where}: GPU {i} energy", ENERGY)
+            i: number(row.get(self._columns[i]), f"{where}: GPU {i} energy", ENERGY)
             for i in self.gpu_indices
         }
         return Measurement(
-            time=number(row["elapsed_time"], f"{where}: time", DURATION), gpu_energy=energy
+            time=number(row.get("elapsed_time"), f"{where}: time", DURATION), gpu_energy=energy
         )

@@ -25,6 +25,7 @@ from zeus_nb.errors import InputError
 
 __all__ = [
     "AVERAGE_POWER",
+    "COUNTER_PERIOD",
     "DURATION",
     "ENERGY",
     "NOISE",
@@ -65,6 +66,12 @@ ENERGY = Quantity("energy", "J", 0.0, 1e13)
 NOISE = Quantity("noise (relative standard deviation)", "", 0.0, 1.0)
 CPU_TDP = Quantity("CPU TDP", "W", 0.0, 2000.0, open_low=True)
 DRAM_SIZE = Quantity("DRAM size", "GB", 0.0, 1e5)
+
+# Seconds between updates of a GPU's energy counter: NVML's counter on an H100 (driver 580) moved
+# every 100 ms (docs/real_gpus.md). A window of t s then reads the energy of anything from
+# t - 0.1 s to t + 0.1 s of drawing: 0 J, or a whole update of 70 J at 700 W, over 20 ms. Checks
+# of energy over time allow for it, so they never refuse what such a counter reads.
+COUNTER_PERIOD = 0.1
 
 
 def number(

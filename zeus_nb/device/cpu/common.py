@@ -10,6 +10,7 @@ beside simulated ones. :class:`SystemCPUs` gives them Zeus's interface:
 from __future__ import annotations
 
 import abc
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -96,10 +97,12 @@ class CPUs(abc.ABC, metaclass=DeprecatedAliasABCMeta):
 
     def _cpu(self, index: int) -> CPU:
         for cpu in self.cpus:
-            if cpu.cpu_index == index:
+            if getattr(cpu, "cpu_index", None) == index:
                 return cpu
-        have = ", ".join(str(c.cpu_index) for c in self.cpus) or "none"
-        raise ZeusCPUNotFoundError(f"no CPU package with index {index} (have: {have})")
+        if 0 <= index < len(self.cpus):  # packages without an index attribute, by position
+            return self.cpus[index]
+        have = ", ".join(str(getattr(c, "cpu_index", i)) for i, c in enumerate(self.cpus))
+        raise ZeusCPUNotFoundError(f"no CPU package with index {index} (have: {have or 'none'})")
 
     @deprecated_alias("getTotalEnergyConsumption")
     def get_total_energy_consumption(self, index: int) -> CpuDramMeasurement:
@@ -161,19 +164,8 @@ class SystemCPUs(CPUs):
         return self._cpus
 
 
-_cpus: SystemCPUs | None = None
-
-
 def get_cpus() -> CPUs:
-    """The CPU packages of the current GPU system, one object per system (Zeus's singleton).
-
-    Raises :class:`ZeusCPUInitError` where no CPU energy can be read (Zeus code falls back to no
-    CPUs on it) and :class:`ZeusCPUNoPermissionError` where RAPL is not readable by this user.
-    """
-    global _cpus
-    from zeus_nb import device
-
-    system = device.current()
-    if _cpus is None or _cpus.system is not system:
-        _cpus = SystemCPUs(system)
-    return _cpus
+    """:func:`zeus_nb.device.cpu.get_cpus`, also reachable here as in earlier releases."""
+    # The parent package is always loaded before this module; looked up, not imported, since
+    # the package imports this module.
+    return sys.modules["zeus_nb.device.cpu"].get_cpus()

@@ -2,8 +2,15 @@
 
 Zeus's units hold here: power in mW, energy in mJ, clocks in MHz, temperature in degrees
 Celsius, all as integers. :class:`GPUs` forwards each call to the GPU at ``gpu_index`` (the
-CUDA index: ``CUDA_VISIBLE_DEVICES`` applies). The concrete classes over zeus-nb's backends are
-in :mod:`zeus_nb.device.gpu.backend`; :func:`zeus_nb.device.gpu.get_gpus` returns one.
+CUDA index: ``CUDA_VISIBLE_DEVICES`` applies). Every backend implements this interface:
+:class:`zeus_nb.device.base.GPU` adds zeus-nb's helpers in W and J on top of it, and
+:class:`zeus_nb.device.base.GPUSystem` is a :class:`GPUs`; :func:`zeus_nb.device.gpu.get_gpus`
+returns the current one.
+
+Each Zeus error class also derives from the matching zeus-nb error (``ZeusGPUNoPermissionError``
+is a :class:`~zeus_nb.errors.PowerLimitPermissionError`, ``ZeusGPUNotSupportedError`` an
+:class:`~zeus_nb.errors.UnsupportedError`...), so ``except`` clauses written for either family
+catch the other's errors.
 """
 
 from __future__ import annotations
@@ -14,6 +21,14 @@ from collections.abc import Sequence
 
 from zeus_nb.device.common import DeprecatedAliasABCMeta, deprecated_alias, has_sys_admin
 from zeus_nb.device.exception import ZeusBaseGPUError
+from zeus_nb.errors import (
+    ClockPermissionError,
+    DeviceError,
+    InputError,
+    NoGPUError,
+    PowerLimitPermissionError,
+    UnsupportedError,
+)
 
 _SYS_ADMIN_WARNING = (
     "this call changes a GPU setting, which needs the SYS_ADMIN capability (or root); "
@@ -273,86 +288,90 @@ class EmptyGPUs(GPUs):
         raise ValueError("no GPUs to change settings of")
 
 
-# --- errors: one per NVML error kind, as Zeus names them ----------------------------------------
-class ZeusGPUInitError(ZeusBaseGPUError):
+# --- errors: one per NVML error kind, as Zeus names them, each also a zeus-nb error ------------
+class ZeusGPUInitError(ZeusBaseGPUError, NoGPUError):
     """The GPU library could not start, or no GPU backend is usable."""
 
 
-class ZeusGPUInvalidArgError(ZeusBaseGPUError):
+class ZeusGPUInvalidArgError(ZeusBaseGPUError, InputError):
     """An argument is out of range (a power limit, a clock, a GPU index)."""
 
 
-class ZeusGPUNotSupportedError(ZeusBaseGPUError):
+class ZeusGPUNotSupportedError(ZeusBaseGPUError, UnsupportedError):
     """The GPU (or backend) does not support the operation."""
 
 
-class ZeusGPUNoPermissionError(ZeusBaseGPUError):
+class ZeusGPUNoPermissionError(ZeusBaseGPUError, PowerLimitPermissionError):
     """The process lacks the privilege (SYS_ADMIN) the operation needs."""
 
 
-class ZeusGPUAlreadyInitializedError(ZeusBaseGPUError):
+class ZeusGPUClockPermissionError(ZeusGPUNoPermissionError, ClockPermissionError):
+    """No privilege to change clocks or persistence mode (a :class:`ZeusGPUNoPermissionError`)."""
+
+
+class ZeusGPUAlreadyInitializedError(ZeusBaseGPUError, DeviceError):
     """The GPU library was initialized twice."""
 
 
-class ZeusGPUNotFoundError(ZeusBaseGPUError):
+class ZeusGPUNotFoundError(ZeusBaseGPUError, DeviceError):
     """The GPU asked for does not exist."""
 
 
-class ZeusGPUInsufficientSizeError(ZeusBaseGPUError):
+class ZeusGPUInsufficientSizeError(ZeusBaseGPUError, DeviceError):
     """A buffer passed to the GPU library was too small."""
 
 
-class ZeusGPUInsufficientPowerError(ZeusBaseGPUError):
+class ZeusGPUInsufficientPowerError(ZeusBaseGPUError, DeviceError):
     """A power cable of the GPU is not connected properly."""
 
 
-class ZeusGPUDriverNotLoadedError(ZeusBaseGPUError):
+class ZeusGPUDriverNotLoadedError(ZeusBaseGPUError, NoGPUError):
     """The NVIDIA driver is not loaded."""
 
 
-class ZeusGPUTimeoutError(ZeusBaseGPUError):
+class ZeusGPUTimeoutError(ZeusBaseGPUError, DeviceError):
     """The GPU did not answer in time."""
 
 
-class ZeusGPUIRQError(ZeusBaseGPUError):
+class ZeusGPUIRQError(ZeusBaseGPUError, DeviceError):
     """The kernel detected an interrupt problem with the GPU."""
 
 
-class ZeusGPULibraryNotFoundError(ZeusBaseGPUError):
+class ZeusGPULibraryNotFoundError(ZeusBaseGPUError, NoGPUError):
     """The GPU management library (NVML) is not installed."""
 
 
-class ZeusGPUFunctionNotFoundError(ZeusBaseGPUError):
+class ZeusGPUFunctionNotFoundError(ZeusBaseGPUError, DeviceError):
     """The installed driver lacks a function of the GPU library."""
 
 
-class ZeusGPUCorruptedInfoROMError(ZeusBaseGPUError):
+class ZeusGPUCorruptedInfoROMError(ZeusBaseGPUError, DeviceError):
     """The GPU's infoROM is corrupted."""
 
 
-class ZeusGPULostError(ZeusBaseGPUError):
+class ZeusGPULostError(ZeusBaseGPUError, DeviceError):
     """The GPU fell off the bus or is otherwise unreachable."""
 
 
-class ZeusGPUResetRequiredError(ZeusBaseGPUError):
+class ZeusGPUResetRequiredError(ZeusBaseGPUError, DeviceError):
     """The GPU needs a reset before it can be used again."""
 
 
-class ZeusGPUOperatingSystemError(ZeusBaseGPUError):
+class ZeusGPUOperatingSystemError(ZeusBaseGPUError, DeviceError):
     """The operating system refused the GPU library's call."""
 
 
-class ZeusGPULibRMVersionMismatchError(ZeusBaseGPUError):
+class ZeusGPULibRMVersionMismatchError(ZeusBaseGPUError, DeviceError):
     """The GPU library and the kernel driver are of different versions."""
 
 
-class ZeusGPUMemoryError(ZeusBaseGPUError):
+class ZeusGPUMemoryError(ZeusBaseGPUError, DeviceError):
     """The GPU library ran out of memory."""
 
 
-class ZeusGPUUnknownError(ZeusBaseGPUError):
+class ZeusGPUUnknownError(ZeusBaseGPUError, DeviceError):
     """The GPU library reported an error with no class of its own."""
 
 
-class ZeusGPUHeterogeneousError(ZeusBaseGPUError):
+class ZeusGPUHeterogeneousError(ZeusBaseGPUError, InputError):
     """The GPUs are of different models where one model was required."""

@@ -1,82 +1,411 @@
-"""Zeus's NVIDIA GPU classes, over zeus-nb's NVML backend (:mod:`zeus_nb.device.nvml`).
+"""Real NVIDIA GPUs through NVML: Zeus's :class:`NVIDIAGPU` and :class:`NVIDIAGPUs`.
 
-``NVIDIAGPUs()`` always means real GPUs through NVML: it uses the current GPU system when that
-is the NVML one, else opens NVML itself (without making it current). ``get_gpus()`` is what Zeus
-code normally calls; it returns the current backend's GPUs, simulated ones included.
-:class:`ZeusdNVIDIAGPU` exists so imports work: zeus-nb talks to NVML directly, not through
-Zeus's daemon, so constructing it raises.
+This is the only module of zeus-nb that calls ``pynvml`` (``nvidia-ml-py``), through the module
+name ``pynvml`` imported here, as Zeus does, so ``mock.patch("zeus_nb.device.gpu.nvidia.pynvml")``
+reaches every NVML call. Units are NVML's and Zeus's (mW, mJ, MHz); zeus-nb's helpers in W and J
+come from :class:`zeus_nb.device.base.GPU`. NVML errors become Zeus's classes with messages that
+say what to do (:func:`zeus_nb.device.gpu.translate.nvml_error`). :class:`NVIDIAGPUs` numbers GPUs
+as CUDA does (``CUDA_VISIBLE_DEVICES`` by index or UUID) and is zeus-nb's NVML GPU system
+(``NvmlSystem``); the old module path ``zeus_nb.device.nvml`` is this module.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable
 
-from zeus_nb.device.base import GPUSystem
-from zeus_nb.device.gpu.backend import BackendGPU, BackendGPUs
-from zeus_nb.device.gpu.common import ZeusGPUInitError
-from zeus_nb.device.gpu.translate import zeus_error
-from zeus_nb.errors import ZeusNbError
-from zeus_nb.utils.zeusd import ZeusdUnsupportedError, zeusd_reason
+import pynvml
 
-__all__ = ["NVIDIAGPU", "NVIDIAGPUs", "ZeusdNVIDIAGPU", "nvml_is_available"]
+from zeus_nb.device.base import FROM_ENV, GPU, GPUSystem
+from zeus_nb.device.common import CAP_SYS_ADMIN, has_sys_admin  # noqa: F401 - tests patch it here
+from zeus_nb.device.gpu.common import (
+    ZeusGPUFunctionNotFoundError,
+    ZeusGPUInitError,
+    ZeusGPUNotSupportedError,
+)
+from zeus_nb.device.gpu.translate import nvml_error
+from zeus_nb.device.sampling import PowerIntegrator, ThreadSampler  # noqa: F401 - old path
+from zeus_nb.errors import NO_PERMISSION_HINT, ZeusNbError
+from zeus_nb.device.gpu.zeusd import ZeusdSettersMixin
+
+__all__ = [
+    "FROM_ENV",
+    "NVIDIAGPU",
+    "NVIDIAGPUs",
+    "NvmlGPU",
+    "NvmlSystem",
+    "ZeusdNVIDIAGPU",
+    "nvml_is_available",
+    "visible_nvml_indices",
+]
 
 log = logging.getLogger(__name__)
 
 
 def nvml_is_available() -> bool:
     """Whether NVML starts and lists at least one visible GPU (never raises)."""
-    from zeus_nb.device.nvml import NvmlSystem
-
     try:
-        NvmlSystem()
+        NVIDIAGPUs()
     except (ZeusNbError, ImportError) as e:
         log.info("NVML is not usable: %s", e)
         return False
     return True
 
 
-def _nvml_system(cuda_visible_devices: str | None | object = None) -> GPUSystem:
-    """The current system if it is NVML's, else a fresh NVML system; Zeus's errors if neither."""
-    from zeus_nb import device
-    from zeus_nb.device.nvml import FROM_ENV, NvmlSystem
+def _nvml(what: str | Callable[..., str], setting: str | None = None):
+    """Decorator: an ``NVMLError`` leaves the method as Zeus's class, naming the GPU and ``what``
+    (a text, or a function of the method's arguments that builds one)."""
 
-    if cuda_visible_devices is FROM_ENV and device.resolve_backend() in ("auto", "nvml"):
-        system = device.current()
-        if system.backend == "nvml":
-            return system
-    try:
-        return NvmlSystem(cuda_visible_devices)  # type: ignore[arg-type]
-    except ImportError as e:
-        raise ZeusGPUInitError(
-            f"NVIDIA GPUs need the nvidia-ml-py package ({e}): pip install nvidia-ml-py; "
-            "zeus_nb.device.get_gpus() returns the simulated GPUs without it"
-        ) from e
-    except ZeusNbError as e:
-        raise zeus_error(e) from e
+    def decorate(method):
+        @functools.wraps(method)
+        def wrapper(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except pynvml.NVMLError as e:
+                text = what(*args, **kwargs) if callable(what) else what
+                raise nvml_error(pynvml, e, f"GPU {self.index}: {text}", setting) from e
+
+        return wrapper
+
+    return decorate
 
 
-class NVIDIAGPU(BackendGPU):
-    """One real NVIDIA GPU by its NVML index (``CUDA_VISIBLE_DEVICES`` does not apply)."""
-
-    def __init__(self, gpu_index: int) -> None:
-        super().__init__(gpu_index, _nvml_system(None))
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
-class ZeusdNVIDIAGPU(NVIDIAGPU):
-    """Zeus's NVIDIA GPU whose privileged calls go through zeusd: not available in zeus-nb."""
+class NVIDIAGPU(GPU):
+    """One NVIDIA GPU: ``gpu_index`` is its NVML index, ``index`` its CUDA index.
 
-    def __init__(self, gpu_index: int, client) -> None:
-        raise ZeusdUnsupportedError(zeusd_reason("ZeusdNVIDIAGPU"))
+    Constructed alone (Zeus's way) it opens NVML and ``index`` is the NVML index:
+    ``CUDA_VISIBLE_DEVICES`` does not apply; :class:`NVIDIAGPUs` applies it.
+    """
+
+    backend = "nvml"
+
+    def __init__(self, gpu_index: int, *, index: int | None = None, handle=None) -> None:
+        super().__init__(gpu_index, index)
+        if handle is None:
+            try:
+                pynvml.nvmlInit()
+                handle = pynvml.nvmlDeviceGetHandleByIndex(gpu_index)
+            except pynvml.NVMLError as e:
+                raise nvml_error(pynvml, e, f"opening GPU {gpu_index}") from e
+        self.handle = handle
+        self._supportsGetTotalEnergyConsumption: bool | None = None
+        self._grace_hopper: bool | None = None
+        # NVML cannot report locked clocks: this process's own locks, None when unlocked by it.
+        self._locked: tuple[int, int] | None = None
+
+    @_nvml("reading the name")
+    def get_name(self) -> str:
+        return _text(pynvml.nvmlDeviceGetName(self.handle))
+
+    @_nvml("reading power-limit constraints")
+    def get_power_management_limit_constraints(self) -> tuple[int, int]:
+        lo, hi = pynvml.nvmlDeviceGetPowerManagementLimitConstraints(self.handle)
+        return lo, hi
+
+    @_nvml("reading the power limit")
+    def get_power_management_limit(self) -> int:
+        return pynvml.nvmlDeviceGetPowerManagementLimit(self.handle)
+
+    @_nvml("reading the default power limit")
+    def get_default_power_management_limit(self) -> int:
+        return pynvml.nvmlDeviceGetPowerManagementDefaultLimit(self.handle)
+
+    @_nvml(lambda mw: f"setting the power limit to {mw / 1000:g} W")
+    def _write_power_limit(self, power_limit_mw: int) -> None:
+        pynvml.nvmlDeviceSetPowerManagementLimit(self.handle, power_limit_mw)
+
+    def can_set_power_limit(self) -> tuple[bool, str]:
+        if has_sys_admin():
+            return True, "this process holds CAP_SYS_ADMIN"
+        return False, NO_PERMISSION_HINT
+
+    # --- energy and power -------------------------------------------------------------------
+    @_nvml("reading the architecture")
+    def _architecture(self) -> int:
+        return pynvml.nvmlDeviceGetArchitecture(self.handle)
+
+    def supports_get_total_energy_consumption(self) -> bool:
+        """Whether the GPU has an energy counter: Volta and newer (by its architecture)."""
+        if self._supportsGetTotalEnergyConsumption is None:
+            try:
+                supported = self._architecture() >= pynvml.NVML_DEVICE_ARCH_VOLTA
+            except (ZeusGPUNotSupportedError, ZeusGPUFunctionNotFoundError):
+                # no architecture to go by: ask the counter itself
+                try:
+                    self.get_total_energy_consumption()
+                    supported = True
+                except ZeusGPUNotSupportedError:
+                    supported = False
+            self._supportsGetTotalEnergyConsumption = supported
+        return self._supportsGetTotalEnergyConsumption
+
+    def _no_energy_counter(self) -> None:
+        self._supportsGetTotalEnergyConsumption = False
+
+    def get_total_energy_consumption(self) -> int:
+        try:
+            return self._counter()
+        except ZeusGPUNotSupportedError as e:
+            raise ZeusGPUNotSupportedError(
+                f"GPU {self.index} ({self.name}) has no energy counter (NVIDIA: Volta and newer "
+                "have one); measure with zeus_nb.monitor.ZeusMonitor, which integrates power there"
+            ) from e
+
+    @_nvml("reading the energy counter")
+    def _counter(self) -> int:
+        return pynvml.nvmlDeviceGetTotalEnergyConsumption(self.handle)
+
+    @_nvml("reading power")
+    def get_power_usage(self) -> int:
+        return pynvml.nvmlDeviceGetPowerUsage(self.handle)
+
+    def _scope(self) -> int | None:
+        """The power scope of board readings: the module on Grace Hopper, else the GPU."""
+        if self._grace_hopper is None:
+            info = getattr(pynvml, "nvmlDeviceGetC2cModeInfoV", None)
+            try:
+                self._grace_hopper = bool(info is not None and info(self.handle).isC2cEnabled)
+            except pynvml.NVMLError:
+                self._grace_hopper = False
+        name = "NVML_POWER_SCOPE_MODULE" if self._grace_hopper else "NVML_POWER_SCOPE_GPU"
+        return getattr(pynvml, name, None)
+
+    def _field_power(self, field_name: str, scope: int | None, domain: str) -> int:
+        """A power field in mW from ``nvmlDeviceGetFieldValues`` (Zeus's not-supported if not)."""
+        field = getattr(pynvml, field_name, None)
+        if field is None or scope is None or not hasattr(pynvml, "nvmlDeviceGetFieldValues"):
+            raise ZeusGPUNotSupportedError(f"GPU {self.index}: this pynvml cannot read {domain}")
+        (value,) = pynvml.nvmlDeviceGetFieldValues(self.handle, [(field, scope)])
+        if value.nvmlReturn != getattr(pynvml, "NVML_SUCCESS", 0):
+            raise pynvml.NVMLError(value.nvmlReturn)
+        return value.value.uiVal
+
+    def get_instant_power_usage(self) -> int:
+        """Instant power in mW; where the driver has no such field, nvmlDeviceGetPowerUsage."""
+        try:
+            return self._instant()
+        except ZeusGPUNotSupportedError:
+            return self.get_power_usage()
+
+    @_nvml("reading instant power")
+    def _instant(self) -> int:
+        return self._field_power("NVML_FI_DEV_POWER_INSTANT", self._scope(), "instant power")
+
+    @_nvml("reading average power")
+    def get_average_power_usage(self) -> int:
+        return self._field_power("NVML_FI_DEV_POWER_AVERAGE", self._scope(), "average power")
+
+    @_nvml("reading memory power")
+    def get_average_memory_power_usage(self) -> int:
+        scope = getattr(pynvml, "NVML_POWER_SCOPE_MEMORY", None)
+        power = self._field_power("NVML_FI_DEV_POWER_AVERAGE", scope, "memory power")
+        if power == 0:
+            warnings.warn(
+                f"GPU {self.index}: NVML reports 0 mW of memory power; this GPU may not measure "
+                "it (an H100 does, an A40 does not)",
+                stacklevel=2,
+            )
+        return power
+
+    @_nvml("reading the temperature")
+    def get_gpu_temperature(self) -> int:
+        return int(pynvml.nvmlDeviceGetTemperature(self.handle, pynvml.NVML_TEMPERATURE_GPU))
+
+    # --- clocks and persistence mode --------------------------------------------------------
+    @_nvml("reading memory clocks", "clocks")
+    def get_supported_memory_clocks(self) -> list[int]:
+        return list(pynvml.nvmlDeviceGetSupportedMemoryClocks(self.handle))
+
+    @_nvml("reading SM clocks", "clocks")
+    def get_supported_graphics_clocks(self, memory_clock_mhz: int | None = None) -> list[int]:
+        """SM clocks at ``memory_clock_mhz`` (default: the highest memory clock)."""
+        if memory_clock_mhz is None:
+            memory = self.get_supported_memory_clocks()
+            if not memory:
+                raise ZeusGPUNotSupportedError(f"GPU {self.index}: NVML lists no memory clock")
+            memory_clock_mhz = max(memory)
+        return list(pynvml.nvmlDeviceGetSupportedGraphicsClocks(self.handle, memory_clock_mhz))
+
+    @_nvml(lambda lo, hi, block=True: f"locking memory clocks to {lo}-{hi} MHz", "clocks")
+    def set_memory_locked_clocks(
+        self, min_clock_mhz: int, max_clock_mhz: int, block: bool = True
+    ) -> None:
+        self._warn_sys_admin()
+        pynvml.nvmlDeviceSetMemoryLockedClocks(self.handle, min_clock_mhz, max_clock_mhz)
+
+    @_nvml("resetting locked memory clocks", "clocks")
+    def reset_memory_locked_clocks(self, block: bool = True) -> None:
+        self._warn_sys_admin()
+        pynvml.nvmlDeviceResetMemoryLockedClocks(self.handle)
+
+    @_nvml(lambda lo, hi: f"locking SM clocks to {lo}-{hi} MHz", "clocks")
+    def _write_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        pynvml.nvmlDeviceSetGpuLockedClocks(self.handle, min_mhz, max_mhz)
+        self._locked = (int(min_mhz), int(max_mhz))
+
+    @_nvml("resetting locked SM clocks", "clocks")
+    def _write_reset_locked_clocks(self) -> None:
+        pynvml.nvmlDeviceResetGpuLockedClocks(self.handle)
+        self._locked = None
+
+    def locked_clocks(self) -> tuple[int, int] | None:
+        """The lock this process set (NVML has no query for it); None: the driver chooses."""
+        return self._locked
+
+    @_nvml("reading persistence mode")
+    def get_persistence_mode(self) -> bool:
+        return pynvml.nvmlDeviceGetPersistenceMode(self.handle) == pynvml.NVML_FEATURE_ENABLED
+
+    @_nvml(
+        lambda on, block=True: f"turning persistence mode {'on' if on else 'off'}",
+        "persistence mode",
+    )
+    def set_persistence_mode(self, enabled: bool, block: bool = True) -> None:
+        wanted = pynvml.NVML_FEATURE_ENABLED if enabled else pynvml.NVML_FEATURE_DISABLED
+        if pynvml.nvmlDeviceGetPersistenceMode(self.handle) != wanted:
+            self._warn_sys_admin()
+            pynvml.nvmlDeviceSetPersistenceMode(self.handle, wanted)
 
 
-class NVIDIAGPUs(BackendGPUs):
-    """The NVIDIA GPUs this process sees, numbered as CUDA numbers them."""
+#: The name zeus-nb's NVML GPU had before it was Zeus's class.
+NvmlGPU = NVIDIAGPU
 
-    _gpu_class = NVIDIAGPU
 
-    def __init__(self, ensure_homogeneous: bool = False, system: GPUSystem | None = None) -> None:
-        from zeus_nb.device.nvml import FROM_ENV
+class ZeusdNVIDIAGPU(ZeusdSettersMixin, NVIDIAGPU):
+    """An NVIDIA GPU read through NVML whose settings go through Zeus's daemon zeusd.
 
-        if system is None:
-            system = _nvml_system(FROM_ENV)
-        super().__init__(ensure_homogeneous, system)
+    For a process without SYS_ADMIN beside a zeusd that runs as root:
+    ``ZeusdNVIDIAGPU(gpu_index, client)`` with a :class:`~zeus_nb.utils.zeusd.ZeusdClient`.
+    """
+
+
+def visible_nvml_indices(
+    count: int, cuda_visible_devices: str | None = FROM_ENV
+) -> list[int | str]:
+    """NVML indices (or UUIDs) of the GPUs CUDA numbers 0, 1, ... under CUDA_VISIBLE_DEVICES.
+
+    ``cuda_visible_devices`` overrides the environment variable (None: every GPU is visible).
+    """
+    env = (
+        os.environ.get("CUDA_VISIBLE_DEVICES")
+        if cuda_visible_devices is FROM_ENV
+        else cuda_visible_devices
+    )
+    if env is None:
+        return list(range(count))
+    out: list[int | str] = []
+    for item in (s.strip() for s in env.split(",")):
+        if not item:
+            continue
+        if item.startswith("MIG"):
+            raise ZeusGPUInitError(
+                f"CUDA_VISIBLE_DEVICES names a MIG slice ({item}); NVML cannot measure the power "
+                "or energy of MIG slices: set CUDA_VISIBLE_DEVICES to whole GPUs (indices or "
+                "GPU-... UUIDs) while measuring"
+            )
+        if item.isdigit():
+            i = int(item)
+            if i >= count:
+                break  # CUDA stops at the first invalid entry
+            out.append(i)
+        else:
+            out.append(item)
+    return out
+
+
+class NVIDIAGPUs(GPUSystem):
+    """The NVIDIA GPUs this process sees, numbered as CUDA numbers them (zeus-nb's NVML system).
+
+    Args:
+        ensure_homogeneous: insist the GPUs are all one model.
+        cuda_visible_devices: a ``CUDA_VISIBLE_DEVICES`` value to number GPUs by (None: all of
+            them); default: the environment's. ``zeus-nb restore`` passes the crashed process's.
+    """
+
+    backend = "nvml"
+    windows_read_counters = True
+
+    def __init__(
+        self, ensure_homogeneous: bool = False, *, cuda_visible_devices: str | None = FROM_ENV
+    ) -> None:
+        self._cuda: bool | None = None  # torch.cuda.is_available(), asked once torch is in use
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as e:
+            raise nvml_error(pynvml, e, "initializing NVML") from e
+        gpus: list[NVIDIAGPU] = []
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+            for cuda_index, ident in enumerate(visible_nvml_indices(count, cuda_visible_devices)):
+                if isinstance(ident, int):
+                    handle = pynvml.nvmlDeviceGetHandleByIndex(ident)
+                else:
+                    handle = pynvml.nvmlDeviceGetHandleByUUID(ident)
+                    get_index = getattr(pynvml, "nvmlDeviceGetIndex", None)
+                    ident = get_index(handle) if get_index is not None else cuda_index
+                gpus.append(NVIDIAGPU(ident, index=cuda_index, handle=handle))
+        except pynvml.NVMLError as e:
+            raise nvml_error(pynvml, e, "listing GPUs") from e
+        if not gpus:
+            raise ZeusGPUInitError(
+                "NVML found no visible GPU (check CUDA_VISIBLE_DEVICES); "
+                "use the simulated backend: ZEUS_NB_BACKEND=sim"
+            )
+        self.gpus = gpus
+        if ensure_homogeneous:
+            self._ensure_homogeneous()
+
+    def clock(self) -> float:
+        return time.monotonic()
+
+    def sync(self, indices: list[int] | None = None) -> None:
+        torch = sys.modules.get("torch")  # never import torch just to synchronize
+        if torch is None:
+            return
+        if self._cuda is None:  # whether torch sees CUDA does not change within a process
+            self._cuda = bool(torch.cuda.is_available())
+        if not self._cuda:
+            return
+        for i in indices if indices is not None else [g.index for g in self.gpus]:
+            torch.cuda.synchronize(i)
+
+    def sync_function(self, indices: list[int]) -> Callable[[], None]:
+        """:meth:`sync`, reduced to one dictionary lookup while torch is not imported."""
+        modules, indices = sys.modules, list(indices)
+
+        def sync() -> None:
+            if modules.get("torch") is not None:
+                self.sync(indices)
+
+        return sync
+
+    def info(self) -> dict[str, str]:
+        out = {"backend": "NVML (real GPUs)"}
+        for key, fn in (
+            ("driver", "nvmlSystemGetDriverVersion"),
+            ("nvml", "nvmlSystemGetNVMLVersion"),
+        ):
+            try:
+                out[key] = _text(getattr(pynvml, fn)())
+            except (pynvml.NVMLError, AttributeError) as e:
+                out[key] = f"unknown ({e})"
+        return out
+
+    def power_sampler(self, indices: list[int], period: float) -> ThreadSampler:
+        return ThreadSampler(self, indices, period)
+
+
+class NvmlSystem(NVIDIAGPUs):
+    """:class:`NVIDIAGPUs` under zeus-nb's earlier name, ``cuda_visible_devices`` first."""
+
+    def __init__(self, cuda_visible_devices: str | None = FROM_ENV) -> None:
+        super().__init__(cuda_visible_devices=cuda_visible_devices)

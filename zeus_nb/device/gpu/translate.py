@@ -1,9 +1,10 @@
-"""zeus-nb's device errors as Zeus's GPU error classes, keeping zeus-nb's one-line messages.
+"""NVML's errors as Zeus's GPU error classes, with zeus-nb's messages: the one place they map.
 
-The NVML backend tags each error with the name of the NVML error code it came from
-(``nvml_error``, e.g. ``NVML_ERROR_NO_PERMISSION``); that name picks Zeus's class, as Zeus picks
-it by NVML's code. Errors of other backends (simulated, replayed) and untagged ones are classed
-by their zeus-nb type. The message stays zeus-nb's: it says what to do.
+:func:`nvml_error` turns an ``NVMLError`` into the Zeus class for its code (as Zeus picks it)
+whose message says what to do: no driver -> use the simulated GPU, no permission -> how to get
+SYS_ADMIN. Every Zeus class is also the matching zeus-nb error (see
+:mod:`zeus_nb.device.gpu.common`). :func:`zeus_error` gives any other zeus-nb error its Zeus
+class, for code that wraps a device call of its own.
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from typing import TypeVar
 
 import zeus_nb.device.gpu.common as c
 from zeus_nb.device.exception import ZeusBaseGPUError
-from zeus_nb.errors import DeviceError, NoGPUError, UnsupportedError, ZeusNbError
+from zeus_nb.errors import (
+    NO_DRIVER_HINT,
+    NO_PERMISSION_HINT,
+    DeviceError,
+    NoGPUError,
+    UnsupportedError,
+    ZeusNbError,
+)
 
 F = TypeVar("F", bound=Callable)
 
@@ -42,7 +50,41 @@ NVML_ERRORS: dict[str, type[ZeusBaseGPUError]] = {
     "NVML_ERROR_UNKNOWN": c.ZeusGPUUnknownError,
 }
 
-#: zeus-nb error type -> Zeus's error class, first match wins (for untagged errors).
+
+def nvml_code_name(nv, err: Exception) -> str | None:
+    """The ``NVML_ERROR_*`` name of ``err``'s code in the pynvml module ``nv`` (None if none)."""
+    value = getattr(err, "value", None)
+    for name in NVML_ERRORS:
+        if getattr(nv, name, None) == value and isinstance(value, int):
+            return name
+    return None
+
+
+def nvml_error(nv, err: Exception, what: str, setting: str | None = None) -> ZeusBaseGPUError:
+    """Zeus's error for the ``NVMLError`` ``err`` raised while doing ``what``.
+
+    ``setting`` names what a missing privilege kept from changing (default: power limits); a
+    setting other than power limits gets :class:`ZeusGPUClockPermissionError`.
+    """
+    name = nvml_code_name(nv, err)
+    cls = NVML_ERRORS.get(name or "", c.ZeusGPUUnknownError)
+    if name in ("NVML_ERROR_LIBRARY_NOT_FOUND", "NVML_ERROR_DRIVER_NOT_LOADED"):
+        out = cls(NO_DRIVER_HINT)
+    elif name == "NVML_ERROR_NO_PERMISSION":
+        if setting is not None:
+            cls = c.ZeusGPUClockPermissionError
+            out = cls(f"{what}: {NO_PERMISSION_HINT.replace('power limits', setting)}")
+        else:
+            out = cls(f"{what}: {NO_PERMISSION_HINT}")
+    elif name == "NVML_ERROR_NOT_SUPPORTED":
+        out = cls(f"{what}: not supported by this GPU")
+    else:
+        out = cls(f"{what}: NVML error: {err}")
+    out.nvml_error = name  # type: ignore[attr-defined]
+    return out
+
+
+#: zeus-nb error type -> Zeus's error class, first match wins.
 BY_TYPE: tuple[tuple[type[Exception], type[ZeusBaseGPUError]], ...] = (
     (PermissionError, c.ZeusGPUNoPermissionError),
     (UnsupportedError, c.ZeusGPUNotSupportedError),

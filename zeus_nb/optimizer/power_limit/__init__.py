@@ -3,7 +3,8 @@
 Modules: :mod:`.selectors` (how to choose among profiled limits), :mod:`.registry` (selectors by
 name with their knobs' ranges, for the CLI and widgets), :mod:`.policy` (when adaptive profiling
 may skip work), :mod:`.optimizer` (the training-loop state machine), :mod:`.profile_file` (saved
-profiles), :mod:`.hf` (the Hugging Face ``TrainerCallback``, needs ``pip install 'zeus-nb[hf]'``)
+profiles), :mod:`.hf` (the Hugging Face ``TrainerCallback``; importable without transformers,
+usable with ``pip install 'zeus-nb[hf]'``)
 and :mod:`.synthetic` (synthetic profiles to evaluate adaptive profiling on).
 
 Names load on first use, so importing a selector imports neither the optimizer's device code nor
@@ -12,6 +13,7 @@ transformers.
 
 from __future__ import annotations
 
+import atexit  # noqa: F401 - the optimizer registers its exit hook through this name, as Zeus's
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -62,8 +64,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    if name != "HFGlobalPowerLimitOptimizer":  # keep re-raising the install hint if it failed
-        globals()[name] = value
+    globals()[name] = value
     return value
 
 

@@ -1,5 +1,10 @@
 """The power-limit optimizer as a Hugging Face ``TrainerCallback``.
 
+Importable without transformers, as Zeus's is: the class derives from ``TrainerCallback`` where
+transformers is installed and from ``object`` where it is not, and constructing it then raises
+an error that names the extra to install. Its constructor takes exactly
+:class:`GlobalPowerLimitOptimizer`'s arguments (the same signature, Zeus's test compares them).
+
 Trainer users have no loop of their own, so this callback also calls the GPU system's ``step()``
 after every optimizer step: that advances a simulated GPU (one training step per Trainer step) and
 does nothing on real GPUs. Training's end restores the GPUs' original power limits.
@@ -7,45 +12,34 @@ does nothing on real GPUs. Training's end restores the GPUs' original power limi
 
 from __future__ import annotations
 
+import inspect
+
+from zeus_nb.errors import ExtraMissingError
+from zeus_nb.optimizer.power_limit.optimizer import GlobalPowerLimitOptimizer
+
 try:
     from transformers import TrainerCallback
-except ImportError as e:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "HFGlobalPowerLimitOptimizer needs Hugging Face transformers: pip install 'zeus-nb[hf]'"
-    ) from e
 
-from zeus_nb.optimizer.power_limit.optimizer import GlobalPowerLimitOptimizer
-from zeus_nb.optimizer.power_limit.selectors import OptimumSelector
+    transformers_available = True
+except ImportError:  # pragma: no cover - depends on the environment
+    TrainerCallback = object  # type: ignore[misc, assignment]
+    transformers_available = False
 
 
-class HFGlobalPowerLimitOptimizer(TrainerCallback):
+class HFGlobalPowerLimitOptimizer(TrainerCallback):  # type: ignore[misc, valid-type]
     """``GlobalPowerLimitOptimizer`` for ``transformers.Trainer(callbacks=[...])``.
 
     Takes the same arguments as :class:`GlobalPowerLimitOptimizer`; the wrapped optimizer is
     ``self.optimizer`` (its ``measurements`` and ``optimal_power_limit`` are there).
     """
 
-    def __init__(
-        self,
-        monitor,
-        optimum_selector: OptimumSelector | None = None,
-        wait_steps: int = 1,
-        warmup_steps: int = 10,
-        profile_steps: int = 40,
-        pl_step: int = 25,
-        profile_path=None,
-        **kwargs,
-    ):
-        self.optimizer = GlobalPowerLimitOptimizer(
-            monitor,
-            optimum_selector,
-            wait_steps=wait_steps,
-            warmup_steps=warmup_steps,
-            profile_steps=profile_steps,
-            pl_step=pl_step,
-            profile_path=profile_path,
-            **kwargs,
-        )
+    def __init__(self, monitor, *args, **kwargs):
+        if not transformers_available:
+            raise ExtraMissingError(
+                "HFGlobalPowerLimitOptimizer needs Hugging Face transformers: "
+                "pip install 'zeus-nb[hf]'"
+            )
+        self.optimizer = GlobalPowerLimitOptimizer(monitor, *args, **kwargs)
         self._system = getattr(monitor, "system", None)
 
     def on_epoch_begin(self, args, state, control, **kwargs):
@@ -64,3 +58,9 @@ class HFGlobalPowerLimitOptimizer(TrainerCallback):
 
     def on_train_end(self, args, state, control, **kwargs):
         self.optimizer.close()
+
+
+# The same parameters as the optimizer's, defaults and annotations included.
+HFGlobalPowerLimitOptimizer.__init__.__signature__ = inspect.signature(  # type: ignore[attr-defined]
+    GlobalPowerLimitOptimizer.__init__
+)

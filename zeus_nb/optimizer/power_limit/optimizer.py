@@ -1,22 +1,22 @@
 """Find the best GPU power limit while training: profile each limit, then keep the optimum.
 
-:class:`GlobalPowerLimitOptimizer` is driven by four calls in the training loop
-(``on_epoch_begin``, ``on_step_begin``, ``on_step_end``, ``on_epoch_end``). It waits
-``wait_steps`` steps, then for each power limit from the maximum down in ``pl_step`` W strides it
-runs ``warmup_steps`` steps unmeasured and ``profile_steps`` steps inside a monitor window, and
-finally applies the limit its :class:`OptimumSelector` picks. Progress carries across epochs: an
-epoch boundary pauses the open window (validation is not measured) and the next epoch resumes it.
+:class:`GlobalPowerLimitOptimizer` is Zeus's, states (:class:`Ready`, :class:`Warmup`,
+:class:`Profiling`, :class:`Done`; limits in mW), transitions and sequence of limit changes
+included: driven by ``on_step_begin`` and ``on_epoch_end``, it sets the maximum limit at once,
+lets ``wait_steps`` steps pass, then from the maximum limit down in ``pl_step`` W strides runs
+``warmup_steps`` steps unmeasured and ``profile_steps`` steps inside a monitor window per limit,
+and applies the limit its :class:`OptimumSelector` picks. An epoch that ends during warm-up or
+profiling cancels the window, sets the maximum and starts that limit again.
 
-The optimizer is a state machine whose state is one of four small objects, Zeus's
-(:class:`Ready`, :class:`Warmup`, :class:`Profiling`, :class:`Done`, limits in mW;
-:attr:`GlobalPowerLimitOptimizer.phase` names it as a :class:`Phase`). With ``adaptive=True``
-(the default) an :class:`~zeus_nb.optimizer.power_limit.policy.AdaptivePolicy` decides when a
-window or the whole descent may stop early because a limit cannot win.
-
-Under ``torch.distributed`` every window's time is max-reduced and its energy sum-reduced across
-ranks, so all ranks choose the same limit, and :class:`ZeusCost` counts every GPU in MaxPower.
-GPU limits are restored to their original values when the optimizer is closed, at exit and on
-SIGTERM (see :mod:`zeus_nb.device.guard`).
+zeus-nb's improvements are off by default and zeus-nb's entry points (CLI, notebooks,
+``zeus_nb.train``, widgets) turn them on: ``adaptive=True`` stops a window or the descent early
+once a limit cannot win (:class:`~zeus_nb.optimizer.power_limit.policy.AdaptivePolicy`; about
+40 % less profiling on the shipped real logs, ``benchmarks/bench_plo.py``);
+``resume_across_epochs=True`` pauses an open window over an epoch's end instead of starting over.
+Under ``torch.distributed`` windows are reduced across ranks (time max, energy sum), so all ranks
+choose alike. Limits are put back to their originals on :meth:`~GlobalPowerLimitOptimizer.close`,
+at exit (through this package's ``atexit``, where Zeus registers its hook; Zeus sets the maximum
+instead) and on SIGTERM (:mod:`zeus_nb.device.guard`).
 """
 
 from __future__ import annotations
@@ -31,10 +31,8 @@ from zeus_nb.errors import CallbackOrderError, InputError, PowerLimitPermissionE
 from zeus_nb.optimizer.power_limit.policy import AdaptivePolicy
 from zeus_nb.optimizer.power_limit.profile_file import (
     ProfileKey,
-    is_zeus_profile,
-    load_profile,
+    load_for,
     save_profile_or_warn,
-    upgrade_zeus_profile,
 )
 from zeus_nb.optimizer.power_limit.selectors import (
     OptimumSelector,
@@ -55,16 +53,8 @@ from zeus_nb.optimizer.power_limit.states import (
 from zeus_nb.utils.framework import initialized_dist, reduce_time_energy
 from zeus_nb.utils.validate import Quantity, integer, number
 
-__all__ = [
-    "Done",
-    "GlobalPowerLimitOptimizer",
-    "Phase",
-    "Profiling",
-    "Ready",
-    "Waiting",
-    "Warmup",
-    "WarmingUp",
-]
+__all__ = ["Done", "GlobalPowerLimitOptimizer", "Phase", "Profiling", "Ready", "Waiting", "Warmup"]
+__all__ += ["WarmingUp"]
 
 PL_STEP = Quantity("power-limit step", "W", 0.0, 2000.0, open_low=True)
 NOISE_MARGIN = Quantity("noise margin", "", 0.0, 0.999)
@@ -74,11 +64,17 @@ logger = logging.getLogger(__name__)
 WINDOW_PREFIX = "__GlobalPowerLimitOptimizer_"
 
 
+def _atexit():
+    """The ``atexit`` module as this package holds it (Zeus's tests replace it there)."""
+    import zeus_nb.optimizer.power_limit as package
+
+    return package.atexit
+
+
 class GlobalPowerLimitOptimizer(Callback):
     """Profile power limits during training and apply the optimum to every monitored GPU.
 
-    A :class:`~zeus_nb.callback.Callback`, as in Zeus, so it joins a ``CallbackSet``;
-    ``on_train_end`` puts the original limits back (as :meth:`close` does).
+    A :class:`~zeus_nb.callback.Callback` (``on_train_end`` calls :meth:`close`).
 
     Args:
         monitor: a :class:`~zeus_nb.monitor.ZeusMonitor` (or a replay monitor); its GPUs all
@@ -90,12 +86,13 @@ class GlobalPowerLimitOptimizer(Callback):
         pl_step: stride in W from the maximum limit down; never outside the GPU's range.
         profile_path: JSON file; if it exists its optimum is applied without profiling, else the
             profile is saved there.
-        adaptive: skip limits (and abandon windows) that cannot win for this selector; on the
-            shipped real profiling logs it chose as exhaustive profiling did while spending about
-            40% less profiling time (``benchmarks/bench_plo.py``). False profiles every limit.
+        adaptive: skip limits (and abandon windows) that cannot win for this selector (off:
+            Zeus profiles every limit).
         noise_margin: relative measurement noise adaptive decisions allow for.
         verbose: log one INFO line when profiling starts and when the optimum is applied
             (False logs them at DEBUG).
+        resume_across_epochs: an epoch's end pauses the open window (and warm-up) and the next
+            epoch resumes it (off: Zeus restarts the limit, after setting the maximum).
     """
 
     # Adaptive descent stops after this many limits in a row lost by more than the noise margin.
@@ -110,9 +107,10 @@ class GlobalPowerLimitOptimizer(Callback):
         profile_steps: int = 40,
         pl_step: int = 25,
         profile_path: str | Path | None = None,
-        adaptive: bool = True,
+        adaptive: bool = False,
         noise_margin: float = 0.05,
         verbose: bool = True,
+        resume_across_epochs: bool = False,
     ):
         # every knob checked first (a NaN or a fraction would otherwise reach int() raw)
         wait_steps, warmup_steps, profile_steps = (
@@ -142,13 +140,19 @@ class GlobalPowerLimitOptimizer(Callback):
         self.pl_step = pl_step
         self.profile_path = Path(profile_path) if profile_path is not None else None
         self.adaptive = bool(adaptive)
+        self.resume_across_epochs = bool(resume_across_epochs)
         self.noise_margin = float(noise_margin)
         self.verbose = verbose
 
-        self.gpus = list(monitor.gpus)
+        self.gpus = _monitored_gpus(monitor)
         if not self.gpus:
             raise InputError("the monitor measures no GPU")
-        self._check_permission()
+        for g in self.gpus:
+            ok, why = g.can_set_power_limit()
+            if not ok:
+                raise PowerLimitPermissionError(
+                    f"GPU {g.index}: cannot change its power limit: {why}"
+                )
         lows, highs = zip(*(g.power_limit_constraints() for g in self.gpus), strict=True)
         self.min_limit, self.max_limit = float(max(lows)), float(min(highs))
         if self.min_limit > self.max_limit:
@@ -161,12 +165,12 @@ class GlobalPowerLimitOptimizer(Callback):
         self._mark_step = getattr(system, "mark_step", None)
         self._guard = PowerLimitGuard(
             self.gpus,
-            backend=getattr(system, "backend", "auto"),
-            persist=getattr(monitor, "persist_power_limits", True),
+            backend=getattr(system, "backend", None) or self.gpus[0].backend,
+            persist=getattr(monitor, "persist_power_limits", None),
         )
         self.policy = AdaptivePolicy(optimum_selector, self.noise_margin, self.patience)
         self._order = self.policy.order(self.power_limits) if adaptive else self.power_limits
-        self.state: State = Ready(next_power_limit=mw(self._order[0]), steps=self.wait_steps)
+        self.state: State = Ready(mw(self._order[0]), self.wait_steps + 1)
         self.current_power_limit = 0  # mW, as Zeus keeps it: the limit this optimizer last set
         self.measurements: list[PowerLimitMeasurement] = []
         self.local_measurements: list[PowerLimitMeasurement] = []
@@ -176,24 +180,16 @@ class GlobalPowerLimitOptimizer(Callback):
         self.profiling_energy = 0.0  # J on this rank's GPUs over the same span
         self._start: tuple[float, float] | None = None
         self._in_step = False  # between on_step_begin and on_step_end
+        self._step_ends = False  # whether the loop calls on_step_end (Zeus's loops need not)
 
         if self.profile_path is not None and self.profile_path.exists():
             self._load_profile(self.profile_path)
+            self._apply()
+        else:
+            self._set_limit(self.max_limit)  # as Zeus: the maximum until profiling starts
+        _atexit().register(self.close)
 
     # --- setup ----------------------------------------------------------------------------------
-    def _check_permission(self) -> None:
-        for g in self.gpus:
-            ok, why = g.can_set_power_limit()
-            if not ok:
-                raise PowerLimitPermissionError(
-                    f"GPU {g.index}: cannot change its power limit: {why}"
-                )
-        for g in self.gpus:  # setting the current value changes nothing but proves the right
-            lo, hi = g.power_limit_constraints()
-            current = g.get_power_limit()
-            if lo <= current <= hi:
-                g.set_power_limit(current)
-
     def _limits(self) -> list[float]:
         out = []
         w = self.max_limit
@@ -208,34 +204,18 @@ class GlobalPowerLimitOptimizer(Callback):
         return ProfileKey(self.gpu_model, self.min_limit, self.max_limit, self.pl_step)
 
     def _load_profile(self, path: Path) -> None:
-        measurements, pruned = load_profile(path, self._profile_key)
-        if pruned and pruned != repr(self.optimum_selector):
-            warnings.warn(
-                f"{path} was profiled adaptively for {pruned}; {self.optimum_selector!r} "
-                "chooses among the limits it kept only",
-                stacklevel=3,
-            )
-        self.measurements = measurements
-        self.optimal_power_limit = float(self.optimum_selector.select(measurements))
+        self.measurements, self.optimal_power_limit, note = load_for(
+            path, self._profile_key, self.optimum_selector
+        )
         self.state = Done(mw(self.optimal_power_limit))
-        if is_zeus_profile(path):  # Zeus's format: write it back in ours (model and limits)
-            try:
-                kept = upgrade_zeus_profile(
-                    path,
-                    self._profile_key,
-                    self.optimum_selector,
-                    self.optimal_power_limit,
-                    measurements,
-                )
-            except OSError as e:
-                logger.warning("could not rewrite %s in zeus-nb's format (%s)", path, e)
-                return
-            self._log(
-                f"read Zeus's profile {path}; rewrote it with the GPU model, kept {kept.name}"
-            )
+        if note:
+            self._log(note)
 
     # --- device ---------------------------------------------------------------------------------
     def _set_limit(self, watts: float) -> None:
+        """Every GPU to ``watts`` (nothing when this optimizer set it last, as in Zeus)."""
+        if self.current_power_limit == mw(watts):
+            return
         self._guard.record()
         for g in self.gpus:
             g.set_power_limit(watts)
@@ -275,93 +255,97 @@ class GlobalPowerLimitOptimizer(Callback):
         return isinstance(self.state, Done)
 
     # --- training-loop hooks: the transitions ----------------------------------------------------
-    def _check_order(self, hook: str, in_step: bool) -> None:
-        """Refuse a hook called out of order: it would silently change the measurements."""
-        if self._in_step == in_step:
-            return
-        if in_step:
-            problem = f"{hook}() was called without on_step_begin() before it"
-        else:
-            problem = f"{hook}() was called after on_step_begin() and before on_step_end()"
-        raise CallbackOrderError(
-            f"{problem}; the power-limit optimizer's hooks go: on_epoch_begin(), then per "
-            "training step on_step_begin() ... on_step_end(), then on_epoch_end(). (If a step "
-            "raised an error midway, call on_step_end() once before going on.)"
-        )
+    def _check_order(self, hook: str, begin: bool = False) -> None:
+        """Refuse a hook out of order, where the loop calls on_step_end at all (Zeus's need not)."""
+        if self._in_step and self._step_ends:
+            what = "twice without" if begin else "after on_step_begin() and before"
+            raise CallbackOrderError(
+                f"{hook}() was called {what} on_step_end(); the power-limit optimizer's hooks go: "
+                "on_epoch_begin(), then per training step on_step_begin() ... on_step_end(), then "
+                "on_epoch_end(). (If a step raised an error midway, call on_step_end() once.)"
+            )
 
     def on_epoch_begin(self) -> None:
         """Call at the start of each epoch."""
-        self._check_order("on_epoch_begin", in_step=False)
-        if isinstance(self.state, Done) and not self.state.applied:
-            self._apply()
+        self._check_order("on_epoch_begin")
 
     def on_epoch_end(self) -> None:
-        """Call at the end of each epoch: pauses an open profiling window until the next step."""
-        self._check_order("on_epoch_end", in_step=False)
+        """Call at the end of each epoch: an open limit restarts (Zeus) or pauses."""
+        self._check_order("on_epoch_end")
         s = self.state
-        if isinstance(s, Profiling) and s.window is not None:
-            m = self.monitor.end_window(s.window)
-            s.time += m.time
-            s.energy += m.total_energy
-            s.window = None
+        if self.resume_across_epochs:
+            if isinstance(s, Profiling) and s.window is not None:
+                m = self.monitor.end_window(s.window)
+                s.time, s.energy, s.window = s.time + m.time, s.energy + m.total_energy, None
+        elif isinstance(s, Warmup | Profiling):
+            if isinstance(s, Profiling) and s.window is not None:
+                self.monitor.end_window(s.window, cancel=True)
+            self.state = Ready(s.current_power_limit, 1, s.index)
+            self._set_limit(self.max_limit)
 
     def on_step_begin(self) -> None:
         """Call before each training step."""
-        self._check_order("on_step_begin", in_step=False)
+        self._check_order("on_step_begin", begin=True)
         self._in_step = True
         s = self.state
-        if isinstance(s, Done):
-            if not s.applied:
-                self._apply()
-            return
         if isinstance(s, Ready):
-            if s.steps > 0:
-                return
-            self._start = self._read()
-            self._log(
-                f"profiling {len(self.power_limits)} power limits "
-                f"({self.power_limits[0]:g} W down to {self.power_limits[-1]:g} W)"
-            )
-            s = self.state = self._enter(0)
-        if isinstance(s, Profiling) and s.window is None:
-            s.window = f"{WINDOW_PREFIX}{self._order[s.index]:g}"
-            self.monitor.begin_window(s.window)
-            s.segment_start = self._read() if self.adaptive else (0.0, 0.0)
-            if self.adaptive and s.taken == 0:
-                self.policy.start_window(self._order[s.index])
-
-    def on_step_end(self) -> None:
-        """Call after each training step."""
-        self._check_order("on_step_end", in_step=True)
-        self._in_step = False
-        if self._mark_step is not None:
-            self._mark_step()
-        s = self.state
-        if isinstance(s, Ready):
-            s.steps = max(0, s.steps - 1)
+            s.steps -= 1
+            if s.steps <= 0:
+                if self._start is None:
+                    self._start = self._read()
+                    self._log(
+                        f"profiling {len(self.power_limits)} power limits "
+                        f"({self.power_limits[0]:g} W down to {self.power_limits[-1]:g} W)"
+                    )
+                self._enter(s.index)
         elif isinstance(s, Warmup):
             s.steps -= 1
             if s.steps <= 0:
-                self.state = self._profiling(s.index)
-        elif isinstance(s, Profiling) and s.window is not None:
-            s.taken += 1
+                self._profile(s.index)
+        elif isinstance(s, Profiling):
             s.steps -= 1
             if s.steps <= 0:
-                m = self.monitor.end_window(s.window)
-                s.window = None
-                self._finish(s, s.time + m.time, s.energy + m.total_energy)
-            elif self.adaptive:
+                if s.window is not None:
+                    m = self.monitor.end_window(s.window)
+                    s.time, s.energy, s.window = s.time + m.time, s.energy + m.total_energy, None
+                self._finish(s, s.time, s.energy)
+            elif s.window is None:  # resumed after an epoch's end
+                self._begin(s)
+
+    def on_step_end(self) -> None:
+        """Call after each training step (Zeus's loops may leave it out)."""
+        if not self._in_step:
+            raise CallbackOrderError(
+                "on_step_end() was called without on_step_begin() before it; call "
+                "on_step_begin() before each training step and on_step_end() after it"
+            )
+        self._in_step, self._step_ends = False, True
+        if self._mark_step is not None:
+            self._mark_step()
+        s = self.state
+        if isinstance(s, Profiling) and s.window is not None:
+            s.taken += 1
+            if self.adaptive and s.steps > 1:
                 self._check_partial(s)
 
-    def _enter(self, index: int) -> Warmup | Profiling:
-        limit = self._order[index]
-        self._set_limit(limit)
+    def _enter(self, index: int) -> None:
+        """Set ``order[index]`` and warm up there (or profile at once without warm-up)."""
+        self._set_limit(self._order[index])
         if self.warmup_steps > 0:
-            return Warmup(mw(limit), self.warmup_steps, index)
-        return self._profiling(index)
+            self.state = Warmup(mw(self._order[index]), self.warmup_steps, index)
+        else:
+            self._profile(index)
 
-    def _profiling(self, index: int) -> Profiling:
-        return Profiling(mw(self._order[index]), self.profile_steps, index)
+    def _profile(self, index: int) -> None:
+        s = self.state = Profiling(mw(self._order[index]), self.profile_steps, index)
+        self._begin(s)
+
+    def _begin(self, s: Profiling) -> None:
+        s.window = f"{WINDOW_PREFIX}{self._order[s.index]:g}"
+        self.monitor.begin_window(s.window)
+        s.segment_start = self._read() if self.adaptive else (0.0, 0.0)
+        if self.adaptive and s.taken == 0:
+            self.policy.start_window(self._order[s.index])
 
     def _check_partial(self, s: Profiling) -> None:
         now, energy = self._read()
@@ -384,7 +368,7 @@ class GlobalPowerLimitOptimizer(Callback):
                 )
             )
             self.measurements.append(PowerLimitMeasurement(limit, *verdict.estimate, n))
-        self._next(s.index, verdict.time, lost=verdict.lost)
+        self._next(s.index, verdict.time, lost=verdict.lost, at_step_begin=False)
 
     def _finish(self, s: Profiling, time: float, energy: float) -> None:
         """A full window at ``order[s.index]``: record it (reduced across ranks), then move on."""
@@ -393,10 +377,11 @@ class GlobalPowerLimitOptimizer(Callback):
         t, e, n = reduce_time_energy(time, energy, len(self.gpus))
         lost = self.adaptive and self.policy.finish(self.measurements, limit, t, e)
         self.measurements.append(PowerLimitMeasurement(limit, e, t, n))
-        self._next(s.index, t, lost)
+        self._next(s.index, t, lost, at_step_begin=True)
 
-    def _next(self, index: int, time: float, lost: bool) -> None:
-        """After the limit ``order[index]``: the next limit, or the optimum."""
+    def _next(self, index: int, time: float, lost: bool, at_step_begin: bool) -> None:
+        """After ``order[index]``: the next limit (set now at a step's beginning, as Zeus does,
+        else at the next one's), or the optimum."""
         if self.adaptive and index == 0:
             self._order[1:] = self.policy.reorder(self.measurements, self._order[1:])
         remaining = self._order[index + 1 :]
@@ -407,10 +392,12 @@ class GlobalPowerLimitOptimizer(Callback):
             if why is not None:
                 self.abandoned.update(dict.fromkeys(remaining, why))
                 remaining = []
-        if remaining:
-            self.state = self._enter(index + 1)
-        else:
+        if not remaining:
             self._conclude()
+        elif at_step_begin:
+            self._enter(index + 1)
+        else:
+            self.state = Ready(mw(self._order[index + 1]), 1, index + 1)
 
     def _conclude(self) -> None:
         self.optimal_power_limit = float(self.optimum_selector.select(self.measurements))
@@ -419,7 +406,7 @@ class GlobalPowerLimitOptimizer(Callback):
             warnings.warn(
                 "every profiling window measured 0 s: on the simulated GPU, call "
                 "zeus_nb.step() once per training step",
-                stacklevel=3,
+                stacklevel=4,
             )
         self._apply()
         if self._start is not None:
@@ -432,14 +419,9 @@ class GlobalPowerLimitOptimizer(Callback):
 
     def _save_profile(self) -> None:
         """Save the profile for later runs; a failure is a warning, never the end of training."""
-        save_profile_or_warn(
-            self.profile_path,
-            self._profile_key,
-            self.optimum_selector,
-            self.optimal_power_limit,
-            self.measurements,
-            self.abandoned,
-        )
+        key, selector = self._profile_key, self.optimum_selector
+        args = (self.optimal_power_limit, self.measurements, self.abandoned)
+        save_profile_or_warn(self.profile_path, key, selector, *args)
 
     def _apply(self) -> None:
         self._set_limit(self.optimal_power_limit)
@@ -448,3 +430,15 @@ class GlobalPowerLimitOptimizer(Callback):
 
     def _log(self, message: str) -> None:
         logger.log(logging.INFO if self.verbose else logging.DEBUG, message)
+
+
+def _monitored_gpus(monitor) -> list:
+    """The monitor's GPUs; a monitor without them (Zeus's replay monitor) names indices of
+    ``get_gpus()``, as Zeus's optimizer finds its GPUs."""
+    gpus = getattr(monitor, "gpus", None)
+    if gpus is not None:
+        return list(gpus)
+    from zeus_nb.device.gpu import get_gpus
+
+    system = get_gpus(ensure_homogeneous=True)
+    return [system.gpu(i) for i in monitor.gpu_indices]

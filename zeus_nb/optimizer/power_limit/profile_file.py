@@ -224,3 +224,35 @@ def upgrade_zeus_profile(
         atomic_write(original, read_text(path, "Zeus power-limit profile"))
     save_profile(path, key, selector, optimal_power_limit, measurements, {})
     return original
+
+
+def load_for(
+    path: Path, key: ProfileKey, selector
+) -> tuple[list[PowerLimitMeasurement], float, str | None]:
+    """(measurements, the selector's optimum in W, a note to log) of the profile at ``path``.
+
+    A profile pruned by adaptive profiling for another selector loads with a warning; Zeus's
+    format is written back in ours (the note says so).
+    """
+    import warnings
+
+    measurements, pruned = load_profile(path, key)
+    if pruned and pruned != repr(selector):
+        warnings.warn(
+            f"{path} was profiled adaptively for {pruned}; {selector!r} chooses among the "
+            "limits it kept only",
+            stacklevel=5,
+        )
+    optimal = float(selector.select(measurements))
+    if not is_zeus_profile(path):
+        return measurements, optimal, None
+    try:  # Zeus's format: write it back in ours (model and limits)
+        kept = upgrade_zeus_profile(path, key, selector, optimal, measurements)
+    except OSError as e:
+        logger.warning("could not rewrite %s in zeus-nb's format (%s)", path, e)
+        return measurements, optimal, None
+    return (
+        measurements,
+        optimal,
+        f"read Zeus's profile {path}; rewrote it with the GPU model, kept {kept.name}",
+    )

@@ -2,11 +2,11 @@
 
 A state holds only what its phase needs, so a transition is replacing one object with another
 and no counter outlives its phase. The classes and their public fields are Zeus's
-(:class:`Ready`, :class:`Warmup`, :class:`Profiling`, :class:`Done`; power limits in mW, ``steps``
-counting down the steps left in the phase), so Zeus code that inspects ``plo.state`` (for
-example ``isinstance(plo.state, Done)`` and ``plo.state.optimal_power_limit``) runs unchanged.
-zeus-nb's extra fields (the limit's index in the profiling order, the paused window) follow.
-``Waiting`` and ``WarmingUp`` are earlier names of ``Ready`` and ``Warmup``.
+(:class:`Ready`, :class:`Warmup`, :class:`Profiling`, :class:`Done`; power limits in mW,
+``steps`` counted down at each step's beginning as Zeus counts them), so Zeus code that
+inspects ``plo.state`` (``isinstance(plo.state, Done)``, ``plo.state.optimal_power_limit``) runs
+unchanged. zeus-nb's extra fields (the limit's index in the profiling order, the paused
+window) follow. ``Waiting`` and ``WarmingUp`` are earlier names of ``Ready`` and ``Warmup``.
 """
 
 from __future__ import annotations
@@ -33,16 +33,19 @@ class Phase(str, Enum):
 
 @dataclass
 class Ready:
-    """Letting ``steps`` more steps pass before warming up at ``next_power_limit`` (mW)."""
+    """``steps`` more step beginnings (this one included) before ``next_power_limit`` (mW),
+    ``order[index]``, is set and warmed up at."""
 
     next_power_limit: int
     steps: int
+    index: int = 0
     phase = Phase.WAIT
 
 
 @dataclass
 class Warmup:
-    """``steps`` more unmeasured steps at ``current_power_limit`` (mW), ``order[index]``."""
+    """At ``current_power_limit`` (mW), ``order[index]``: profiling starts when ``steps``,
+    counted down at each step's beginning, reaches 0."""
 
     current_power_limit: int
     steps: int
@@ -52,11 +55,12 @@ class Warmup:
 
 @dataclass
 class Profiling:
-    """``steps`` more measured steps at ``current_power_limit`` (mW), ``order[index]``.
+    """Measuring ``current_power_limit`` (mW), ``order[index]``: the window ends when
+    ``steps``, counted down at each step's beginning, reaches 0.
 
-    ``taken`` steps are measured so far; ``window`` is open between steps and None across
-    epochs; ``time``/``energy`` accumulate the window's paused segments; ``segment_start`` is
-    the (clock, energy) reading where the open segment began (for partial adaptive checks).
+    ``taken`` steps are measured so far; ``window`` is None while paused across epochs;
+    ``time``/``energy`` accumulate the window's paused segments; ``segment_start`` is the
+    (clock, energy) reading where the open segment began (for partial adaptive checks).
     """
 
     current_power_limit: int

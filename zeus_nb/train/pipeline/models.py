@@ -188,9 +188,12 @@ def sample_batch(config: ModelConfig, batch_size: int, generator=None, device: A
     # loss falls within a few steps
     start = torch.randint(0, config.vocab, (batch_size, 1), generator=generator)
     seq = (start + torch.arange(config.seq_len + 1)) % config.vocab
-    # language modelling: the next token (GPT) or the token itself (BERT's masked-LM objective)
-    x = seq[:, :-1]
-    y = seq[:, 1:] if config.family == "gpt" else x.clone()
+    # language modelling: the next token (GPT) or the token itself (BERT's masked-LM objective).
+    # Slices of ``seq`` keep its row stride (seq_len + 1); copied out, each batch is laid out as
+    # any tensor of its shape is, which is what a pipeline schedule records for its stages'
+    # inputs (torch 2.11 checks every microbatch's strides against that record).
+    x = seq[:, :-1].contiguous()
+    y = seq[:, 1:].contiguous() if config.family == "gpt" else x.clone()
     return x.to(device), y.to(device)
 
 

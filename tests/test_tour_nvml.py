@@ -1,0 +1,150 @@
+"""The six notebooks on the NVML backend, over fake GPUs shaped like real ones.
+
+One H100 and four A40s (``tests/fake_nvml/nvml_rows.py``): energy counters that move every 100 ms,
+reads that cost what they cost on the hardware, power limits of the real cards. Each tour runs
+once per session (``tour_fixture.py``); the tests check that every notebook ran and adapted to
+the GPUs it found: limits from their range, ranks from their number, windows long enough for their
+counters, no GPU left changed, and no output that claims a simulated GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from zeus_nb.runner.records import read_notebook
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+PERIOD = 0.1  # s: both rows' counters (the H100's measured, the A40's assumed the same)
+SHAPES = {
+    # fixture: (GPU name, GPUs, limit range in W)
+    "nvml_tour_h100": ("NVIDIA H100 80GB HBM3", 1, (200.0, 700.0)),
+    "nvml_tour_a40x4": ("NVIDIA A40", 4, (100.0, 300.0)),
+}
+
+
+@pytest.fixture(params=list(SHAPES), ids=["h100", "a40x4"])
+def shaped(request):
+    """(the executed tour, the GPU name, how many GPUs, their limit range)."""
+    return request.getfixturevalue(request.param), *SHAPES[request.param]
+
+
+def records(tour, stem: str) -> dict:
+    info = read_notebook(tour.out_dir / f"{stem}.ipynb")
+    assert info["status"] == "ok", tour.run.stdout[-3000:]
+    return info["records"]
+
+
+def outputs(tour, stem: str) -> list[dict]:
+    nb = nbformat.read(tour.out_dir / f"{stem}.ipynb", as_version=4)
+    return [o for c in nb.cells for o in c.get("outputs", [])]
+
+
+def test_every_notebook_runs_on_real_gpu_shapes(shaped):
+    tour, *_ = shaped
+    out = tour.run
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-3000:]
+    assert f"{len(NOTEBOOKS)}/{len(NOTEBOOKS)} notebook(s) ran" in out.stdout
+    for path in NOTEBOOKS:
+        assert f"{path.stem} (ok" in out.stdout
+
+
+def test_no_gpu_is_left_changed(shaped):
+    tour, _, count, _ = shaped
+    state = tour.state
+    assert len(state["devices"]) == count
+    assert state["set_calls"], "the notebooks changed no power limit at all"
+    for d in state["devices"]:
+        assert d["limit_mw"] == d["default_mw"], d["uuid"]
+        assert d["locked_clocks"] is None
+
+
+def test_the_output_names_the_gpu_found_and_no_simulated_one(shaped):
+    """Information, not errors, and about the GPU found: no stderr box, no traceback, and no
+    line that speaks of a simulated GPU (notebook 06's pipeline runs on simulated GPUs by
+    design, and says so)."""
+    tour, name, _, _ = shaped
+    for path in NOTEBOOKS:
+        for o in outputs(tour, path.stem):
+            assert o.get("output_type") != "error", (path.stem, o.get("evalue"))
+            text = o.get("text", "") or "".join(o.get("data", {}).get("text/plain", ""))
+            assert o.get("name") != "stderr", (path.stem, text[:300])
+            if path.stem != "06_pipeline_frequency":
+                assert "simulated" not in text.lower(), (path.stem, text[:300])
+    first = "".join(o.get("text", "") for o in outputs(tour, "01_measuring_energy"))
+    assert f"measuring {name} on the nvml backend" in first
+
+
+def test_01_explains_the_counter_and_measures_over_many_updates(shaped):
+    tour, name, _, _ = shaped
+    r = records(tour, "01_measuring_energy")
+    assert r["backend"] == "nvml" and r["gpu"] == name
+    # energy per step comes from the whole run, which spans several counter updates
+    assert r["training_time_s"] > 3 * PERIOD and r["training_energy_j"] > 0
+    assert math.isclose(r["energy_per_step_j"], r["training_energy_j"] / r["steps"])
+    # the PowerMonitor comparison ran over at least 20 counter updates, so the two agree
+    assert r["counter_energy_j"] > 0
+    assert abs(r["power_monitor_energy_j"] / r["counter_energy_j"] - 1) < 0.15
+    text = "".join(o.get("text", "") for o in outputs(tour, "01_measuring_energy"))
+    # per-step windows are said to be the counter's steps, or estimates from power readings
+    assert "the counter's, not training's" in text or "not readings of each step" in text
+    assert "step-to-step spread of the energy" not in text  # not presented as training's spread
+
+
+def test_02_profiles_the_gpus_own_limits_over_windows_the_counter_resolves(shaped):
+    tour, _, _, (low, high) = shaped
+    r = records(tour, "02_power_limit_optimizer")
+    profile = r["live_profile"]
+    assert len(profile) >= 2
+    for limit, seconds, joules in profile:
+        assert low <= limit <= high
+        assert seconds >= 2 * PERIOD, (limit, seconds)  # smoke: about 3 counter updates
+        assert joules > 0, (limit, seconds)  # no 0 J window
+    assert low <= r["live_choice"] <= high
+    assert all(low <= w <= high for w in r["live_limits_per_epoch"])
+    assert r["profile_reused"] is True
+
+
+def test_03_sweeps_limits_from_the_gpus_range(shaped):
+    tour, _, _, (low, high) = shaped
+    r = records(tour, "03_energy_time_tradeoff")
+    middle = low + 25 * round((high - low) / 2 / 25)
+    assert r["live_power_limits"] == [high, middle]  # smoke: the first two of max, middle, min
+    assert r["live_configurations"] == 4
+    for row in r["live_sweep"]:
+        assert low <= row["power_limit"] <= high
+        assert row["time"] >= 2 * PERIOD and row["energy"] > 0, row  # no 0 J window
+
+
+def test_04_runs_span_counter_updates(shaped):
+    tour, *_ = shaped
+    r = records(tour, "04_batch_size_optimizer")
+    assert len(r["live_batch_sizes"]) == 6
+    assert all(e > 0 for e in r["live_energy"]), r["live_energy"]
+    assert all(t >= 2 * PERIOD for t in r["live_time"]), r["live_time"]
+
+
+def test_05_runs_as_many_ranks_as_there_are_gpus(shaped):
+    tour, name, count, (low, high) = shaped
+    r = records(tour, "05_data_parallel")
+    ranks = min(2, count)
+    assert r["ranks"] == [2, ranks]
+    assert r["dp"]["world_size"] == ranks == len(r["dp_rank_times"])
+    assert r["fsdp"]["world_size"] == ranks
+    assert all(low <= w <= high for w in r["dp_power_limits"] + r["fsdp_power_limits"])
+    assert r["dp_slowdown_limit"] == r["dp_optimal_power_limit"]
+    text = "".join(o.get("text", "") for o in outputs(tour, "05_data_parallel"))
+    if count == 1:
+        assert f"1 GPU(s) here ({name})" in text and "1 rank(s) instead of 2" in text
+
+
+def test_06_runs_its_pipeline(shaped):
+    tour, *_ = shaped
+    r = records(tour, "06_pipeline_frequency")
+    assert r["live_max"][1] > 0 and r["live_planned"][1] > 0
