@@ -1,19 +1,28 @@
-"""Median cost of a begin_window + end_window pair per backend, beside Zeus's; PowerMonitor's cost.
+"""Cost and accuracy of measurement windows, zeus-nb beside Zeus 0.16's own ZeusMonitor.
 
-Run: python benchmarks/bench_monitor.py [--pairs N] [--rounds R] [--seconds S]
-Prints one line per backend: "<backend>: <median> us per window pair", a line for a window pair
-that also reads CPU and DRAM energy (cpu_indices) from a fake powercap tree, and the CPU share of
-one core that PowerMonitor's sampling thread uses at a 100 ms period (target: under 2 %).
+Run: python benchmarks/bench_monitor.py [--pairs N] [--rounds R] [--seconds S] [--zeus DIR]
+     [--only h100]
 
-Side by side with Zeus (when ``zeus`` is importable: ``pip install 'zeus-nb[bench]'``), both
-monitors run in this process on the same fake pynvml, its state held in memory so that a counter
-read costs about what a driver call costs (the file-backed state of the tests costs ~0.4 ms per
-read, which would hide both monitors), and on the same fake powercap tree. The two are measured in
-interleaved rounds; each figure is the median over rounds of the per-round median, and the ratio
-is the median of the per-round ratios. Targets: at most 0.6x Zeus's with GPUs only, below 1x with
-CPU and DRAM. zeus-nb runs with its default ``sync_execution=True`` (nothing to wait for here);
-Zeus with ``sync_execution=False``, since its torch synchronization raises on a machine without
-CUDA.
+Zeus is timed where ``zeus`` is importable. Install its wheel into a folder of its own, never into
+the project's environment (where ``zeus`` would shadow the test suite's zeus -> zeus_nb alias):
+``pip install --no-deps --target /tmp/zeus016 zeus==0.16.0`` (or the wheel file), then pass
+``--zeus /tmp/zeus016``. Its dependencies are zeus-nb's own.
+
+1. Window pairs on the simulated and replayed GPUs, and on the smooth fake pynvml of the tests
+   (file-backed, then state in memory beside Zeus), as before: a pair there costs microseconds.
+2. An H100-shaped fake (``tests/timed_nvml.py``, from the measurements of docs/measuring.md: a
+   counter read costs 2.8 ms, 2.6-16.8 ms; the counter moves every 100 ms; power reads are cheap),
+   drawing a bursty load (24 ms at 693 W, 5 ms at 127 W: the H100's measured matmul and idle
+   power, in a notebook-01-sized 29 ms step; the shape is an assumption). Both monitors run in
+   this process on it, and the lines print each figure beside its target: the cost of a window
+   pair and its ratio to Zeus's; the error of 2 s windows against what the counter counts; the
+   error of 50 back-to-back 20 ms windows against the window around them; how many of those
+   read 0 J; and how much per-step windows add to a 29 ms step of Python work (the reader's
+   thread included).
+
+The CPU share of PowerMonitor's sampling thread (target under 2 % of a core) is printed too.
+zeus-nb runs with ``sync_execution=True`` (nothing to wait for here); Zeus with
+``sync_execution=False``, since its torch synchronization raises on a machine without CUDA.
 """
 
 from __future__ import annotations
@@ -33,6 +42,9 @@ from pathlib import Path
 from zeus_nb import device
 from zeus_nb.device.replay import ReplaySystem
 from zeus_nb.monitor import ZeusMonitor
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_monitor_h100 import h100_section  # noqa: E402
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 FAKE_NVML = TESTS / "fake_nvml"
@@ -56,7 +68,14 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=9, help="interleaved rounds beside Zeus")
     parser.add_argument("--seconds", type=float, default=5.0, help="per sampling-cost run")
+    parser.add_argument("--zeus", help="folder Zeus 0.16 was installed into (pip --target)")
+    parser.add_argument("--only", choices=["h100"], help="run the H100-shaped section alone")
     args = parser.parse_args()
+    if args.zeus:
+        sys.path.append(args.zeus)
+    if args.only == "h100":
+        h100_section(args)
+        return
 
     device.use_simulated(gpu="a40", workload="imagenet")
     sim_us = median_pair_us(ZeusMonitor(gpu_indices=[0]), args.pairs)
@@ -77,6 +96,7 @@ def main() -> None:
         f"PowerMonitor thread, simulated (wall clock): {share:.2f} % of one core at a 100 ms "
         "period (1 GPU, 2 domains; target < 2 %)"
     )
+    h100_section(args)
 
 
 def fake_nvml_lines(args: argparse.Namespace) -> None:
@@ -86,12 +106,18 @@ def fake_nvml_lines(args: argparse.Namespace) -> None:
     import fake_powercap
     import pynvml
 
+    import zeus_nb.device.gpu.nvidia as nvidia
+
+    nvidia.pynvml = pynvml  # zeus-nb's NVML module name, imported before this fake was on the path
+
     # Removed at exit, after Zeus's RAPL polling processes (atexit runs last-registered first).
     tmp = Path(tempfile.mkdtemp(prefix="bench_monitor_"))
     atexit.register(shutil.rmtree, tmp, True)
     state = tmp / "state.json"
     state.write_text(json.dumps(pynvml.default_state(1)))
     os.environ["ZEUS_NB_FAKE_NVML_STATE"] = str(state)
+    # its reads stand for instant ones (a JSON round trip is no driver's cost): read them as Zeus
+    os.environ["ZEUS_NB_ENERGY_READS"] = "sync"
     device.reset()
     # The file-backed fake keeps its state in a JSON file: zeus-nb plus file I/O.
     nvml_us = median_pair_us(
@@ -115,6 +141,7 @@ def fake_nvml_lines(args: argparse.Namespace) -> None:
     )
     pynvml.keep_state_in_memory(pynvml.load_state())
     side_by_side(root, args.pairs, args.rounds)
+    del os.environ["ZEUS_NB_ENERGY_READS"]
 
 
 def side_by_side(powercap: Path, pairs: int, rounds: int) -> None:
@@ -184,9 +211,8 @@ def median_rapl_us(monitor: ZeusMonitor, pairs: int) -> float:
     for _ in range(pairs):
         t0 = time.perf_counter_ns()
         for _ in range(2):
-            for c in monitor.cpus:
-                c.energy()
-                c.dram_energy()
+            for i in monitor.cpu_indices:
+                monitor.cpus.get_total_energy_consumption(i)
         samples.append(time.perf_counter_ns() - t0)
     return statistics.median(samples) / 1000.0
 

@@ -56,11 +56,16 @@ NOTES: dict[str, str] = {
     "zeus.utils.lr_scaler.SquareRootScaler": "A non-positive `bs` or `lr` raises `InputError`.",
     "zeus.utils.lr_scaler.LinearScaler": "A non-positive `bs` or `lr` raises `InputError`.",
     "zeus.monitor.energy.ZeusMonitor": "Extra keyword arguments `backend=`, `system=`, "
-    "`sync_execution=`; `window(key)` context manager, `open_windows`. The log file is appended "
-    "to (Zeus overwrites it) and must have the same columns. A zero-energy window longer than the "
-    "counter's update period warns once, naming `approx_instant_energy`.",
+    "`sync_execution=`, `energy_reads=`; `window(key)` context manager, `open_windows`, "
+    "`end_window(..., wait_for_counter=True)`. Where a GPU's counter is slow to read (its first "
+    "two reads over 1 ms each, as on an H100) it is read in the background and each window's "
+    "energy shares out the counter's steps by power (measuring.md); elsewhere windows read it as "
+    "Zeus's do. `monitor.gpus` iterates over the monitored GPUs. The log file is appended to "
+    "(Zeus overwrites it) and must have the same columns. Zeus's zero-energy warning comes once "
+    "per monitor, with advice added.",
     "zeus.monitor.energy.Measurement": "`total_energy` is the GPUs' energy only, as in Zeus; "
-    "`soc_energy` is always None (no SoC support); extra `average_power`.",
+    "`soc_energy` is always None (no SoC support); extra `average_power`, `energy_method` (how "
+    "each GPU's energy was obtained) and `approximate`.",
     "zeus.monitor.power.PowerMonitor": "Samples on a daemon thread of this process, not a "
     "spawned process, so `__main__` is never imported again; stops on `stop()`, garbage "
     "collection and interpreter exit. `update_period=None` means 0.1 s. Every sample is kept. "
@@ -88,24 +93,28 @@ NOTES: dict[str, str] = {
     "backend the GPU follows the wall clock there.",
     "zeus.utils.env.get_env": "Booleans also accept `1/0`, `yes/no`, `on/off`; errors name the "
     "variable. The older path `zeus_nb.util.env` works too.",
-    "zeus.optimizer.power_limit.GlobalPowerLimitOptimizer": "Profiles adaptively by default "
-    "(`adaptive=False` measures every limit); `plo.power_limits` and `plo.optimal_power_limit` "
-    "are in W, `plo.state` and `plo.current_power_limit` in mW as in Zeus; see "
-    "power_limit_optimizer.md.",
+    "zeus.optimizer.power_limit.GlobalPowerLimitOptimizer": "Zeus's states, transitions and "
+    "sequence of limit changes by default; extra `adaptive=True` (skip limits that cannot win) "
+    "and `resume_across_epochs=True` (pause a window over an epoch's end), which zeus-nb's own "
+    "entry points use. Restores the original limits at exit (Zeus sets the maximum). "
+    "`plo.power_limits` and `plo.optimal_power_limit` are in W, `plo.state` and "
+    "`plo.current_power_limit` in mW as in Zeus; see power_limit_optimizer.md.",
     # --- device layer -------------------------------------------------------------------------
     "zeus.exception.ZeusBaseError": (
         "the same class as zeus_nb.errors.ZeusNbError: catching it catches every zeus-nb error"
     ),
     "zeus.device.gpu.get_gpus": (
-        "the GPUs of the current zeus-nb backend (NVML, simulated or replayed), in mW/mJ; "
-        "one object per current system; ZEUSD_* variables are ignored"
+        "the current zeus-nb GPU system itself (NVML, simulated or replayed: each is a GPUs), in "
+        "mW/mJ; ZEUSD_* variables are ignored"
     ),
     "zeus.device.gpu.nvidia.NVIDIAGPUs": (
-        "over zeus-nb's NVML backend (the current system when it is NVML's); power limits and "
-        "SM clocks set through it are restored at exit and by `zeus-nb restore`"
+        "zeus-nb's NVML backend itself; NVML calls go through this module's `pynvml`, as in "
+        "Zeus; power limits and SM clocks set through it are restored at exit and by "
+        "`zeus-nb restore`"
     ),
     "zeus.device.gpu.nvidia.NVIDIAGPU": (
-        "over zeus-nb's NVML backend; settings changes restored at exit as zeus-nb's own"
+        "zeus-nb's NVML GPU itself (with helpers in W and J); settings changes restored at exit "
+        "as zeus-nb's own"
     ),
     "zeus.device.gpu.nvidia.nvml_is_available": (
         "also False when NVML starts but lists no visible GPU; not cached"

@@ -33,15 +33,8 @@ if TYPE_CHECKING:
     from zeus_nb.device.cpu.packages import CPU
     from zeus_nb.device.guard import SettingsGuard
 
-__all__ = [
-    "FROM_ENV",
-    "GPU",
-    "POWER_DOMAINS",
-    "GPUSystem",
-    "PowerIntegrator",
-    "PowerSampler",
-    "PowerTimeline",
-]
+__all__ = ["FROM_ENV", "GPU", "POWER_DOMAINS", "GPUSystem", "PowerIntegrator", "PowerSampler"]
+__all__ += ["PowerTimeline"]
 
 #: Sentinel for "read CUDA_VISIBLE_DEVICES from the environment" (a value may be None: all GPUs).
 FROM_ENV = "from the environment"
@@ -114,6 +107,11 @@ class GPU(ZeusGPU):
     def supports_get_total_energy_consumption(self) -> bool:
         """Whether the GPU has an energy counter (every backend's but NVML's pre-Volta GPUs)."""
         return True
+
+    def counter_reader(self) -> Callable[[], int]:
+        """A function that reads the energy counter (mJ), built once for a monitor's hot path;
+        where it raises, :meth:`get_total_energy_consumption` raises the error to show."""
+        return self.get_total_energy_consumption
 
     def get_power_usage(self) -> int:
         """Board power in mW from the cheapest reading the backend has (NVML: 1 us)."""
@@ -201,9 +199,7 @@ class GPU(ZeusGPU):
         raise self._no_memory_clocks()
 
     def get_average_memory_power_usage(self) -> int:
-        raise ZeusGPUNotSupportedError(
-            f"GPU {self.index} ({self.name}) does not report the 'memory_average' power domain"
-        )
+        raise ZeusGPUNotSupportedError(f"GPU {self.index}: no 'memory_average' power domain")
 
     def get_gpu_temperature(self) -> int:
         raise ZeusGPUNotSupportedError(f"GPU {self.index} ({self.name}) reports no temperature")

@@ -27,7 +27,6 @@ import logging
 import threading
 import time
 import weakref
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -37,8 +36,16 @@ log = logging.getLogger(__name__)
 
 #: A counter read slower than this (the least of the first reads) goes to a background reader.
 SLOW_READ_S = 1e-3
-#: How often the reader samples power between counter reads.
-POWER_PERIOD_S = 0.005
+#: The reader reads power beside its counter reads, at most this often (window edges add their
+#: own readings): NVML's power reading changed about every 50-100 ms on an H100
+#: (docs/measuring.md), and each wake of the reader costs the caller's thread a turn of the GIL,
+#: so it wakes for counter steps only.
+POWER_PERIOD_S = 0.05
+#: How long before the next counter step is due, besides half a read, the reader starts reading
+#: the counter (back to back until it moves): none, so that most steps take one read. A step
+#: seen only after a pause is placed where the period puts it, within the pause (an H100's steps
+#: came 97-102 ms apart).
+LEAD_S = 0.0
 #: Counter period assumed until two steps were seen (an H100's is 100 ms).
 DEFAULT_PERIOD_S = 0.1
 #: Complete steps whose counter/power ratio calibrates estimates.
@@ -50,14 +57,64 @@ SHARED = "counter, shared out by power"  # counter steps on both sides of each e
 ESTIMATED = "counter + power estimate"  # an edge after the last counter step: approximate
 
 
-@dataclass(eq=False)
 class Mark:
     """A window edge: the reader's clock and, once known, the cumulative energy there (J)."""
 
-    t: float
-    energy: float | None = None
-    final: bool = False
-    resolved: threading.Event = field(default_factory=threading.Event, repr=False)
+    __slots__ = ("energy", "final", "t")
+
+    def __init__(self, t: float):
+        self.t = t
+        self.energy: float | None = None  # set when the counter step after it arrived
+        self.final = False  # whether that energy is shared out between two known steps
+
+
+class PowerTrack:
+    """Power readings (time, W), sorted, with the running integral of them (J) at each.
+
+    Between readings power is linear; before the first and after the last it is held flat.
+    Adding a reading at the end is O(1) and the integral up to any time O(log n), so a window
+    edge costs the same however many edges a counter step holds.
+    """
+
+    def __init__(self) -> None:
+        self.t: list[float] = []
+        self.p: list[float] = []
+        self.cum: list[float] = []
+
+    def add(self, t: float, watts: float) -> None:
+        ts = self.t
+        if not ts or t >= ts[-1]:
+            self.cum.append(self.cum[-1] + (t - ts[-1]) * (watts + self.p[-1]) / 2 if ts else 0.0)
+            ts.append(t)
+            self.p.append(watts)
+            return
+        k = bisect.bisect_right(ts, t)  # late: insert, then redo the running integral after it
+        ts.insert(k, t)
+        self.p.insert(k, watts)
+        self.cum.insert(k, 0.0)
+        for i in range(max(k, 1), len(ts)):
+            self.cum[i] = self.cum[i - 1] + (ts[i] - ts[i - 1]) * (self.p[i] + self.p[i - 1]) / 2
+
+    def at(self, t: float) -> float:
+        """The running integral (J) at time ``t``."""
+        ts, ps, cum = self.t, self.p, self.cum
+        k = bisect.bisect_right(ts, t) - 1
+        if k < 0:
+            return -(ts[0] - t) * ps[0]
+        if k == len(ts) - 1:
+            return cum[k] + (t - ts[k]) * ps[k]
+        t0, t1, p0 = ts[k], ts[k + 1], ps[k]
+        p = p0 + (ps[k + 1] - p0) * (t - t0) / (t1 - t0) if t1 > t0 else p0
+        return cum[k] + (t - t0) * (p0 + p) / 2
+
+    def integral(self, a: float, b: float) -> float:
+        """J of power readings between times ``a`` and ``b`` (0 before any reading)."""
+        return self.at(b) - self.at(a) if self.t and b > a else 0.0
+
+    def forget_before(self, t: float) -> None:
+        """Drop readings before ``t`` but the last one, which still bounds ``t``."""
+        cut = max(0, bisect.bisect_left(self.t, t) - 1)
+        del self.t[:cut], self.p[:cut], self.cum[:cut]
 
 
 class CounterReader:
@@ -70,9 +127,10 @@ class CounterReader:
         self.read_cost = 0.0  # the latest counter read's duration
         self.error: Exception | None = None
         self._lock = threading.Lock()
+        self._stepped_cond = threading.Condition(self._lock)  # notified at each counter step
         self._anchor: tuple[float, float] | None = None  # (time, J) of the last step (or 1st read)
         self._stepped = False  # whether the anchor is a counter step (not just the first read)
-        self._samples: list[tuple[float, float]] = []  # (time, W) since the anchor, sorted
+        self._power = PowerTrack()  # readings since the anchor (and the one before it)
         self._pending: list[Mark] = []
         self._gaps: collections.deque[float] = collections.deque(maxlen=9)
         self._ratios: collections.deque[tuple[float, float]] = collections.deque(
@@ -88,7 +146,7 @@ class CounterReader:
         watts = self.gpu.power()
         m = Mark(self.clock())
         with self._lock:
-            bisect.insort(self._samples, (m.t, watts))
+            self._power.add(m.t, watts)
             self._pending.append(m)
         return m
 
@@ -107,7 +165,8 @@ class CounterReader:
     def wait(self, mark: Mark, timeout: float | None = None) -> bool:
         """Wait until the counter step after ``mark`` arrived (it is then shared out)."""
         limit = 3 * self.period + 4 * self.read_cost + 0.05 if timeout is None else timeout
-        return mark.resolved.wait(limit)
+        with self._stepped_cond:
+            return self._stepped_cond.wait_for(lambda: mark.energy is not None, limit)
 
     @property
     def ready(self) -> bool:
@@ -120,44 +179,23 @@ class CounterReader:
         powered = sum(p for _, p in self._ratios)
         return joules / powered if joules > 0 and powered > 0 else 1.0
 
-    def _power_integral(self, a: float, b: float) -> float:
-        """J of power readings between times ``a`` < ``b``: linear between samples, held flat
-        beyond the first and last."""
-        pts = self._samples
-        if not pts or b <= a:
-            return 0.0
-
-        def at(t: float) -> float:
-            k = bisect.bisect_left(pts, (t, float("-inf")))
-            if k == 0:
-                return pts[0][1]
-            if k == len(pts):
-                return pts[-1][1]
-            (t0, p0), (t1, p1) = pts[k - 1], pts[k]
-            return p0 if t1 == t0 else p0 + (p1 - p0) * (t - t0) / (t1 - t0)
-
-        lo = bisect.bisect_right(pts, (a, float("inf")))
-        hi = bisect.bisect_left(pts, (b, float("-inf")))
-        xs = [(a, at(a))] + pts[lo:hi] + [(b, at(b))]
-        return sum(
-            (t1 - t0) * (p0 + p1) / 2 for (t0, p0), (t1, p1) in zip(xs, xs[1:], strict=False)
-        )
-
     def _energy_at(self, m: Mark) -> tuple[float, bool]:
         if m.energy is not None:
             return m.energy, m.final
-        if self._anchor is None:  # not read yet: power alone, from the mark's own reading
-            return self._ratio() * self._power_integral(self._samples[0][0], m.t), False
+        power = self._power
+        if self._anchor is None:  # not read yet: power alone, from the first reading on
+            return self._ratio() * power.integral(power.t[0], m.t), False
         s, e = self._anchor
         if m.t >= s:
-            return e + self._ratio() * self._power_integral(s, m.t), False
-        return e - self._ratio() * self._power_integral(m.t, s), False
+            return e + self._ratio() * power.integral(s, m.t), False
+        return e - self._ratio() * power.integral(m.t, s), False
 
     # --- the reader's side ------------------------------------------------------------------
     def _step(self, s: float, joules: float) -> None:
         """A counter step at time ``s`` to ``joules``: resolve the marks before it (lock held)."""
         s0, e0 = self._anchor  # type: ignore[misc]
-        whole = self._power_integral(s0, s)
+        power, ratio = self._power, self._ratio()
+        whole = power.integral(s0, s)
         if self._stepped:
             self._gaps.append(s - s0)
             self.period = sorted(self._gaps)[len(self._gaps) // 2]
@@ -167,30 +205,27 @@ class CounterReader:
         for m in self._pending:
             if m.t > s:
                 keep.append(m)
-                continue
-            if self._stepped and m.t >= s0:  # inside a complete step: shared out, final
-                part = self._power_integral(s0, m.t)
+            elif self._stepped and m.t >= s0:  # inside a complete step: shared out, final
+                part = power.integral(s0, m.t)
                 share = part / whole if whole > 0 else (m.t - s0) / max(s - s0, 1e-9)
                 m.energy, m.final = e0 + (joules - e0) * share, True
             else:  # before the first step seen: back from it by power
-                m.energy = joules - self._ratio() * self._power_integral(m.t, s)
-            m.resolved.set()
+                m.energy = joules - ratio * power.integral(m.t, s)
         self._pending = keep
-        cut = max(0, bisect.bisect_left(self._samples, (s, float("-inf"))) - 1)
-        del self._samples[:cut]
+        power.forget_before(s)
         self._anchor, self._stepped = (s, joules), True
+        self._stepped_cond.notify_all()
 
     def _run(self) -> None:
         last: float | None = None  # counter value of the previous read (J)
-        prev_mid: float | None = None
+        prev: tuple[float, float] | None = None  # (start, end) of the previous read
         failures = 0
         while not self._stop.is_set():
             now = self.clock()
-            lead = 0.01 + 2 * self.read_cost
+            lead = LEAD_S + 0.5 * self.read_cost
             due = self._anchor is None or not self._stepped or now >= self._due() - lead
-            if not due:
-                self._sample_power()
-                self._stop.wait(min(POWER_PERIOD_S, max(0.0, self._due() - lead - now)))
+            if not due:  # sleep until the next step is due (each wake costs the caller the GIL)
+                self._stop.wait(max(0.0005, self._due() - lead - now))
                 continue
             try:
                 a = self.clock()
@@ -204,16 +239,33 @@ class CounterReader:
                 self.error = e
                 self._stop.wait(min(1.0, 0.01 * 2**failures))
                 continue
-            self.read_cost, mid = b - a, (a + b) / 2
-            self._sample_power()
+            self.read_cost = b - a
+            if b - self._power_seen() >= POWER_PERIOD_S:
+                self._sample_power()
             with self._lock:
                 if self._anchor is None:
-                    self._anchor = (mid, joules)
-                elif joules != last and prev_mid is not None:
-                    self._step((prev_mid + mid) / 2, joules)
-            last, prev_mid = joules, mid
+                    self._anchor = ((a + b) / 2, joules)
+                elif joules != last and prev is not None:
+                    self._step(self._step_time(prev, (a, b)), joules)
+            last, prev = joules, (a, b)
             if self._stepped and self.clock() > self._due() + 3 * self.period:
                 self._stop.wait(self.period / 4)  # a counter that stopped moving: read less
+
+    def _step_time(self, before: tuple[float, float], after: tuple[float, float]) -> float:
+        """When the counter moved, between a read of its old value and one of its new value.
+
+        Back-to-back reads pin it to the middle of the two; after a pause (the reader waits for
+        the next step), the step is where the period says, within the pause (lock held).
+        """
+        lo, hi = (before[0] + before[1]) / 2, (after[0] + after[1]) / 2
+        if after[0] - before[1] <= self.read_cost + 1e-3 or not self._stepped:
+            return (lo + hi) / 2
+        return min(max(self._due(), lo), hi)
+
+    def _power_seen(self) -> float:
+        """When power was last read (by the reader or at a window edge)."""
+        ts = self._power.t
+        return ts[-1] if ts else float("-inf")
 
     def _due(self) -> float:
         return self._anchor[0] + self.period if self._anchor is not None else 0.0
@@ -225,10 +277,7 @@ class CounterReader:
             return
         t = self.clock()
         with self._lock:
-            if not self._samples or t >= self._samples[-1][0]:
-                self._samples.append((t, watts))
-            else:
-                bisect.insort(self._samples, (t, watts))
+            self._power.add(t, watts)
 
     def start(self) -> None:
         if self._thread is None:

@@ -1,22 +1,16 @@
 """Measure GPU (and CPU) time and energy of arbitrary code blocks with named windows.
 
 Zeus's ``ZeusMonitor``: ``begin_window(name)`` / ``end_window(name)``, windows may nest and overlap,
-each returns a :class:`Measurement`, ``measurement_states`` holds the open ones, the GPUs come from
-``get_gpus()`` and the CPUs from ``zeus_nb.device.cpu.get_cpus()``. On real GPUs a window edge
-reads the wall clock once (this module's ``time``) and each GPU's energy counter, as Zeus does;
-GPUs without a counter (pre-Volta) are measured by this module's ``PowerMonitor``. The simulated
-and replayed GPUs answer with their own clock and counters in one snapshot.
-
-Where reading the counter is slow (an H100: 2.8 ms a read, the counter moving every 100 ms; the
-first reads are timed), the monitor reads it on a background thread instead
-(:mod:`zeus_nb.device.counter`): an edge then costs microseconds, and a window gets the energy of
-the counter steps around it shared out by power readings, so short windows are never 0 J and
-back-to-back windows add up to the window around them. :attr:`Measurement.energy_method` says
-how each GPU's energy was obtained; docs/measuring.md explains the choices.
-
-The rest of Zeus's monitor module is importable from here too: :class:`PowerMonitor`,
-:class:`TemperatureMonitor`, :class:`CarbonEmissionMonitor`, :class:`EnergyCostMonitor` and their
-providers. ``python -m zeus_nb.monitor energy|power`` prints live readings, like Zeus's CLI.
+each returns a :class:`Measurement`, ``measurement_states`` holds the open ones, GPUs come from
+``get_gpus()`` and CPUs from ``zeus_nb.device.cpu.get_cpus()``. On real GPUs a window edge reads
+the wall clock once (this module's ``time``) and each GPU's counter, as Zeus does; GPUs without a
+counter (pre-Volta) are measured by this module's ``PowerMonitor``. Simulated and replayed GPUs
+answer with their own clock and counters in one snapshot. Where a counter is slow to read (an
+H100's: 2.8 ms; the first reads are timed) it is read on a background thread instead
+(:mod:`zeus_nb.device.counter`): an edge then costs microseconds, each counter step is shared out
+among the windows it spans by power readings, short windows are never 0 J and back-to-back ones
+add up to the window around them. :attr:`Measurement.energy_method` says how each GPU's energy
+was obtained (docs/measuring.md).
 """
 
 from __future__ import annotations
@@ -24,13 +18,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import sys
 import warnings
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter, time
+from types import MappingProxyType
 from typing import Any
 
 from zeus_nb import device
@@ -41,7 +35,8 @@ from zeus_nb.errors import InputError, WindowError
 from zeus_nb.inputs.env import env
 from zeus_nb.monitor.energy_log import MonitorLog
 from zeus_nb.monitor.power import PowerMonitor
-from zeus_nb.monitor.sources import MonitoredGPUs, open_cpus
+from zeus_nb.monitor.sources import MonitoredGPUs, open_cpus, sync_jax
+from zeus_nb.monitor.states import MeasurementState, StatesView, cpu_delta
 from zeus_nb.utils.validate import integer
 
 __all__ = ["SYNC_FRAMEWORKS", "Measurement", "MeasurementState", "PowerMonitor", "ZeusMonitor"]
@@ -60,7 +55,7 @@ ZERO_ENERGY = (
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class Measurement:
     """Time (s) and energy (J) of one window.
 
@@ -76,7 +71,7 @@ class Measurement:
     cpu_energy: dict[int, float] | None = None
     dram_energy: dict[int, float] | None = None
     soc_energy: Any = None
-    energy_method: dict[int, str] | None = field(default=None, compare=False)
+    energy_method: Mapping[int, str] | None = field(default=None, compare=False)
 
     @property
     def total_energy(self) -> float:
@@ -95,21 +90,6 @@ class Measurement:
 
 
 _EXACT = (counter.COUNTER, counter.SHARED, "simulated counter", "replayed log")
-
-
-@dataclass
-class MeasurementState:
-    """An open window's start: its time and each GPU's (and CPU's) energy then, in J."""
-
-    time: float
-    gpu_energy: dict[int, float]
-    cpu_energy: dict[int, float] | None = None
-    dram_energy: dict[int, float] | None = None
-    marks: dict[int, counter.Mark] = field(default_factory=dict, repr=False)
-
-    @property
-    def total_energy(self) -> float:
-        return sum(self.gpu_energy.values())
 
 
 class ZeusMonitor:
@@ -180,11 +160,11 @@ class ZeusMonitor:
         self.sync_execution = sync_execution
         self.energy_reads = energy_reads
         self._sync = (
-            functools.partial(_sync_jax, self.system, self.gpu_indices)
+            functools.partial(sync_jax, self.system, self.gpu_indices)
             if sync_execution_with == "jax"
             else self.system.sync_function(self.gpu_indices)
         )
-        self.measurement_states: dict[str, MeasurementState] = {}
+        self._states: dict[str, MeasurementState | tuple[float, int]] = {}
         self._warned: set[str] = set()
         self._log = MonitorLog(log_file, self.gpu_indices) if log_file is not None else None
         # Real GPUs: Zeus's reads (wall clock, counters); others: their system's snapshot.
@@ -198,6 +178,10 @@ class ZeusMonitor:
             self.power_monitor = PowerMonitor(gpu_indices=old, update_period=None, **kwargs)
         self._probe: dict[int, list[float]] = {g.index: [] for g in self._counters}
         self._readers: dict[int, counter.CounterReader] = {}
+        # Once every counter proved cheap to read: (index, read mJ) of each, read directly.
+        self._fast: list[tuple[int, Callable[[], int]]] | None = None
+        self._one: tuple[int, Callable[[], int]] | None = None  # the same, for one GPU
+        self._methods = MappingProxyType(dict.fromkeys(self.gpu_indices, counter.COUNTER))
         if self._counted and energy_reads != "sync":
             for g in self._counters:
                 if energy_reads == "background" or counter.known_slow(g):
@@ -210,7 +194,7 @@ class ZeusMonitor:
 
     @property
     def open_windows(self) -> list[str]:
-        return list(self.measurement_states)
+        return list(self._states)
 
     @property
     def log_file(self) -> Path | None:
@@ -218,7 +202,7 @@ class ZeusMonitor:
 
     def reset_windows(self) -> None:
         """Forget every open window, e.g. at the top of a notebook cell that is run again."""
-        self.measurement_states.clear()
+        self._states.clear()
 
     # --- reading ----------------------------------------------------------------------------
     def _background(self, gpu) -> None:
@@ -242,10 +226,30 @@ class ZeusMonitor:
         slow = len(probe) == PROBE_READS and min(probe) > counter.SLOW_READ_S
         if slow and self.energy_reads == "auto" and gpu.index not in self._readers:
             self._background(gpu)
+        if (
+            not self._readers
+            and self.power_monitor is None
+            and all(len(p) >= PROBE_READS for p in self._probe.values())
+        ):
+            self._fast = [(g.index, g.counter_reader()) for g in self._counters]
+            self._one = self._fast[0] if len(self._fast) == 1 else None
         return joules
 
     def _state(self) -> MeasurementState:
         """The clock and every counter now (a window's start, or its end)."""
+        one, fast = self._one, self._fast
+        if fast is not None:  # Zeus's reads: the wall clock, then each counter
+            now = time()
+            try:
+                if one is not None:
+                    energy = {one[0]: one[1]() / 1000.0}
+                else:
+                    energy = {i: read() / 1000.0 for i, read in fast}
+            except Exception:  # read again the slow way, whose error names the GPU and the fix
+                energy = {g.index: g.get_total_energy_consumption() / 1000.0 for g in self.gpus}
+            if self.cpu_indices:
+                return MeasurementState(now, energy, *self._read_cpus())
+            return MeasurementState(now, energy)
         if not self._counted:
             now, gpu = self._snapshot()
             energy = dict(zip(self.gpu_indices, gpu, strict=True))
@@ -270,16 +274,30 @@ class ZeusMonitor:
         return cpu or None, dram or None
 
     # --- windows ----------------------------------------------------------------------------
+    @property
+    def measurement_states(self) -> StatesView:
+        """The open windows: name -> :class:`MeasurementState` (its start), as Zeus's."""
+        return StatesView(self._states, self._one[0] if self._one is not None else None)
+
     def begin_window(self, key: str, sync_execution: bool | None = None, restart: bool = False):
         """Start window ``key``. ``restart=True`` discards an open window of that name first."""
-        if key in self.measurement_states and not restart:
+        states = self._states
+        if key in states and not restart:
             raise WindowError(
                 f"Measurement window {key!r} already exists: it is already open; end it first, "
                 "or pass restart=True to begin it again (e.g. when re-running a notebook cell)"
             )
         if self.sync_execution if sync_execution is None else sync_execution:
             self._sync()
-        self.measurement_states[key] = self._state()
+        one = self._one
+        if one is not None and not self.cpu_indices:  # the usual case: (time, mJ) and no more
+            now = time()
+            try:
+                states[key] = (now, one[1]())
+                return
+            except Exception:  # read again the slow way: its error names the GPU and the fix
+                pass
+        states[key] = self._state()
 
     def end_window(
         self,
@@ -295,34 +313,67 @@ class ZeusMonitor:
         after the counter's last step is estimated from power (``energy_method`` says so).
         ``wait_for_counter=True`` waits (about one counter period) for the next step instead.
         """
-        if key not in self.measurement_states:
-            opened = ", ".join(repr(k) for k in self.measurement_states) or "none"
+        states = self._states
+        start = states.get(key)
+        if start is None:
+            opened = ", ".join(repr(k) for k in states) or "none"
             raise WindowError(
                 f"Measurement window {key!r} does not exist: {key!r} was never begun (open "
                 f"windows: {opened}), or has ended; call begin_window first"
             )
         if cancel:
-            self.measurement_states.pop(key)
+            del states[key]
             return Measurement(0.0, dict.fromkeys(self.gpu_indices, 0.0))
         if self.sync_execution if sync_execution is None else sync_execution:
             self._sync()
-        end = self._state()  # before forgetting the window: a failed read can be retried
-        start = self.measurement_states.pop(key)
-        m = self._measurement(start, end, wait_for_counter)
+        one, now, mj = self._one, 0.0, None
+        if one is not None and type(start) is tuple:  # the usual case, read as it began
+            now = time()
+            try:
+                mj = one[1]()
+            except Exception:  # read again the slow way: its error names the GPU and the fix
+                start = StatesView.state(start, one[0])
+        if mj is not None:
+            del states[key]
+            gpu, how = {one[0]: (mj - start[1]) / 1000.0}, self._methods
+            if not gpu[one[0]]:
+                how = dict(how)
+                self._zero_energy(gpu, how, now - start[0])
+            m = Measurement(now - start[0], gpu, None, None, None, how)
+        else:
+            start = StatesView.state(start, self.gpu_indices[0])
+            end = self._state()  # before forgetting the window: a failed read can be retried
+            del states[key]
+            m = self._measurement(start, end, wait_for_counter)
         if self._log is not None:
-            self._log.write(key, start.time, m)
+            self._log.write(key, start[0] if type(start) is tuple else start.time, m)
         return m
 
     def _measurement(
         self, start: MeasurementState, end: MeasurementState, wait: bool
     ) -> Measurement:
         elapsed = end.time - start.time
+        if self._fast is not None and start.marks is None and end.marks is None:
+            g0, g1 = start.gpu_energy, end.gpu_energy
+            one = self._one
+            if one is not None:
+                gpu = {one[0]: g1[one[0]] - g0[one[0]]}
+            else:
+                gpu = {i: g1[i] - g0[i] for i in self.gpu_indices}
+            how = self._methods
+            if 0.0 in gpu.values():
+                how = dict(how)
+                self._zero_energy(gpu, how, elapsed)
+            if start.cpu_energy is None:
+                return Measurement(elapsed, gpu, None, None, None, how)
+            return Measurement(elapsed, gpu, *cpu_delta(start, end), None, how)
         gpu: dict[int, float] = {}
         how: dict[int, str] = {}
         backend = self.system.backend
         default = counter.COUNTER if self._counted else f"{backend} counter"
+        starts, ends = start.marks or {}, end.marks or {}
         for i in self.gpu_indices:
-            a, b = start.marks.get(i), end.marks.get(i)
+            a, b = starts.get(i), ends.get(i)
             if a is not None and b is not None:
                 reader = self._readers[i]
                 if wait:
@@ -341,12 +392,7 @@ class ZeusMonitor:
         gpu = {i: gpu[i] for i in self.gpu_indices}
         if 0 in gpu.values():
             self._zero_energy(gpu, how, elapsed)
-        cpu = dram = None
-        if start.cpu_energy is not None and end.cpu_energy is not None:
-            cpu = {i: end.cpu_energy[i] - start.cpu_energy[i] for i in start.cpu_energy}
-        if start.dram_energy is not None and end.dram_energy is not None:
-            dram = {i: end.dram_energy[i] - start.dram_energy[i] for i in start.dram_energy}
-        return Measurement(elapsed, gpu, cpu, dram, energy_method=how)
+        return Measurement(elapsed, gpu, *cpu_delta(start, end), energy_method=how)
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
@@ -360,9 +406,13 @@ class ZeusMonitor:
             self._warn_once("hint", hint)
             return
         zeros = [i for i, e in gpu.items() if e == 0]
-        if self.approx_instant_energy:
-            for i in zeros:
-                gpu[i], how[i] = self.system.gpu(i).power() * elapsed, "instant power x time"
+        # a GPU just found slow to read (its first windows were read as Zeus reads) or asked for
+        # approximations: instant power x time, as Zeus's approx_instant_energy does
+        approx = [i for i in zeros if self.approx_instant_energy or i in self._readers]
+        for i in approx:
+            gpu[i], how[i] = self.system.gpu(i).power() * elapsed, "instant power x time"
+        zeros = [i for i in zeros if i not in approx]
+        if not zeros:
             return
         period = self.system.energy_update_period
         self._warn_once(
@@ -397,14 +447,3 @@ class ZeusMonitor:
 
 
 _METHOD = {"sim": "simulated counter", "replay": "replayed log"}
-
-
-def _sync_jax(system: GPUSystem, indices: list[int]) -> None:
-    """Wait for JAX's queued work on real GPUs (never imports jax)."""
-    jax = sys.modules.get("jax")
-    if jax is None or system.backend != "nvml":
-        return
-    gpus = [d for d in jax.devices() if d.platform == "gpu"]
-    for i in indices:
-        if i < len(gpus):
-            jax.device_put(0.0, device=gpus[i]).block_until_ready()

@@ -9,6 +9,7 @@ system), with zeus-nb's rules for ``cpu_indices``.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator, Sequence
 
 from zeus_nb import device
@@ -85,3 +86,14 @@ def open_cpus(system: GPUSystem, cpu_indices: list[int] | None) -> tuple[CPUs, l
         listed = ", ".join(str(i) for i in have) or "none"
         raise InputError(f"no CPU package with index {missing[0]} (have: {listed})")
     return cpus, list(cpu_indices)
+
+
+def sync_jax(system: GPUSystem, indices: list[int]) -> None:
+    """Wait for JAX's queued work on real GPUs (never imports jax)."""
+    jax = sys.modules.get("jax")
+    if jax is None or system.backend != "nvml":
+        return
+    gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    for i in indices:
+        if i < len(gpus):
+            jax.device_put(0.0, device=gpus[i]).block_until_ready()

@@ -164,6 +164,11 @@ class NVIDIAGPU(GPU):
     def _counter(self) -> int:
         return pynvml.nvmlDeviceGetTotalEnergyConsumption(self.handle)
 
+    def counter_reader(self) -> Callable[[], int]:
+        """NVML's counter read straight on the handle (no Python frame in between): its errors
+        are NVML's; :meth:`get_total_energy_consumption` gives them Zeus's class and advice."""
+        return functools.partial(pynvml.nvmlDeviceGetTotalEnergyConsumption, self.handle)
+
     @_nvml("reading power")
     def get_power_usage(self) -> int:
         return pynvml.nvmlDeviceGetPowerUsage(self.handle)

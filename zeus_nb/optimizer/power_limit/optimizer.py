@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+import weakref
 from pathlib import Path
 
 from zeus_nb.callback import Callback
@@ -187,7 +188,7 @@ class GlobalPowerLimitOptimizer(Callback):
             self._apply()
         else:
             self._set_limit(self.max_limit)  # as Zeus: the maximum until profiling starts
-        _atexit().register(self.close)
+        _atexit().register(_close_at_exit, weakref.ref(self))  # a weak one: no leak per instance
 
     # --- setup ----------------------------------------------------------------------------------
     def _limits(self) -> list[float]:
@@ -430,6 +431,10 @@ class GlobalPowerLimitOptimizer(Callback):
 
     def _log(self, message: str) -> None:
         logger.log(logging.INFO if self.verbose else logging.DEBUG, message)
+
+
+def _close_at_exit(ref: weakref.ref) -> None:
+    (plo := ref()) is not None and plo.close()
 
 
 def _monitored_gpus(monitor) -> list:

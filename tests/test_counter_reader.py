@@ -1,0 +1,226 @@
+"""Slow energy counters read in the background: what windows measure, and what they cost nobody.
+
+The first tests drive :class:`zeus_nb.device.counter.CounterReader` by hand (no thread, a clock
+that moves only when told) to check how a counter step is shared out. The rest run ZeusMonitor on
+the NVML backend over ``tests/timed_nvml.py``: a fake whose counter reads take an H100's 2.8 ms
+and whose counter moves every 100 ms. Nothing here is timed against a target: the figures are in
+``benchmarks/bench_monitor.py``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+
+import pytest
+import timed_nvml
+
+from zeus_nb.device import counter
+from zeus_nb.device.gpu.nvidia import NVIDIAGPUs
+from zeus_nb.monitor import ZeusMonitor
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class StubGPU:
+    """Power readings the test sets; no counter (the test steps the reader itself)."""
+
+    index = 0
+
+    def __init__(self):
+        self.watts = 100.0
+
+    def power(self) -> float:
+        return self.watts
+
+
+def reader_at(clock: Clock, gpu: StubGPU) -> counter.CounterReader:
+    r = counter.CounterReader(gpu, clock=clock)  # type: ignore[arg-type]
+    return r
+
+
+def sample(r: counter.CounterReader, clock: Clock, t: float, watts: float) -> None:
+    clock.now = t
+    r.gpu.watts = watts
+    r._sample_power()
+
+
+def test_a_step_is_shared_out_by_power_and_marks_add_up_to_it():
+    clock, gpu = Clock(), StubGPU()
+    r = reader_at(clock, gpu)
+    r._anchor = (0.0, 1000.0)  # the counter's first read: 1000 J
+    sample(r, clock, 0.05, 100.0)
+    with r._lock:
+        r._step(0.1, 1010.0)  # a first step: the next one is complete, both ends known
+    # inside the next step: 300 W for 21 ms, then 100 W
+    sample(r, clock, 0.1, 300.0)
+    clock.now, gpu.watts = 0.11, 300.0
+    a = r.mark()
+    clock.now = 0.12
+    b = r.mark()
+    sample(r, clock, 0.121, 100.0)
+    clock.now, gpu.watts = 0.15, 100.0
+    c = r.mark()
+    sample(r, clock, 0.2, 100.0)
+    with r._lock:
+        r._step(0.2, 1020.0)  # 10 J in the step, by the counter
+    assert all(m.energy is not None and m.final for m in (a, b, c))
+    ab, final = r.energy_between(a, b)
+    bc, _ = r.energy_between(b, c)
+    ac, _ = r.energy_between(a, c)
+    assert final and ab + bc == pytest.approx(ac)  # back-to-back windows add up
+    # power integral over the step: 300 W x 20 ms + 1 ms ramp to 100 W + 100 W x 79 ms
+    whole = 300 * 0.02 + 200 * 0.001 + 100 * 0.079
+    assert ab == pytest.approx(10.0 * 300 * 0.01 / whole)  # its share of the counter's 10 J
+    assert r.estimate(c) - r.estimate(a) == pytest.approx(ac)
+
+
+def test_an_unfinished_step_is_estimated_from_power_scaled_to_the_counter():
+    clock, gpu = Clock(), StubGPU()
+    r = reader_at(clock, gpu)
+    r._anchor = (0.0, 0.0)
+    for k in range(1, 6):  # steps of 10 J while power readings say 200 W x 0.1 s = 20 J
+        sample(r, clock, (k - 1) * 0.1 + 0.05, 200.0)
+        with r._lock:
+            r._step(k * 0.1, 10.0 * k)
+    assert r._ratio() == pytest.approx(0.5)  # the counter is the ground truth
+    clock.now = 0.52
+    a = r.mark()
+    clock.now = 0.56
+    b = r.mark()
+    joules, final = r.energy_between(a, b)
+    assert not final and joules == pytest.approx(0.5 * 200 * 0.04, rel=1e-6)
+    assert r.estimate(b) == pytest.approx(50 + 0.5 * 200 * 0.06, rel=1e-6)
+
+
+def test_a_window_with_power_drawn_is_never_zero_even_inside_one_step():
+    clock, gpu = Clock(), StubGPU()
+    r = reader_at(clock, gpu)
+    r._anchor = (0.0, 0.0)
+    sample(r, clock, 0.0, 150.0)
+    with r._lock:
+        r._step(0.1, 15.0)
+    clock.now = 0.13
+    a = r.mark()
+    clock.now = 0.131  # a 1 ms window
+    b = r.mark()
+    assert r.energy_between(a, b)[0] > 0
+    sample(r, clock, 0.2, 150.0)
+    with r._lock:
+        r._step(0.2, 30.0)
+    joules, final = r.energy_between(a, b)
+    assert final and joules == pytest.approx(15.0 * 0.001 / 0.1, rel=1e-6)
+
+
+# --- the monitor over the timed fake ---------------------------------------------------------
+@pytest.fixture
+def h100(monkeypatch):
+    """One timed fake H100 behind zeus-nb's NVML backend, drawing a constant 693 W."""
+    monkeypatch.setattr("zeus_nb.device.gpu.nvidia.pynvml", timed_nvml)
+    monkeypatch.delenv("ZEUS_NB_ENERGY_READS", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    timed_nvml.configure()
+
+    def system(**kw):
+        timed_nvml.configure(**kw)
+        return NVIDIAGPUs()
+
+    yield system
+    for reader in list(counter._readers.values()):
+        reader.stop()
+
+
+def main_reads() -> int:
+    return timed_nvml.counter_reads[threading.current_thread().name]
+
+
+def test_background_reads_leave_the_callers_thread_alone(h100):
+    mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=h100(), energy_reads="background")
+    for i in range(20):
+        mon.begin_window(f"w{i}")
+        time.sleep(0.005)
+        m = mon.end_window(f"w{i}")
+        assert m.gpu_energy[0] > 0
+    assert main_reads() == 0
+    assert sum(timed_nvml.counter_reads.values()) > 0  # the reader's thread did read
+
+
+def test_auto_times_the_first_reads_then_reads_slow_counters_in_the_background(h100):
+    mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=h100())
+    mon.begin_window("probe")
+    probe = mon.end_window("probe")  # two timed reads of ~2.8 ms: real readings, and slow
+    assert main_reads() == 2 and mon._readers
+    assert probe.gpu_energy[0] > 0  # a counter that did not move: power x time instead
+    t0 = time.perf_counter()
+    for i in range(50):
+        mon.begin_window(f"w{i}")
+        mon.end_window(f"w{i}")
+    per_pair = (time.perf_counter() - t0) / 50
+    assert main_reads() == 2  # no counter read on the caller's thread since
+    assert per_pair < 1e-3  # far below one counter read (2.6 ms at least)
+
+
+def test_auto_keeps_zeus_reads_where_the_counter_is_cheap(h100):
+    mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=h100(read_cost=0.0))
+    warnings.simplefilter("ignore")  # Zeus's semantics: a window inside one step reads 0 J
+    for i in range(5):
+        mon.begin_window(f"w{i}")
+        m = mon.end_window(f"w{i}")
+        assert m.energy_method == {0: counter.COUNTER}
+    assert main_reads() == 10 and not mon._readers  # one read per window edge, as Zeus
+
+
+BURSTY = [(0.024, timed_nvml.BUSY_W), (0.005, timed_nvml.IDLE_W)]  # 24 ms at 693 W, 5 at 127 W
+
+
+def test_short_windows_are_never_zero_and_add_up_to_the_window_around_them(h100):
+    # power readings that are 50 ms averages, as the H100's changed every 50-100 ms
+    system = h100(phases=BURSTY, reading_period=0.05)
+    mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=system, energy_reads="background")
+    time.sleep(0.25)  # the reader has seen a step or two
+    mon.begin_window("around")
+    parts = []
+    for i in range(30):
+        mon.begin_window(f"step{i}")
+        time.sleep(0.02)
+        parts.append(mon.end_window(f"step{i}"))
+    around = mon.end_window("around", wait_for_counter=True)
+    assert all(p.gpu_energy[0] > 0 for p in parts)
+    total = sum(p.gpu_energy[0] for p in parts)
+    assert total == pytest.approx(around.gpu_energy[0], rel=0.05)
+    assert around.energy_method == {0: counter.SHARED}
+    assert any(p.approximate == [0] for p in parts)  # ended before the next step: estimated
+
+
+def test_a_long_window_agrees_with_the_counter(h100):
+    system = h100(phases=BURSTY, reading_period=0.05)
+    mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=system, energy_reads="background")
+    time.sleep(0.25)
+    t0 = time.perf_counter()
+    mon.begin_window("long")
+    time.sleep(1.0)
+    t1 = time.perf_counter()
+    m = mon.end_window("long", wait_for_counter=True)  # waits for the step after its end
+    drawn = timed_nvml.true_energy(0, t0, t1)
+    assert m.gpu_energy[0] == pytest.approx(drawn, rel=0.01)
+    assert m.energy_method == {0: counter.SHARED} and m.approximate == []
+
+
+def test_power_readings_that_disagree_with_the_counter_are_scaled_to_it(h100):
+    # power readings at 57 % of what the counter counts (as 187 J vs 327 J over 5 s idle)
+    system = h100(power_scale=0.57)
+    mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=system, energy_reads="background")
+    time.sleep(0.5)  # a few complete steps calibrate the ratio
+    t0 = time.perf_counter()
+    mon.begin_window("w")
+    time.sleep(0.3)
+    t1 = time.perf_counter()
+    m = mon.end_window("w")  # not waited for: its tail is a power estimate, scaled
+    assert m.gpu_energy[0] == pytest.approx(timed_nvml.true_energy(0, t0, t1), rel=0.05)
