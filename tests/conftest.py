@@ -158,8 +158,9 @@ class FakeNvml:
         return env
 
 
-def _install_fake_nvml(tmp_path, monkeypatch, make_state) -> FakeNvml:
-    """The fake ``pynvml`` first on the path, its state file written by ``make_state(module)``."""
+def _install_fake_nvml(tmp_path, monkeypatch, make_state, energy_reads: str) -> FakeNvml:
+    """The fake ``pynvml`` first on the path, its state file written by ``make_state(module)``,
+    monitors reading energy counters as ``energy_reads`` says (``ZEUS_NB_ENERGY_READS``)."""
     monkeypatch.syspath_prepend(str(FAKE_NVML_DIR))
     for name in ("pynvml", "nvml_rows"):
         monkeypatch.delitem(sys.modules, name, raising=False)
@@ -168,9 +169,7 @@ def _install_fake_nvml(tmp_path, monkeypatch, make_state) -> FakeNvml:
     assert Path(pynvml.__file__).parent == FAKE_NVML_DIR
     # zeus-nb's NVML calls go through the module name its NVIDIA backend imported (as Zeus's)
     monkeypatch.setattr("zeus_nb.device.gpu.nvidia.pynvml", pynvml)
-    # its reads stand for instant ones: a JSON round trip slowed by a busy machine must not
-    # send monitors to the background counter reader (tests of that mode ask for it)
-    monkeypatch.setenv("ZEUS_NB_ENERGY_READS", "sync")
+    monkeypatch.setenv("ZEUS_NB_ENERGY_READS", energy_reads)
     path = tmp_path / "fake_nvml.json"
     monkeypatch.setenv("ZEUS_NB_FAKE_NVML_STATE", str(path))
     path.write_text(json.dumps(make_state(pynvml)))
@@ -186,7 +185,9 @@ def fake_nvml(tmp_path, monkeypatch) -> FakeNvml:
     unit tests of the NVML backend (its calls, errors, restores) get exact energies without
     sleeping. Tests of timing or of what a real counter does use :func:`nvml_gpus`.
     """
-    yield _install_fake_nvml(tmp_path, monkeypatch, lambda m: m.default_state())
+    # Its reads stand for instant ones: a JSON round trip slowed by a busy machine must not send
+    # monitors to the background counter reader (tests of that mode ask for it).
+    yield _install_fake_nvml(tmp_path, monkeypatch, lambda m: m.default_state(), "sync")
     sys.modules.pop("pynvml", None)
 
 
@@ -194,10 +195,11 @@ def fake_nvml(tmp_path, monkeypatch) -> FakeNvml:
 def nvml_gpus(tmp_path, monkeypatch):
     """``nvml_gpus("h100", 1)``: fake GPUs shaped like a measured row (``tests/fake_nvml/
     nvml_rows.py``): the counter moves every 100 ms with wall time and reads cost what they cost
-    on the hardware."""
+    on the hardware, so monitors choose how to read them as they would on that GPU."""
 
     def make(row: str = "h100", num_gpus: int = 1) -> FakeNvml:
-        return _install_fake_nvml(tmp_path, monkeypatch, lambda m: m.row_state(row, num_gpus))
+        state = lambda m: m.row_state(row, num_gpus)  # noqa: E731
+        return _install_fake_nvml(tmp_path, monkeypatch, state, "auto")
 
     yield make
     sys.modules.pop("pynvml", None)

@@ -105,6 +105,7 @@ def _fake_gpus(row: str, num_gpus: int):
         subprocess.run([sys.executable, "-c", code, str(state)], env=env, check=True)
         return {
             "ZEUS_NB_BACKEND": "nvml",
+            "ZEUS_NB_ENERGY_READS": "auto",  # monitors judge the counter as on the real card
             "ZEUS_NB_FAKE_NVML_STATE": str(state),
             "ZEUS_NB_STATE_DIR": str(work / "zeus-nb-state"),
             "PYTHONPATH": str(FAKE_NVML),
