@@ -12,7 +12,11 @@ import warnings
 from typing import Any
 
 
-def _building_at_import_of_mp_main() -> bool:
+def _is_global_in_spawned_child() -> bool:
+    """Whether module-level code of a spawned child's re-imported main script is running.
+
+    Frames of multiprocessing's own bootstrap (``<string>``, ``<frozen ...>``) do not count.
+    """
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__mp_main__":
@@ -25,10 +29,10 @@ def _building_at_import_of_mp_main() -> bool:
 
 def warn_if_global_in_subprocess(self: Any) -> None:
     """Warn when ``self`` is being built by module-level code of a spawned child's main script."""
-    if _building_at_import_of_mp_main():
+    if _is_global_in_spawned_child():
         warnings.warn(
-            f"{type(self).__name__} was created while a spawned subprocess re-imported your main "
-            "script, so it is created again in every child; create it under "
-            '`if __name__ == "__main__":` or inside a function',
+            f"{type(self).__name__} was instantiated during module import in a spawned "
+            "subprocess: the child re-ran your main script's global code, so it is built again "
+            'in every child. Build it under `if __name__ == "__main__":` or inside a function.',
             stacklevel=3,
         )
