@@ -18,7 +18,7 @@ the ranks of a ``torchrun`` job, each rank reading its ``RANK``) and ``ZEUS_NB_S
 
 Zeus's device API is here too, over whichever backend is current: :func:`get_gpus`
 (:mod:`zeus_nb.device.gpu`, mW and mJ as in Zeus), :func:`get_cpus`
-(:mod:`zeus_nb.device.cpu.common`) and :func:`get_soc` (:mod:`zeus_nb.device.soc`); they load
+(:mod:`zeus_nb.device.cpu`) and :func:`get_soc` (:mod:`zeus_nb.device.soc`); they load
 on first use.
 """
 
@@ -58,7 +58,7 @@ _current: GPUSystem | None = None
 # Zeus's device API: name -> module that defines it, imported on first use.
 _ZEUS_API = {
     "get_gpus": "zeus_nb.device.gpu",
-    "get_cpus": "zeus_nb.device.cpu.common",
+    "get_cpus": "zeus_nb.device.cpu",
     "get_soc": "zeus_nb.device.soc",
 }
 

@@ -1,13 +1,14 @@
 """CPU package and DRAM energy, laid out as Zeus's ``zeus.device.cpu``.
 
-:mod:`.packages` reads the counters (Linux powercap RAPL, or the simulated CPU beside simulated
-GPUs) for zeus-nb's own monitor; :mod:`.common` and :mod:`.rapl` give them Zeus's classes and
-units (``get_cpus()``, ``RAPLCPUs``, mJ). Both halves are importable from here.
+:func:`get_cpus` hands out Zeus's CPU manager (:mod:`.common`, mJ) for the current GPU system:
+the RAPL packages (:mod:`.rapl`, the one RAPL reader) beside real GPUs, the simulated CPU beside
+simulated ones. :mod:`.packages` holds zeus-nb's own view of the same packages, in J. Both halves
+are importable from here.
 """
 
 from __future__ import annotations
 
-from zeus_nb.device.cpu.common import CPUs, ZeusCPUInitError, get_cpus
+from zeus_nb.device.cpu.common import CPUs, SystemCPUs, ZeusCPUInitError
 from zeus_nb.device.cpu.packages import (
     CPU,
     DEFAULT_POWERCAP_ROOT,
@@ -24,6 +25,31 @@ from zeus_nb.device.cpu.packages import (
     rapl_cpus,
 )
 from zeus_nb.device.cpu.rapl import RAPLCPUs, rapl_is_available
+from zeus_nb.errors import CpuEnergyError, CpuEnergyPermissionError
+
+#: The CPU manager :func:`get_cpus` handed out last (Zeus's singleton; tests may set it).
+_cpus: CPUs | None = None
+
+
+def get_cpus() -> CPUs:
+    """Zeus's CPU manager for the current GPU system, one per system (Zeus's singleton).
+
+    Raises :class:`ZeusCPUInitError` where no CPU energy can be read (Zeus's code falls back to
+    no CPUs on it) and :class:`~zeus_nb.device.cpu.common.ZeusCPUNoPermissionError` where RAPL is
+    not readable by this user (the message says how to allow it).
+    """
+    global _cpus
+    from zeus_nb import device
+
+    system = device.current()
+    if _cpus is None or (isinstance(_cpus, SystemCPUs) and _cpus.system is not system):
+        try:
+            _cpus = SystemCPUs(system)
+        except CpuEnergyError as e:
+            if isinstance(e, (ZeusCPUInitError, CpuEnergyPermissionError)):
+                raise
+            raise ZeusCPUInitError(str(e)) from e
+    return _cpus
 
 
 def get_current_cpu_index(pid: int | str = "current") -> int:
