@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import contextlib
 import gc
 import os
 import sys
@@ -49,25 +48,19 @@ def test_monitor_measures_cpu_and_dram(powercap, fake_nvml):
     assert m.total_energy == pytest.approx(sum(m.gpu_energy.values()))  # GPUs only, as in Zeus
 
 
-def _open_files() -> set[str]:
-    found = set()
-    for fd in os.listdir("/proc/self/fd"):
-        with contextlib.suppress(OSError):  # the listing's own descriptor, closed by now
-            found.add(os.readlink(f"/proc/self/fd/{fd}"))
-    return found
-
-
-def test_counter_reads_fresh_values_keeps_no_file_open_and_its_tracker_stops(powercap):
+def test_counters_keep_their_file_open_and_stop_their_tracker_when_dropped(powercap):
     cpus = rapl_cpus()
     counter = cpus[0]._package  # the package's RAPLFile
+    fd, path = counter._fd, counter.energy_uj_path
+    assert os.readlink(f"/proc/self/fd/{fd}") == path
     before = counter.read()
     fp.set_uj(powercap, 0, 7_000_000)  # rewritten in place, as the kernel's value changes
     assert counter.read() - before == pytest.approx(7_000.0)  # mJ
-    assert counter.energy_uj_path not in _open_files()
     thread = counter.wraparound_tracker._thread
     assert thread.is_alive()
     del cpus, counter
     gc.collect()
+    assert not os.path.exists(f"/proc/self/fd/{fd}") or os.readlink(f"/proc/self/fd/{fd}") != path
     thread.join(timeout=5)
     assert not thread.is_alive()
 
