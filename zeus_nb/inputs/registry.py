@@ -48,6 +48,7 @@ NOT_INPUT: dict[str, str] = {
     "zeus_nb.course.verify._run_version": "an executed notebook zeus-nb just wrote",
     "zeus_nb.device.cpu.rapl._read_uj": "a powercap sysfs counter (kernel), not user input",
     "zeus_nb.device.cpu.rapl._read_zone_file": "Linux powercap sysfs (kernel), not user input",
+    "zeus_nb.device.cpu.rapl.RAPLFile._open_counter": "a powercap sysfs counter (kernel)",
     "zeus_nb.device.cpu.get_current_cpu_index": "/proc/self/stat (kernel)",
     "zeus_nb.device.common.has_sys_admin": "/proc/self/status (kernel)",
     "zeus_nb.course.reveal._member": "a file of the reveal.js or require.js package that npm "
