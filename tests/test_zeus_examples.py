@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +27,7 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def test_carbon_example_runs_offline_and_refuses_the_online_lookup_in_one_line():
+def test_carbon_example_runs_offline_and_explains_a_failed_online_lookup_in_one_line():
     out = subprocess.run(
         [sys.executable, str(SCRIPTS / "carbon_monitor.py"), "--offline"],
         env=_env(),
@@ -37,15 +38,19 @@ def test_carbon_example_runs_offline_and_refuses_the_online_lookup_in_one_line()
     assert out.returncode == 0, out.stderr
     grams = float(out.stdout.split()[-2])
     assert grams > 0
+    with socket.socket() as s:  # a proxy that refuses: the lookup fails without leaving
+        s.bind(("127.0.0.1", 0))  # this machine
+        proxy = f"http://127.0.0.1:{s.getsockname()[1]}"
     online = subprocess.run(
         [sys.executable, str(SCRIPTS / "carbon_monitor.py")],
-        env=_env(),
+        env=_env(HTTP_PROXY=proxy, http_proxy=proxy, NO_PROXY="", no_proxy=""),
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert online.returncode != 0
-    assert "UnsupportedError" in online.stderr and "latitude, longitude" in online.stderr
+    last = online.stderr.strip().splitlines()[-1]
+    assert "LocationLookupError" in last and "latitude, longitude" in last
 
 
 @pytest.mark.slow

@@ -1,8 +1,8 @@
 """Zeus's carbon-monitor example, in its shape; only its imports name zeus_nb.
 
 ``--offline`` swaps the live provider for a fixed intensity: Zeus's own example looks the
-location up online (get_ip_lat_long), which zeus-nb refuses with a one-line error saying what to
-pass instead.
+location up online (get_ip_lat_long), which fails with a one-line error saying what to pass
+instead where the lookup service cannot be reached.
 """
 
 import sys
