@@ -15,6 +15,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from zeus_nb.device.cpu import get_cpus
 from zeus_nb.monitor import ZeusMonitor
 from zeus_nb.power_monitor import PowerMonitor
 
@@ -60,15 +61,23 @@ def power_gauge(registry: CollectorRegistry) -> Gauge:
 
 
 class Totals:
-    """Cumulative energy of a monitor's GPUs, CPU packages and DRAM, read at one instant."""
+    """Cumulative energy of a monitor's GPUs, CPU packages and DRAM, read at one instant.
+
+    CPU packages are read through Zeus's CPU manager (:func:`zeus_nb.device.cpu.get_cpus`,
+    the current system's, as the monitor's own).
+    """
 
     def __init__(self, monitor: ZeusMonitor):
         self.monitor = monitor
-        self._dram = [c for c in monitor.cpus if c.supports_dram()]
+        self.cpu_indices = list(monitor.cpu_indices or [])
+        self._cpus = get_cpus() if self.cpu_indices else None
+        self._dram = [
+            i for i in self.cpu_indices if self._cpus.supports_get_dram_energy_consumption(i)
+        ]
 
     def kinds(self) -> dict[str, bool]:
         m = self.monitor
-        return {"gpu": bool(m.gpus), "cpu": bool(m.cpus), "dram": bool(self._dram)}
+        return {"gpu": bool(m.gpu_indices), "cpu": bool(self.cpu_indices), "dram": bool(self._dram)}
 
     def sync(self) -> None:
         """Wait for queued GPU work (real GPUs), as ``sync_execution=True`` asks."""
@@ -76,11 +85,17 @@ class Totals:
 
     def read(self) -> Reading:
         now, gpu = self.monitor.system.snapshot(self.monitor.gpus)
+        cpu, dram = {}, {}
+        for i in self.cpu_indices:
+            m = self._cpus.get_total_energy_consumption(i)
+            cpu[i] = m.cpu_mj / 1000.0
+            if i in self._dram:
+                dram[i] = (m.dram_mj or 0.0) / 1000.0
         return {
             "time": now,
             "gpu": dict(zip(self.monitor.gpu_indices, gpu, strict=True)),
-            "cpu": {c.index: c.energy() for c in self.monitor.cpus},
-            "dram": {c.index: c.dram_energy() or 0.0 for c in self._dram},
+            "cpu": cpu,
+            "dram": dram,
         }
 
     def warn_if_idle(self, name: str, start: Reading, end: Reading) -> None:
