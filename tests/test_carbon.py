@@ -18,6 +18,8 @@ from zeus_nb.monitor.carbon import (
     CarbonEmissionMonitor,
     ElectricityMapsClient,
     ElectrictyMapsClient,
+    ZeusCarbonIntensityHTTPError,
+    ZeusCarbonIntensityNotFoundError,
 )
 from zeus_nb.monitor.price import EnergyCostMonitor, OpenEIClient
 from zeus_nb.monitor.providers import J_PER_KWH, CsvIntensity, FixedIntensity
@@ -126,44 +128,106 @@ def server():
     httpd.server_close()
 
 
-def test_electricity_maps(server, monkeypatch):
-    base, handler = server
+def _hour_history(values_by_offset: dict[int, float]) -> tuple[float, list[dict]]:
+    """ElectricityMaps' history entries for hours this far (in hours) from the current one."""
     now = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
-    hour = now.timestamp()
     history = [
         {
-            "datetime": datetime.fromtimestamp(hour - 3600, timezone.utc).isoformat(),
-            "carbonIntensity": 300,
-        },
-        {"datetime": now.isoformat().replace("+00:00", "Z"), "carbonIntensity": 100},
+            "datetime": datetime.fromtimestamp(now.timestamp() + 3600 * h, timezone.utc)
+            .isoformat()
+            .replace("+00:00", ".000Z"),
+            "carbonIntensity": v,
+        }
+        for h, v in sorted(values_by_offset.items())
     ]
+    return now.timestamp(), history
+
+
+def test_electricity_maps_asks_zeus_urls_with_an_optional_key(server, monkeypatch):
+    base, handler = server
+    hour, history = _hour_history({-1: 300, 0: 100})
     handler.routes["/v3/carbon-intensity/history"] = (200, {"history": history}, 0)
+    handler.routes["/v3/carbon-intensity/latest"] = (200, {"carbonIntensity": 120}, 0)
     monkeypatch.delenv("ZEUS_NB_ELECTRICITYMAPS_KEY", raising=False)
-    with pytest.raises(IntensityProviderError, match="needs an API key.*FixedIntensity"):
-        ElectricityMapsClient((42.3, -83.7), base_url=f"{base}/v3")
-    p = ElectricityMapsClient((42.3, -83.7), estimate=True, api_key="k", base_url=f"{base}/v3")
-    assert p.value_at(hour + 10) == 100 and p.value_at(hour - 10) == 300
-    assert p.mean(hour - 1800, hour + 1800) == pytest.approx(200)
-    assert p.get_current_carbon_intensity() == 100
+    p = ElectricityMapsClient((42.3, -83.7), estimate=True, base_url=f"{base}/v3")
+    recent = p.get_recent_carbon_intensity()
+    assert {k.timestamp(): v for k, v in recent.items()} == {hour - 3600: 300, hour: 100}
+    assert p.get_current_carbon_intensity() == 120
     path, query, headers = handler.seen[0]
-    assert query["lat"] == ["42.3"] and query["disableEstimations"] == ["false"]
-    assert headers["auth-token"] == "k"
-    assert len(handler.seen) == 1  # cached
+    assert path == "/v3/carbon-intensity/history"
+    assert query["lat"] == ["42.3"] and query["lon"] == ["-83.7"]
+    assert query["disableEstimations"] == ["False"]  # Zeus's spelling of the flag
+    assert query["emissionFactorType"] == ["direct"]
+    assert "auth-token" not in headers  # none without a key, as in Zeus
+    monkeypatch.setenv("ZEUS_NB_ELECTRICITYMAPS_KEY", "k")
+    ElectricityMapsClient((0, 0), base_url=f"{base}/v3").get_current_carbon_intensity()
+    assert handler.seen[-1][2]["auth-token"] == "k"
     handler.routes["/v3/carbon-intensity/history"] = (200, {"history": []}, 0)
-    p2 = ElectricityMapsClient((0, 0), api_key="k", base_url=f"{base}/v3")
-    with pytest.raises(IntensityProviderError, match="no carbon intensity"):
-        p2.value_at(hour)
+    with pytest.raises(ZeusCarbonIntensityNotFoundError, match="no recent carbon intensity"):
+        p.get_recent_carbon_intensity()
+    handler.routes["/v3/carbon-intensity/latest"] = (404, {"error": "No recent data"}, 0)
+    with pytest.raises(ZeusCarbonIntensityNotFoundError, match="HTTP 404.*No recent data"):
+        p.get_current_carbon_intensity()
+
+
+def test_carbon_monitor_polls_the_live_provider_on_a_thread(server):
+    """Real time (the simulated GPU on the wall clock): a polling thread converts each hour."""
+    base, handler = server
+    _, history = _hour_history({-1: 300, 0: 100})
+    handler.routes["/v3/carbon-intensity/history"] = (200, {"history": history}, 0)
+    device.use_simulated(workload="cifar100", clock="wall", dram_gb=8)
+    mon = CarbonEmissionMonitor(ElectricityMapsClient((1, 2), base_url=f"{base}/v3"), [0])
+    start = datetime.now(timezone.utc)
+    mon.begin_window("w")
+    thread = mon.polling_process
+    assert thread is not None and thread.is_alive()
+    time.sleep(0.1)
+    m = mon.end_window("w")
+    assert not thread.is_alive()  # the last window ended, so did the thread
+    assert m.gpu_energy[0] > 0
+    if datetime.now(timezone.utc).hour != start.hour:
+        pytest.skip("the window crossed an hour boundary")
+    assert m.gpu_carbon_emission == {0: pytest.approx(m.gpu_energy[0] / J_PER_KWH * 100, 1e-2)}
+    assert m.cpu_carbon_emission[0] > 0 and m.dram_carbon_emission[0] > 0
+    handler.routes["/v3/carbon-intensity/history"] = (200, {"error": "quota"}, 0)
+    mon.begin_window("again")
+    with pytest.raises(ZeusCarbonIntensityNotFoundError, match="quota"):
+        mon.end_window("again")
+    assert not mon.polling_process.is_alive() and mon.current_keys == set()
+
+
+def test_the_ledger_converts_hour_by_hour_and_splits_spans_across_hours():
+    """A span of energy over an hour boundary is split between the hours by time."""
+    from zeus_nb.monitor import Measurement
+    from zeus_nb.monitor.polling import ONE_HOUR, WindowLedger
+
+    class Monitor:  # the same energy for every window, whatever its length
+        def begin_window(self, key, sync_execution=True):
+            pass
+
+        def end_window(self, key, sync_execution=True):
+            return Measurement(time=0.0, gpu_energy={0: 36.0}, cpu_energy={1: 3.6})
+
+    hour = datetime(2026, 1, 5, 10, tzinfo=timezone.utc)
+    prices = {hour: 2.0, hour + ONE_HOUR: 4.0}
+    ledger = WindowLedger(Monitor(), ONE_HOUR, lambda: lambda p: prices[p.start])
+    ledger.begin("w", hour.replace(minute=30))
+    gpu, cpu, dram = ledger.finish("w", hour.replace(hour=11, minute=15))  # 30 + 15 minutes
+    share = (2 / 3 * 2.0 + 1 / 3 * 4.0) / J_PER_KWH
+    assert gpu == {0: pytest.approx(36.0 * share)}
+    assert cpu == {1: pytest.approx(3.6 * share)} and dram == {}
+    assert ledger.keys == []
 
 
 def test_http_errors_timeouts_and_unreachable(server):
     base, handler = server
     handler.routes["/slow/carbon-intensity/history"] = (200, {"history": []}, 1.0)
-    slow = ElectricityMapsClient((0, 0), api_key="k", base_url=f"{base}/slow", timeout=0.2)
-    with pytest.raises(IntensityProviderError, match="could not reach .* within 0.2 s"):
-        slow.value_at(0)
-    missing = ElectricityMapsClient((0, 0), api_key="k", base_url=f"{base}/gone")
-    with pytest.raises(IntensityProviderError, match="HTTP 404"):
-        missing.value_at(0)
+    slow = ElectricityMapsClient((0, 0), base_url=f"{base}/slow", timeout=0.2)
+    with pytest.raises(ZeusCarbonIntensityHTTPError, match="could not reach .* within 0.2 s"):
+        slow.get_recent_carbon_intensity()
+    missing = ElectricityMapsClient((0, 0), base_url=f"{base}/gone")
+    with pytest.raises(ZeusCarbonIntensityNotFoundError, match="HTTP 404"):
+        missing.get_recent_carbon_intensity()
     import socket
 
     with socket.socket() as s:
@@ -199,3 +263,29 @@ def test_openei_schedule(server):
     nope = OpenEIClient((0, 0), "MISSING", api_key="k", base_url=f"{base}/utility_rates")
     with pytest.raises(IntensityProviderError, match="no rate labelled 'MISSING'"):
         nope.value_at(monday_9)
+
+
+def test_location_lookup_reads_ipinfo_and_explains_failures(monkeypatch):
+    import requests
+
+    from zeus_nb.utils.lat_lon import IP_INFO_URL, LocationLookupError, get_ip_lat_long
+
+    class Answer:
+        def __init__(self, doc):
+            self.doc = doc
+
+        def json(self):
+            return self.doc
+
+    asked = []
+
+    def fake_get(url, **kwargs):
+        asked.append((url, kwargs.get("timeout")))
+        return Answer({"loc": "42.2776,-83.7409"})
+
+    monkeypatch.setattr(requests, "get", fake_get)
+    assert get_ip_lat_long() == (42.2776, -83.7409)
+    assert asked == [(IP_INFO_URL, 10.0)]
+    monkeypatch.setattr(requests, "get", lambda url, **kw: Answer({"error": "rate limit"}))
+    with pytest.raises(LocationLookupError, match="without a location.*latitude, longitude"):
+        get_ip_lat_long()

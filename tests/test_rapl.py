@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import builtins
 import gc
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,16 +48,49 @@ def test_monitor_measures_cpu_and_dram(powercap, fake_nvml):
     assert m.total_energy == pytest.approx(sum(m.gpu_energy.values()))  # GPUs only, as in Zeus
 
 
-def test_counters_keep_their_file_open_and_close_it_when_dropped(powercap):
+def test_counters_keep_their_file_open_and_stop_their_tracker_when_dropped(powercap):
     cpus = rapl_cpus()
-    counter = cpus[0]._package
-    fd, path = counter._fd, str(counter.path)
+    counter = cpus[0]._package  # the package's RAPLFile
+    fd, path = counter._fd, counter.energy_uj_path
     assert os.readlink(f"/proc/self/fd/{fd}") == path
+    before = counter.read()
     fp.set_uj(powercap, 0, 7_000_000)  # rewritten in place, as the kernel's value changes
-    assert counter.read() == pytest.approx(7.0)
+    assert counter.read() - before == pytest.approx(7_000.0)  # mJ
+    thread = counter.wraparound_tracker._thread
+    assert thread.is_alive()
     del cpus, counter
     gc.collect()
     assert not os.path.exists(f"/proc/self/fd/{fd}") or os.readlink(f"/proc/self/fd/{fd}") != path
+    thread.join(timeout=5)
+    assert not thread.is_alive()
+
+
+def test_a_wrap_between_reads_is_counted_by_the_tracker_thread(powercap):
+    top = fp.PACKAGE_RANGE_UJ
+    fp.set_uj(powercap, 0, top - 1_000_000)  # near the top: the tracker polls every 0.1 s
+    counter = rapl_cpus()[0]._package
+    start = counter.read()
+    tracker = counter.wraparound_tracker
+    fp.add_uj(powercap, 0, 3_000_000)  # wraps; no read sees it, the tracker's poll does
+    deadline = time.monotonic() + 5
+    while tracker.get_num_wraparounds() == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert tracker.get_num_wraparounds() == 1
+    assert counter.read() - start == pytest.approx(3_000.0)
+    tracker.stop()
+
+
+def test_readings_older_than_the_last_poll_are_not_taken_for_wraps():
+    """A reader's value may predate the tracker's last poll (read outside its lock)."""
+    from zeus_nb.device.cpu.rapl import _Count, _WrapTally
+
+    tally = _WrapTally(1000, 900, _Count())
+    assert tally.wraps_for(950) == 0
+    assert tally.wraps_for(40) == 1  # fell by more than half the range: a wrap
+    assert tally.wraps_for(990) == 0  # read just before that wrap, judged late
+    assert tally.wraps_for(30) == 1  # read before the 40, judged late: no second wrap
+    assert tally.wraps_for(400) == 1  # a normal rise after the wrap
+    assert tally.count.value == 1
 
 
 def test_counter_wraparound(powercap, fake_nvml):
@@ -80,19 +115,19 @@ def test_dram_missing_gives_none(tmp_path, monkeypatch, fake_nvml):
 
 
 def _deny(monkeypatch, powercap):
-    """Make package 0's energy_uj unreadable (root reads any mode, so patch the read)."""
+    """Make package 0's energy_uj unreadable (root reads any mode, so patch the open)."""
     target = fp.zone(powercap, 0) / "energy_uj"
     if os.geteuid() != 0:
         target.chmod(0)
         return
-    real = Path.read_text
+    real = builtins.open
 
-    def read_text(self, *a, **k):
-        if self == target:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self, *a, **k)
+    def fake_open(file, *a, **k):
+        if str(file) == str(target):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real(file, *a, **k)
 
-    monkeypatch.setattr(Path, "read_text", read_text)
+    monkeypatch.setattr(builtins, "open", fake_open)
 
 
 def test_permission_denied_is_explained(powercap, monkeypatch, fake_nvml):

@@ -7,9 +7,6 @@ name below it). ``tools/zeus_compat.py`` checks every other recorded name by imp
 # Not provided at all: internals of Zeus's HTTP servers, their database and its monitors' helper
 # processes, which a user's training script never imports.
 UNSUPPORTED: dict[str, str] = {
-    "zeus.monitor.carbon.Op": "the message type of Zeus's polling process; zeus-nb has no "
-    "polling process (a window's energy is weighted by the provider's values over its span)",
-    "zeus.monitor.price.Op": "the message type of Zeus's polling process; zeus-nb has none",
     "zeus.monitor.energy.MeasurementState": "the open-window bookkeeping inside Zeus's "
     "ZeusMonitor; zeus-nb's monitor keeps its own",
     "zeus.monitor.power.PowerSample": "the message Zeus's power-sampling process sends; zeus-nb "
@@ -75,20 +72,41 @@ NOTES: dict[str, str] = {
     "`device_instant` and `device_average` (the trace's average power).",
     "zeus.monitor.temperature.TemperatureMonitor": "A thread, as `PowerMonitor`; values are "
     "floats. The simulated GPU has no temperature (the traces hold none): `UnsupportedError`.",
-    "zeus.monitor.carbon.CarbonEmissionMonitor": "No polling process: a window's energy is "
-    "spread evenly over its duration and weighted by the provider's values over that span; "
-    "extra `total_carbon_emission` on the measurement.",
+    "zeus.monitor.carbon.CarbonEmissionMonitor": "Zeus's hour-by-hour conversion; the polling "
+    "loop runs on a thread of this process, not a spawned process, and on a simulated GPU's "
+    "virtual clock the hours are those of simulated time. Each hour gets its share of the "
+    "window's energy as the monitor measured it. A provider known at any time (`FixedIntensity`, "
+    "`CsvIntensity`) gives its time-weighted mean over the span measured in each hour; extra "
+    "`total_carbon_emission` on the measurement; keyword arguments such as `system=` go to the "
+    "`ZeusMonitor`.",
     "zeus.monitor.price.EnergyCostMonitor": "As `CarbonEmissionMonitor`; extra "
-    "`total_energy_cost` on the measurement.",
-    "zeus.monitor.carbon.CarbonIntensityProvider": "Providers also answer `value_at(unix_time)`; "
-    "the offline providers `FixedIntensity(value)` and `CsvIntensity(path)` (rows of `time,value`) "
-    "keep notebook runs deterministic.",
-    "zeus.monitor.carbon.ElectrictyMapsClient": "Needs an API key (`api_key=` or "
-    "`ZEUS_NB_ELECTRICITYMAPS_KEY`); `base_url=`, `timeout=`; `ElectricityMapsClient` is the "
-    "correctly spelled alias.",
-    "zeus.monitor.price.OpenEIClient": "Needs your own API key (`api_key=` or "
-    "`ZEUS_NB_OPENEI_KEY`); `value_at(t)` is the price in force at a time (first tier of the "
-    "period the weekday/weekend schedule names).",
+    "`total_energy_cost` on the measurement. Schedules of OpenEI rates are read in this "
+    "machine's local time (Zeus reads them in UTC).",
+    "zeus.monitor.carbon.CarbonIntensityProvider": "Zeus's abstract interface; the offline "
+    "providers `FixedIntensity(value)` and `CsvIntensity(path)` (rows of `time,value`) implement "
+    "it from `value_at(unix_time)` and keep notebook runs deterministic.",
+    "zeus.monitor.carbon.ElectrictyMapsClient": "Sends `api_key=` (or "
+    "`ZEUS_NB_ELECTRICITYMAPS_KEY`) as the `auth-token` header where given; `base_url=`, "
+    "`timeout=`; `ElectricityMapsClient` is the correctly spelled alias.",
+    "zeus.monitor.price.OpenEIClient": "Needs your own free OpenEI key, `api_key=` (or "
+    "`ZEUS_NB_OPENEI_KEY`): Zeus falls back to the key it publishes for its own users, which "
+    "zeus-nb does not borrow, so constructing it without one raises saying where to get one; "
+    "`value_at(t)` is the price in force at a time (first tier of the period the "
+    "weekday/weekend schedule names); `base_url=`, `timeout=`, `cache_seconds=`.",
+    "zeus.utils.lat_lon.get_ip_lat_long": "Asks ipinfo.io, waiting at most `timeout` s (5); a failure is "
+    "`LocationLookupError` saying what to pass instead.",
+    "zeus.device.cpu.rapl.RaplWraparoundTracker": "Polls on a daemon thread, not a spawned "
+    "process; `get_num_wraparounds(reading_uj)` also counts a wrap that a read saw first.",
+    "zeus.device.cpu.rapl.RAPLFile": "Keeps a descriptor of `energy_uj` and reads it with "
+    "`pread`; its tracker starts on the first `read()`.",
+    "zeus.device.cpu.rapl.rapl_is_available": "`ZEUS_NB_POWERCAP_ROOT` names another RAPL folder "
+    "(tests); not cached.",
+    "zeus.device.cpu.get_cpus": "The CPUs of the current GPU system: RAPL beside real GPUs, the "
+    "simulated CPU beside simulated ones; rebuilt when the system changes.",
+    "zeus.metric.EnergyCumulativeCounter": "The loop runs on a thread (`mp.get_context` is "
+    '`zeus_nb.utils.multiprocessing`\'s, context `"thread"`); a first push that fails raises '
+    "`PushgatewayError` from `begin_window`; windows under one gateway and job share a registry.",
+    "zeus.metric.PowerGauge": "As `EnergyCumulativeCounter`.",
     "zeus.monitor.__main__.energy": "`--duration S` stops it without Ctrl+C; on the simulated "
     "backend the GPU follows the wall clock there.",
     "zeus.utils.env.get_env": "Booleans also accept `1/0`, `yes/no`, `on/off`; errors name the "

@@ -341,10 +341,10 @@ print(f"all measured parts: {whole_j:.1f} J")
 # ### Grams of CO2 and electricity cost
 #
 # `CarbonEmissionMonitor` and `EnergyCostMonitor` (Zeus's names) convert each window's energy
-# with an intensity provider. A fixed value or a CSV of values over time keeps this notebook
-# deterministic; live providers (ElectricityMaps, OpenEI) need an API key. The two values below
-# are published averages (sources in the comments); put in your own grid's. Both monitors watch
-# one more epoch; the whole training run converts the same way.
+# with an intensity provider, hour by hour. A fixed value or a CSV of values over time keeps this
+# notebook deterministic; live providers (ElectricityMaps, OpenEI) ask online services. The two
+# values below are published averages (sources in the comments); put in your own grid's. Both
+# monitors watch one more epoch; the whole training run converts the same way.
 
 # %%
 # gCO2eq per kWh: US average of 2023 (EIA FAQ "How much carbon dioxide is produced per

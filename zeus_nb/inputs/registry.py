@@ -46,11 +46,9 @@ NOT_INPUT: dict[str, str] = {
     "zeus_nb.course.timings._duration": "an executed notebook; its run time is checked there",
     "zeus_nb.course.timings._papermill_metadata": "an executed notebook, read by nbformat",
     "zeus_nb.course.verify._run_version": "an executed notebook zeus-nb just wrote",
-    "zeus_nb.device.cpu.packages.RaplCounter.__init__": "Linux powercap sysfs (kernel), not "
-    "user input",
-    "zeus_nb.device.cpu.packages._read_name": "Linux powercap sysfs (kernel), not user input",
-    "zeus_nb.device.cpu.rapl.RAPLFile.__init__": "Linux powercap sysfs (kernel), Zeus's RAPL API",
-    "zeus_nb.device.cpu.rapl.RaplWraparoundTracker._read": "a powercap sysfs counter (kernel)",
+    "zeus_nb.device.cpu.rapl._read_uj": "a powercap sysfs counter (kernel), not user input",
+    "zeus_nb.device.cpu.rapl._read_zone_file": "Linux powercap sysfs (kernel), not user input",
+    "zeus_nb.device.cpu.rapl.RAPLFile._open_counter": "a powercap sysfs counter (kernel)",
     "zeus_nb.device.cpu.get_current_cpu_index": "/proc/self/stat (kernel)",
     "zeus_nb.device.common.has_sys_admin": "/proc/self/status (kernel)",
     "zeus_nb.course.reveal._member": "a file of the reveal.js or require.js package that npm "

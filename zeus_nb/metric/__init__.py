@@ -11,11 +11,16 @@
   ``update_period`` seconds, and once more at ``end_window``.
 
 Series carry the labels ``window`` (the window's name) and ``index`` (the device index), and the
-gateway adds ``job``. Zeus runs the periodic loops in a spawned process per window; here they run
-on a daemon thread of this process, because a child process would open its own GPU system: on
-the simulated GPU it would not see this process's ``zeus_nb.step()`` calls (virtual clock) or
-power limits (wall clock) and would push 0 J or the wrong power. A thread sees exactly what this
-process's ``ZeusMonitor`` sees, and never imports the user's ``__main__`` again.
+gateway adds ``job``. As in Zeus, each periodic window runs its loop
+(:func:`energy_monitoring_loop`, :func:`power_monitoring_loop`) started through
+``mp.get_context(...).Process``; here the context
+is :mod:`zeus_nb.utils.multiprocessing`'s ``"thread"`` one, a daemon thread of this process,
+because a child process would open its own GPU system: on the simulated GPU it would not see this
+process's ``zeus_nb.step()`` calls (virtual clock) or power limits (wall clock) and would push 0 J
+or the wrong power. A thread sees exactly what this process's ``ZeusMonitor`` sees, never imports
+the user's ``__main__`` again, and reports a first push that fails from ``begin_window``. Loops
+pushing under the same gateway and job share one registry, so concurrent windows do not
+overwrite each other's series and a window name used again keeps counting up.
 """
 
 from __future__ import annotations
@@ -27,9 +32,10 @@ import threading
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from zeus_nb import device
 from zeus_nb.errors import WindowError
+from zeus_nb.metric.loops import energy_monitoring_loop, power_monitoring_loop
 from zeus_nb.metric.push import (
     PUSH_TIMEOUT,
     Pusher,
@@ -37,18 +43,17 @@ from zeus_nb.metric.push import (
     check_buckets,
     check_period,
     resolve_url,
+    shared_pusher,
 )
-from zeus_nb.metric.windows import (
-    TIMED_OUT,
-    Totals,
-    add_energy,
+from zeus_nb.metric.windows import (  # Counter, Gauge, Histogram: Zeus's module has them
+    Counter,  # noqa: F401
+    Gauge,  # noqa: F401
+    Histogram,  # noqa: F401
     energy_counters,
-    power_gauge,
-    set_power,
-    wait,
 )
 from zeus_nb.monitor import ZeusMonitor
-from zeus_nb.power_monitor import PowerMonitor
+from zeus_nb.power_monitor import PowerMonitor  # noqa: F401 (Zeus's module has this name)
+from zeus_nb.utils import multiprocessing as mp
 
 __all__ = [
     "EnergyCumulativeCounter",
@@ -65,6 +70,8 @@ log = logging.getLogger(__name__)
 
 #: How long ``end_window`` waits for a window's thread to take its last reading and push.
 JOIN_TIMEOUT = PUSH_TIMEOUT + 5.0
+#: Where the periodic loops run (see the module docstring).
+START_METHOD = "thread"
 
 
 @dataclass
@@ -187,7 +194,7 @@ class EnergyHistogram(Metric):
 
 
 class _PeriodicMetric(Metric):
-    """Windows that each run a thread pushing every ``update_period`` seconds."""
+    """Windows that each run a loop pushing every ``update_period`` seconds."""
 
     kind = "metric"
 
@@ -195,11 +202,10 @@ class _PeriodicMetric(Metric):
         who = type(self).__name__
         self.update_period = check_period(update_period)
         self.pushgateway_url = resolve_url(pushgateway_url, prometheus_url, who)
-        self._pusher = Pusher(self.pushgateway_url, job)
+        self._pusher = shared_pusher(self.pushgateway_url, job)
         self.job = self._pusher.job
         self.registry = self._pusher.registry
         self.window_state: dict[str, MonitoringProcessState] = {}
-        self._sources: dict[str, Any] = {}  # window -> what its thread reads
 
     def _check_new(self, name: str) -> None:
         if name in self.window_state:
@@ -207,47 +213,49 @@ class _PeriodicMetric(Metric):
                 f"{type(self).__name__} window {name!r} is already open; end it first"
             )
 
-    def _start(self, name: str, source: Any, target, args: tuple) -> None:
-        stop: queue.Queue = queue.Queue()
-        thread = threading.Thread(
-            target=target,
-            args=(name, stop, *args),
-            name=f"zeus-nb-{self.kind}-{name}",
-            daemon=True,
-        )
-        thread.start()
-        self.window_state[name] = MonitoringProcessState(queue=stop, proc=thread)
-        self._sources[name] = source
+    def _start(self, name: str, target, args: tuple) -> None:
+        """Run ``target(name, queue, *args)`` for window ``name``; its first push is done (or
+        its failure raised) when this returns."""
+        context = mp.get_context(START_METHOD)
+        stop = context.Queue()
+        proc = context.Process(target=target, args=(name, stop, *args))
+        proc.start()
+        self.window_state[name] = MonitoringProcessState(queue=stop, proc=proc)
 
-    def _stop(self, name: str, message: Any) -> Any:
-        """Hand the window's thread its last message, wait for it, return the window's source."""
+    def _stop(self, name: str, sync_execution: bool) -> None:
+        """Tell window ``name``'s loop to take its last reading and push, and wait for it."""
         if name not in self.window_state:
             opened = ", ".join(repr(k) for k in self.window_state) or "none"
             raise WindowError(
                 f"{type(self).__name__} window {name!r} was never begun (open windows: "
                 f"{opened}); call begin_window first"
             )
+        if sync_execution:
+            device.current().sync(self._gpus())
         state = self.window_state.pop(name)
-        state.queue.put(message)
+        state.queue.put("stop")
         state.proc.join(timeout=JOIN_TIMEOUT)
         if state.proc.is_alive():
             log.warning(
-                "the %s thread of window %r did not finish in %g s; it is left to stop at exit",
+                "the %s loop of window %r did not finish in %g s; it is left to stop at exit",
                 self.kind,
                 name,
                 JOIN_TIMEOUT,
             )
-        return self._sources.pop(name)
+            state.proc.terminate()
+
+    def _gpus(self) -> list[int] | None:
+        return getattr(self, "gpu_indices", None)
 
 
 class EnergyCumulativeCounter(_PeriodicMetric):
     """Energy (J) of GPUs, CPUs and DRAM as Prometheus counters that only grow.
 
-    While a window is open, a thread adds the energy measured since its last reading to the
-    counters and pushes them every ``update_period`` seconds; ``end_window`` adds the rest up to
-    that moment and pushes once more, so a window's counters end at exactly the energy
-    measured between ``begin_window`` and ``end_window``. Counters live as long as this object:
-    a window name used again keeps counting up.
+    While a window is open, its loop adds the energy measured since its last reading to the
+    counters and pushes them every ``update_period`` seconds; ``end_window`` has it add the rest
+    up to that moment and push once more, so a window's counters end at exactly the energy
+    measured between ``begin_window`` and ``end_window``. Counters live as long as this process:
+    a window name used again under the same gateway and job keeps counting up.
 
     Args:
         cpu_indices, gpu_indices: what to measure (as for :class:`~zeus_nb.monitor.ZeusMonitor`).
@@ -271,31 +279,27 @@ class EnergyCumulativeCounter(_PeriodicMetric):
         super().__init__(update_period, pushgateway_url, job, prometheus_url)
         self.cpu_indices = cpu_indices
         self.gpu_indices = gpu_indices
-        self._counters: dict[str, Any] = {}
 
     def begin_window(self, name: str, sync_execution: bool = False) -> None:
         """Start counting window ``name``: the counters appear at once (pushed at 0 J more).
 
-        Raises :class:`PushgatewayError` if that first push fails (nothing is started then).
+        Raises :class:`PushgatewayError` if that first push fails (nothing is left running).
         """
         self._check_new(name)
-        totals = Totals(ZeusMonitor(cpu_indices=self.cpu_indices, gpu_indices=self.gpu_indices))
-        self._counters.update(energy_counters(self.registry, totals.kinds(), None, self._counters))
         if sync_execution:
-            totals.sync()
-        start = totals.read()
-        add_energy(self._counters, name, start, start)
-        self._pusher.push()
-        counters = dict(self._counters)  # the thread's own copy: later windows may add kinds
-        args = (totals, counters, self._pusher, self.update_period, start)
-        self._start(name, totals, _count_energy, args)
+            device.current().sync(self.gpu_indices)
+        args = (
+            self.cpu_indices,
+            self.gpu_indices,
+            self.update_period,
+            self.pushgateway_url,
+            self.job,
+        )
+        self._start(name, energy_monitoring_loop, args)
 
     def end_window(self, name: str, sync_execution: bool = False) -> None:
         """Add the energy up to now to window ``name``'s counters, push them and stop."""
-        totals: Totals | None = self._sources.get(name)
-        if totals is not None and sync_execution:
-            totals.sync()
-        self._stop(name, totals.read() if totals is not None else None)
+        self._stop(name, sync_execution)
 
 
 class PowerGauge(_PeriodicMetric):
@@ -321,114 +325,18 @@ class PowerGauge(_PeriodicMetric):
     ) -> None:
         super().__init__(update_period, pushgateway_url, job, prometheus_url)
         self.gpu_indices = gpu_indices
-        self._gauge = power_gauge(self.registry)
 
     def begin_window(self, name: str, sync_execution: bool = False) -> None:
         """Start sampling power for window ``name`` and push the first reading.
 
-        Raises :class:`PushgatewayError` if that first push fails (nothing is started then).
+        Raises :class:`PushgatewayError` if that first push fails (nothing is left running).
         """
         self._check_new(name)
-        monitor = PowerMonitor(
-            gpu_indices=self.gpu_indices,
-            update_period=min(0.1, self.update_period),
-            max_samples_per_gpu=64,  # the gauge only ever needs the latest sample
-        )
-        try:
-            if sync_execution:
-                monitor.system.sync(monitor.gpu_indices)
-            seen = set_power(self._gauge, name, monitor)
-            self._pusher.push()
-        except BaseException:
-            monitor.stop()
-            raise
-        args = (monitor, self._gauge, self._pusher, self.update_period, seen)
-        self._start(name, monitor, _gauge_power, args)
+        if sync_execution:
+            device.current().sync(self.gpu_indices)
+        args = (self.gpu_indices, self.update_period, self.pushgateway_url, self.job)
+        self._start(name, power_monitoring_loop, args)
 
     def end_window(self, name: str, sync_execution: bool = False) -> None:
         """Set and push window ``name``'s last power reading, then stop sampling."""
-        monitor: PowerMonitor | None = self._sources.get(name)
-        if monitor is not None and sync_execution:
-            monitor.system.sync(monitor.gpu_indices)
-        monitor = self._stop(name, "stop")
-        monitor.stop()
-
-
-# --- the loops a window's thread runs -----------------------------------------------------------
-def _count_energy(name, stop, totals: Totals, counters, pusher: Pusher, period, start) -> None:
-    last = start
-    while True:
-        message = wait(stop, period)
-        try:
-            now = message if isinstance(message, dict) else totals.read()
-        except Exception as e:  # a device that fails must not kill the thread silently
-            log.warning("EnergyCumulativeCounter window %r: reading failed, it stops: %s", name, e)
-            return
-        add_energy(counters, name, last, now)
-        last = now
-        pusher.push_logged(period)
-        if message is not TIMED_OUT:
-            totals.warn_if_idle(name, start, last)
-            return
-
-
-def _gauge_power(name, stop, monitor: PowerMonitor, gauge, pusher: Pusher, period, seen) -> None:
-    while True:
-        message = wait(stop, period)
-        try:
-            seen = set_power(gauge, name, monitor) or seen
-        except Exception as e:
-            log.warning("PowerGauge window %r: reading power failed, it stops: %s", name, e)
-            return
-        pusher.push_logged(period)
-        if message is not TIMED_OUT:
-            if not seen:
-                hint = monitor.system.window_hint(0.0) or "the PowerMonitor took no sample"
-                log.warning("PowerGauge window %r pushed no power: %s", name, hint)
-            return
-
-
-def energy_monitoring_loop(
-    name: str,
-    pipe: queue.Queue,
-    cpu_indices: list,
-    gpu_indices: list,
-    update_period: float,
-    pushgateway_url: str,
-    job: str,
-) -> None:
-    """Count energy into ``energy_monitor_*_energy_joules`` and push every ``update_period`` s.
-
-    Runs until anything is put into ``pipe`` (a ``queue.Queue`` or ``multiprocessing.Queue``),
-    then pushes once more and returns; the loop :class:`EnergyCumulativeCounter` runs per window.
-    """
-    pusher = Pusher(pushgateway_url, job)
-    period = check_period(update_period)
-    totals = Totals(ZeusMonitor(cpu_indices=cpu_indices, gpu_indices=gpu_indices))
-    counters = energy_counters(pusher.registry, totals.kinds(), None)
-    start = totals.read()
-    add_energy(counters, name, start, start)
-    pusher.push_logged(period)
-    _count_energy(name, pipe, totals, counters, pusher, period, start)
-
-
-def power_monitoring_loop(
-    name: str,
-    pipe: queue.Queue,
-    gpu_indices: list[int],
-    update_period: float,
-    pushgateway_url: str,
-    job: str,
-) -> None:
-    """Set ``power_monitor_gpu_power_watts`` from a PowerMonitor and push every ``update_period`` s.
-
-    Runs until anything is put into ``pipe``, then pushes once more and returns; the loop
-    :class:`PowerGauge` runs per window.
-    """
-    pusher = Pusher(pushgateway_url, job)
-    period = check_period(update_period)
-    gauge = power_gauge(pusher.registry)
-    with PowerMonitor(gpu_indices=gpu_indices, update_period=min(0.1, period)) as monitor:
-        seen = set_power(gauge, name, monitor)
-        pusher.push_logged(period)
-        _gauge_power(name, pipe, monitor, gauge, pusher, period, seen)
+        self._stop(name, sync_execution)

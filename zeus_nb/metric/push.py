@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 from urllib.error import HTTPError, URLError
 from urllib.parse import urlsplit
 
@@ -114,6 +115,15 @@ class Pusher:
         self.registry = CollectorRegistry()
         self._lock = threading.Lock()  # one push at a time: the newest state lands last
         self._failing = False
+        self._families: dict[str, Any] = {}
+        self._families_lock = threading.Lock()
+
+    def families(self, update: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """The metric families registered here, after ``update`` (given the known ones, it
+        returns them with any it registered added); one update at a time."""
+        with self._families_lock:
+            self._families = update(dict(self._families))
+            return dict(self._families)
 
     def push(self) -> None:
         """Push now; raise :class:`PushgatewayError` (one line) when it fails."""
@@ -152,3 +162,17 @@ class Pusher:
             log.info("pushes to the Prometheus Pushgateway at %s work again", self.url)
             self._failing = False
         return True
+
+
+_shared: dict[tuple[str, str], Pusher] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_pusher(url: str, job: str) -> Pusher:
+    """The one :class:`Pusher` of this process for a gateway and job: loops pushing there share
+    its registry, so each push carries every window's series."""
+    key = (check_url(url), check_job(job))
+    with _shared_lock:
+        if key not in _shared:
+            _shared[key] = Pusher(*key)
+        return _shared[key]

@@ -60,7 +60,11 @@ def power_gauge(registry: CollectorRegistry) -> Gauge:
 
 
 class Totals:
-    """Cumulative energy of a monitor's GPUs, CPU packages and DRAM, read at one instant."""
+    """Cumulative energy of a monitor's GPUs, CPU packages and DRAM, read at one instant.
+
+    CPU packages are read through Zeus's CPU manager (:func:`zeus_nb.device.cpu.get_cpus`,
+    the current system's, as the monitor's own).
+    """
 
     def __init__(self, monitor: ZeusMonitor):
         self.monitor = monitor

@@ -1,13 +1,16 @@
 """Electricity cost of measured energy, with Zeus's ``zeus.monitor.price`` shapes.
 
-:class:`EnergyCostMonitor` wraps a :class:`~zeus_nb.monitor.ZeusMonitor` and converts each
-window's energy with a price provider (:mod:`zeus_nb.monitor.providers`); :class:`OpenEIClient`
-is the live provider (an API key is needed).
+:class:`EnergyCostMonitor` measures windows with a :class:`~zeus_nb.monitor.ZeusMonitor` and
+converts each hour's energy at that hour's price (:mod:`zeus_nb.monitor.polling`).
+:class:`OpenEIClient` reads a rate of the OpenEI Utility Rate Database; the offline providers
+``FixedIntensity`` (``FixedPrice``) and ``CsvIntensity`` keep runs reproducible.
 """
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -15,18 +18,24 @@ from typing import Any
 from zeus_nb.errors import IntensityProviderError
 from zeus_nb.inputs import check_record
 from zeus_nb.inputs.kinds import OPENEI_PERIOD
+from zeus_nb.monitor.energy import ZeusMonitor
+from zeus_nb.monitor.polling import ONE_HOUR, Op, PollingMonitor, WindowLedger, serve
 from zeus_nb.monitor.providers import (
+    OFFLINE_HINT,
     CsvIntensity,
     ElectricityPriceProvider,
     FixedIntensity,
     FixedPrice,
     IntensityProvider,
     _Cached,
-    _convert,
-    _ConvertingMonitor,
-    _get_json,
-    _key,
+    api_key_from,
+    get_json,
 )
+
+log = logging.getLogger(__name__)
+
+#: Where a free OpenEI API key is issued (zeus-nb ships none: a key is its owner's quota).
+OPENEI_SIGNUP = "https://openei.org/services/api/signup/"
 
 
 class ZeusElectricityPriceHTTPError(IntensityProviderError):
@@ -47,6 +56,7 @@ __all__ = [
     "ZeusElectricityPriceHTTPError",
     "ZeusElectricityPriceNotFoundError",
     "get_time_info",
+    "Op",
     "CsvIntensity",
     "ElectricityPriceProvider",
     "EnergyCostMeasurement",
@@ -77,45 +87,7 @@ class EnergyCostMeasurement:
         return sum(sum(p.values()) for p in parts if p)
 
 
-class EnergyCostMonitor(_ConvertingMonitor):
-    """Time, energy and electricity cost of named windows (Zeus's ``EnergyCostMonitor``).
-
-    Args:
-        electricity_price_provider: where prices per kWh come from.
-        gpu_indices, cpu_indices, sync_execution_with: as for ``ZeusMonitor``.
-    """
-
-    def __init__(
-        self,
-        electricity_price_provider: IntensityProvider,
-        gpu_indices: list[int] | None = None,
-        cpu_indices: list[int] | None = None,
-        sync_execution_with: str = "torch",
-        **monitor_args,
-    ):
-        super().__init__(
-            electricity_price_provider,
-            gpu_indices,
-            cpu_indices,
-            sync_execution_with,
-            **monitor_args,
-        )
-        self.electricity_price_provider = electricity_price_provider
-
-    def end_window(self, key: str, sync_execution: bool = True) -> EnergyCostMeasurement:
-        m, price = self._end(key, sync_execution)
-        return EnergyCostMeasurement(
-            time=m.time,
-            gpu_energy=m.gpu_energy,
-            gpu_energy_cost=_convert(m.gpu_energy, price),
-            cpu_energy=m.cpu_energy,
-            cpu_energy_cost=_convert(m.cpu_energy, price),
-            dram_energy=m.dram_energy,
-            dram_energy_cost=_convert(m.dram_energy, price),
-        )
-
-
-class OpenEIClient(_Cached, ElectricityPriceProvider):
+class OpenEIClient(_Cached, IntensityProvider, ElectricityPriceProvider):
     """Electricity price from the OpenEI Utility Rate Database (``/utility_rates``).
 
     The rate named ``label`` gives a price per period (first tier's ``rate``, $/kWh) and a
@@ -127,7 +99,8 @@ class OpenEIClient(_Cached, ElectricityPriceProvider):
         label: the rate's unique label in the database.
         sector: ``Residential``, ``Commercial``, ``Industrial`` or ``Lighting``.
         radius: search radius in miles.
-        api_key: the API key (default ``ZEUS_NB_OPENEI_KEY``).
+        api_key: your OpenEI API key (default ``ZEUS_NB_OPENEI_KEY``); without one the
+            constructor raises, saying where to get one.
         base_url, timeout, cache_seconds: where to ask, seconds to wait, seconds to reuse.
     """
 
@@ -145,34 +118,42 @@ class OpenEIClient(_Cached, ElectricityPriceProvider):
     ):
         self.lat, self.long = location
         self.label, self.sector, self.radius = label, sector, radius
-        self._api_key = _key(api_key, "ZEUS_NB_OPENEI_KEY", "OpenEI")
+        key = api_key_from(api_key, "ZEUS_NB_OPENEI_KEY")
+        if not key:
+            raise IntensityProviderError(
+                f"OpenEI needs an API key: get a free one at {OPENEI_SIGNUP}, then pass "
+                f"api_key=... or set ZEUS_NB_OPENEI_KEY; {OFFLINE_HINT}"
+            )
+        self._api_key = key
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.cache_seconds = cache_seconds
 
     def _fetch(self) -> dict[str, Any]:
-        doc = _get_json(
-            self.base_url,
-            {
-                "version": "latest",
-                "format": "json",
-                "api_key": self._api_key,
-                "lat": self.lat,
-                "lon": self.long,
-                "radius": self.radius,
-                "detail": "full",
-                "sector": self.sector,
-            },
-            {},
-            self.timeout,
-            ZeusElectricityPriceHTTPError,
+        url = (
+            f"{self.base_url}?version=latest&format=json&api_key={self._api_key}"
+            f"&lat={self.lat}&lon={self.long}&radius={self.radius}"
+            f"&detail=full&sector={self.sector}"
         )
-        items = doc.get("items", []) if isinstance(doc, dict) else []
-        rate = next((i for i in items if i.get("label") == self.label), None)
+        doc, answer = get_json(
+            url,
+            shown=f"OpenEI ({self.base_url})",
+            error=ZeusElectricityPriceHTTPError,
+            timeout=self.timeout,
+        )
+        items = doc.get("items") if isinstance(doc, dict) else None
+        rate = next(
+            (i for i in items or [] if isinstance(i, dict) and i.get("label") == self.label),
+            None,
+        )
         if rate is None:
+            errors = doc.get("errors") if isinstance(doc, dict) else None
             raise ZeusElectricityPriceNotFoundError(
                 f"OpenEI has no rate labelled {self.label!r} near ({self.lat}, {self.long}) in "
                 f"the {self.sector} sector"
+                + (f" ({'; '.join(map(str, errors))})" if errors else "")
+                + f"; check the label, location and API key; {OFFLINE_HINT}"
+                + ("" if items is not None else f". Answer: {answer}")
             )
         try:
             return {
@@ -231,3 +212,128 @@ class OpenEIClient(_Cached, ElectricityPriceProvider):
     def change_points(self, t0: float, t1: float) -> list[float]:
         start = int(t0 // 3600 + 1) * 3600
         return [float(h) for h in range(start, int(t1) + 1, 3600) if t0 < h < t1][:10_000]
+
+
+def rate_at(rates: dict[str, list], t: datetime) -> float:
+    """The price at ``t`` (its local month, hour and day type) of a rate in OpenEI's shape."""
+    local = t.astimezone()
+    weekend = local.weekday() >= 5
+    table = rates["energy_weekend_schedule" if weekend else "energy_weekday_schedule"]
+    try:
+        period = int(table[local.month - 1][local.hour])
+        return float(rates["energy_rate_structure"][period][0]["rate"])
+    except (IndexError, KeyError, TypeError, ValueError) as e:
+        raise ZeusElectricityPriceNotFoundError(
+            f"the rate schedule has no price for {local:%B, %A %H:00} ({e})"
+        ) from e
+
+
+def _prices(provider: Any):
+    """How a window's periods get their price per kWh: a provider known at any time gives its
+    mean over the span measured; a Zeus-style provider's rate is asked once, then looked up."""
+    if isinstance(provider, IntensityProvider):
+        return lambda: lambda p: provider.mean(p.t0.timestamp(), p.t1.timestamp())
+    rates: dict[str, list] = {}
+
+    def ask():
+        if not rates:
+            rates.update(provider.get_current_electricity_prices())
+        return lambda p: rate_at(rates, p.start)
+
+    return ask
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _polling_process(
+    command_q: Any,
+    finished_q: Any,
+    gpu_indices: list[int],
+    cpu_indices: list[int],
+    electricity_price_provider: Any,
+    *,
+    monitor_args: dict[str, Any] | None = None,
+    ledger_ready: Callable[[WindowLedger], None] | None = None,
+) -> None:
+    """Zeus's polling loop (:func:`~zeus_nb.monitor.polling.serve`) converting to cost.
+
+    Measures with a ZeusMonitor of its own (``monitor_args`` add e.g. ``system=``; the
+    ledger is handed to ``ledger_ready``, for the monitor that started the loop); answers
+    each ``(Op.END, key)`` with the window's (gpu, cpu, dram) cost on ``finished_q``.
+    """
+
+    def make() -> WindowLedger:
+        monitor = ZeusMonitor(
+            gpu_indices=gpu_indices, cpu_indices=cpu_indices, **(monitor_args or {})
+        )
+        ledger = WindowLedger(monitor, ONE_HOUR, _prices(electricity_price_provider))
+        if ledger_ready is not None:
+            ledger_ready(ledger)
+        return ledger
+
+    serve(command_q, finished_q, make, _now)
+
+
+class EnergyCostMonitor(PollingMonitor):
+    """Time, energy and electricity cost of named windows (Zeus's ``EnergyCostMonitor``).
+
+    Each hour's energy is converted at that hour's price, on a polling thread of this process
+    (on a simulated GPU's virtual clock, at ``end_window`` on the simulated time).
+
+    Args:
+        electricity_price_provider: where prices per kWh come from (``OpenEIClient``,
+            ``FixedPrice``, ``CsvIntensity``, or any Zeus-style provider).
+        gpu_indices, cpu_indices, sync_execution_with: as for ``ZeusMonitor``; keyword arguments
+            such as ``backend=`` and ``system=`` choose the GPUs as there.
+    """
+
+    def __init__(
+        self,
+        electricity_price_provider: Any,
+        gpu_indices: list[int] | None = None,
+        cpu_indices: list[int] | None = None,
+        sync_execution_with: str = "torch",
+        **monitor_args: Any,
+    ) -> None:
+        if not isinstance(
+            electricity_price_provider, (ElectricityPriceProvider, IntensityProvider)
+        ):
+            raise TypeError(
+                "the provider must be an ElectricityPriceProvider or IntensityProvider "
+                "(OpenEIClient, FixedPrice, CsvIntensity...), got "
+                f"{type(electricity_price_provider).__name__}"
+            )
+        monitor_args.setdefault("approx_instant_energy", True)
+        monitor = ZeusMonitor(
+            gpu_indices, cpu_indices, sync_execution_with=sync_execution_with, **monitor_args
+        )
+        super().__init__(electricity_price_provider, monitor)
+        self.electricity_price_provider = electricity_price_provider
+
+    def _poll(self, *args: Any, **kwargs: Any) -> None:
+        _polling_process(*args, **kwargs)
+
+    def _ledger(self) -> WindowLedger:
+        monitor = ZeusMonitor(self.gpu_indices, self.cpu_indices, **self._monitor_args)
+        return WindowLedger(monitor, ONE_HOUR, _prices(self.electricity_price_provider))
+
+    def _measurement(self, m: Any, gpu: dict, cpu: dict, dram: dict) -> EnergyCostMeasurement:
+        return EnergyCostMeasurement(
+            time=m.time,
+            gpu_energy=m.gpu_energy,
+            gpu_energy_cost=gpu,
+            cpu_energy=m.cpu_energy,
+            cpu_energy_cost=cpu or None,
+            dram_energy=m.dram_energy,
+            dram_energy_cost=dram or None,
+        )
+
+    def begin_window(self, key: str, sync_execution: bool = True) -> None:
+        """Begin window ``key`` (names may nest and overlap, as in ZeusMonitor)."""
+        super().begin_window(key, sync_execution)
+
+    def end_window(self, key: str, sync_execution: bool = True) -> EnergyCostMeasurement:
+        """End window ``key``: its time, energy and cost."""
+        return super().end_window(key, sync_execution)

@@ -1,30 +1,31 @@
-"""Intensity providers: a value per kWh over time (gCO2eq/kWh or a price), and how windows use them.
+"""Intensity providers: a value per kWh over time (gCO2eq/kWh or a price), and Zeus's interfaces.
 
 :mod:`zeus_nb.monitor.carbon` and :mod:`zeus_nb.monitor.price` convert each window's GPU, CPU and
-DRAM energy with a provider. The default providers call out to nothing, so notebook runs are
-deterministic: :class:`FixedIntensity` (one value) and :class:`CsvIntensity` (a CSV of
-``time,value`` rows, a step function in time). Live providers (ElectricityMaps for carbon, OpenEI
-for prices) are used only when configured with an API key; they share the HTTP helpers here, which
-ask with a timeout and turn every network or format failure into an
-:class:`~zeus_nb.errors.IntensityProviderError` that says what to do.
+DRAM energy, hour by hour (:mod:`zeus_nb.monitor.polling`), with a provider of one of two kinds:
 
-A window's energy is spread evenly over its duration and weighted by the provider's values over
-that span (exact when power is constant within the window or the intensity is). Window times are
-Unix times through the GPU system's clock (:meth:`~zeus_nb.device.GPUSystem.wall_time`).
+- Zeus's interfaces, :class:`CarbonIntensityProvider` (the current intensity and those of the
+  last ``history_length`` hours) and :class:`ElectricityPriceProvider` (the current rate in
+  OpenEI's shape): what the live services answer (``ElectrictyMapsClient``, ``OpenEIClient``).
+- :class:`IntensityProvider`: a value known at any time (:meth:`~IntensityProvider.value_at`).
+  The default providers call out to nothing, so notebook runs are deterministic:
+  :class:`FixedIntensity` (one value) and :class:`CsvIntensity` (a CSV of ``time,value`` rows,
+  a step function in time). They answer Zeus's calls too, and a window's energy within an hour
+  is converted at their time-weighted mean over the span measured.
+
+The live services are asked through :func:`get_json`, with a timeout; every network or format
+failure is an :class:`~zeus_nb.errors.IntensityProviderError` subclass that says what to do.
 """
 
 from __future__ import annotations
 
 import abc
-import json
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from bisect import bisect_right
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+
+import requests
 
 from zeus_nb.errors import InputError, IntensityProviderError, TraceFormatError, UnsupportedError
 from zeus_nb.inputs import read_table, reader
@@ -57,16 +58,44 @@ class IntensityProvider(abc.ABC):
         return total / (t1 - t0)
 
 
-class CarbonIntensityProvider(IntensityProvider):
-    """gCO2eq per kWh over time, with Zeus's provider methods."""
+class CarbonIntensityProvider(abc.ABC):
+    """Zeus's carbon-intensity interface: gCO2eq/kWh now and over the recent hours."""
 
-    unit = "gCO2eq/kWh"
+    @abc.abstractmethod
+    def get_current_carbon_intensity(self) -> float:
+        """The carbon intensity now, in gCO2eq/kWh."""
+
+    @abc.abstractmethod
+    def get_recent_carbon_intensity(self) -> dict[datetime, float]:
+        """Intensities of the last :attr:`history_length` periods, by period start (UTC)."""
+
+    @property
+    @abc.abstractmethod
+    def update_period(self) -> timedelta:
+        """How long one intensity value holds."""
+
+    @property
+    @abc.abstractmethod
+    def history_length(self) -> int:
+        """How many periods :meth:`get_recent_carbon_intensity` covers."""
+
+
+class ElectricityPriceProvider(abc.ABC):
+    """Zeus's electricity-price interface: the current rate in OpenEI's shape."""
+
+    @abc.abstractmethod
+    def get_current_electricity_prices(self) -> dict[str, list]:
+        """``energy_rate_structure`` (periods' tiers, ``rate`` in $/kWh) and the month x hour
+        ``energy_weekday_schedule`` and ``energy_weekend_schedule`` of period numbers."""
+
+
+class KnownIntensity(IntensityProvider, CarbonIntensityProvider, ElectricityPriceProvider):
+    """A value known at any time; answers Zeus's provider calls from :meth:`value_at`."""
 
     def get_current_carbon_intensity(self) -> float:
         return self.value_at(datetime.now(timezone.utc).timestamp())
 
     def get_recent_carbon_intensity(self) -> dict[datetime, float]:
-        """Values of the last ``history_length`` hours, one per ``update_period``."""
         now = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
         hours = [now - timedelta(hours=h) for h in range(self.history_length)]
         return {h: self.value_at(h.timestamp()) for h in reversed(hours)}
@@ -78,12 +107,6 @@ class CarbonIntensityProvider(IntensityProvider):
     @property
     def history_length(self) -> int:
         return 24
-
-
-class ElectricityPriceProvider(IntensityProvider):
-    """Price per kWh over time (in the provider's currency, e.g. USD)."""
-
-    unit = "$/kWh"
 
     def get_current_electricity_price(self) -> float:
         return self.value_at(datetime.now(timezone.utc).timestamp())
@@ -107,7 +130,7 @@ class ElectricityPriceProvider(IntensityProvider):
         }
 
 
-class FixedIntensity(CarbonIntensityProvider, ElectricityPriceProvider):
+class FixedIntensity(KnownIntensity):
     """One value at all times: a carbon intensity or a price per kWh."""
 
     def __init__(self, value: float, unit: str | None = None):
@@ -124,7 +147,7 @@ class FixedIntensity(CarbonIntensityProvider, ElectricityPriceProvider):
 FixedPrice = FixedIntensity
 
 
-class CsvIntensity(CarbonIntensityProvider, ElectricityPriceProvider):
+class CsvIntensity(KnownIntensity):
     """Values from a CSV of ``time,value`` rows (a header row first).
 
     ``time`` is Unix seconds or ISO 8601 (UTC unless an offset is given). Each value holds from
@@ -165,79 +188,46 @@ def read_intensity_csv(path: Path, column: str | None = None) -> list[tuple[floa
     return sorted((r[header_time], r[name]) for r in table.rows)
 
 
-def _convert(energy: dict[int, float] | None, factor: float) -> dict[int, float] | None:
-    return None if energy is None else {i: j / J_PER_KWH * factor for i, j in energy.items()}
-
-
-class _ConvertingMonitor:
-    """Windows of a ZeusMonitor whose energies are converted with a provider."""
-
-    def __init__(self, provider, gpu_indices, cpu_indices, sync_execution_with, **monitor_args):
-        from zeus_nb.monitor.energy import ZeusMonitor
-
-        if not isinstance(provider, IntensityProvider):
-            raise TypeError(
-                "the provider must be an IntensityProvider (FixedIntensity, CsvIntensity, "
-                f"ElectricityMapsClient, OpenEIClient...), got {type(provider).__name__}"
-            )
-        self.provider = provider
-        self.zeus_monitor = ZeusMonitor(
-            gpu_indices, cpu_indices, sync_execution_with=sync_execution_with, **monitor_args
-        )
-        self.gpu_indices = self.zeus_monitor.gpu_indices
-        self.cpu_indices = self.zeus_monitor.cpu_indices
-        self._starts: dict[str, float] = {}
-
-    def begin_window(self, key: str, sync_execution: bool = True) -> None:
-        self.zeus_monitor.begin_window(key, sync_execution=sync_execution)
-        self._starts[key] = self.zeus_monitor.system.wall_time()
-
-    def _end(self, key: str, sync_execution: bool):
-        m = self.zeus_monitor.end_window(key, sync_execution=sync_execution)
-        t0 = self._starts.pop(key)
-        factor = self.provider.mean(t0, t0 + m.time)
-        return m, factor
-
-
 OFFLINE_HINT = "for offline or reproducible runs use FixedIntensity(value) or CsvIntensity(path)"
 
 
-def _key(api_key: str | None, variable: str, service: str) -> str:
-    key = api_key or env(variable)
-    if not key:
-        raise IntensityProviderError(
-            f"{service} needs an API key: pass api_key=... or set {variable}; {OFFLINE_HINT}"
-        )
-    return key
+def api_key_from(api_key: str | None, variable: str) -> str | None:
+    """The API key given, else the one in environment variable ``variable`` (None if neither)."""
+    return api_key or env(variable) or None
 
 
-def _get_json(
+def get_json(
     url: str,
-    params: dict[str, Any],
-    headers: dict[str, str],
+    *,
+    shown: str,
+    error: type[IntensityProviderError],
     timeout: float,
-    error: type[IntensityProviderError] = IntensityProviderError,
-) -> Any:
-    """The JSON document at ``url``; any failure is ``error`` (the caller's Zeus error class)."""
-    full = f"{url}?{urllib.parse.urlencode(params)}"
-    shown = url  # never print the query: it may hold the key
-    request = urllib.request.Request(full, headers=headers)
+    headers: dict[str, str] | None = None,
+) -> tuple[Any, str]:
+    """The JSON document at ``url`` and a short description of the answer for messages.
+
+    Network failures and answers that are not JSON are ``error``; a JSON error document (HTTP
+    4xx) is returned, for the caller to say what it lacks. ``shown`` names the service in
+    messages (never the query, which may hold a key).
+    """
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return json.loads(response.read().decode())
-    except urllib.error.HTTPError as e:
+        response = requests.get(url, headers=headers or {}, timeout=timeout)
+    except requests.exceptions.Timeout:
         raise error(
-            f"{shown} answered HTTP {e.code} ({e.reason}); check the API key and location; "
-            f"{OFFLINE_HINT}"
-        ) from e
-    except (urllib.error.URLError, TimeoutError, OSError) as e:
-        reason = getattr(e, "reason", e)
+            f"could not reach {shown} within {timeout:g} s; check the network; {OFFLINE_HINT}"
+        ) from None
+    except requests.exceptions.RequestException as e:
+        reason = type(e).__name__  # the exception's text would show the query
         raise error(
-            f"could not reach {shown} within {timeout:g} s ({reason}); check the network; "
-            f"{OFFLINE_HINT}"
-        ) from e
-    except (ValueError, UnicodeDecodeError) as e:
-        raise error(f"{shown} did not answer JSON: {e}") from e
+            f"could not reach {shown} ({reason}); check the network; {OFFLINE_HINT}"
+        ) from None
+    text = str(getattr(response, "text", ""))[:300]
+    status = getattr(response, "status_code", None)
+    answer = f"HTTP {status}: {text}" if status is not None else text
+    try:
+        return response.json(), answer
+    except ValueError:
+        raise error(f"{shown} did not answer JSON ({answer}); {OFFLINE_HINT}") from None
 
 
 class _Cached:

@@ -1,8 +1,9 @@
 """CPU package and DRAM energy, laid out as Zeus's ``zeus.device.cpu``.
 
-:mod:`.packages` reads the counters (Linux powercap RAPL, or the simulated CPU beside simulated
-GPUs) for zeus-nb's own monitor; :mod:`.common` and :mod:`.rapl` give them Zeus's classes and
-units (``get_cpus()``, ``RAPLCPUs``, mJ). Both halves are importable from here.
+:func:`get_cpus` hands out Zeus's CPU manager (:mod:`.common`, mJ) for the current GPU system:
+the RAPL packages (:mod:`.rapl`, the one RAPL reader) beside real GPUs, the simulated CPU beside
+simulated ones. :mod:`.packages` holds zeus-nb's own view of the same packages, in J. Both halves
+are importable from here.
 """
 
 from __future__ import annotations

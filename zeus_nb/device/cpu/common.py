@@ -1,10 +1,13 @@
-"""Zeus's CPU manager (``get_cpus()``): CPU packages in Zeus's calls and units (mJ).
+"""Zeus's CPU classes (``zeus.device.cpu.common``): packages by index, energies in mJ.
 
-The current GPU system (:func:`zeus_nb.device.current`) knows its CPU packages
-(:mod:`zeus_nb.device.cpu.packages`): Linux RAPL packages beside real GPUs, one simulated package
-beside simulated ones. :class:`SystemCPUs` gives them Zeus's interface:
-``get_total_energy_consumption(index)`` returns a :class:`CpuDramMeasurement` in mJ and
-``supports_get_dram_energy_consumption(index)`` says whether DRAM is metered.
+:class:`CPU` is one package as Zeus's code sees it (``get_total_energy_consumption()`` returns a
+:class:`CpuDramMeasurement` in mJ), :class:`CPUs` all of a machine's by index. The RAPL reader
+(:mod:`zeus_nb.device.cpu.rapl`) implements them for Linux; :class:`SystemCPUs` gives any zeus-nb
+GPU system's CPU packages (:mod:`zeus_nb.device.cpu.packages`, e.g. the simulated CPU) the same
+interface. :func:`zeus_nb.device.cpu.get_cpus` hands out the current system's.
+
+The error classes are also zeus-nb's CPU errors (:class:`~zeus_nb.errors.CpuEnergyError` and its
+permission subclass), so code catching either family sees them.
 """
 
 from __future__ import annotations
@@ -13,12 +16,15 @@ import abc
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from zeus_nb.device.base import GPUSystem
 from zeus_nb.device.common import DeprecatedAliasABCMeta, deprecated_alias
-from zeus_nb.device.cpu.packages import CPU as Package
 from zeus_nb.device.exception import ZeusBaseCPUError
 from zeus_nb.errors import CpuEnergyError, CpuEnergyPermissionError
+
+if TYPE_CHECKING:
+    from zeus_nb.device.base import GPUSystem
+    from zeus_nb.device.cpu.packages import CPU as Package
 
 __all__ = [
     "CPU",
@@ -34,15 +40,15 @@ __all__ = [
 ]
 
 
-class ZeusCPUInitError(ZeusBaseCPUError):
+class ZeusCPUInitError(ZeusBaseCPUError, CpuEnergyError):
     """No CPU energy counters can be read (no RAPL on this machine)."""
 
 
-class ZeusCPUNoPermissionError(ZeusBaseCPUError):
+class ZeusCPUNoPermissionError(ZeusBaseCPUError, CpuEnergyPermissionError):
     """RAPL counters exist but this process may not read them."""
 
 
-class ZeusCPUNotFoundError(ZeusBaseCPUError):
+class ZeusCPUNotFoundError(ZeusBaseCPUError, CpuEnergyError, ValueError):
     """No CPU package with the index asked for."""
 
 
@@ -69,16 +75,18 @@ class CpuDramMeasurement:
         return CpuDramMeasurement(self.cpu_mj / other, dram)
 
 
-class CPU(abc.ABC):
+class CPU(abc.ABC, metaclass=DeprecatedAliasABCMeta):
     """One CPU package as Zeus's code sees it."""
 
     def __init__(self, cpu_index: int) -> None:
         self.cpu_index = cpu_index
 
+    @deprecated_alias("getTotalEnergyConsumption")
     @abc.abstractmethod
     def get_total_energy_consumption(self) -> CpuDramMeasurement:
         """Cumulative package (and DRAM) energy in mJ since an arbitrary origin."""
 
+    @deprecated_alias("supportsGetDramEnergyConsumption")
     @abc.abstractmethod
     def supports_get_dram_energy_consumption(self) -> bool:
         """Whether the package meters its DRAM."""
@@ -111,6 +119,7 @@ class CPUs(abc.ABC, metaclass=DeprecatedAliasABCMeta):
 
     @deprecated_alias("supportsGetDramEnergyConsumption")
     def supports_get_dram_energy_consumption(self, index: int) -> bool:
+        """Whether package ``index`` meters its DRAM."""
         return self._cpu(index).supports_get_dram_energy_consumption()
 
 
@@ -121,9 +130,15 @@ class EmptyCPUs(CPUs):
     def cpus(self) -> Sequence[CPU]:
         return []
 
+    def get_total_energy_consumption(self, index: int) -> CpuDramMeasurement:
+        raise ValueError("no CPU packages are measured here (EmptyCPUs)")
+
+    def supports_get_dram_energy_consumption(self, index: int) -> bool:
+        raise ValueError("no CPU packages are measured here (EmptyCPUs)")
+
 
 class SystemCPU(CPU):
-    """Zeus's view of one zeus-nb CPU package (energy read in J, given in mJ)."""
+    """Zeus's view of one zeus-nb CPU package that reads in J (the simulated CPU)."""
 
     def __init__(self, package: Package) -> None:
         super().__init__(package.index)
@@ -139,25 +154,17 @@ class SystemCPU(CPU):
         return self.package.supports_dram()
 
 
-def wrap_errors(fn):
-    """``fn()`` with zeus-nb's CPU errors given Zeus's classes (the message stays ours)."""
-    try:
-        return fn()
-    except CpuEnergyPermissionError as e:
-        raise ZeusCPUNoPermissionError(str(e)) from e
-    except CpuEnergyError as e:
-        raise ZeusCPUInitError(str(e)) from e
-
-
 class SystemCPUs(CPUs):
-    """Zeus's CPU manager over the CPU packages of a zeus-nb GPU system."""
+    """Zeus's CPU manager over the CPU packages of a zeus-nb GPU system.
 
-    def __init__(self, system: GPUSystem | None = None) -> None:
-        from zeus_nb import device
+    RAPL packages hand out their :class:`~zeus_nb.device.cpu.rapl.RAPLCPU` itself; other
+    packages are wrapped in a :class:`SystemCPU`. :func:`zeus_nb.device.cpu.get_cpus` builds
+    one for the current system.
+    """
 
-        self.system = system if system is not None else device.current()
-        packages = wrap_errors(lambda: list(self.system.cpus()))
-        self._cpus = [SystemCPU(p) for p in packages]
+    def __init__(self, system: GPUSystem) -> None:
+        self.system = system
+        self._cpus = [p.zeus_cpu() for p in system.cpus()]
 
     @property
     def cpus(self) -> Sequence[CPU]:
