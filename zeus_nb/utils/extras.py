@@ -22,6 +22,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "docs": ("mkdocs", "material", "mkdocs_jupyter"),
     "cluster": ("dask", "distributed", "dask_jobqueue", "sqlalchemy", "psycopg"),
     "prometheus": ("prometheus_client",),
+    "server": ("fastapi", "starlette", "sqlalchemy", "aiosqlite", "pydantic", "httpx", "uvicorn"),
 }
 
 
