@@ -30,6 +30,7 @@ pytest.importorskip("aiosqlite")
 
 import httpx  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
+from pg_fixture import pg_server, pg_url  # noqa: E402, F401 (fixtures)
 
 from zeus_nb import device  # noqa: E402
 from zeus_nb.monitor import ZeusMonitor  # noqa: E402
@@ -56,12 +57,16 @@ SIZES = [256, 512, 1024]
 URL = "http://testserver"  # TestClient's host
 
 
-@pytest.fixture
-def server(tmp_path, monkeypatch):
-    """The app on a fresh SQLite file, with httpx's functions routed to it (as Zeus's tests
-    do); yields (TestClient, database path)."""
-    path = tmp_path / "served.sqlite3"
-    manager = DatabaseSessionManager(f"sqlite:///{path}")
+@pytest.fixture(params=["sqlite"])
+def server(request, tmp_path, monkeypatch):
+    """The app on a fresh database (a SQLite file; a PostgreSQL database where a test asks for
+    it), with httpx's functions routed to it (as Zeus's tests do); yields (TestClient, the
+    database's location)."""
+    if request.param == "postgresql":
+        path = request.getfixturevalue("pg_url")
+    else:
+        path = tmp_path / "served.sqlite3"
+    manager = DatabaseSessionManager(path if request.param == "postgresql" else f"sqlite:///{path}")
     asyncio.run(manager.create_tables())
 
     async def session():
@@ -111,6 +116,7 @@ def _recurrence(epochs_to_target: dict[int, int], **spec_kw):
     return bs, bso.trial_number, epochs, True
 
 
+@pytest.mark.parametrize("server", ["sqlite", "postgresql"], indirect=True)
 def test_recurrences_through_the_server_prune_then_sample(server):
     _, path = server
     # 1024 and 512 reach the target after one epoch, 256 needs five: beta 2 stops it early.
@@ -231,6 +237,7 @@ def _report(client, trial, seconds, reached, epoch=1):
     return client.post(REPORT_RESULT_URL, json=dict(body, current_epoch=epoch))
 
 
+@pytest.mark.parametrize("server", ["sqlite", "postgresql"], indirect=True)
 def test_concurrent_runs_and_repeated_reports_follow_zeus(server):
     client, _ = server
     assert _register(client)[0].status_code == 201
