@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from zeus_nb import device
@@ -12,8 +14,12 @@ from zeus_nb.optimizer.batch_size.client import (
     TrainingBatchSizeOptimizer,
     TrainingJobSpec,
 )
-from zeus_nb.optimizer.batch_size.exceptions import JobSpecError, ZeusBSOBadOperationError
-from zeus_nb.optimizer.batch_size.store_url import StoreURLError, open_store
+from zeus_nb.optimizer.batch_size.exceptions import (
+    JobSpecError,
+    ZeusBSOBadOperationError,
+    ZeusBSORuntimError,
+)
+from zeus_nb.optimizer.batch_size.store_url import open_store
 
 SIZES = [256, 512, 1024]
 
@@ -101,11 +107,15 @@ def test_lower_is_better_metric(tmp_path):
     assert res[1:] == (2, None)
 
 
-def test_server_url_must_be_a_store():
+def test_an_http_server_url_nobody_serves_says_what_to_do():
+    """http:// goes to a batch-size optimizer server; none listening is one clear error."""
     device.use_simulated("a40", "cifar100")
-    with pytest.raises(StoreURLError, match="no server") as e:
-        TrainingBatchSizeOptimizer(ZeusMonitor(), "http://bso-server:80", _spec())
-    assert "postgresql://" in str(e.value)
+    with socket.socket() as s:  # a port of this machine that nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ZeusBSORuntimError, match="cannot reach") as e:
+        TrainingBatchSizeOptimizer(ZeusMonitor(), f"http://127.0.0.1:{port}", _spec())
+    assert "zeus-nb bso serve" in str(e.value) and "sqlite:///" in str(e.value)
 
 
 def test_call_order_and_ranks(tmp_path):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -26,8 +27,12 @@ from zeus_nb import device
 from zeus_nb.monitor import ZeusMonitor
 from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, JobSpec
 from zeus_nb.optimizer.batch_size.common import CreatedJob, JobSpecFromClient, TrialId
-from zeus_nb.optimizer.batch_size.exceptions import JobSpecError, ZeusBSOTrainFailError
-from zeus_nb.optimizer.batch_size.store_url import StoreURLError, open_store
+from zeus_nb.optimizer.batch_size.exceptions import (
+    JobSpecError,
+    ZeusBSORuntimError,
+    ZeusBSOTrainFailError,
+)
+from zeus_nb.optimizer.batch_size.store_url import open_store
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -284,14 +289,19 @@ def test_a_run_that_exits_without_a_verdict_leaves_a_failed_trial(tmp_path):
     assert store.observations("j") == []
 
 
-def test_server_url_from_the_environment_and_http_refused(tmp_path, monkeypatch):
+def test_server_url_from_the_environment_and_http_goes_to_a_server(tmp_path, monkeypatch):
     device.use_simulated("a40", "cifar100")
     path = tmp_path / "env.sqlite3"
     monkeypatch.setenv("ZEUS_SERVER_URL", f"sqlite:///{path}")
     bso = BatchSizeOptimizer(monitor=ZeusMonitor(), server_url=None, job=_spec())
     assert bso.get_batch_size() == 1024 and path.is_file()
-    with pytest.raises(StoreURLError, match="no server"):
-        BatchSizeOptimizer(ZeusMonitor(), "http://localhost:30100", _spec())
+    bso = BatchSizeOptimizer(monitor=ZeusMonitor(), server_url="", job=_spec())  # Zeus's ""
+    assert bso.optimizer is not None and bso.get_batch_size() == 1024
+    with socket.socket() as s:  # nothing listens there: the client says so, naming the URL
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    with pytest.raises(ZeusBSORuntimError, match=f"cannot reach .* at {url}"):
+        BatchSizeOptimizer(ZeusMonitor(), url, _spec())
 
 
 def test_a_known_job_must_keep_its_settings(tmp_path):

@@ -33,6 +33,7 @@ LOG = RES / "zeus_profiles" / "A40+resnet50+gpu0.csv"
 COMMANDS: dict[tuple[str, ...], dict[str, Any]] = {
     ("python -m zeus_nb.monitor", "energy"): {},
     ("python -m zeus_nb.monitor", "power"): {},
+    ("zeus-nb", "bso", "serve"): {},
     ("zeus-nb", "bso", "show"): {"positionals": {"job": "j"}},
     ("zeus-nb", "bso", "simulate"): {"options": ["--workload", "cifar100"]},
     ("zeus-nb", "course", "build"): {"positionals": {"notebooks": ["nb"]}},

@@ -87,7 +87,7 @@ def _reads(fn: ast.AST) -> set[str]:
     for call in _own_calls(fn):
         base, name = _name(call)
         attribute = isinstance(call.func, ast.Attribute)  # read_text(...) alone: zeus_nb.inputs
-        if name == "create_engine" or (
+        if name in ("create_engine", "create_async_engine") or (
             attribute and name in ("read_text", "read_bytes", "read_csv", "DictReader")
         ):
             found.add(name)

@@ -50,7 +50,7 @@ def test_url_forms_open_the_right_store(tmp_path, pg_url):  # noqa: F811
 
 @pytest.mark.parametrize("url", ["http://bso-server:80", "https://example.org/bso"])
 def test_a_server_url_says_which_forms_work(url):
-    with pytest.raises(StoreURLError, match="no server") as e:
+    with pytest.raises(StoreURLError, match="server URL, not a store") as e:
         open_store(url)
     assert "postgresql://" in str(e.value) and "sqlite:///" in str(e.value)
 

@@ -1,4 +1,5 @@
-"""zeus-nb bso: simulate the batch-size optimizer on the traces, or inspect a job's saved state."""
+"""zeus-nb bso: simulate the batch-size optimizer on the traces, inspect a job's saved state, or
+serve Zeus's batch-size optimizer server."""
 
 from __future__ import annotations
 
@@ -72,6 +73,45 @@ def register(sub) -> None:
     )
     show.add_argument("--json", action="store_true")
     show.set_defaults(func=run_show)
+
+    serve = bso_sub.add_parser(
+        "serve", help="run Zeus's batch-size optimizer server (needs the server extra)"
+    )
+    serve.add_argument(
+        "--host",
+        type=nonempty("address"),
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only)",
+    )
+    serve.add_argument("--port", type=count(1, 65535), default=8000, help="default 8000")
+    serve.add_argument(
+        "--database-url",
+        type=nonempty("URL"),
+        default=None,
+        help="where jobs are kept: sqlite:///PATH, a path or postgresql://USER@HOST/DB "
+        "(default: $ZEUS_BSO_DATABASE_URL, else the default store file)",
+    )
+    serve.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error", "critical"),
+        default=None,
+        help="default: $ZEUS_BSO_LOG_LEVEL, else info",
+    )
+    serve.add_argument("--echo-sql", action="store_true", help="log every SQL statement")
+    serve.set_defaults(func=run_serve)
+
+
+def run_serve(args) -> int:
+    from zeus_nb.optimizer.batch_size.server.serve import serve
+
+    serve(
+        host=args.host,
+        port=args.port,
+        database_url=args.database_url,
+        log_level=args.log_level,
+        echo_sql=True if args.echo_sql else None,
+    )
+    return 0
 
 
 def _num(x):

@@ -384,6 +384,9 @@ STORED_RUN = Schema(
     tuple(Column("cost", quantity=Quantity("cost", "J", 0.0, 1e15)) if c.name == "cost" else c
           for c in _RUN_COLUMNS),
 )  # fmt: skip
+# A job's MaxPower is the sum of its GPUs' maximum limits (8 GPUs of 700 W: 5600 W).
+JOB_MAX_POWER = Quantity("max power of a job (all its GPUs)", "W", 1.0, 2e6, open_low=True)
+
 JOB_SPEC = Schema(
     "batch-size optimizer job",
     (
@@ -392,7 +395,7 @@ JOB_SPEC = Schema(
         Column("default_batch_size", "integer", low=1, high=10**7),
         Column("eta", quantity=Quantity("eta", "", 0.0, 1.0)),
         Column("beta", quantity=Quantity("beta", "", 1.0, 1e300, open_low=True), empty_ok=True),
-        Column("max_power", quantity=POWER_LIMIT, optional=True, empty_ok=True),
+        Column("max_power", quantity=JOB_MAX_POWER, optional=True, empty_ok=True),
         Column("seed", "integer", low=0, high=2**32 - 1, optional=True),
         Column("pruning_rounds", "integer", low=0, high=1000, optional=True),
         Column("window", "integer", low=0, high=10**9, optional=True),

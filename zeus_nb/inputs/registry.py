@@ -91,6 +91,9 @@ NOT_INPUT: dict[str, str] = {
     "ZeusNbError naming it (records.collect reports it and reads the others)",
     "zeus_nb.train.launch.run_for_results": "the results JSON of the training it just ran",
     "zeus_nb.utils.diskcache.cached": "zeus-nb's own cache; unreadable means recompute",
+    "zeus_nb.optimizer.batch_size.server.database.db_connection.DatabaseSessionManager."
+    "__init__": "the batch-size optimizer server's own database (a zeus-nb store); every row "
+    "server.jobs reads is checked there through JOB_SPEC and STORED_RUN, as the stores do",
 }
 
 

@@ -4,17 +4,35 @@ Zeus's optimizers exchange job, trial and schedule records with their servers as
 models; user code builds them with keywords and sometimes calls ``dict()``, ``json()`` or
 ``parse_obj()``. zeus-nb keeps them as keyword-only dataclasses deriving from :class:`Record`,
 which checks each class's ``_check()`` (base classes first) on construction and offers those
-pydantic-v1 methods, without a pydantic dependency.
+pydantic-v1 methods, without a pydantic dependency. As a pydantic-v1 model does, a record built
+with keywords it does not have ignores them (Zeus's own simulator passes ``max_power=`` to
+``TrainingResult``); they are logged at DEBUG level.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from typing import Any
 
+log = logging.getLogger(__name__)
 
-class Record:
+
+class _IgnoresUnknownKeywords(type):
+    """Drops keyword arguments that are not fields before the dataclass ``__init__`` sees them."""
+
+    def __call__(cls, *args: Any, **kwargs: Any):
+        if dataclasses.is_dataclass(cls):
+            names = {f.name for f in dataclasses.fields(cls)}
+            unknown = sorted(k for k in kwargs if k not in names)
+            if unknown:
+                log.debug("%s ignores the unknown fields %s", cls.__name__, unknown)
+                kwargs = {k: v for k, v in kwargs.items() if k in names}
+        return super().__call__(*args, **kwargs)
+
+
+class Record(metaclass=_IgnoresUnknownKeywords):
     """Validation on construction and the pydantic-v1 methods Zeus code uses."""
 
     def __post_init__(self) -> None:
@@ -35,8 +53,7 @@ class Record:
     @classmethod
     def parse_obj(cls, obj: Any):
         """Build from a mapping, ignoring keys this record does not have (as pydantic does)."""
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        return cls(**{k: v for k, v in dict(obj).items() if k in names})
+        return cls(**dict(obj))
 
     @classmethod
     def parse_raw(cls, text: str | bytes):

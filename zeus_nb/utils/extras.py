@@ -23,6 +23,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "cluster": ("dask", "distributed", "dask_jobqueue", "sqlalchemy", "psycopg"),
     "prometheus": ("prometheus_client",),
     "net": ("httpx", "requests"),
+    "server": ("fastapi", "starlette", "sqlalchemy", "aiosqlite", "pydantic", "httpx", "uvicorn"),
 }
 
 

@@ -172,32 +172,6 @@ class PruningExploreManager:
         self._explorer.observe(int(batch_size), float(cost), bool(reached))
 
 
-class _PriorPaperOptimizer(PaperBatchSizeOptimizer):
-    """The published policy with Zeus's optional Gaussian prior on each arm's mean.
-
-    With ``prior_precision`` 0 (the default) it is :class:`PaperBatchSizeOptimizer` unchanged.
-    The prior is on the mean *reward* (-cost), as Zeus states it.
-    """
-
-    def __init__(self, job: JobSpec, prior_mean: float, prior_precision: float) -> None:
-        self.prior_mean = float(prior_mean)
-        self.prior_precision = float(prior_precision)
-        super().__init__(job, MemoryStore())
-
-    def _arm_posterior(self, bs: int, pooled_cv: float) -> tuple[float, float]:
-        if self.prior_precision == 0:
-            return super()._arm_posterior(bs, pooled_cv)
-        n, mean, sd = self._arm_stats(bs)
-        if n == 0:
-            return -self.prior_mean, math.sqrt(1.0 / self.prior_precision)
-        if sd == 0:  # infinite reward precision: the belief is the observed mean
-            return mean, 0.0
-        tau = 1.0 / (sd * sd)
-        precision = self.prior_precision + n * tau
-        posterior = (self.prior_precision * -self.prior_mean + tau * n * mean) / precision
-        return posterior, math.sqrt(1.0 / precision)
-
-
 class PruningGTSBatchSizeOptimizer(BatchSizeOptimizer):
     """The Zeus paper's batch-size policy: two rounds of pruning, then Gaussian Thompson sampling.
 
@@ -261,7 +235,9 @@ class PruningGTSBatchSizeOptimizer(BatchSizeOptimizer):
             seed=int(self.seed),
             window=int(self.window_size),
         )
-        self.bandits[job] = _PriorPaperOptimizer(spec, self.prior_mean, self.prior_precision)
+        self.bandits[job] = PaperBatchSizeOptimizer(
+            spec, MemoryStore(), prior_mean=self.prior_mean, prior_precision=self.prior_precision
+        )
         if self.verbose:
             self._log(f"Registered {job}")
 

@@ -5,8 +5,9 @@ pruning, then Gaussian Thompson sampling over the survivors), :mod:`.paper`
 (:class:`PaperBatchSizeOptimizer`, the published policy as a baseline), :mod:`.store` (the job's
 observation log, in memory or in SQLite; its settings record is ``store.JobSpec``),
 :mod:`.trials`, :mod:`.simulator` (recurrences replayed on the Zeus traces; loaded on first
-use), and Zeus's client modules: :mod:`.client`, :mod:`.common` (``JobSpec``, exported here as
-in Zeus) and :mod:`.exceptions`.
+use), Zeus's client modules: :mod:`.client` (with :mod:`.remote`, its requests to a server),
+:mod:`.common` (``JobSpec``, exported here as in Zeus) and :mod:`.exceptions`, and Zeus's
+optimizer server, :mod:`.server` (never imported from here: it needs the ``server`` extra).
 
 ``BatchSizeOptimizer(job_name, store, ...)`` is the recurrence-level optimizer;
 ``BatchSizeOptimizer(monitor, server_url, job, rank=0)`` (Zeus's call) returns Zeus's in-training

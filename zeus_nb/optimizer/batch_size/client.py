@@ -1,4 +1,4 @@
-"""Zeus's in-training batch-size optimizer, reading and writing the store directly.
+"""Zeus's in-training batch-size optimizer: through a server, or reading the store directly.
 
 Zeus's recurring-job scripts talk to a batch-size optimizer *server*::
 
@@ -11,29 +11,40 @@ Zeus's recurring-job scripts talk to a batch-size optimizer *server*::
         if bso.training_finished:
             break
 
-zeus-nb has no server: ``server_url`` names the store itself (``sqlite:///PATH``, a path, or
-``postgresql://...``, see :mod:`zeus_nb.optimizer.batch_size.store_url`); None or an empty
-string means ``$ZEUS_SERVER_URL``, else ``$ZEUS_NB_BSO_STORE``, else the default SQLite file.
-``http(s)://`` is refused with the accepted forms. What the server did happens here:
+``server_url`` is either
 
-* **Jobs.** A ``job_id`` names the job's state in the store; with ``job_id=None`` every run
-  registers a fresh job ``<job_id_prefix>-<8 hex>`` (logged), as Zeus's server does, so pass
-  that id next time to continue learning. A known job must come with the same settings.
+* a server's ``http://`` or ``https://`` URL (``zeus-nb bso serve`` runs one, see
+  :mod:`zeus_nb.optimizer.batch_size.server`; Zeus's own server works too): every request
+  goes there, as with Zeus's client; or
+* a store (``sqlite:///PATH``, a path, or ``postgresql://...``, see
+  :mod:`zeus_nb.optimizer.batch_size.store_url`): no server, the client does what the server
+  would, in the training process, with zeus-nb's own bandit.
+
+None means ``$ZEUS_SERVER_URL``, else ``$ZEUS_NB_BSO_STORE``, else the default SQLite file; the
+empty string means ``$ZEUS_SERVER_URL``, else Zeus's literal meaning: routes relative to an
+empty base URL (what Zeus's tests route to an app). Either way:
+
+* **Jobs.** A ``job_id`` names the job; with ``job_id=None`` every run registers a fresh job
+  ``<job_id_prefix>-<8 hex>`` (logged), as Zeus's server does, so pass that id next time to
+  continue learning. A known job must come with the same settings.
 * **Trials.** Each :meth:`BatchSizeOptimizer.get_batch_size` hands out the bandit's choice as
   the job's next trial (``trial_number`` 1, 2, ... per job, unique under concurrency). A trial
   ends when the run's verdict is reported, or as failed when the process exits before that
   (the bandit then learns nothing from it).
 * **Verdicts.** After each epoch the run stops when the metric reaches the target, when its cost
   passes ``beta_knob`` x the cheapest successful run's, or at ``max_epochs``; only the first
-  within the cost bound counts as converged. The stopped run is reported to the store with the
-  power limit its first GPU ended at (what a power-limit optimizer chose just in time).
+  within the cost bound counts as converged (:func:`judge`, which the server uses too). With a
+  store, the stopped run is recorded with the power limit its first GPU ended at (what a
+  power-limit optimizer chose just in time).
 
 Data-parallel runs: every rank makes the object with a monitor over its own GPUs. When
 ``torch.distributed`` is initialized before that, the constructor agrees on the job, the batch
 size and the trial number with rank 0 (so ``get_batch_size`` answers on every rank, and Zeus's
 own pattern of broadcasting them by hand works as well); each epoch the job's time is its
-slowest rank's and its energy every rank's together; rank 0 alone touches the store and its
-verdict is broadcast, so all ranks stop together.
+slowest rank's and its energy every rank's together; rank 0 alone reports and its verdict is
+broadcast, so all ranks stop together. Without ``torch.distributed``, ranks > 0 talk to a
+server themselves, as Zeus's client does (a result already reported by rank 0 is answered as
+such), and cannot report to a store.
 """
 
 from __future__ import annotations
@@ -53,6 +64,7 @@ from zeus_nb.optimizer.batch_size.common import (
     JobSpecFromClient,
     ReportResponse,
     TrainingResult,
+    TrialId,
 )
 from zeus_nb.optimizer.batch_size.exceptions import (
     JobSpecError,
@@ -62,6 +74,7 @@ from zeus_nb.optimizer.batch_size.exceptions import (
     ZeusBSORuntimError,
     ZeusBSOTrainFailError,
 )
+from zeus_nb.optimizer.batch_size.remote import ServerConnection, server_base
 from zeus_nb.optimizer.batch_size.store import JobSpec as StoreJobSpec
 from zeus_nb.optimizer.batch_size.trials import FAILED, SUCCEEDED
 from zeus_nb.utils.framework import all_sum, get_world_size, initialized_dist, reduce_time_energy
@@ -73,9 +86,14 @@ WINDOW = "__zeus_nb_bso"
 
 
 def resolve_server_url(server_url: Any) -> Any:
-    """``server_url``, or ``$ZEUS_SERVER_URL`` when it is None or empty (None: the default)."""
+    """``server_url``, or ``$ZEUS_SERVER_URL`` when it is None or empty.
+
+    None with the variable unset stays None (the default store); the empty string stays empty
+    (Zeus's relative routes).
+    """
     if server_url is None or server_url == "":
-        return env(SERVER_URL_ENV)
+        from_env = env(SERVER_URL_ENV)
+        return server_url if from_env is None else from_env
     return server_url
 
 
@@ -109,10 +127,12 @@ class BatchSizeOptimizer(Callback):
     Args:
         monitor: a :class:`~zeus_nb.monitor.ZeusMonitor` over all and only the GPUs this
             process trains on (one GPU model); it measures the run. The cost's max power is the
-            sum of the job's GPUs' maximum power limits.
-        server_url: the store (see the module docstring), not a server.
+            sum of the job's GPUs' maximum power limits. A monitor without zeus-nb's GPU list
+            (Zeus's, or a mock of it) is read as Zeus reads it: its ``gpu_indices`` and
+            :func:`zeus_nb.device.get_gpus`.
+        server_url: a server's ``http(s)://`` URL or a store (see the module docstring).
         job: a :class:`~zeus_nb.optimizer.batch_size.common.JobSpec`.
-        rank: this process's data-parallel rank; only rank 0 touches the store.
+        rank: this process's data-parallel rank; rank 0 asks for the batch size.
     """
 
     def __init__(self, monitor, server_url: Any, job: JobSpec, rank: int = 0) -> None:
@@ -134,13 +154,19 @@ class BatchSizeOptimizer(Callback):
         self._local = (0.0, 0.0)  # this rank's time and energy
         self._bso = None
         self._store = None
+        base = server_base(self.server_url)
+        self._server = None if base is None else ServerConnection(base)
         self._trial_open = False
         self.job_spec = self._job_spec(job)
-        if self.rank == 0:
+        if self._server is None and self.rank == 0:
             from zeus_nb.optimizer.batch_size.store_url import open_store
 
             self._store = open_store(self.server_url)
-        created = self.register_job().dict() if self.rank == 0 else None
+        # Without torch.distributed a rank > 0 asks a server itself (Zeus's way), if it can
+        # name the job; with it, rank 0's answers are broadcast.
+        alone = initialized_dist() is None and self._server is not None and job.job_id
+        self._reports = self.rank == 0 or bool(alone)
+        created = self.register_job().dict() if self._reports else None
         created = _from_rank0(created)  # None: a rank > 0 outside torch.distributed
         fallback = {**self.job_spec.dict(), "job_id": self.job_spec.job_id or ""}
         self.job: CreatedJob = CreatedJob.parse_obj(created or fallback)
@@ -151,23 +177,31 @@ class BatchSizeOptimizer(Callback):
             self.current_batch_size, self.trial_number = shared
 
     def _job_spec(self, job: JobSpec) -> JobSpecFromClient:
-        gpus = list(self.monitor.gpus)
-        if not gpus:
+        gpus = getattr(self.monitor, "gpus", None)
+        if gpus is None:  # a monitor without zeus-nb's GPU list: read it as Zeus does
+            names, local_max, count = _device_gpus(self.monitor)
+        else:
+            names = sorted({g.name for g in gpus})
+            local_max = sum(g.power_limit_constraints()[1] for g in gpus)
+            count = len(gpus)
+        if not count:
             raise ZeusBSOConfigError("the monitor measures no GPU; give it the training GPUs")
-        names = sorted({g.name for g in gpus})
         if len(names) > 1:
             raise ZeusBSOConfigError(
                 f"the batch-size optimizer needs one GPU model, the monitor has {names}"
             )
-        local_max = sum(g.power_limit_constraints()[1] for g in gpus)
-        max_power, count = all_sum([local_max, len(gpus)])  # every rank takes part
+        self._gpu_count = count
+        max_power, total = all_sum([local_max, count])  # every rank takes part
         return JobSpecFromClient(
-            **job.dict(), max_power=max_power, number_of_gpus=int(count), gpu_model=names[0]
+            **job.dict(), max_power=max_power, number_of_gpus=int(total), gpu_model=names[0]
         )
 
     def register_job(self) -> CreatedJob:
-        """Register the job in the store (rank 0; the constructor does it), or check that the
-        stored job has the same settings. Returns the job with its ``job_id``."""
+        """Register the job with the server or in the store (the constructor does it), or
+        check that the registered job has the same settings. Returns the job with its
+        ``job_id``."""
+        if self._server is not None:
+            return self._server.register(self.job_spec)
         if self._store is None:
             raise ZeusBSOBadOperationError("only rank 0 registers the job in the store")
         spec = self.job_spec
@@ -191,7 +225,7 @@ class BatchSizeOptimizer(Callback):
     @property
     def optimizer(self):
         """The recurrence-level :class:`~zeus_nb.optimizer.batch_size.BatchSizeOptimizer`
-        (rank 0; None on other ranks)."""
+        (rank 0 with a store; None on other ranks and with a server)."""
         return self._bso
 
     def get_batch_size(self) -> int:
@@ -209,10 +243,17 @@ class BatchSizeOptimizer(Callback):
 
     def _dispatch(self) -> None:
         """Take the bandit's choice as the job's next trial (rank 0)."""
-        bs = self._bso.next_batch_size()
+        if self._server is not None:
+            trial = self._server.next_trial(self.job.job_id)
+            bs, number = trial.batch_size, trial.trial_number
+        else:
+            bs = self._bso.next_batch_size()
+            number = None
         if bs not in self.job.batch_sizes:
-            raise ZeusBSORuntimError(f"the store proposed batch size {bs}, not one of the job's")
-        self.trial_number = self._store.new_trial(self.job.job_id, bs)
+            raise ZeusBSORuntimError(
+                f"the optimizer proposed batch size {bs}, not one of the job's"
+            )
+        self.trial_number = self._store.new_trial(self.job.job_id, bs) if number is None else number
         self.current_batch_size = bs
         self.cur_epoch = 0
         self._trial_open = True
@@ -226,8 +267,20 @@ class BatchSizeOptimizer(Callback):
 
     def _end_trial_at_exit(self) -> None:
         """A run that exits before its verdict leaves a failed trial and no observation."""
-        if self._trial_open:
-            self._trial_open = False
+        if not self._trial_open:
+            return
+        self._trial_open = False
+        if self._server is not None:
+            trial = TrialId(
+                job_id=self.job.job_id,
+                batch_size=self.current_batch_size,
+                trial_number=self.trial_number,
+            )
+            try:
+                self._server.end_trial(trial)
+            except ZeusBSORuntimError as e:  # at exit there is nobody left to tell but the log
+                log.warning("could not end trial %d: %s", self.trial_number, e)
+        else:
             self._store.end_trial(self.job.job_id, self.trial_number, FAILED)
 
     def on_train_begin(self) -> None:
@@ -253,13 +306,16 @@ class BatchSizeOptimizer(Callback):
         m = self.monitor.end_window(WINDOW)
         t, e = self._local[0] + m.time, self._local[1] + m.total_energy
         self._local = (t, e)
-        self.running_time, self.consumed_energy, _ = reduce_time_energy(
-            t, e, len(self.monitor.gpus)
-        )
-        verdict = None
-        if self._bso is not None:
-            verdict = self._report(float(metric)).dict()
-        response = ReportResponse.parse_obj(_from_rank0(verdict))
+        self.running_time, self.consumed_energy, _ = reduce_time_energy(t, e, self._gpu_count)
+        alone = initialized_dist() is None
+        if not self._reports and alone:
+            why = "a store" if self._server is None else "the server without a job_id"
+            raise ZeusBSOBadOperationError(
+                f"rank {self.rank} cannot report to {why} outside torch.distributed: "
+                "initialize it before making the optimizer, so rank 0 reports for every rank"
+            )
+        verdict = self._report(float(metric)).dict() if self._reports else None
+        response = ReportResponse.parse_obj(verdict if alone else _from_rank0(verdict))
         if not response.stop_train:
             self.monitor.begin_window(WINDOW, restart=True)
             return
@@ -273,7 +329,7 @@ class BatchSizeOptimizer(Callback):
         log.info("job %s reached its target at epoch %d", self.job.job_id, self.cur_epoch)
 
     def _report(self, metric: float) -> ReportResponse:
-        """Judge the run after this epoch; a stopped run goes into the store (rank 0)."""
+        """Judge the run after this epoch; a stopped run is recorded (once)."""
         result = TrainingResult(
             job_id=self.job.job_id,
             batch_size=self.current_batch_size,
@@ -283,8 +339,15 @@ class BatchSizeOptimizer(Callback):
             metric=metric,
             current_epoch=self.cur_epoch,
         )
-        response = judge(self._bso, self.job, result)
-        if response.stop_train and self._trial_open:
+        if self._server is not None:
+            response = self._server.report(result)
+        else:
+            response = judge(self._bso, self.job, result)
+        if not (response.stop_train and self._trial_open):
+            return response
+        self._trial_open = False
+        atexit.unregister(self._end_trial_at_exit)
+        if self._server is None:
             self._bso.report(
                 result.batch_size,
                 time=result.time,
@@ -292,8 +355,6 @@ class BatchSizeOptimizer(Callback):
                 reached=response.converged,
                 power_limit=float(self.monitor.gpus[0].get_power_limit()),
             )
-            self._trial_open = False
-            atexit.unregister(self._end_trial_at_exit)
             self._store.end_trial(
                 self.job.job_id, self.trial_number, SUCCEEDED, self._bso.last_observation_id
             )
@@ -315,6 +376,20 @@ class BatchSizeOptimizer(Callback):
     @property
     def epoch(self) -> int:
         return self.cur_epoch
+
+
+def _device_gpus(monitor) -> tuple[list[str], float, int]:
+    """(GPU model names, summed maximum power limit in W, count) of ``monitor.gpu_indices``,
+    from :func:`zeus_nb.device.get_gpus`, as Zeus's client reads them."""
+    from zeus_nb.device import get_gpus
+
+    indices = list(getattr(monitor, "gpu_indices", None) or [])
+    if not indices:
+        return [], 0.0, 0
+    gpus = get_gpus(ensure_homogeneous=True)
+    names = sorted({gpus.get_name(i) for i in indices})
+    watts = sum(gpus.get_power_management_limit_constraints(i)[1] for i in indices) / 1000.0
+    return names, watts, len(indices)
 
 
 def judge(bso, job: CreatedJob, result: TrainingResult) -> ReportResponse:

@@ -1,11 +1,13 @@
 """The batch-size optimizer's job and trial records, with Zeus's names and fields.
 
-Zeus's client sends these to its optimizer server; zeus-nb's client
-(:mod:`zeus_nb.optimizer.batch_size.client`) uses them with the store directly, so a script
-that builds a ``JobSpec`` runs unchanged. They are keyword-only dataclasses that check their
-values on construction (a :class:`~zeus_nb.optimizer.batch_size.exceptions.JobSpecError`, also
-a ``ValueError``, names the field) and offer the pydantic-v1 methods Zeus code calls on them
-(:class:`~zeus_nb.optimizer.records.Record`).
+They are what Zeus's client and optimizer server exchange, and so do zeus-nb's: the client
+(:mod:`zeus_nb.optimizer.batch_size.client`) sends them to the server
+(:mod:`zeus_nb.optimizer.batch_size.server`) as JSON, or uses them with a store directly, so a
+script that builds a ``JobSpec`` runs unchanged. They are keyword-only dataclasses that check
+their values on construction (a :class:`~zeus_nb.optimizer.batch_size.exceptions.JobSpecError`,
+also a ``ValueError``, names the field) and offer the pydantic-v1 methods Zeus code calls on
+them (:class:`~zeus_nb.optimizer.records.Record`); numbers may be NumPy scalars, as pydantic
+accepts them.
 
 The recurrence-level settings kept in the store are another class,
 :class:`zeus_nb.optimizer.batch_size.store.JobSpec`.
@@ -13,13 +15,14 @@ The recurrence-level settings kept in the store are another class,
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
 from zeus_nb.optimizer.batch_size.exceptions import JobSpecError
 from zeus_nb.optimizer.records import Record
 
-# Zeus's server routes. Nothing listens on them here; they exist for code that imports them.
+# Zeus's server routes, served by zeus_nb.optimizer.batch_size.server.router.
 REGISTER_JOB_URL = "/jobs"
 DELETE_JOB_URL = "/jobs"
 GET_NEXT_BATCH_SIZE_URL = "/jobs/batch_size"
@@ -28,10 +31,18 @@ REPORT_END_URL = "/trials"
 
 
 def _positive(name: str, value: Any, strict: bool = True) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise JobSpecError(f"{name} must be a number, got {value!r}")
-    if value < 0 or (strict and value == 0):
+    if not value >= 0 or (strict and value == 0):
         raise JobSpecError(f"{name} must be {'> 0' if strict else '>= 0'}, got {value!r}")
+
+
+def _whole(name: str, value: Any, strict: bool = True) -> int:
+    """``value`` as an int: a positive (or non-negative) whole number, NumPy's included."""
+    _positive(name, value, strict)
+    if int(value) != value:
+        raise JobSpecError(f"{name} must be a whole number, got {value!r}")
+    return int(value)
 
 
 @dataclass(kw_only=True)
@@ -64,10 +75,8 @@ class JobParams(Record):
     def _check(self) -> None:
         if not self.batch_sizes:
             raise JobSpecError(f"batch_sizes = {self.batch_sizes!r} is empty; list at least one")
-        for b in self.batch_sizes:
-            _positive("every batch size", b)
-        self.batch_sizes = sorted(int(b) for b in self.batch_sizes)
-        _positive("default_batch_size", self.default_batch_size)
+        self.batch_sizes = sorted(_whole("every batch size", b) for b in self.batch_sizes)
+        self.default_batch_size = _whole("default_batch_size", self.default_batch_size)
         if self.default_batch_size not in self.batch_sizes:
             raise JobSpecError(
                 f"default_batch_size {self.default_batch_size} is not in batch_sizes "
@@ -80,10 +89,10 @@ class JobParams(Record):
                 f"beta_knob must be > 0, got {self.beta_knob}; beta_knob=None turns early "
                 "stopping off"
             )
-        _positive("max_epochs", self.max_epochs)
-        _positive("num_pruning_rounds", self.num_pruning_rounds, strict=False)
-        _positive("window_size", self.window_size, strict=False)
-        _positive("mab_num_explorations", self.mab_num_explorations, strict=False)
+        self.max_epochs = _whole("max_epochs", self.max_epochs)
+        self.num_pruning_rounds = _whole("num_pruning_rounds", self.num_pruning_rounds, False)
+        self.window_size = _whole("window_size", self.window_size, strict=False)
+        self.mab_num_explorations = _whole("mab_num_explorations", self.mab_num_explorations, False)
 
 
 @dataclass(kw_only=True)
@@ -96,7 +105,7 @@ class GpuConfig(Record):
 
     def _check(self) -> None:
         _positive("max_power", self.max_power)
-        _positive("number_of_gpus", self.number_of_gpus)
+        self.number_of_gpus = _whole("number_of_gpus", self.number_of_gpus)
         if not self.gpu_model:
             raise JobSpecError("gpu_model must name the GPU model, got an empty string")
 

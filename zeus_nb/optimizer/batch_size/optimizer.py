@@ -188,8 +188,13 @@ class BatchSizeOptimizer:
     def _sync(self) -> None:
         """Apply observations other processes (or this one) appended since the last look."""
         for i, obs in self.store.observations(self.job.name, self._last_id):
-            self._apply(obs)
+            self._apply(obs, self._prunes(i))
             self._last_id = i
+
+    def _prunes(self, observation_id: int) -> bool:
+        """Whether an observation may advance pruning: every one here. The optimizer server
+        counts only the runs it handed out as explorations (Zeus's rule for concurrent runs)."""
+        return True
 
     def _learned_cost(self, obs: Observation) -> float:
         """The cost the bandit learns from one run.
@@ -201,11 +206,12 @@ class BatchSizeOptimizer:
             return obs.cost
         return obs.cost + (self._best_cost if math.isfinite(self._best_cost) else obs.cost)
 
-    def _apply(self, obs: Observation) -> None:
+    def _apply(self, obs: Observation, prunes: bool = True) -> None:
         self._log.append(obs)
         self._costs.setdefault(obs.batch_size, []).append(self._learned_cost(obs))
         self._stats.pop(obs.batch_size, None)
-        self._explorer.observe(obs.batch_size, obs.cost, obs.reached)
+        if prunes:
+            self._explorer.observe(obs.batch_size, obs.cost, obs.reached)
         if obs.reached and obs.cost < self._best_cost:
             self._best_cost = obs.cost
 

@@ -29,7 +29,7 @@ URL_FORMS = "a SQLite file path, sqlite:///PATH, or postgresql://USER:PASSWORD@H
 
 
 class StoreURLError(StoreError, ValueError):
-    """A store location zeus-nb cannot open (an HTTP server URL, an unknown scheme)."""
+    """A store location zeus-nb cannot open (a server's HTTP URL, an unknown scheme)."""
 
 
 def _scheme(location: str) -> str | None:
@@ -91,8 +91,9 @@ def open_store(location: Any = None, *, create: bool = True):
         return SQLStore(location, create=create)
     if base in ("http", "https"):
         raise StoreURLError(
-            f"{location} is a batch-size optimizer server URL; zeus-nb has no server: every "
-            f"process reads and writes the store directly. Give {URL_FORMS}"
+            f"{location} is a batch-size optimizer server URL, not a store: give it to the "
+            "in-training client as server_url (the server keeps the state; read it there with "
+            f"the server's database URL). As a store give {URL_FORMS}"
         )
     raise StoreURLError(f"cannot open a store at {location!r}; give {URL_FORMS}")
 
