@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import zeus_nb
-from zeus_nb.inputs.registry import NOT_INPUT, READERS
+from zeus_nb.inputs.registry import NOT_INPUT, READERS, SYSTEM_READS
 from zeus_nb.utils.files import OTHER_WRITES
 
 PACKAGE = Path(zeus_nb.__file__).parent
@@ -81,11 +81,20 @@ def _mode(call: ast.Call, position: int) -> str:
     return arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else "r"
 
 
+def _in_memory(call: ast.Call) -> bool:
+    """``read_csv(io.StringIO(text))``, ``Image.open(io.BytesIO(data))``: parses bytes already
+    read, opens no file."""
+    first = call.args[0] if call.args else None
+    return isinstance(first, ast.Call) and _name(first)[1] in ("StringIO", "BytesIO")
+
+
 def _reads(fn: ast.AST) -> set[str]:
     """The raw read primitives ``fn`` calls itself."""
     found = set()
     for call in _own_calls(fn):
         base, name = _name(call)
+        if _in_memory(call):
+            continue
         attribute = isinstance(call.func, ast.Attribute)  # read_text(...) alone: zeus_nb.inputs
         if name == "create_engine" or (
             attribute and name in ("read_text", "read_bytes", "read_csv", "DictReader")
@@ -134,7 +143,7 @@ def _decorated_reader(fn: ast.AST) -> bool:
 
 
 # --- readers -----------------------------------------------------------------------------------
-INPUT_READS = {"read_table", "read_json", "read_text"}
+INPUT_READS = {"read_table", "read_json", "read_text", "read_bytes", "read_ipynb", "regular_file"}
 
 
 def test_every_function_that_reads_is_a_declared_reader_or_says_why_not():
@@ -149,7 +158,7 @@ def test_every_function_that_reads_is_a_declared_reader_or_says_why_not():
             if not reads:
                 continue
             seen.add(qualname)
-            if not _decorated_reader(fn) and qualname not in NOT_INPUT:
+            if not _decorated_reader(fn) and qualname not in NOT_INPUT | SYSTEM_READS:
                 undeclared.append(f"{qualname} ({', '.join(sorted(reads))})")
     assert not undeclared, "read outside the input boundary: " + "; ".join(undeclared)
     stale = sorted(
@@ -158,9 +167,33 @@ def test_every_function_that_reads_is_a_declared_reader_or_says_why_not():
     assert not stale, f"NOT_INPUT lists functions that read nothing (any more): {stale}"
 
 
+def _calls_by_name(fn: ast.AST) -> set[str]:
+    return {n for _, n in map(_name, _own_calls(fn)) if n}
+
+
+def test_every_file_opened_is_checked_to_be_a_regular_file_of_bounded_size():
+    """A FIFO blocks a reader forever and ``/dev/zero`` never ends: a function that opens a file
+    itself (not through ``read_bytes``/``read_text``/``read_json``/``read_table``/
+    ``read_ipynb``, which check it) must call ``regular_file`` first, or be listed in
+    ``SYSTEM_READS`` (kernel files, package data, the checkout, a private temporary folder)."""
+    unchecked, seen = [], set()
+    for module, tree in _modules():
+        for qualname, fn in _functions(tree, module):
+            reads = _reads(fn)
+            if not reads:
+                continue
+            seen.add(qualname)
+            if qualname in SYSTEM_READS:
+                continue
+            if "regular_file" not in _calls_by_name(fn):
+                unchecked.append(f"{qualname} ({', '.join(sorted(reads))})")
+    assert not unchecked, "opens a file without regular_file(): " + "; ".join(unchecked)
+    assert not sorted(set(SYSTEM_READS) - seen), "SYSTEM_READS lists functions that open nothing"
+
+
 def _covered(q: str, fns: dict, callers: dict, seen: frozenset = frozenset()) -> bool:
     """Declared, or a private helper whose callers (in its module) are all covered."""
-    if _decorated_reader(fns[q]) or q in NOT_INPUT:
+    if _decorated_reader(fns[q]) or q in NOT_INPUT or q in SYSTEM_READS:
         return True
     who = callers.get(q, set()) - seen - {q}
     return (

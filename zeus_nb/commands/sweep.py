@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from zeus_nb.errors import InputError
+from zeus_nb.inputs import read_text
 from zeus_nb.inputs.args import ArgType, count, nonempty, only_with, scheduler_address, seconds
 from zeus_nb.utils.files import atomic_write
 
@@ -212,6 +213,7 @@ def write_results(out_dir: Path, outputs: list[Path]):
     Under a file lock and through a temporary file, so two sweeps into one folder never leave
     a duplicate or a torn row. Returns (path, this sweep's table).
     """
+    import io
     import logging
     import os
 
@@ -226,8 +228,8 @@ def write_results(out_dir: Path, outputs: list[Path]):
         merged = table
         if csv.exists() and csv.stat().st_size > 0:
             try:
-                before = pd.read_csv(csv)
-            except (ValueError, UnicodeDecodeError) as e:
+                before = pd.read_csv(io.StringIO(read_text(csv, "results table", 64 << 20)))
+            except (ValueError, UnicodeDecodeError, OSError) as e:
                 # rebuilt from this sweep's notebooks; the damaged file is kept, never lost
                 before = None
                 kept = csv.with_name(f"{csv.name}.damaged")

@@ -5,8 +5,11 @@
 * runs in a fresh ``python3`` kernel that imports the same ``zeus_nb`` as this process;
 * sets ``ZEUS_NB_HEADLESS=1`` (widgets show no controls and the parameter values are used) and
   ``ZEUS_NB_RECORD_FILE`` (the sidecar of :func:`zeus_nb.record`) in the kernel's environment;
-* never raises for a failing notebook: the result says what failed, and papermill keeps the
-  partially executed output notebook for inspection.
+* never raises for a failing notebook: the result says what failed, and the partially
+  executed output notebook is kept for inspection;
+* writes the output notebook (and its records) under a temporary name (``NAME.ipynb.partial``)
+  and moves it into place only when the run returns, stamped with its outcome: an interrupted
+  run never replaces a finished one, and a sweep's "done" state is read from that stamp.
 
 The notebooks directory is found by :func:`zeus_nb.runner.paths.notebooks_dir`:
 ``ZEUS_NB_NOTEBOOKS``, else a source checkout's ``notebooks/``, else the copy packaged in the
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs import read_ipynb
 from zeus_nb.runner.execute import KERNEL
 from zeus_nb.runner.paths import PACKAGE_ROOT, NotebookNotFoundError, notebooks_dir
 
@@ -186,13 +190,11 @@ def same_point(output: str | Path, notebook: str | Path, parameters: dict[str, A
     Resuming a sweep reuses an output only then: a smoke run, another notebook's output or a run
     with other parameters under the same name is run again.
     """
-    import nbformat
-
     if not is_complete(output):
         return False
     try:
-        pm = nbformat.read(Path(output), as_version=4).metadata.get("papermill", {})
-    except Exception:
+        pm = read_ipynb(output, "output notebook").metadata.get("papermill", {})
+    except (OSError, ZeusNbError):
         return False
     ran = pm.get("parameters") or {}
     same_params = json.dumps(ran, sort_keys=True, default=repr) == json.dumps(
@@ -215,19 +217,51 @@ class RunResult:
     skipped: bool = False
 
 
+#: Where a run's outcome is stamped in the output notebook's metadata: the "done" state of a
+#: sweep point is read from it, never from the file's existence.
+OUTCOME_KEY = "zeus_nb"
+PARTIAL = ".partial"  # suffix of a run's notebook and records while it runs
+
+
 def is_complete(output: str | Path) -> bool:
-    """Whether ``output`` is a notebook papermill finished executing without an error."""
+    """Whether ``output`` is a notebook whose every cell ran to the end without an error.
+
+    A run writes its notebook under a temporary name and moves it into place only when it
+    returns, stamped with its outcome; an interrupted run (Ctrl-C, a killed process) leaves
+    the finished notebook before it untouched. Papermill's own metadata is checked too (for
+    notebooks written before the stamp): an end time, no exception, no cell left pending.
+    """
+    try:
+        nb = read_ipynb(output, "output notebook")
+    except (OSError, ZeusNbError):
+        return False
+    meta = nb.metadata
+    stamp = meta.get(OUTCOME_KEY)
+    if isinstance(stamp, dict) and stamp.get("outcome") != "ok":
+        return False
+    pm = meta.get("papermill", {})
+    if not isinstance(pm, dict) or not pm or pm.get("end_time") is None or pm.get("exception"):
+        return False
+    return all(
+        (c.get("metadata", {}).get("papermill") or {}).get("status", "completed") == "completed"
+        for c in nb.cells
+        if c.get("cell_type") == "code"
+    )
+
+
+def _stamp_outcome(partial: Path, out: Path, outcome: str) -> None:
+    """Move a finished run's notebook into place, stamped with its outcome ("ok" or why not)."""
     import nbformat
 
-    p = Path(output)
-    if not p.exists():
-        return False
+    from zeus_nb.utils.files import atomic_write
+
     try:
-        nb = nbformat.read(p, as_version=4)
-    except Exception:
-        return False
-    pm = nb.metadata.get("papermill", {})
-    return bool(pm) and pm.get("end_time") is not None and not pm.get("exception")
+        nb = read_ipynb(partial, "output notebook")
+    except (OSError, ZeusNbError):
+        return  # papermill wrote nothing readable: there is no result to keep
+    nb.metadata[OUTCOME_KEY] = {"outcome": outcome}
+    atomic_write(out, nbformat.writes(nb))
+    partial.unlink(missing_ok=True)
 
 
 def kernel_environment(extra: dict[str, str] | None = None) -> contextlib.AbstractContextManager:
@@ -259,16 +293,27 @@ def run_notebook(
     """
     from zeus_nb.runner.execute import execute
     from zeus_nb.runner.records import sidecar_of
+    from zeus_nb.utils.files import move_into_place
 
     nb = Path(notebook)
     # Absolute: the kernel runs in ``cwd``, so a relative record path would land below it again.
     out = Path(output).absolute()
     cwd = Path(cwd).absolute() if cwd is not None else None
     out.parent.mkdir(parents=True, exist_ok=True)
+    # The run writes under temporary names; the finished result replaces the old one only when
+    # the run returns, so Ctrl-C (or --force, then Ctrl-C) never loses a finished point.
+    partial = out.with_name(out.name + PARTIAL)
     side = sidecar_of(out)
-    side.unlink(missing_ok=True)
+    partial_side = side.with_name(side.name + PARTIAL)
+    partial.unlink(missing_ok=True)
+    partial_side.unlink(missing_ok=True)
     params = dict(parameters or {})
     start = time.monotonic()
-    with kernel_environment({"ZEUS_NB_RECORD_FILE": str(side)}):
-        outcome = execute(nb, out, params, cwd, kernel_name, timeout, progress)
+    with kernel_environment({"ZEUS_NB_RECORD_FILE": str(partial_side)}):
+        outcome = execute(nb, partial, params, cwd, kernel_name, timeout, progress)
+    if partial_side.exists():
+        move_into_place(partial_side, side)
+    else:
+        side.unlink(missing_ok=True)  # this run recorded nothing beside its notebook
+    _stamp_outcome(partial, out, "ok" if outcome.ok else outcome.error or "failed")
     return RunResult(nb, out, params, outcome.ok, time.monotonic() - start, outcome.error)

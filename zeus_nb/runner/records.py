@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from zeus_nb import inputs
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs import check_record, read_json, reader
 from zeus_nb.inputs.env import env
@@ -183,16 +184,10 @@ def _read_sidecar(path: Path) -> dict[str, Any]:
 
 
 def _read_ipynb(path: Path):
-    import nbformat
-
     try:
-        return nbformat.read(path, as_version=4)
-    except (OSError, ValueError, AttributeError, KeyError, TypeError) as e:
-        # nbformat's NotJSONError and ValidationError are ValueErrors
-        raise ZeusNbError(
-            f"{path}: not a readable notebook ({type(e).__name__}: {str(e)[:200]}); "
-            "re-run it or leave it out"
-        ) from None
+        return inputs.read_ipynb(path, "executed notebook")
+    except OSError as e:  # our InputFileError (missing, a FIFO, too large...) or the OS's
+        raise ZeusNbError(f"{e}; re-run it or leave it out") from None
 
 
 def read_notebook(path: str | Path) -> dict[str, Any]:

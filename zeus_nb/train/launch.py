@@ -9,7 +9,6 @@ and returns the results JSON as a dictionary.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import queue
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs.table import read_json
 from zeus_nb.train import MODES
 from zeus_nb.utils.threads import thread_environment
 
@@ -138,7 +138,7 @@ def run_for_results(
     rc, tail = run_streaming(cmd, run_env, echo=echo, timeout=timeout)
     if rc != 0 or not results.is_file():
         raise TrainingFailed(f"{what} exited with status {rc}: {' '.join(cmd)}\n" + "\n".join(tail))
-    return json.loads(results.read_text())
+    return read_json(results, "training results file")
 
 
 def run_streaming(

@@ -27,7 +27,14 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-__all__ = ["append_line", "atomic_write", "connect_readonly", "end_with_newline", "write_json"]
+__all__ = [
+    "append_line",
+    "atomic_write",
+    "connect_readonly",
+    "end_with_newline",
+    "move_into_place",
+    "write_json",
+]
 
 _write = os.write  # every byte zeus-nb writes to a file goes through here (tests inject faults)
 
@@ -75,6 +82,18 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
             raise OSError(e.errno, e.strerror, str(p)) from None
         raise
     return p
+
+
+def move_into_place(src: str | Path, dst: str | Path) -> Path:
+    """Rename the finished file ``src`` (a sibling of ``dst``) over ``dst``, fsynced first, so
+    ``dst`` is the old file or the whole new one."""
+    fd = os.open(src, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(src, dst)
+    return Path(dst)
 
 
 def write_json(path: str | Path, obj: Any, indent: int | None = 1) -> Path:

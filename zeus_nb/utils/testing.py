@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from zeus_nb.errors import TraceFormatError, WindowError
+from zeus_nb.inputs.table import regular_file
 from zeus_nb.monitor.energy import Measurement
 from zeus_nb.utils.framework import sync_execution
 from zeus_nb.utils.validate import DURATION, ENERGY, number
@@ -63,6 +64,7 @@ class ReplayZeusMonitor:
 
     @staticmethod
     def _read(path: Path) -> tuple[list[dict[str, str]], dict[int, str]]:
+        regular_file(path, "ZeusMonitor log")  # a FIFO would block, /dev/zero never end
         try:
             with path.open(newline="", encoding="utf-8-sig") as f:
                 rows = list(csv.DictReader(f))
