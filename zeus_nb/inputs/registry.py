@@ -80,8 +80,9 @@ NOT_INPUT: dict[str, str] = {
 #: Functions that open files themselves rather than through :func:`~zeus_nb.inputs.read_bytes`
 #: and friends, and why: kernel files, package data, the project's own checkout, files in a
 #: private temporary folder this process made, a database server. Any other function that
-#: opens a file must check it with :func:`~zeus_nb.inputs.regular_file` first (a FIFO would block it, ``/dev/zero``
-#: never end); tests/test_reliability_discovery.py fails for one that does neither.
+#: opens a file must check it with :func:`~zeus_nb.inputs.regular_file` first (a FIFO would
+#: block it, ``/dev/zero`` never end); tests/test_reliability_discovery.py fails for one
+#: that does neither.
 SYSTEM_READS: dict[str, str] = {
     "zeus_nb.device.cpu.packages.RaplCounter.__init__": "Linux powercap sysfs (kernel), not "
     "user input",
