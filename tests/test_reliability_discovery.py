@@ -262,6 +262,66 @@ def test_files_are_written_only_through_the_write_path():
     assert not sorted(set(OTHER_WRITES) - found), "OTHER_WRITES lists functions that write nothing"
 
 
+_RAW_APPENDS = {"append_line", "end_with_newline"}
+
+
+def test_appenders_write_only_rows_their_reader_accepts():
+    """Appending goes through ``files.append_rows`` (rows checked by the reader's schema, a
+    complete last row kept): ``append_line`` or ``end_with_newline`` called elsewhere would
+    write unchecked rows or cut a whole one."""
+    raw = [
+        q
+        for module, tree in _modules()
+        for q, fn in _functions(tree, module)
+        if _calls_by_name(fn) & _RAW_APPENDS
+    ]
+    assert not raw, f"appends without the reader's checks (use files.append_rows): {raw}"
+
+
+def _is_read(name: str) -> bool:
+    return name in INPUT_READS or name.startswith(("_read", "read_", "load"))
+
+
+def _is_write(name: str) -> bool:
+    return name in ("atomic_write", "write_json", "append_rows") or name.startswith(
+        ("_write", "write_")
+    )
+
+
+def _holds_a_lock(fn: ast.AST) -> bool:
+    return any(
+        isinstance(node, ast.With)
+        and any("lock" in ast.unparse(item.context_expr).lower() for item in node.items)
+        for node in ast.walk(fn)
+    )
+
+
+def test_a_file_read_and_written_back_is_updated_under_a_lock():
+    """Read-modify-write of one file (``record()``'s sidecar, a results table) holds a lock
+    beside the file: without one, two processes each write back what they read and one's
+    records are lost (``record()`` from two processes once kept half of 300)."""
+    from zeus_nb.utils.files import UNLOCKED_UPDATES
+
+    unlocked, seen = [], set()
+    for module, tree in _modules():
+        for q, fn in _functions(tree, module):
+            reads, writes = set(), set()
+            for call in _own_calls(fn):
+                name = _name(call)[1]
+                if name and call.args:
+                    target = ast.unparse(call.args[0])
+                    if _is_read(name):
+                        reads.add(target)
+                    if _is_write(name):
+                        writes.add(target)
+            if reads & writes:
+                seen.add(q)
+                if not _holds_a_lock(fn) and q not in UNLOCKED_UPDATES:
+                    unlocked.append(f"{q} ({', '.join(sorted(reads & writes))})")
+    assert not unlocked, f"reads and writes back a file without a lock: {unlocked}"
+    assert not set(UNLOCKED_UPDATES) - seen, "UNLOCKED_UPDATES lists functions that do not"
+
+
 # --- environment variables ---------------------------------------------------------------------
 ENV_READS = {("os", "getenv"), ("environ", "get"), ("os", "environ")}
 

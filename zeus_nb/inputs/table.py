@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from zeus_nb.errors import (
     MissingInputError,
     TraceFormatError,
 )
-from zeus_nb.inputs.schema import Column, Row, Schema, check_spreads
+from zeus_nb.inputs.schema import Column, Row, Schema, check_record, check_spreads
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,8 @@ __all__ = [
     "read_table",
     "read_text",
     "regular_file",
+    "check_rows",
+    "complete_row",
     "split_torn",
 ]
 
@@ -254,7 +256,7 @@ class Table:
     header: list[str]
     runs: list[list[Row]]
     comments: list[str] = field(default_factory=list)
-    dropped: str | None = None  # a torn last row that was dropped
+    dropped: str | None = None  # a torn last row that was dropped (an incomplete one)
 
     @property
     def rows(self) -> list[Row]:
@@ -265,8 +267,10 @@ def split_torn(text: str, schema: Schema, src: str) -> tuple[str, str | None]:
     """The text without a last row that has no line end (and that row).
 
     Files zeus-nb appends to end every row with a line end, so such a row is a write cut short
-    (a full disk, a killed process): it is dropped with a warning. In any other file it may be
-    a copy cut short, whose last number could read as a plausible wrong one: refused.
+    (a full disk, a killed process) or a file an editor saved without its last line end: the
+    reader keeps it if it is a complete row (:func:`read_table`), else drops it with a warning.
+    In any other file it may be a copy cut short, whose last number could read as a plausible
+    wrong one: refused.
     """
     if not text or text.endswith(("\n", "\r")):
         return text, None
@@ -281,14 +285,82 @@ def split_torn(text: str, schema: Schema, src: str) -> tuple[str, str | None]:
         )
     if cut == 0:
         raise schema.error(src, "the file holds one line without a line end, so it is cut short")
+    return text[:cut], torn
+
+
+def complete_row(line: str, header: list[str], schema: Schema, where: str) -> Row | None:
+    """``line`` as a checked row if it has every field of ``header`` and passes ``schema``
+    (a last row without its line end that is nevertheless whole), else None."""
+    try:
+        cells = next(csv.reader([line]))
+    except (csv.Error, StopIteration):
+        return None
+    cells = [c.strip() for c in cells]
+    if len(cells) != len(header) or cells == header:
+        return None
+    try:
+        return _row(cells, header, _columns(header, schema, where, 1), schema, where)
+    except InputError:
+        return None
+
+
+def check_rows(
+    text: str,
+    schema: Schema,
+    header: list[str] | None,
+    where: str,
+    keys: set[tuple] | None = None,
+    quiet: bool = False,
+) -> list[Row]:
+    """The rows a writer is about to append, checked as ``schema``'s reader will check them.
+
+    CSV rows go under ``header`` (``text`` may start with the header itself, for a new file);
+    with ``header`` None, ``text`` is JSON lines. A row that repeats one of ``keys`` (the
+    identities already in the file's current run) is refused too. ``quiet``: return [] instead
+    of raising.
+    """
+    try:
+        if header is None:
+            rows = []
+            for n, line in enumerate(text.splitlines(), 1):
+                if line.strip():
+                    rows.append(check_record(json.loads(line), schema, f"{where}, new row {n}"))
+        else:
+            first = next((ln for ln in text.splitlines() if ln.strip()), "")
+            body = text if first.split(",") == header else ",".join(header) + "\n" + text
+            table = read_table(where, replace(schema, min_rows=0), text=body)
+            rows = table.rows
+        for row in rows:
+            key = tuple(row.get(k) for k in schema.key)
+            if schema.key and keys is not None and key in keys:
+                same = ", ".join(f"{k}={v}" for k, v in zip(schema.key, key, strict=True))
+                raise schema.error(where, f"a row repeats {same}, which the file already holds")
+    except (InputError, ValueError) as e:
+        if quiet:
+            return []
+        raise InputError(f"{where}: not written, since its reader would refuse it: {e}") from None
+    return rows
+
+
+def _keep_or_drop(torn: str, n: int, header: list[str] | None, schema: Schema, src: str):
+    """The torn last row as a row to keep (complete), or None after a warning (dropped)."""
+    where = f"{src}, line {n}"
+    row = complete_row(torn, header, schema, where) if header else None
+    if row is not None:
+        log.warning(
+            "%s: the last row has no line end but every field is present; kept it (if the file "
+            "was cut short, check its last number)",
+            where,
+        )
+        row.line, row.where = n, where
+        return row
     log.warning(
-        "%s, line %d: the last row has no line end (a write cut short: a full disk or a "
-        "killed process); dropped it: %r",
-        src,
-        line,
+        "%s: the last row has no line end (a write cut short: a full disk or a killed "
+        "process); dropped it: %r",
+        where,
         torn[:60],
     )
-    return text[:cut], torn
+    return None
 
 
 def _columns(header: list[str], schema: Schema, src: str, line: int) -> list[Column]:
@@ -388,6 +460,16 @@ def read_table(path: str | Path, schema: Schema, text: str | None = None) -> Tab
                 )
             keys[key] = n
         runs[-1].append(row)
+    if torn is not None:
+        n = text.count("\n") + 1
+        row = _keep_or_drop(torn, n, header, schema, src)
+        if row is not None:
+            key = tuple(row.get(k) for k in schema.key)
+            if schema.key and key in keys:
+                raise schema.error(row.where, f"repeats line {keys[key]}; delete the duplicate")
+            row.run = len(runs)
+            runs[-1].append(row)
+            torn = None
     if header is None:
         raise schema.error(src, f"no header line; expected {_a(schema.name)}")
     runs = [r for r in runs if r]

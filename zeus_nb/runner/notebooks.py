@@ -311,6 +311,7 @@ def run_notebook(
     start = time.monotonic()
     with kernel_environment({"ZEUS_NB_RECORD_FILE": str(partial_side)}):
         outcome = execute(nb, partial, params, cwd, kernel_name, timeout, progress)
+    Path(f"{partial_side}.lock").unlink(missing_ok=True)  # zeus_nb.record's, now unused
     if partial_side.exists():
         move_into_place(partial_side, side)
     else:
