@@ -147,7 +147,7 @@ def end_with_newline(path: str | Path, complete: Callable[[str], bool] | None = 
                 return None
             cut = tail.rfind(b"\n")
             dropped = tail[cut + 1 :].decode("utf-8", "replace")
-            if complete is not None and cut >= 0 and complete(dropped):
+            if complete is not None and complete(dropped):
                 f.seek(0, os.SEEK_END)
                 _write(f.fileno(), b"\n")
                 os.fsync(f.fileno())

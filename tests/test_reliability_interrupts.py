@@ -1,0 +1,256 @@
+"""Interrupted work and concurrent writers never lose a finished result or mix two.
+
+A sweep's output notebook was both the result and the "done" marker, written in place: Ctrl-C
+during a point left a notebook papermill had stamped finished (the point was then skipped with
+NaN results), and ``--force`` then Ctrl-C deleted a finished point's measurements. A repair of a
+log cut a complete last row that only lacked its line end, and ``record()`` from two processes
+kept about half of their records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import zeus_nb
+from zeus_nb.runner import notebooks as nbrun
+
+ROOT = Path(zeus_nb.__file__).resolve().parents[1]
+
+
+def _napping(path: Path, gate: Path) -> Path:
+    """A notebook that records ``value``, then sleeps while ``gate`` exists."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    params = nbformat.v4.new_code_cell("value: int = 1")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [
+        params,
+        nbformat.v4.new_code_cell("import zeus_nb\nzeus_nb.record('value', value)"),
+        nbformat.v4.new_code_cell(
+            f"import os, time\nwhile os.path.exists({str(gate)!r}):\n    time.sleep(0.2)"
+        ),
+        nbformat.v4.new_code_cell("zeus_nb.record('finished', True)"),
+    ]
+    nbformat.write(nb, path)
+    return path
+
+
+def _env() -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ZEUS_NB_BACKEND": "sim"}
+    env.pop("ZEUS_NB_RECORD_FILE", None)
+    return env
+
+
+def _sweep(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "zeus_nb", "sweep", *args],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _interrupted_sweep(cwd: Path, partial: Path, *args: str) -> None:
+    """Start a sweep, wait until its point runs (its partial notebook exists), press Ctrl-C."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "zeus_nb", "sweep", *args],
+        cwd=cwd,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # Ctrl-C reaches the sweep and its kernel, as in a terminal
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not partial.exists():
+            assert time.monotonic() < deadline, "the point never started"
+            assert proc.poll() is None, proc.stdout.read()
+            time.sleep(0.2)
+        time.sleep(2)  # the kernel is inside the napping cell now
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _records(out: Path) -> dict:
+    from zeus_nb.runner.records import read_notebook
+
+    return read_notebook(out)["records"]
+
+
+def test_ctrl_c_during_a_point_then_the_same_command_runs_it_again(tmp_path):
+    gate = tmp_path / "nap"
+    gate.touch()
+    nb = _napping(tmp_path / "nap.ipynb", gate)
+    out_dir = tmp_path / "out"
+    output = out_dir / "value=1.ipynb"
+    args = (str(nb), "-p", "value", "1", "-o", str(out_dir))
+    _interrupted_sweep(tmp_path, output.with_name(output.name + ".partial"), *args)
+    assert not nbrun.is_complete(output)
+    gate.unlink()
+    res = _sweep(tmp_path, *args)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "done already" not in res.stdout, res.stdout
+    assert _records(output) == {"value": 1, "finished": True}
+
+
+def test_force_then_ctrl_c_keeps_the_finished_measurements(tmp_path):
+    gate = tmp_path / "nap"
+    nb = _napping(tmp_path / "nap.ipynb", gate)
+    out_dir = tmp_path / "out"
+    output = out_dir / "value=1.ipynb"
+    args = (str(nb), "-p", "value", "1", "-o", str(out_dir))
+    assert _sweep(tmp_path, *args).returncode == 0
+    before = (output.read_bytes(), _records(output))
+    gate.touch()
+    _interrupted_sweep(tmp_path, output.with_name(output.name + ".partial"), *args, "--force")
+    assert output.read_bytes() == before[0]
+    assert _records(output) == before[1] == {"value": 1, "finished": True}
+    assert nbrun.is_complete(output)
+
+
+def _papermill_notebook(done: bool) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1")]
+    nb.metadata["papermill"] = {"end_time": "2024-01-01T00:00:00" if done else None}
+    return nb
+
+
+def test_an_interrupted_run_never_writes_the_finished_name(tmp_path, monkeypatch):
+    """The class: whatever the runner does when interrupted (papermill stamps an end time on
+    the way out), the result under the point's name is the old one, and not 'done'."""
+    from zeus_nb.runner import execute as ex
+
+    seen = []
+
+    def interrupted(notebook, output, *args, **kw):
+        seen.append(Path(output))
+        nbformat.write(_papermill_notebook(done=True), output)  # what papermill's finally does
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ex, "execute", interrupted)
+    out = tmp_path / "point.ipynb"
+    with pytest.raises(KeyboardInterrupt):
+        nbrun.run_notebook(tmp_path / "nb.ipynb", out, {})
+    assert seen and seen[0] != out.absolute()
+    assert not out.exists() and not nbrun.is_complete(out)
+    # a finished point is left as it was
+    finished = _papermill_notebook(done=True)
+    finished.metadata[nbrun.OUTCOME_KEY] = {"outcome": "ok"}
+    nbformat.write(finished, out)
+    before = out.read_bytes()
+    with pytest.raises(KeyboardInterrupt):
+        nbrun.run_notebook(tmp_path / "nb.ipynb", out, {})
+    assert out.read_bytes() == before and nbrun.is_complete(out)
+
+
+def test_a_failed_run_is_kept_for_inspection_but_not_done(tmp_path, monkeypatch):
+    from zeus_nb.runner import execute as ex
+
+    def timed_out(notebook, output, *args, **kw):
+        nbformat.write(_papermill_notebook(done=True), output)
+        return ex.Execution(problem="CellTimeoutError: a cell timed out")
+
+    monkeypatch.setattr(ex, "execute", timed_out)
+    out = tmp_path / "point.ipynb"
+    res = nbrun.run_notebook(tmp_path / "nb.ipynb", out, {})
+    assert not res.ok and out.exists()
+    assert not nbrun.is_complete(out)  # papermill's end time alone does not make it done
+
+
+# --- a repair never deletes a complete row ---------------------------------------------------
+RESULT = {"batch_size": 32, "power_limit": 150.0, "epochs": 2, "metric": 0.6, "reached": True,
+          "time": 20.0, "energy": 3000.0, "num_gpus": 1, "target_metric": 0.5, "max_epochs": 5,
+          "higher_is_better": True}  # fmt: skip
+
+
+def test_a_complete_last_row_without_a_line_end_is_kept_by_reader_and_repair(tmp_path):
+    from zeus_nb.inputs.kinds import SWEEP_RESULT
+    from zeus_nb.runner.sweep import read_results
+    from zeus_nb.utils.files import append_rows
+
+    path = tmp_path / "results.jsonl"
+    first = json.dumps(RESULT)
+    path.write_text(first)  # an editor saved it without the last line end
+    assert [r["batch_size"] for r in read_results(path)] == [32]
+    second = json.dumps({**RESULT, "batch_size": 64}) + "\n"
+    append_rows(path, second, SWEEP_RESULT)
+    assert [r["batch_size"] for r in read_results(path)] == [32, 64]
+    assert path.read_text() == first + "\n" + second
+    # a row cut mid-write is still cut
+    path.write_text(first + "\n" + second[:20])
+    append_rows(path, json.dumps({**RESULT, "batch_size": 8}) + "\n", SWEEP_RESULT)
+    assert [r["batch_size"] for r in read_results(path)] == [32, 8]
+
+
+@pytest.mark.parametrize("cut", [0, 5])
+def test_a_monitor_log_with_a_complete_last_row_keeps_it(tmp_path, cut):
+    """The reader keeps a whole last row without its line end, and drops a cut one."""
+    from zeus_nb.device.replay import load_profile_log
+    from zeus_nb.inputs import read_table
+    from zeus_nb.inputs.kinds import MONITOR_LOG
+
+    good = (
+        "start_time,window_name,elapsed_time,gpu0_energy\n"
+        "1.0,__GlobalPowerLimitOptimizer_300,10.0,2500.0\n"
+        "12.0,__GlobalPowerLimitOptimizer_250,11.0,2300.5"
+    )
+    path = tmp_path / "log.csv"
+    path.write_text(good[: len(good) - cut])
+    rows = read_table(path, MONITOR_LOG).rows
+    assert len(rows) == (2 if cut == 0 else 1)
+    if cut == 0:
+        assert rows[-1]["gpu0_energy"] == 2300.5
+        assert load_profile_log(path).energy[250.0] == {0: pytest.approx(2300.5)}
+
+
+def test_writers_refuse_a_row_their_reader_would_refuse(tmp_path):
+    from zeus_nb.errors import InputError
+    from zeus_nb.inputs.kinds import INSTRUCTION_PROFILE, SWEEP_RESULT
+    from zeus_nb.utils.files import append_rows
+
+    path = tmp_path / "results.jsonl"
+    with pytest.raises(InputError, match="reader would refuse"):
+        append_rows(path, json.dumps({**RESULT, "time": 0.02}) + "\n", SWEEP_RESULT)  # ms
+    assert not path.exists()
+    prof = tmp_path / "profile.csv"
+    header = ["stage", "instruction", "frequency", "time", "energy"]
+    with pytest.raises(InputError, match="reader would refuse"):
+        append_rows(prof, "0,forward,1410,0.01,nan\n", INSTRUCTION_PROFILE, header)
+    assert not prof.exists()
+
+
+# --- record() from two processes --------------------------------------------------------------
+def test_record_from_two_processes_keeps_every_record(tmp_path):
+    side = tmp_path / "out.records.json"
+    code = (
+        "import sys, zeus_nb\n"
+        "for i in range(150):\n"
+        "    zeus_nb.record(f'{sys.argv[1]}{i}', i, display=False)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ZEUS_NB_RECORD_FILE": str(side)}
+    procs = [subprocess.Popen([sys.executable, "-c", code, tag], env=env) for tag in ("a", "b")]
+    for p in procs:
+        assert p.wait(timeout=240) == 0
+    records = json.loads(side.read_text())["records"]
+    assert len(records) == 300
+    assert records["a149"] == records["b149"] == 149
