@@ -282,7 +282,34 @@ class GPUSystem(ABC):
     @abstractmethod
     def power_sampler(self, indices: list[int], period: float) -> PowerSampler: ...
 
+    #: The system that replaced this one as the process's current system (``use_simulated``),
+    #: and its step count then: see :meth:`check_current`.
+    replaced_by: GPUSystem | None = None
+    _steps_when_replaced: int = 0
+
+    def retire(self, new: GPUSystem) -> None:
+        """Mark this system as replaced by ``new`` as the process's current system."""
+        self.replaced_by = new
+        self._steps_when_replaced = getattr(self, "steps_taken", 0)
+
+    def check_current(self) -> None:
+        """Refuse to be measured after another system replaced this one, unless this one was
+        stepped since: ``zeus_nb.step()`` advances the new system, so a monitor left on this
+        one would measure nothing (0 s, 0 J) and say nothing."""
+        if self.replaced_by is None or getattr(self, "steps_taken", 0) != self._steps_when_replaced:
+            return
+        from zeus_nb.errors import SimulationError
+
+        raise SimulationError(
+            f"this {self.backend} GPU system was replaced as the current one (use_simulated(), "
+            "use_replay() or another backend), and zeus_nb.step() now advances the new one: "
+            "create the ZeusMonitor (and any optimizer using it) again after replacing it"
+        )
+
     def gpu(self, index: int) -> GPU:
+        from zeus_nb.utils.validate import integer
+
+        index = integer(index, "GPU index", 0, 1 << 16, text_ok=False)
         for g in self.gpus:
             if g.index == index:
                 return g

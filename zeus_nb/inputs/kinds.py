@@ -14,10 +14,12 @@ from zeus_nb.data.workloads import WORKLOADS  # the workloads' sample counts
 from zeus_nb.inputs.schema import Column, Ratio, Row, RowCheck, Schema, Spread
 from zeus_nb.utils.validate import (
     AVERAGE_POWER,
+    CLOCK,
     DURATION,
     ENERGY,
     NOISE,
     POWER_LIMIT,
+    POWER_SAMPLE_MW,
     Quantity,
 )
 
@@ -151,12 +153,13 @@ POWER_LOG = Schema(
     "power log",
     (
         Column("Time", "time"),
-        Column("Power", quantity=Quantity("power", "mW", 0.0, 2e6)),  # in mW, as Zeus writes it
+        Column("Power", quantity=POWER_SAMPLE_MW),  # in mW, as Zeus writes it
     ),
     key=("Time",),
     extra="ignore",
     appended=True,  # a power monitor appends a row per sample
     min_rows=2,
+    max_bytes=32 << 20,  # a day of samples at 10 Hz
     fix="want Time (a timestamp) and Power (mW) per row",
 )
 
@@ -168,7 +171,7 @@ INSTRUCTION_PROFILE = Schema(
     (
         Column("stage", "integer", low=0, high=10**4),
         Column("instruction", "choice", choices=INSTRUCTIONS),
-        Column("frequency", "integer", low=1, high=10**5, empty_ok=True),
+        Column("frequency", "integer", CLOCK, low=1, high=10**5, empty_ok=True),
         Column("time", quantity=DURATION),
         Column("energy", quantity=Quantity("energy", "J", 0.0, ENERGY.high, open_low=True)),
     ),
@@ -258,6 +261,8 @@ PLAN = Schema(
         Column("iteration_time", quantity=DURATION, optional=True),
         Column("energy", quantity=ENERGY, optional=True),
     ),
+    # the energy of all stages over one iteration: at least 1 W (time in ms is not)
+    checks=(Ratio("energy", "iteration_time", JOB_POWER, when=lambda r: bool(r.get("energy"))),),
     extra="ignore",
     fix="save one frontier point: zeus-nb perseus plan ... --deadline SECONDS --json > plan.json",
 )

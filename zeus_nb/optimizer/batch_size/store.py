@@ -126,7 +126,8 @@ class JobSpec:
     """What defines one recurring job's bandit; stored with its state so every process agrees.
 
     ``max_power`` (W) turns time into joules in the cost; ``None`` means "the current GPU's
-    maximum power limit", looked up when a result is reported. ``window`` > 0 makes each arm
+    maximum power limit", resolved once when the job is created and stored with it (never
+    looked up again by the process that reports a run). ``window`` > 0 makes each arm
     learn from its last ``window`` runs only (for jobs whose costs drift). ``exploration``
     scales the width of the Thompson-sampling draws (1: the plain posterior).
     """
