@@ -433,6 +433,50 @@ def test_every_option_of_every_command_is_typed_a_flag_or_a_choice():
     assert not unguarded, f"options without a checked type (zeus_nb.inputs.args): {unguarded}"
 
 
+def test_every_switch_that_turns_something_off_refuses_the_options_it_makes_idle():
+    """``--no-power-limit-optimizer --max-slowdown 1.2`` once ran without a word about the
+    ignored knob: a ``--no-...`` flag is the condition of the options it makes idle
+    (``only_with``, whose requirement names it), or is listed as independent with why."""
+    from zeus_nb.inputs.args import INDEPENDENT_SWITCHES
+
+    loose = []
+    for path, leaf in all_leaves().items():
+        conditions = leaf.get_default("_conditions") or []
+        for action in leaf._actions:
+            switch = next((o for o in action.option_strings if o.startswith("--no-")), None)
+            if switch is None or switch in INDEPENDENT_SWITCHES:
+                continue
+            if not any(switch in c.requirement for c in conditions):
+                loose.append(f"{' '.join(path)} {switch}")
+    assert not loose, f"switches whose idle options are not refused (only_with): {loose}"
+
+
+def test_options_that_set_a_notebook_parameter_refuse_it_given_with_p(capsys):
+    """``--smoke`` once overrode ``-p smoke false``: a command that passes -p parameters and
+    has options setting one refuses the two together, naming both."""
+    from test_reliability_battery import COMMANDS, argv_for
+
+    from zeus_nb.cli import main
+    from zeus_nb.runner.notebooks import PARAMETER_OPTIONS
+
+    tried = 0
+    for path, leaf in all_leaves().items():
+        opts = {o for a in leaf._actions for o in a.option_strings}
+        if "-p" not in opts:
+            continue
+        for option, name in PARAMETER_OPTIONS.items():
+            if option not in opts:
+                continue
+            value = "false" if option == "--smoke" else "sim"
+            extra = [option] if option == "--smoke" else [option, "nvml"]
+            argv = [*path[1:], *argv_for(path, COMMANDS[path]), *extra, "-p", name, value]
+            code = main(argv)
+            err = capsys.readouterr().err
+            assert code == 2 and option in err and f"-p {name}" in err, (path, option, err)
+            tried += 1
+    assert tried >= 3  # sweep --smoke; course grade/verify/slides --smoke and --backend
+
+
 def test_every_command_has_a_battery_case():
     from test_reliability_battery import COMMANDS
 

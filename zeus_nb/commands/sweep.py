@@ -127,7 +127,7 @@ def executor_from_args(args):
 
 def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
     """The grid from ``-p NAME VALUES`` pairs, typed and checked against the notebook's cell."""
-    from zeus_nb.runner.notebooks import notebook_parameters, parse_values
+    from zeus_nb.runner.notebooks import declared_type, notebook_parameters, parse_values
 
     declared = notebook_parameters(notebook)
     grid: dict[str, list] = {}
@@ -137,7 +137,7 @@ def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
             raise InputError(f"{notebook.name} has no parameter {name!r}; its parameters: {names}")
         if name in grid:
             raise InputError(f"parameter {name!r} given twice; list all its values in one -p")
-        grid[name] = parse_values(text, declared[name].get("inferred_type_name"), name)
+        grid[name] = parse_values(text, declared_type(declared[name]), name)
     return grid
 
 
@@ -145,6 +145,7 @@ def run(args) -> int:
     from zeus_nb.runner.notebooks import (
         find_notebook,
         grid_points,
+        merge_parameters,
         point_file,
         run_notebook,
         same_point,
@@ -153,6 +154,7 @@ def run(args) -> int:
 
     notebook = find_notebook(args.notebook)
     grid = build_grid(notebook, args.param)
+    merge_parameters(grid, {"--smoke": True} if args.smoke else {})  # -p smoke and --smoke
     points = grid_points(grid) if grid else [{}]
     executor = executor_from_args(args)  # validated before the output folder is made
     out_dir = writable_dir(args.output_dir or Path("runs") / notebook.stem, "-o")

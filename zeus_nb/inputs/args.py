@@ -119,6 +119,16 @@ def _address(text: str) -> str:
 scheduler_address = ArgType("address", _address, ("", "foo:bar", "tcp://", "host:0", "h:99999"))
 
 
+#: Flags that turn something off (``--no-...``) but on which no other option depends, and why;
+#: every other such flag must be the condition of the options it makes idle (:func:`only_with`),
+#: so that they are refused with it (tests/test_reliability_discovery.py).
+INDEPENDENT_SWITCHES: dict[str, str] = {
+    "--no-progress": "only hides the progress bar; no option configures it",
+    "--no-execute": "docs build: the notebooks' outputs are left out; no option runs them",
+    "--no-strict": "docs build: MkDocs warnings pass; no option depends on strictness",
+}
+
+
 @dataclass(frozen=True)
 class _Condition:
     dest: str

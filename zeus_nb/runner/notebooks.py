@@ -79,21 +79,42 @@ def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
 _CASTS = {"int": int, "float": float, "str": str}
 
 
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+def declared_type(info: dict[str, Any]) -> str | None:
+    """A parameter's type: its annotation (papermill's ``inferred_type_name``), else the type of
+    its default value (``smoke = False`` is a bool, so ``-p smoke no`` means False)."""
+    t = (info.get("inferred_type_name") or "").strip().lower()
+    if t and t != "none":
+        return t
+    try:
+        default = ast.literal_eval(str(info.get("default", "")))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return {bool: "bool", int: "int", float: "float", str: "str"}.get(type(default))
+
+
 def parse_value(text: str, type_name: str | None = None, name: str = "") -> Any:
     """One parameter value from text, typed like the notebook declares it (``int``, ``bool``...).
 
     ``nan`` and ``inf`` are refused for numbers: no notebook parameter means anything with them.
-    Errors are :class:`~zeus_nb.errors.InputError`, naming the parameter when ``name`` is given.
+    ``true``/``false`` (also ``yes``/``no``, ``on``/``off``) of an undeclared type are booleans,
+    never the truthy text ``"no"``; ``[...]`` is a list whatever the declared type (the
+    notebooks' list parameters take one). Errors are :class:`~zeus_nb.errors.InputError`,
+    naming the parameter when ``name`` is given.
     """
     t = (type_name or "").strip().lower()
     s = text.strip()
     where = f"parameter {name!r}: " if name else ""
-    if t == "bool":
-        if s.lower() in ("true", "1", "yes"):
+    if t == "bool" or (not t and s.lower() in _TRUE + _FALSE and not s.isdigit()):
+        if s.lower() in _TRUE:
             return True
-        if s.lower() in ("false", "0", "no"):
+        if s.lower() in _FALSE:
             return False
         raise InputError(f"{where}{text!r} is not a boolean; use true or false")
+    if s.startswith("[") and s.endswith("]"):
+        t = ""  # a list: read as a literal below
     if t in _CASTS:
         try:
             value = _CASTS[t](s)
@@ -109,9 +130,29 @@ def parse_value(text: str, type_name: str | None = None, name: str = "") -> Any:
     return value
 
 
+def split_values(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets and quotes: ``[300,200],[250]`` is two."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in parts if p.strip()]
+
+
 def parse_values(text: str, type_name: str | None = None, name: str = "") -> list[Any]:
-    """Comma-separated values (``"64,128,256"``) as a list of typed values."""
-    parts = [p for p in text.split(",") if p.strip()]
+    """Comma-separated values (``"64,128,256"``) as a list of typed values; a value in brackets
+    is one list (``-p live_power_limits [300,200],[250,150]`` is two points)."""
+    parts = split_values(text)
     if not parts:
         where = f"parameter {name!r}: " if name else ""
         raise InputError(
@@ -201,6 +242,29 @@ def same_point(output: str | Path, notebook: str | Path, parameters: dict[str, A
         parameters, sort_keys=True, default=repr
     )
     return same_params and Path(str(pm.get("input_path", ""))).name == Path(notebook).name
+
+
+#: Options of ``zeus-nb sweep``/``course`` that set a notebook parameter themselves.
+PARAMETER_OPTIONS = {"--smoke": "smoke", "--backend": "backend"}
+
+
+def merge_parameters(given: dict[str, Any], set_by: dict[str, Any]) -> dict[str, Any]:
+    """``given`` (``-p`` values) plus the parameters options set (``{"--smoke": True}``).
+
+    A parameter set both ways is a usage error naming both, never silently one of them
+    (``--smoke`` once overrode ``-p smoke false``).
+    """
+    from zeus_nb.errors import UsageError
+
+    merged = dict(given)
+    for option, value in set_by.items():
+        name = PARAMETER_OPTIONS[option]
+        if name in given:
+            raise UsageError(
+                f"{option} and -p {name} {given[name]!r} both set the parameter {name}; give one"
+            )
+        merged[name] = value
+    return merged
 
 
 # --- execution ----------------------------------------------------------------------------------

@@ -61,6 +61,14 @@ def command(mode: str, nproc: int = 1, **options: Any) -> list[str]:
     if mode != "single" and "gpu" in options:
         raise InputError("gpu= applies to single-process runs; DDP/FSDP use one GPU per rank")
     TrainConfig(**options)  # validate values here, with a clear error, not in the subprocess
+    from zeus_nb.train.config import OPTIMIZER_OPTIONS
+
+    idle = [f for f in OPTIMIZER_OPTIONS if f in options]
+    if options.get("power_limit_optimizer") is False and idle:
+        raise InputError(
+            f"{', '.join(idle)} apply only with the power-limit optimizer; leave them out or "
+            "drop power_limit_optimizer=False"
+        )
     flags: list[str] = []
     for name, value in options.items():
         if name in _OFF_SWITCHES:  # boolean fields that default to True
