@@ -256,7 +256,7 @@ class Table:
     header: list[str]
     runs: list[list[Row]]
     comments: list[str] = field(default_factory=list)
-    dropped: str | None = None  # a torn last row that was dropped (an incomplete one)
+    dropped: str | None = None  # a last row without a line end, dropped
 
     @property
     def rows(self) -> list[Row]:
@@ -267,10 +267,11 @@ def split_torn(text: str, schema: Schema, src: str) -> tuple[str, str | None]:
     """The text without a last row that has no line end (and that row).
 
     Files zeus-nb appends to end every row with a line end, so such a row is a write cut short
-    (a full disk, a killed process) or a file an editor saved without its last line end: the
-    reader keeps it if it is a complete row (:func:`read_table`), else drops it with a warning.
-    In any other file it may be a copy cut short, whose last number could read as a plausible
-    wrong one: refused.
+    (a full disk, a killed process), whose last number may be cut and still parse: the reader
+    drops it with a warning (:func:`read_table`) and leaves the file alone. Before appending,
+    zeus-nb's writers end it with a line break if it is a complete row (a file an editor saved
+    without its last line end), so a repair never deletes a whole row. In any other file it may
+    be a copy cut short: refused.
     """
     if not text or text.endswith(("\n", "\r")):
         return text, None
@@ -342,25 +343,15 @@ def check_rows(
     return rows
 
 
-def _keep_or_drop(torn: str, n: int, header: list[str] | None, schema: Schema, src: str):
-    """The torn last row as a row to keep (complete), or None after a warning (dropped)."""
-    where = f"{src}, line {n}"
-    row = complete_row(torn, header, schema, where) if header else None
-    if row is not None:
-        log.warning(
-            "%s: the last row has no line end but every field is present; kept it (if the file "
-            "was cut short, check its last number)",
-            where,
-        )
-        row.line, row.where = n, where
-        return row
+def _dropped(torn: str, n: int, src: str) -> None:
     log.warning(
-        "%s: the last row has no line end (a write cut short: a full disk or a killed "
-        "process); dropped it: %r",
-        where,
+        "%s, line %d: the last row has no line end (a write cut short: a full disk or a killed "
+        "process), so its last number may be cut: dropped it: %r (if it is complete, end it "
+        "with a line break; zeus-nb's own appenders do so before they write)",
+        src,
+        n,
         torn[:60],
     )
-    return None
 
 
 def _columns(header: list[str], schema: Schema, src: str, line: int) -> list[Column]:
@@ -461,15 +452,7 @@ def read_table(path: str | Path, schema: Schema, text: str | None = None) -> Tab
             keys[key] = n
         runs[-1].append(row)
     if torn is not None:
-        n = text.count("\n") + 1
-        row = _keep_or_drop(torn, n, header, schema, src)
-        if row is not None:
-            key = tuple(row.get(k) for k in schema.key)
-            if schema.key and key in keys:
-                raise schema.error(row.where, f"repeats line {keys[key]}; delete the duplicate")
-            row.run = len(runs)
-            runs[-1].append(row)
-            torn = None
+        _dropped(torn, text.count("\n") + 1, src)
     if header is None:
         raise schema.error(src, f"no header line; expected {_a(schema.name)}")
     runs = [r for r in runs if r]
