@@ -146,8 +146,10 @@ class GPU(ABC):
 
     def check_clock(self, mhz: int) -> int:
         """Validate a requested SM clock against :meth:`supported_clocks`; returns it as int."""
+        from zeus_nb.utils.validate import integer
+
+        f = integer(mhz, f"SM clock of GPU {self.index} (MHz)", 0, 10**6, text_ok=False)
         clocks = self.supported_clocks()
-        f = int(mhz)
         if f not in clocks:
             near = min(clocks, key=lambda c: abs(c - f))
             raise InputError(
@@ -158,8 +160,10 @@ class GPU(ABC):
 
     def check_power_limit(self, watts: float) -> float:
         """Validate a requested limit against the constraints; returns it as float."""
+        from zeus_nb.utils.validate import POWER_LIMIT, number
+
+        w = number(watts, f"power limit of GPU {self.index}", POWER_LIMIT, text_ok=False)
         lo, hi = self.power_limit_constraints()
-        w = float(watts)
         if not lo <= w <= hi:
             raise InputError(
                 f"power limit {w:g} W is outside GPU {self.index}'s range [{lo:g}, {hi:g}] W"
@@ -186,8 +190,10 @@ class PowerSampler(ABC):
     """Collects a power timeline while running; a context manager."""
 
     def __init__(self, indices: list[int], period: float):
-        if period <= 0:
-            raise InputError(f"sampling period must be > 0 s, got {period}")
+        from zeus_nb.utils.validate import DURATION, number
+
+        # NaN once passed "period <= 0" and sampled without end
+        period = number(period, "sampling period", DURATION, "give seconds, e.g. 0.1", False)
         self.timeline = PowerTimeline(period, {i: [] for i in indices})
         self._lock = threading.Lock()
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
 from zeus_nb.errors import InputError, TraceFormatError, UnsupportedError
 from zeus_nb.inputs import read_table, reader
+from zeus_nb.inputs.api import checked_methods
 from zeus_nb.inputs.kinds import MONITOR_LOG
 from zeus_nb.inputs.kinds import window_limit as _window_limit
 from zeus_nb.utils.validate import integer, step_count
@@ -107,6 +108,7 @@ def load_profile_log(
     return ProfileLog(path, indices, elapsed, energy, gpu_name or _gpu_name_from_path(path))
 
 
+@checked_methods
 class ReplayGPU(GPU):
     """One GPU of a replayed log."""
 
@@ -156,6 +158,7 @@ class ReplayGPU(GPU):
         return True, "replayed GPU"
 
 
+@checked_methods
 class ReplaySystem(GPUSystem):
     """The replayed GPUs and their replay clock.
 

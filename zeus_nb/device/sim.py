@@ -35,12 +35,14 @@ from zeus_nb.device.sim_clocks import SimulatedClocks
 from zeus_nb.device.sim_ranks import parse_straggler, rank_factors  # noqa: F401 (re-exported)
 from zeus_nb.device.sim_wall import WallPace
 from zeus_nb.errors import InputError, SimulationError
-from zeus_nb.utils.validate import CPU_TDP, DRAM_SIZE, NOISE, integer, number, step_count
+from zeus_nb.inputs.api import checked_methods
+from zeus_nb.utils.validate import CPU_TDP, DRAM_SIZE, NOISE, Quantity, integer, number, step_count
 
 # (t0, t1, {gpu index: watts}) for every advance of the virtual clock.
 Listener = Callable[[float, float, dict[int, float]], None]
 
 CLOCKS = ("virtual", "wall")
+IDLE = Quantity("idle time", "s", 0.0, 3.2e7)
 MAX_GPUS = 1024  # as ZEUS_NB_SIM_GPUS: a growable system never answers for a higher index
 
 NO_STEP_HINT = (
@@ -51,6 +53,7 @@ NO_STEP_HINT = (
 )
 
 
+@checked_methods
 class SimulatedGPU(GPU):
     """One simulated GPU; all its numbers come from its system's power trace."""
 
@@ -128,6 +131,7 @@ class SimulatedGPU(GPU):
         return min(capped, float(self._locked[1])) if self._locked else capped
 
 
+@checked_methods
 class SimulatedSystem(SimulatedClocks, GPUSystem):
     """Several identical simulated GPUs sharing one virtual clock.
 
@@ -316,6 +320,8 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
             )
             for bs, g in rows.groupby("batch_size")
         }
+        if num_samples is not None:
+            num_samples = integer(num_samples, "num_samples", 1, 10**12, text_ok=False)
         if num_samples is None:
             try:
                 num_samples = get_workload(dataset).num_samples
@@ -411,8 +417,7 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
 
     def advance_idle(self, seconds: float) -> None:
         """Let virtual time pass with no GPU work (the trace has no idle power: 0 J is added)."""
-        if seconds < 0:
-            raise InputError("cannot go back in time")
+        seconds = number(seconds, "advance_idle(seconds)", IDLE, "time cannot go back")
         if self.clock_mode == "wall":
             raise InputError("the wall clock cannot be advanced; time.sleep() instead")
         t0 = self._now

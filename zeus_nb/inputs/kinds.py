@@ -90,8 +90,8 @@ TRAIN_TRACE = Schema(
         Column("run", "integer", low=0, high=10**9),
         Column("target_metric", quantity=Quantity("target metric", "", -1e12, 1e12)),
         Column(
-            "target_epoch",
-            quantity=Quantity("epoch", "", 0, 1e7),
+            "target_epoch",  # epochs count from 1: reaching the target at 0 means no training
+            quantity=Quantity("epoch", "", 0, 1e7, open_low=True),
             empty_ok=True,
             missing=("nan", "NaN"),  # the run never reached the target
         ),

@@ -82,7 +82,10 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     """
     p = Path(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    _check_name_length(p)
+    # The temporary sibling's name is kept short: a long target name once made it 14
+    # characters over the file system's limit, an error that named a file the user never gave.
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name[:64]}.", suffix=".tmp", dir=p.parent)
     try:
         try:
             view = memoryview(raw)
@@ -113,6 +116,21 @@ def move_into_place(src: str | Path, dst: str | Path) -> Path:
         os.close(fd)
     os.replace(src, dst)
     return Path(dst)
+
+
+def _check_name_length(p: Path) -> None:
+    """A name the file system cannot hold is an error naming the target, before any write."""
+    try:
+        limit = os.pathconf(p.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    if len(os.fsencode(p.name)) > limit:
+        raise OSError(
+            errno.ENAMETOOLONG,
+            f"File name too long ({len(os.fsencode(p.name))} bytes; this file system allows "
+            f"{limit}): choose a shorter name",
+            str(p),
+        )
 
 
 def write_json(path: str | Path, obj: Any, indent: int | None = 1) -> Path:

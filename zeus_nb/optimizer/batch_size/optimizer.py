@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from zeus_nb.errors import InputError
+from zeus_nb.inputs.api import checked_methods
 from zeus_nb.optimizer.batch_size.checks import (
     checked_observation,
     device_max_power,
@@ -96,6 +97,7 @@ def _zeus_call(args: tuple, kwargs: dict) -> bool:
     return first is not None and not isinstance(first, (str, JobSpec))
 
 
+@checked_methods
 class BatchSizeOptimizer:
     """Learns the cost-optimal batch size of a recurring job, one recurrence at a time.
 
