@@ -162,11 +162,13 @@ class GPU(ABC):
         """Validate a requested limit against the constraints; returns it as float."""
         from zeus_nb.utils.validate import POWER_LIMIT, number
 
-        w = number(watts, f"power limit of GPU {self.index}", POWER_LIMIT, text_ok=False)
+        w = number(watts, f"power limit of GPU {self.index}", text_ok=False)  # finite, a number
         lo, hi = self.power_limit_constraints()
         if not lo <= w <= hi:
+            unit = POWER_LIMIT.likely_unit(w)
             raise InputError(
                 f"power limit {w:g} W is outside GPU {self.index}'s range [{lo:g}, {hi:g}] W"
+                + (f"; {unit}" if unit else "")
             )
         return w
 

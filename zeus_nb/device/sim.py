@@ -265,7 +265,10 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
         if self.clock_mode != "wall":
             return
         with self._lock:
-            self._charge(self._pace.elapsed())
+            if self._pace.base is None:  # calibrating: real time is what the steps cost
+                self._charge(self._pace.elapsed())
+            # calibrated: the step costs its calibrated length, however long a busy machine
+            # paused it (only a reading mid-step, past the hold, counts real time)
             self._charge(self._pace.mark())
 
     def slowdown(self, power_limit: float, batch_size: int | None = None) -> float:

@@ -113,8 +113,8 @@ def parse_value(text: str, type_name: str | None = None, name: str = "") -> Any:
         if s.lower() in _FALSE:
             return False
         raise InputError(f"{where}{text!r} is not a boolean; use true or false")
-    if s.startswith("[") and s.endswith("]"):
-        t = ""  # a list: read as a literal below
+    if s.startswith("[") and s.endswith("]") and t in ("", "str"):
+        t = ""  # a list (the notebooks' list parameters are text or lists): a literal below
     if t in _CASTS:
         try:
             value = _CASTS[t](s)
@@ -125,9 +125,25 @@ def parse_value(text: str, type_name: str | None = None, name: str = "") -> Any:
             value = ast.literal_eval(s)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return s
-    if isinstance(value, float) and not math.isfinite(value):
-        raise InputError(f"{where}{text!r} is not a finite number")
+    if not _finite(value):
+        raise InputError(f"{where}{text!r} is not a finite number (or holds one that is not)")
     return value
+
+
+def _finite(value: Any) -> bool:
+    """No NaN or infinity anywhere in ``value`` (``[1e999]`` is a list holding inf)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return False
+        if isinstance(v, (list, tuple, set)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, complex):
+            return math.isfinite(v.real) and math.isfinite(v.imag)
+    return True
 
 
 def split_values(text: str) -> list[str]:

@@ -369,8 +369,7 @@ HISTORY_COLUMNS = (
 )
 
 
-#: Recurrences one simulation may run: each costs about a millisecond of the bandit's work, so
-#: this bounds a simulation to seconds (100 000 once ran for minutes with no answer).
+#: Recurrences one simulation may run (about 1 ms each; 100 000 once ran for minutes).
 MAX_RECURRENCES = 10_000
 
 
@@ -402,14 +401,8 @@ def simulate(
     if model is None:
         model = workload_model(workload, gpu, eta, train_trace)
     n = model.num_recurrences() if recurrences is None else recurrences
-    n = integer(
-        n,
-        "recurrences",
-        1,
-        MAX_RECURRENCES,
-        f"each takes about 1 ms and the bandit settles within 2 x |batch sizes| x |limits| "
-        f"({model.num_recurrences()} here), so at most {MAX_RECURRENCES} are simulated",
-    )
+    why = f"each takes about 1 ms; the bandit settles within {model.num_recurrences()} here"
+    n = integer(n, "recurrences", 1, MAX_RECURRENCES, why)
     if profile_steps < 1:
         raise InputError(f"profile_steps must be at least 1, got {profile_steps}")
     if accounting not in ACCOUNTING:
