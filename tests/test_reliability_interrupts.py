@@ -258,3 +258,148 @@ def test_record_from_two_processes_keeps_every_record(tmp_path):
     records = json.loads(side.read_text())["records"]
     assert len(records) == 300
     assert records["a149"] == records["b149"] == 149
+
+
+# --- a measured window is one record: whole or not, and one run's -------------------------------
+def _plo_run(log: Path, adaptive: bool = True, stop_at: float | None = None):
+    """A power-limit optimizer run on the simulated A40 (epochs of 15 steps, so every limit's
+    window is paused at an epoch's end), logging to ``log``; ``stop_at``: killed while that
+    limit is being measured."""
+    from zeus_nb import device
+    from zeus_nb.monitor import ZeusMonitor
+    from zeus_nb.optimizer.power_limit import GlobalPowerLimitOptimizer, MaxSlowdownConstraint
+
+    device.use_simulated(gpu="a40", workload="imagenet")
+    monitor = ZeusMonitor(gpu_indices=[0], log_file=log)
+    plo = GlobalPowerLimitOptimizer(
+        monitor, MaxSlowdownConstraint(1.1), wait_steps=0, warmup_steps=0, profile_steps=40,
+        adaptive=adaptive, verbose=False,
+    )  # fmt: skip
+    for _ in range(60):
+        plo.on_epoch_begin()
+        for _ in range(15):
+            plo.on_step_begin()
+            zeus_nb.step()
+            plo.on_step_end()
+        plo.on_epoch_end()
+        s = plo.state
+        limit = getattr(s, "current_power_limit", None)
+        if stop_at is not None and limit == stop_at * 1000 and getattr(s, "taken", 0) > 0:
+            return None  # killed here: a piece of this limit was measured
+        if plo.optimal_power_limit is not None:
+            return plo.optimal_power_limit
+    raise AssertionError("the run did not finish")
+
+
+def _replay(log: Path, capsys) -> float:
+    from zeus_nb.cli import main
+
+    capsys.readouterr()
+    argv = ["plo", "replay", str(log), "--selector", "max-slowdown", "--factor", "1.1"]
+    assert main([*argv, "--json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)["power_limit"]
+
+
+def test_an_adaptive_runs_own_log_replays_to_the_limit_it_chose(tmp_path, capsys):
+    log = tmp_path / "log.csv"
+    chosen = _plo_run(log)
+    assert "~part_" in log.read_text()  # some limits were abandoned midway: logged as parts
+    assert _replay(log, capsys) == chosen
+
+
+def test_a_log_cut_by_a_killed_run_never_holds_a_piece_as_a_whole_window(tmp_path, capsys):
+    import gc
+
+    full = tmp_path / "full.csv"
+    chosen = _plo_run(full, adaptive=False)
+    cut = tmp_path / "cut.csv"
+    assert _plo_run(cut, adaptive=False, stop_at=100.0) is None
+    gc.collect()
+    names = [ln.split(",")[1] for ln in cut.read_text().splitlines()[1:]]
+    assert not any(n.endswith("_100") for n in names), names  # the open limit is not logged
+    assert _replay(cut, capsys) == chosen != 100.0
+
+
+def test_a_second_process_cannot_append_to_a_log_this_monitor_writes(tmp_path):
+    from zeus_nb import device
+    from zeus_nb.monitor import ZeusMonitor
+
+    device.use_simulated()
+    log = tmp_path / "log.csv"
+    monitor = ZeusMonitor(gpu_indices=[0], log_file=log)
+    code = (
+        "import sys; from zeus_nb.monitor import ZeusMonitor\n"
+        "from zeus_nb.errors import ZeusNbError\n"
+        "try:\n    ZeusMonitor(gpu_indices=[0], log_file=sys.argv[1])\n"
+        "except ZeusNbError as e:\n    print(e); sys.exit(7)\n"
+    )
+    env = {**_env(), "ZEUS_NB_BACKEND": "sim"}
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(log)], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 7 and "another process" in out.stdout, out.stdout + out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.csv"]  # no lock file beside it
+    del monitor
+    import gc
+
+    gc.collect()
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(log)], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stdout + out.stderr  # released with the monitor
+
+
+def test_the_log_keeps_zeus_s_format(tmp_path):
+    """Zeus's own test reads the log line by line: the header, then one row per ended window
+    starting with its begin time, name and elapsed time; no column is added."""
+    from zeus_nb import device
+    from zeus_nb.monitor import ZeusMonitor
+
+    system = device.use_simulated(num_gpus=2)
+    log = tmp_path / "log.csv"
+    monitor = ZeusMonitor(gpu_indices=[0, 1], log_file=log)
+    starts = {}
+    for name in ("window1", "window2"):
+        starts[name] = system.clock()
+        monitor.begin_window(name)
+        zeus_nb.step(3)
+        m = monitor.end_window(name)
+        starts[name] = (starts[name], m.time)
+    lines = log.read_text().splitlines(keepends=True)
+    assert lines[0] == "start_time,window_name,elapsed_time,gpu0_energy,gpu1_energy\n"
+    for line, (name, (begin, elapsed)) in zip(lines[1:], starts.items(), strict=True):
+        assert line.startswith(f"{begin!r},{name},{elapsed!r}")
+        assert len(line.split(",")) == 5
+
+
+def test_the_monitor_does_not_log_a_row_its_replay_would_refuse(tmp_path, caplog):
+    from zeus_nb import device
+    from zeus_nb.device.replay import load_profile_log
+    from zeus_nb.monitor import ZeusMonitor
+
+    device.use_simulated()
+    log = tmp_path / "log.csv"
+    monitor = ZeusMonitor(gpu_indices=[0], log_file=log)
+    monitor.begin_window("__GlobalPowerLimitOptimizer_300")
+    zeus_nb.step(5)
+    monitor.end_window("__GlobalPowerLimitOptimizer_300")
+    monitor.begin_window("__GlobalPowerLimitOptimizer_250")  # no step: 0 s, 0 J
+    with caplog.at_level("WARNING"), pytest.warns(UserWarning):
+        m = monitor.end_window("__GlobalPowerLimitOptimizer_250")
+    assert m.time == 0 and "not logged" in caplog.text
+    assert load_profile_log(log).power_limits == [300.0]  # the log still replays
+
+
+def test_opening_a_log_keeps_a_complete_last_row_without_a_line_end(tmp_path):
+    from zeus_nb import device
+    from zeus_nb.monitor import ZeusMonitor
+
+    device.use_simulated()
+    log = tmp_path / "log.csv"
+    log.write_text("start_time,window_name,elapsed_time,gpu0_energy\n1.0,w,2.0,400.5")
+    ZeusMonitor(gpu_indices=[0], log_file=log)
+    assert log.read_text().splitlines()[:3] == [
+        "start_time,window_name,elapsed_time,gpu0_energy",
+        "1.0,w,2.0,400.5",
+        "start_time,window_name,elapsed_time,gpu0_energy",
+    ]

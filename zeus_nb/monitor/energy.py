@@ -13,9 +13,7 @@ providers. ``python -m zeus_nb.monitor energy|power`` prints live readings, like
 from __future__ import annotations
 
 import contextlib
-import csv
 import functools
-import io
 import logging
 import operator
 import sys
@@ -28,9 +26,6 @@ from typing import Any
 from zeus_nb import device
 from zeus_nb.device.base import GPUSystem, PowerSampler
 from zeus_nb.errors import CpuEnergyError, InputError, WindowError
-from zeus_nb.inputs.kinds import MONITOR_LOG
-from zeus_nb.inputs.table import read_header
-from zeus_nb.utils.files import append_line, end_with_newline
 from zeus_nb.utils.validate import integer
 
 log = logging.getLogger(__name__)
@@ -136,7 +131,6 @@ class ZeusMonitor:
         )
         self._windows: dict[str, tuple] = {}  # name -> (time, gpu, cpu, dram) readings
         self._warned: set[str] = set()
-        self._unwritten: list[list[str]] = []  # log rows an I/O error kept from the file
         self._log_path = Path(log_file) if log_file is not None else None
         if self._log_path is not None:
             self._init_log(self._log_path)
@@ -153,51 +147,30 @@ class ZeusMonitor:
         ]
 
     def _init_log(self, path: Path) -> None:
-        """Start this monitor's run in the log: its header line, which is also what tells
-        readers one run from the next when several monitors append to one file.
+        """Start this monitor's run in the log (its header line), as the file's one writer:
+        see :mod:`zeus_nb.monitor.log_file` (an existing log must have the same columns; a
+        complete last row without its line end is kept, a torn one cut)."""
+        from zeus_nb.monitor.log_file import MonitorLog
 
-        An existing log must have the same columns; a torn last row an interrupted writer left
-        is cut off first (with a warning), so no row is ever glued onto it.
-        """
-        header = self._header()
-        existing = read_header(path, MONITOR_LOG)
-        if existing is not None and existing != header:
-            raise InputError(
-                f"log file {path} has header {existing}, but this monitor writes {header}; "
-                "choose another log_file"
-            )
-        if existing is None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        else:
-            end_with_newline(path)
-        append_line(path, ",".join(header))
+        self._log_file = MonitorLog(path, self._header(), self)
 
     def _log(self, name: str, start: float, m: Measurement) -> None:
-        """Append the window's row; on an I/O error keep it (and later ones) for the next try.
+        """Log the window's row, checked as the replay will read it; on an I/O error it is kept
+        (with later ones) for the next try, and a full disk never costs the measurement."""
+        energy = [m.gpu_energy[i] for i in self.gpu_indices]
+        self._log_file.write(name, start, m.time, energy)
 
-        A full disk or a vanished folder must not cost the measurement: the caller still gets
-        it, the failure is logged as a warning, and the rows not yet written go out with the
-        next window that can be written. Rows are appended whole or not at all
-        (:func:`zeus_nb.utils.files.append_line`), so a failed write leaves no torn row.
-        """
-        row = [repr(start), name, repr(m.time)] + [repr(m.gpu_energy[i]) for i in self.gpu_indices]
-        self._unwritten.append(row)
-        text = io.StringIO()
-        csv.writer(text, lineterminator="\n").writerows(self._unwritten)
-        try:
-            append_line(self._log_path, text.getvalue())
-        except OSError as e:
-            log.warning(
-                "could not append window %r to the log file %s (%s); the measurement is "
-                "returned, and %d unwritten row(s) will be written with the next window. "
-                "Free disk space or fix the folder's permissions",
-                name,
-                self._log_path,
-                e.strerror or e,
-                len(self._unwritten),
-            )
-            return
-        self._unwritten.clear()
+    def _log_pieces(self, name: str) -> None:
+        """Hold the rows of window ``name`` (ended in pieces) until :meth:`_log_whole`."""
+        if self._log_path is not None:
+            self._log_file.hold(name)
+
+    def _log_whole(self, name: str, taken: int | None = None, total: int | None = None) -> None:
+        """Log the held pieces of ``name`` as one record: whole, or a part of ``taken`` of
+        ``total`` steps (the power-limit optimizer's windows: see
+        :mod:`zeus_nb.monitor.log_file`)."""
+        if self._log_path is not None:
+            self._log_file.release(name, taken, total)
 
     # --- windows ---------------------------------------------------------------------------
     def _read(self, sync: bool) -> tuple:

@@ -71,6 +71,8 @@ UNLOCKED_UPDATES: dict[str, str] = {
     "the profiling process that owns the file appends to it",
     "zeus_nb.utils.diskcache.cached": "a cache of a pure function: concurrent writers write the "
     "same value, atomically",
+    "zeus_nb.monitor.log_file.MonitorLog.__init__": "reads the log's header, then appends its "
+    "own under the flock it holds on the log for the monitor's life",
 }
 
 
@@ -158,6 +160,9 @@ def end_with_newline(path: str | Path, complete: Callable[[str], bool] | None = 
         with p.open("rb+") as f:
             size = f.seek(0, os.SEEK_END)
             if size == 0:
+                return None
+            f.seek(size - 1)
+            if f.read(1) == b"\n":  # the usual case: one byte read
                 return None
             f.seek(max(0, size - 65536))
             tail = f.read()

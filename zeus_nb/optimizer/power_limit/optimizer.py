@@ -36,11 +36,7 @@ from zeus_nb.optimizer.power_limit.profile_file import (
     save_profile_or_warn,
     upgrade_zeus_profile,
 )
-from zeus_nb.optimizer.power_limit.selectors import (
-    OptimumSelector,
-    PowerLimitMeasurement,
-    ZeusCost,
-)
+from zeus_nb.optimizer.power_limit.selectors import OptimumSelector, PowerLimitMeasurement, ZeusCost
 from zeus_nb.optimizer.power_limit.states import (
     Done,
     Phase,
@@ -55,16 +51,8 @@ from zeus_nb.optimizer.power_limit.states import (
 from zeus_nb.utils.framework import initialized_dist, reduce_time_energy
 from zeus_nb.utils.validate import Quantity, integer, number
 
-__all__ = [
-    "Done",
-    "GlobalPowerLimitOptimizer",
-    "Phase",
-    "Profiling",
-    "Ready",
-    "Waiting",
-    "Warmup",
-    "WarmingUp",
-]
+__all__ = ["Done", "GlobalPowerLimitOptimizer", "Phase", "Profiling", "Ready", "Waiting"]
+__all__ += ["Warmup", "WarmingUp"]
 
 PL_STEP = Quantity("power-limit step", "W", 0.0, 2000.0, open_low=True)
 NOISE_MARGIN = Quantity("noise margin", "", 0.0, 0.999)
@@ -325,6 +313,8 @@ class GlobalPowerLimitOptimizer(Callback):
             s = self.state = self._enter(0)
         if isinstance(s, Profiling) and s.window is None:
             s.window = f"{WINDOW_PREFIX}{self._order[s.index]:g}"
+            if s.taken == 0:  # its pieces (paused at epoch ends) are logged as one record
+                getattr(self.monitor, "_log_pieces", lambda name: None)(s.window)
             self.monitor.begin_window(s.window)
             s.segment_start = self._read() if self.adaptive else (0.0, 0.0)
             if self.adaptive and s.taken == 0:
@@ -371,7 +361,8 @@ class GlobalPowerLimitOptimizer(Callback):
         verdict = self.policy.observe(self.measurements, time, energy, s.taken, self.profile_steps)
         if verdict is None:
             return
-        self.monitor.end_window(s.window, cancel=True)
+        self.monitor.end_window(s.window)  # logged as what it is: a part of the window
+        self._log_whole(s, s.taken)
         s.window = None
         limit = self._order[s.index]
         if verdict.estimate is None:
@@ -389,11 +380,18 @@ class GlobalPowerLimitOptimizer(Callback):
     def _finish(self, s: Profiling, time: float, energy: float) -> None:
         """A full window at ``order[s.index]``: record it (reduced across ranks), then move on."""
         limit = self._order[s.index]
+        self._log_whole(s)
         self.local_measurements.append(PowerLimitMeasurement(limit, energy, time, len(self.gpus)))
         t, e, n = reduce_time_energy(time, energy, len(self.gpus))
         lost = self.adaptive and self.policy.finish(self.measurements, limit, t, e)
         self.measurements.append(PowerLimitMeasurement(limit, e, t, n))
         self._next(s.index, t, lost)
+
+    def _log_whole(self, s: Profiling, taken: int | None = None) -> None:
+        """Log a limit's pieces as one record: whole, or a part (zeus_nb.monitor.log_file)."""
+        whole = getattr(self.monitor, "_log_whole", None)
+        if whole is not None:
+            whole(f"{WINDOW_PREFIX}{self._order[s.index]:g}", taken, self.profile_steps)
 
     def _next(self, index: int, time: float, lost: bool) -> None:
         """After the limit ``order[index]``: the next limit, or the optimum."""
