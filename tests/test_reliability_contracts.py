@@ -404,3 +404,37 @@ def test_a_bad_port_in_a_store_url_is_a_usage_error(port, capsys):
     assert main(["bso", "show", "--store", f"postgresql://u:secret@127.0.0.1:{port}/db"]) == 2
     line = _one_line(capsys.readouterr().err)
     assert "port" in line and "internal error" not in line and "secret" not in line
+
+
+# --- contradictions refused by name --------------------------------------------------------------
+def test_p_values_are_typed_by_the_notebook_and_lists_pass_whole():
+    from zeus_nb.runner.notebooks import declared_type, parse_value, parse_values
+
+    undeclared = {"inferred_type_name": None, "default": "False"}  # smoke = False
+    assert declared_type(undeclared) == "bool"
+    assert parse_value("no", declared_type(undeclared)) is False
+    assert parse_value("no") is False  # also with no type at all: never the truthy "no"
+    assert parse_values("[300,200],[250,150]", "str") == [[300, 200], [250, 150]]
+    with pytest.raises(ZeusNbError):
+        parse_value("[1e999]", "str")
+
+
+def test_optimizer_options_without_the_optimizer_are_refused(capsys):
+    from zeus_nb.train.config import config_from_args
+    from zeus_nb.train.launch import command
+
+    for extra in (["--max-slowdown", "1.2"], ["--exhaustive"], ["--pl-step", "50"]):
+        with pytest.raises(SystemExit) as e:
+            config_from_args("single", ["--no-power-limit-optimizer", *extra])
+        assert e.value.code == 2
+        assert extra[0] in capsys.readouterr().err
+    with pytest.raises(ZeusNbError, match="max_slowdown"):
+        command("single", power_limit_optimizer=False, max_slowdown=1.2)
+    assert config_from_args("single", ["--exhaustive"]).adaptive is False
+    assert config_from_args("single", []).adaptive is True
+
+
+def test_smoke_and_p_smoke_together_are_refused_by_sweep(tmp_path, capsys):
+    assert main(["sweep", "01", "--smoke", "-p", "smoke", "false", "-o", str(tmp_path / "o")]) == 2
+    assert "--smoke and -p smoke" in _one_line(capsys.readouterr().err)
+    assert not (tmp_path / "o").exists()
