@@ -221,6 +221,7 @@ def test_a_recurring_job_measured_by_zeus_monitor(tmp_path):
 
     db = tmp_path / "jobs.sqlite3"
     seen = []
+    device.use_simulated(gpu="v100", workload="cifar100")  # the GPU the job is created on
     for _ in range(3):
         bso = BatchSizeOptimizer(
             "cifar", db, batch_sizes=[512, 1024, 2048], default_batch_size=1024, beta=math.inf
@@ -245,8 +246,10 @@ def test_a_recurring_job_measured_by_zeus_monitor(tmp_path):
     hist = BatchSizeOptimizer("cifar", db).history()
     assert list(hist["batch_size"]) == seen
     assert (hist["energy"] > 0).all() and (hist["time"] > 0).all()
-    # max_power came from the simulated GPU: the V100's top limit
+    # max_power came from the simulated GPU the job was created on (the V100's top limit),
+    # stored with the job: every later process's reports cost the same
     top = system.gpu(0).power_limit_constraints()[1]
+    assert BatchSizeOptimizer("cifar", db).job.max_power == top
     row = hist.iloc[0]
     assert row["cost"] == pytest.approx(0.5 * row["energy"] + 0.5 * top * row["time"])
 

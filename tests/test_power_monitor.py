@@ -81,7 +81,7 @@ def test_max_samples_and_domain_errors():
         pm.get_power_timeline("gpu_total")
     with pytest.raises(ValueError, match="'memory_average' is not reported"):
         PowerMonitor(power_domains=["memory_average"])
-    with pytest.raises(ValueError, match="update_period must be > 0"):
+    with pytest.raises(ValueError, match="update_period"):
         PowerMonitor(update_period=0)
 
 

@@ -10,8 +10,11 @@ path), never a raw exception, never a changed input file, never a wrong number w
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -456,9 +459,46 @@ def _canon(value: Any) -> str:
     return json.dumps(plain(value), sort_keys=True)
 
 
+@contextlib.contextmanager
+def _deadline(seconds: int, what: str):
+    """Fail (rather than hang the suite) when a read blocks: a FIFO, ``/dev/zero``."""
+
+    def expired(*_):
+        raise AssertionError(f"{what}: no answer within {seconds} s (a read that blocks)")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+#: Inputs that are not regular files, or too large: every reader refuses them at once.
+SPECIAL = ("a FIFO", "/dev/zero", "over the size bound")
+
+
+def _special(case: Case) -> tuple[str, ...]:
+    """SQLite reads the pages a query needs, not the whole file: its work is bounded anyway."""
+    return SPECIAL[:2] if case.form in ("sqlite", "server") else SPECIAL
+
+
+def _make_special(what: str, path: Path, case: Case, good: bytes) -> None:
+    if what == "a FIFO":
+        os.mkfifo(path)
+    elif what == "/dev/zero":
+        path.symlink_to("/dev/zero")
+    else:  # the good file, padded past the bound with blank lines (or trailing bytes)
+        limit = getattr(case.schema, "max_bytes", 8 << 20)
+        pad = b"\n" if case.form in ("csv", "jsonl") else b" "
+        path.write_bytes(good + pad * (limit + 1 - len(good)))
+
+
 def _outcome(case: Case, path: Path):
     try:
-        return "ok", _canon(case.read(path))
+        with _deadline(20, str(path)):
+            return "ok", _canon(case.read(path))
     except ZeusNbError as e:
         return "error", str(e)
     except OSError as e:
@@ -512,6 +552,15 @@ def test_every_reader_survives_the_battery(name, tmp_path, caplog):
     # a folder where the file should be
     kind, result = _outcome(case, tmp_path / "good")
     assert kind == "error" and str(tmp_path / "good") in str(result), result
+    # not a regular file, or too large: refused at once, naming the path
+    for what in _special(case):
+        folder = tmp_path / f"special-{what.replace('/', '')}"
+        folder.mkdir()
+        path = folder / "input"
+        _make_special(what, path, case, good)
+        kind, result = _outcome(case, path)
+        assert kind == "error" and str(path) in str(result), f"{name}: {what}: {kind}: {result}"
+        assert sorted(p.name for p in folder.iterdir()) == ["input"], f"{name}: {what}"
 
 
 def test_a_database_server_with_nothing_listening_fails_fast_with_our_error():
@@ -583,6 +632,17 @@ def test_commands_answer_every_bad_file_with_one_line(command, tmp_path, capsys)
             assert code == 2, label
         assert path.read_bytes() == data, f"{label}: the input file changed"
         assert [p.name for p in folder.iterdir()] == ["input.csv"], label
+    for what in _special(case):
+        folder = tmp_path / f"special-{what.replace('/', '')}"
+        folder.mkdir()
+        path = folder / "input.csv"
+        _make_special(what, path, case, good)
+        capsys.readouterr()
+        with _deadline(30, f"{command} {what}"):
+            code = main(argv(path))
+        out, err = capsys.readouterr()
+        assert code == 2 and str(path) in err, f"{command}: {what}: exit {code}: {err[-300:]}"
+        assert len(err.strip().splitlines()) == 1, err
 
 
 def test_docs_name_every_schema_and_the_waits_they_state():

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import zeus_nb
-from zeus_nb.inputs.registry import NOT_INPUT, READERS
+from zeus_nb.inputs.registry import NOT_INPUT, READERS, SYSTEM_READS
 from zeus_nb.utils.files import OTHER_WRITES
 
 PACKAGE = Path(zeus_nb.__file__).parent
@@ -81,11 +81,20 @@ def _mode(call: ast.Call, position: int) -> str:
     return arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else "r"
 
 
+def _in_memory(call: ast.Call) -> bool:
+    """``read_csv(io.StringIO(text))``, ``Image.open(io.BytesIO(data))``: parses bytes already
+    read, opens no file."""
+    first = call.args[0] if call.args else None
+    return isinstance(first, ast.Call) and _name(first)[1] in ("StringIO", "BytesIO")
+
+
 def _reads(fn: ast.AST) -> set[str]:
     """The raw read primitives ``fn`` calls itself."""
     found = set()
     for call in _own_calls(fn):
         base, name = _name(call)
+        if _in_memory(call):
+            continue
         attribute = isinstance(call.func, ast.Attribute)  # read_text(...) alone: zeus_nb.inputs
         if name in ("create_engine", "create_async_engine") or (
             attribute and name in ("read_text", "read_bytes", "read_csv", "DictReader")
@@ -134,7 +143,7 @@ def _decorated_reader(fn: ast.AST) -> bool:
 
 
 # --- readers -----------------------------------------------------------------------------------
-INPUT_READS = {"read_table", "read_json", "read_text"}
+INPUT_READS = {"read_table", "read_json", "read_text", "read_bytes", "read_ipynb", "regular_file"}
 
 
 def test_every_function_that_reads_is_a_declared_reader_or_says_why_not():
@@ -149,7 +158,7 @@ def test_every_function_that_reads_is_a_declared_reader_or_says_why_not():
             if not reads:
                 continue
             seen.add(qualname)
-            if not _decorated_reader(fn) and qualname not in NOT_INPUT:
+            if not _decorated_reader(fn) and qualname not in NOT_INPUT | SYSTEM_READS:
                 undeclared.append(f"{qualname} ({', '.join(sorted(reads))})")
     assert not undeclared, "read outside the input boundary: " + "; ".join(undeclared)
     stale = sorted(
@@ -158,9 +167,33 @@ def test_every_function_that_reads_is_a_declared_reader_or_says_why_not():
     assert not stale, f"NOT_INPUT lists functions that read nothing (any more): {stale}"
 
 
+def _calls_by_name(fn: ast.AST) -> set[str]:
+    return {n for _, n in map(_name, _own_calls(fn)) if n}
+
+
+def test_every_file_opened_is_checked_to_be_a_regular_file_of_bounded_size():
+    """A FIFO blocks a reader forever and ``/dev/zero`` never ends: a function that opens a file
+    itself (not through ``read_bytes``/``read_text``/``read_json``/``read_table``/
+    ``read_ipynb``, which check it) must call ``regular_file`` first, or be listed in
+    ``SYSTEM_READS`` (kernel files, package data, the checkout, a private temporary folder)."""
+    unchecked, seen = [], set()
+    for module, tree in _modules():
+        for qualname, fn in _functions(tree, module):
+            reads = _reads(fn)
+            if not reads:
+                continue
+            seen.add(qualname)
+            if qualname in SYSTEM_READS:
+                continue
+            if "regular_file" not in _calls_by_name(fn):
+                unchecked.append(f"{qualname} ({', '.join(sorted(reads))})")
+    assert not unchecked, "opens a file without regular_file(): " + "; ".join(unchecked)
+    assert not sorted(set(SYSTEM_READS) - seen), "SYSTEM_READS lists functions that open nothing"
+
+
 def _covered(q: str, fns: dict, callers: dict, seen: frozenset = frozenset()) -> bool:
     """Declared, or a private helper whose callers (in its module) are all covered."""
-    if _decorated_reader(fns[q]) or q in NOT_INPUT:
+    if _decorated_reader(fns[q]) or q in NOT_INPUT or q in SYSTEM_READS:
         return True
     who = callers.get(q, set()) - seen - {q}
     return (
@@ -227,6 +260,66 @@ def test_files_are_written_only_through_the_write_path():
                     problems.append(f"{qualname} ({', '.join(sorted(writes))})")
     assert not problems, "writes outside zeus_nb.utils.files: " + "; ".join(problems)
     assert not sorted(set(OTHER_WRITES) - found), "OTHER_WRITES lists functions that write nothing"
+
+
+_RAW_APPENDS = {"append_line", "end_with_newline"}
+
+
+def test_appenders_write_only_rows_their_reader_accepts():
+    """Appending goes through ``files.append_rows`` (rows checked by the reader's schema, a
+    complete last row kept): ``append_line`` or ``end_with_newline`` called elsewhere would
+    write unchecked rows or cut a whole one."""
+    raw = [
+        q
+        for module, tree in _modules()
+        for q, fn in _functions(tree, module)
+        if _calls_by_name(fn) & _RAW_APPENDS
+    ]
+    assert not raw, f"appends without the reader's checks (use files.append_rows): {raw}"
+
+
+def _is_read(name: str) -> bool:
+    return name in INPUT_READS or name.startswith(("_read", "read_", "load"))
+
+
+def _is_write(name: str) -> bool:
+    return name in ("atomic_write", "write_json", "append_rows") or name.startswith(
+        ("_write", "write_")
+    )
+
+
+def _holds_a_lock(fn: ast.AST) -> bool:
+    return any(
+        isinstance(node, ast.With)
+        and any("lock" in ast.unparse(item.context_expr).lower() for item in node.items)
+        for node in ast.walk(fn)
+    )
+
+
+def test_a_file_read_and_written_back_is_updated_under_a_lock():
+    """Read-modify-write of one file (``record()``'s sidecar, a results table) holds a lock
+    beside the file: without one, two processes each write back what they read and one's
+    records are lost (``record()`` from two processes once kept half of 300)."""
+    from zeus_nb.utils.files import UNLOCKED_UPDATES
+
+    unlocked, seen = [], set()
+    for module, tree in _modules():
+        for q, fn in _functions(tree, module):
+            reads, writes = set(), set()
+            for call in _own_calls(fn):
+                name = _name(call)[1]
+                if name and call.args:
+                    target = ast.unparse(call.args[0])
+                    if _is_read(name):
+                        reads.add(target)
+                    if _is_write(name):
+                        writes.add(target)
+            if reads & writes:
+                seen.add(q)
+                if not _holds_a_lock(fn) and q not in UNLOCKED_UPDATES:
+                    unlocked.append(f"{q} ({', '.join(sorted(reads & writes))})")
+    assert not unlocked, f"reads and writes back a file without a lock: {unlocked}"
+    assert not set(UNLOCKED_UPDATES) - seen, "UNLOCKED_UPDATES lists functions that do not"
 
 
 # --- environment variables ---------------------------------------------------------------------
@@ -338,6 +431,50 @@ def test_every_option_of_every_command_is_typed_a_flag_or_a_choice():
         if option_kind(a) == "unguarded"
     ]
     assert not unguarded, f"options without a checked type (zeus_nb.inputs.args): {unguarded}"
+
+
+def test_every_switch_that_turns_something_off_refuses_the_options_it_makes_idle():
+    """``--no-power-limit-optimizer --max-slowdown 1.2`` once ran without a word about the
+    ignored knob: a ``--no-...`` flag is the condition of the options it makes idle
+    (``only_with``, whose requirement names it), or is listed as independent with why."""
+    from zeus_nb.inputs.args import INDEPENDENT_SWITCHES
+
+    loose = []
+    for path, leaf in all_leaves().items():
+        conditions = leaf.get_default("_conditions") or []
+        for action in leaf._actions:
+            switch = next((o for o in action.option_strings if o.startswith("--no-")), None)
+            if switch is None or switch in INDEPENDENT_SWITCHES:
+                continue
+            if not any(switch in c.requirement for c in conditions):
+                loose.append(f"{' '.join(path)} {switch}")
+    assert not loose, f"switches whose idle options are not refused (only_with): {loose}"
+
+
+def test_options_that_set_a_notebook_parameter_refuse_it_given_with_p(capsys):
+    """``--smoke`` once overrode ``-p smoke false``: a command that passes -p parameters and
+    has options setting one refuses the two together, naming both."""
+    from test_reliability_battery import COMMANDS, argv_for
+
+    from zeus_nb.cli import main
+    from zeus_nb.runner.notebooks import PARAMETER_OPTIONS
+
+    tried = 0
+    for path, leaf in all_leaves().items():
+        opts = {o for a in leaf._actions for o in a.option_strings}
+        if "-p" not in opts:
+            continue
+        for option, name in PARAMETER_OPTIONS.items():
+            if option not in opts:
+                continue
+            value = "false" if option == "--smoke" else "sim"
+            extra = [option] if option == "--smoke" else [option, "nvml"]
+            argv = [*path[1:], *argv_for(path, COMMANDS[path]), *extra, "-p", name, value]
+            code = main(argv)
+            err = capsys.readouterr().err
+            assert code == 2 and option in err and f"-p {name}" in err, (path, option, err)
+            tried += 1
+    assert tried >= 3  # sweep --smoke; course grade/verify/slides --smoke and --backend
 
 
 def test_every_command_has_a_battery_case():

@@ -79,9 +79,29 @@ def test_marked_steps_cost_the_calibrated_time_whatever_their_real_length(monkey
     t1 = system.clock()
     fake.now += 0.002 * 5  # a window opening mid-step sees the clock held at the last mark
     assert system.clock() == t1
-    fake.now += 0.5  # beyond the hold: the loop does something else, real time counts again
-    beyond = 0.002 * 5 + 0.5 - sim_wall.HOLD * 0.002
+    fake.now += 1.5  # beyond the hold: the loop does something else, real time counts again
+    beyond = 0.002 * 5 + 1.5 - max(sim_wall.HOLD * 0.002, sim_wall.MIN_HOLD)
     assert system.clock() - t1 == pytest.approx(beyond * system.slowdown(low))
+
+
+def test_a_busy_machine_pausing_a_step_adds_nothing_to_it(monkeypatch):
+    """At a load of 8 to 12 the wall clock once chose another limit than the trace implies:
+    a pause inside a marked step (the process descheduled) must cost nothing extra, whether a
+    window reads the clock during it or not (below the hold)."""
+    fake = FakeTime()
+    monkeypatch.setattr(sim_wall, "time", fake)
+    system = device.use_simulated(gpu="v100", workload="imagenet", clock="wall")
+    for _ in range(sim_wall.CALIBRATION_STEPS):
+        fake.now += 0.002
+        system.mark_step()
+    t0 = system.clock()
+    for pause in (0.3, 5.0, 0.0, 0.9):  # paused 0.3 s, 5 s (no reading), none, 0.9 s
+        fake.now += pause
+        if pause < sim_wall.MIN_HOLD:
+            system.clock()  # a window read mid-step, within the hold
+        fake.now += 0.002
+        system.mark_step()
+    assert system.clock() - t0 == pytest.approx(4 * 0.002)
 
 
 def test_virtual_clock_ignores_step_marks():

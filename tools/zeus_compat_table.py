@@ -120,8 +120,6 @@ NOTES: dict[str, str] = {
     "zeus-nb does not borrow, so constructing it without one raises saying where to get one; "
     "`value_at(t)` is the price in force at a time (first tier of the period the "
     "weekday/weekend schedule names); `base_url=`, `timeout=`, `cache_seconds=`.",
-    "zeus.utils.lat_lon.get_ip_lat_long": "Asks ipinfo.io, waiting at most `timeout` s (5); a failure is "
-    "`LocationLookupError` saying what to pass instead.",
     "zeus.device.cpu.rapl.RaplWraparoundTracker": "Polls on a daemon thread, not a spawned "
     "process; `get_num_wraparounds(reading_uj)` also counts a wrap that a read saw first.",
     "zeus.device.cpu.rapl.RAPLFile": "Keeps a descriptor of `energy_uj` and reads it with "

@@ -7,6 +7,7 @@ import json
 import math
 
 from zeus_nb.inputs.args import ArgType, count, nonempty, real
+from zeus_nb.optimizer.batch_size.simulator import MAX_RECURRENCES
 
 
 def _beta(text: str) -> float:
@@ -42,9 +43,9 @@ def register(sub) -> None:
     s.add_argument("--seed", type=count(0, 2**32 - 1), default=1)
     s.add_argument(
         "--recurrences",
-        type=count(1, 10**6),
+        type=count(1, MAX_RECURRENCES),
         default=None,
-        help="default: 2 x |batch sizes| x |limits|",
+        help=f"default: 2 x |batch sizes| x |limits|; at most {MAX_RECURRENCES} (about 1 ms each)",
     )
     s.add_argument(
         "--accounting",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import errno
 import sys
 from pathlib import Path
@@ -149,21 +148,16 @@ def _execution_options(p) -> None:
 
 
 def _parameters_and_env(args) -> tuple[dict, dict[str, str]]:
-    params = {name: _literal(value) for name, value in args.parameter}
+    from zeus_nb.runner.notebooks import merge_parameters, parse_value
+
+    # a Python literal, else text; true/false/yes/no are booleans (never the truthy text "no")
+    params = {name: parse_value(value, None, name) for name, value in args.parameter}
     env = {}
-    if args.smoke:
-        params["smoke"] = True
+    options: dict = {"--smoke": True} if args.smoke else {}
     if args.backend:
-        params["backend"] = args.backend
+        options["--backend"] = args.backend
         env["ZEUS_NB_BACKEND"] = args.backend
-    return params, env
-
-
-def _literal(text: str):
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
+    return merge_parameters(params, options), env
 
 
 def run_build(args) -> int:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs.args import nonempty
+from zeus_nb.inputs.table import MAX_NOTEBOOK_BYTES, read_bytes, read_text
 from zeus_nb.utils.files import atomic_write
 
 DEFAULT_DIR = "zeus-nb-notebooks"
@@ -41,7 +42,7 @@ def _digest(data: bytes) -> str:
 
 def _read_record(dest: Path) -> dict[str, str]:
     try:
-        data = json.loads((dest / RECORD).read_text())
+        data = json.loads(read_text(dest / RECORD, "copy record"))
     except (OSError, ValueError):
         return {}
     files = data.get("files") if isinstance(data, dict) else None
@@ -81,7 +82,7 @@ def copy_notebooks(
         if not target.exists():
             bucket = report.copied
         else:
-            current = _digest(target.read_bytes())
+            current = _digest(read_bytes(target, "notebook", MAX_NOTEBOOK_BYTES))
             if current == shipped:
                 report.unchanged.append(nb.name)
                 record[nb.name] = shipped

@@ -5,7 +5,20 @@ from __future__ import annotations
 import json
 
 from zeus_nb.errors import InputError
-from zeus_nb.inputs.args import count, nonempty, seconds
+from zeus_nb.inputs.args import ArgType, count, nonempty, seconds
+from zeus_nb.utils.validate import Quantity, number
+
+
+def _weights(text: str) -> list[float]:
+    """Relative stage sizes: finite numbers > 0 (NaN once made a profile of NaN times)."""
+    parts = [w for w in text.split(",") if w.strip()]
+    if not parts:
+        raise InputError("the value: no numbers; give e.g. 1,1.3,1,0.8")
+    size = Quantity("relative stage size", "", 0.0, 1e3, open_low=True)
+    return [number(w, f"the value: item {i + 1}", size) for i, w in enumerate(parts)]
+
+
+WEIGHTS = ArgType("weights", _weights, ("", "nan,1", "inf,1", "-1,1", "0,1", "1,abc", ","))
 
 
 def register(sub) -> None:
@@ -51,7 +64,7 @@ def register(sub) -> None:
     syn.add_argument("--stages", type=count(1, 10**4), default=4)
     syn.add_argument(
         "--weights",
-        type=nonempty("list"),
+        type=WEIGHTS,
         default=None,
         help="relative stage sizes, e.g. 1,1.3,1,0.8 (default equal)",
     )
@@ -104,13 +117,7 @@ def _saved(energy: float, reference: float) -> str:
 def run_synthetic(args) -> int:
     from zeus_nb.optimizer.pipeline_frequency import synthetic_profile
 
-    weights = None
-    if args.weights:
-        try:
-            weights = [float(w) for w in args.weights.split(",")]
-        except ValueError:
-            msg = f"--weights must be numbers separated by commas, got {args.weights!r}"
-            raise InputError(msg) from None
+    weights = args.weights  # checked by WEIGHTS: finite, > 0
     profile = synthetic_profile(args.gpu, args.stages, weights, args.workload)
     path = profile.to_csv(args.output)
     print(f"wrote {path} ({args.stages} stages, {args.gpu})")

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from zeus_nb.errors import InputError
+from zeus_nb.inputs import read_text
 from zeus_nb.inputs.args import ArgType, count, nonempty, only_with, scheduler_address, seconds
 from zeus_nb.utils.files import atomic_write
 
@@ -126,7 +127,7 @@ def executor_from_args(args):
 
 def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
     """The grid from ``-p NAME VALUES`` pairs, typed and checked against the notebook's cell."""
-    from zeus_nb.runner.notebooks import notebook_parameters, parse_values
+    from zeus_nb.runner.notebooks import declared_type, notebook_parameters, parse_values
 
     declared = notebook_parameters(notebook)
     grid: dict[str, list] = {}
@@ -136,7 +137,7 @@ def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
             raise InputError(f"{notebook.name} has no parameter {name!r}; its parameters: {names}")
         if name in grid:
             raise InputError(f"parameter {name!r} given twice; list all its values in one -p")
-        grid[name] = parse_values(text, declared[name].get("inferred_type_name"), name)
+        grid[name] = parse_values(text, declared_type(declared[name]), name)
     return grid
 
 
@@ -144,6 +145,7 @@ def run(args) -> int:
     from zeus_nb.runner.notebooks import (
         find_notebook,
         grid_points,
+        merge_parameters,
         point_file,
         run_notebook,
         same_point,
@@ -152,6 +154,7 @@ def run(args) -> int:
 
     notebook = find_notebook(args.notebook)
     grid = build_grid(notebook, args.param)
+    merge_parameters(grid, {"--smoke": True} if args.smoke else {})  # -p smoke and --smoke
     points = grid_points(grid) if grid else [{}]
     executor = executor_from_args(args)  # validated before the output folder is made
     out_dir = writable_dir(args.output_dir or Path("runs") / notebook.stem, "-o")
@@ -212,6 +215,7 @@ def write_results(out_dir: Path, outputs: list[Path]):
     Under a file lock and through a temporary file, so two sweeps into one folder never leave
     a duplicate or a torn row. Returns (path, this sweep's table).
     """
+    import io
     import logging
     import os
 
@@ -226,8 +230,8 @@ def write_results(out_dir: Path, outputs: list[Path]):
         merged = table
         if csv.exists() and csv.stat().st_size > 0:
             try:
-                before = pd.read_csv(csv)
-            except (ValueError, UnicodeDecodeError) as e:
+                before = pd.read_csv(io.StringIO(read_text(csv, "results table", 64 << 20)))
+            except (ValueError, UnicodeDecodeError, OSError) as e:
                 # rebuilt from this sweep's notebooks; the damaged file is kept, never lost
                 before = None
                 kept = csv.with_name(f"{csv.name}.damaged")

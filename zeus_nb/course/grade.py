@@ -13,6 +13,7 @@ from zeus_nb.course.feedback import exercise_results
 from zeus_nb.course.markers import EXERCISE_TAG, CourseError, strip_outputs
 from zeus_nb.course.verify import _environ
 from zeus_nb.errors import InputError
+from zeus_nb.inputs.table import read_ipynb
 
 
 @dataclass
@@ -43,13 +44,11 @@ def _grade_one(
     timeout: float | None,
 ) -> list[ExerciseResult]:
     """Execute one submission into ``target`` and judge its exercise cells."""
-    import nbformat
-
     from zeus_nb.runner.execute import execute
 
     name = str(path)
     try:
-        nb = nbformat.read(path, as_version=4)
+        nb = read_ipynb(path, "submitted notebook")
     except Exception as e:
         return [ExerciseResult(name, 0, "failed", f"not a readable notebook: {e}")]
     strip_outputs(nb)
@@ -60,7 +59,7 @@ def _grade_one(
         cell.metadata["tags"].append("raises-exception")  # go on to the next exercise
     # a failing cell is judged cell by cell below; a timeout or a dead kernel is the problem
     problem = execute(nb, target, parameters, path.parent, kernel_name, timeout).problem
-    graded = exercise_results(nbformat.read(target, as_version=4)) if target.exists() else []
+    graded = exercise_results(read_ipynb(target)) if target.exists() else []
     pairs = [(r.status, r.detail) for r in graded]
     if len(pairs) != len(exercise_cells):
         pairs = [("not run", "")] * len(exercise_cells)

@@ -12,6 +12,7 @@ from typing import Any
 
 from zeus_nb.course.check import FAILED_MARK, NOT_DONE_MARK, PASSED_MARK  # noqa: F401 (re-exported)
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.inputs.table import read_ipynb
 from zeus_nb.utils.files import atomic_write
 
 BEGIN = "# BEGIN SOLUTION"
@@ -187,10 +188,7 @@ def build(
     sources = _collect(notebooks)
     split = []
     for path in sources:
-        try:
-            nb = nbformat.read(path, as_version=4)
-        except Exception as e:
-            raise CourseError(f"{path}: not a readable notebook ({e})") from e
+        nb = read_ipynb(path)  # our error, naming the file, for anything that is not one
         split.append((path, *split_notebook(nb, path.name)))
     out = Path(out_dir)
     built = []
@@ -220,10 +218,7 @@ def edition_text(path: str | os.PathLike, solutions: bool = False) -> str:
     import nbformat
 
     p = Path(path)
-    try:
-        nb = nbformat.read(p, as_version=4)
-    except Exception as e:
-        raise CourseError(f"{p}: not a readable notebook ({e})") from e
+    nb = read_ipynb(p)  # our error, naming the file, for anything that is not one
     return nbformat.writes(edition(nb, solutions, p.name)) + "\n"
 
 

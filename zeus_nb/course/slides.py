@@ -19,6 +19,7 @@ from typing import Any
 
 from zeus_nb.course.markers import CourseError, _collect
 from zeus_nb.course.slide_layout import HIDE_INPUT, SLIDE_KEY, lay_out, student_sources
+from zeus_nb.inputs.table import read_ipynb
 from zeus_nb.utils.files import atomic_write
 
 __all__ = ["SLIDE_KEY", "build_slides", "executed_copy"]
@@ -39,8 +40,6 @@ def executed_copy(
     parameters: Mapping[str, Any] | None,
 ) -> Any:
     """The executed notebook for ``path``: from the ``executed`` folder, else run here."""
-    import nbformat
-
     from zeus_nb.runner.notebooks import run_notebook
     from zeus_nb.utils.environ import temp_environ
 
@@ -48,13 +47,13 @@ def executed_copy(
         found = Path(executed) / path.name
         if not found.is_file():
             raise CourseError(f"{found}: no executed copy of {path.name}; run `zeus-nb tour` first")
-        return nbformat.read(found, as_version=4)
+        return read_ipynb(found, "executed notebook")
     out = work / path.name
     with temp_environ(MPLBACKEND=None):  # the kernel's inline backend: plots become outputs
         result = run_notebook(path, out, dict(parameters or {}), cwd=work)
     if not result.ok:
         raise CourseError(f"{path.name} failed while executing for the slides: {result.error}")
-    return nbformat.read(out, as_version=4)
+    return read_ipynb(out, "executed notebook")
 
 
 def _current_prose(executed: Any, source: Any) -> None:
@@ -119,8 +118,6 @@ def build_slides(
     papermill ``parameters``. ``reveal_url_prefix``: load reveal.js from there instead of the copy
     put beside the decks (which needs ``npm`` once, to fetch it).
     """
-    import nbformat
-
     from zeus_nb.course.reveal import vendor
 
     exporter = _exporter(reveal_url_prefix)
@@ -130,7 +127,7 @@ def build_slides(
     with tempfile.TemporaryDirectory(prefix="zeus-nb-slides-") as tmp:
         for path in _collect(notebooks):
             nb = executed_copy(path, executed, Path(tmp), params)
-            source = nbformat.read(path, as_version=4)
+            source = read_ipynb(path)
             _current_prose(nb, source)
             body, _ = exporter.from_notebook_node(lay_out(nb, student_sources(source, path.name)))
             pages[f"{path.stem}.slides.html"] = body

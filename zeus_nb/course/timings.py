@@ -10,6 +10,7 @@ from typing import Any
 
 from zeus_nb.course.markers import CourseError
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs.table import read_ipynb
 from zeus_nb.utils.validate import DURATION, number
 
 
@@ -22,10 +23,8 @@ class Timing:
 
 
 def _duration(path: Path) -> float | None:
-    import nbformat
-
     try:
-        nb = nbformat.read(path, as_version=4)
+        nb = read_ipynb(path, "executed notebook")
     except (OSError, ValueError):
         return None
     value = nb.metadata.get("papermill", {}).get("duration")
@@ -95,10 +94,8 @@ def timings(paths: Iterable[str | os.PathLike], problems: list[str] | None = Non
 
 def _papermill_metadata(path: Path) -> dict:
     """The ``papermill`` metadata of one notebook, or a :class:`CourseError` naming it."""
-    import nbformat
-
     try:
-        meta = nbformat.read(path, as_version=4).metadata.get("papermill", {})
+        meta = read_ipynb(path, "executed notebook").metadata.get("papermill", {})
     except (OSError, ValueError, AttributeError, KeyError, TypeError) as e:  # not a notebook
         raise CourseError(f"{path}: not a readable notebook ({e})") from None
     if not isinstance(meta, dict):

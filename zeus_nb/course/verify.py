@@ -12,6 +12,7 @@ from zeus_nb.course.feedback import exercise_results
 from zeus_nb.course.markers import VERSIONS, CourseError
 from zeus_nb.course.timings import _duration
 from zeus_nb.errors import InputError
+from zeus_nb.inputs.table import read_ipynb
 
 
 @dataclass
@@ -64,8 +65,6 @@ def _run_version(
 
     if version not in VERSIONS:
         raise InputError(f"version must be one of {VERSIONS}, got {version!r}")
-    import nbformat
-
     name = notebook.name
     run = execute(notebook.resolve(), output, parameters, notebook.parent, kernel_name)
     duration = _duration(output)
@@ -77,7 +76,7 @@ def _run_version(
         return Verification(
             name, version, False, f"failed: {run.ename}: {run.evalue}", output, duration
         )
-    results = exercise_results(nbformat.read(output, as_version=4))
+    results = exercise_results(read_ipynb(output, "executed notebook"))
     want = "passed" if version == "solution" else "not attempted"
     off = [
         f"exercise {i}: {r.status} ({r.detail})"

@@ -72,8 +72,16 @@ def _read(source, schema, bundled: Path | None = None):
     try:
         return read_table(source, schema)
     except MissingInputError:
+        shipped = ", ".join(BUNDLED_GPUS)
+        text = str(source)
+        if schema is POWER_TRACE and "/" not in text and "\\" not in text and "." not in text:
+            raise TraceNotFoundError(
+                f"unknown GPU {text!r}: zeus-nb ships the power traces of {shipped}; give one "
+                "of those, or the path of a power-trace CSV (docs/traces.md)"
+            ) from None
+        also = f" (or a shipped GPU: {shipped})" if schema is POWER_TRACE else ""
         raise TraceNotFoundError(
-            f"{source}: no such file; give the path of an existing CSV trace"
+            f"{source}: no such file; give the path of an existing CSV trace{also}"
         ) from None
 
 

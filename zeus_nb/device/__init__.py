@@ -157,6 +157,16 @@ def create(
         return _sim_from_env(seed_offset)
 
 
+def _make_current(system: GPUSystem) -> GPUSystem:
+    """``system`` as the process's current one; the one it replaces is marked so that a
+    monitor still bound to it fails instead of measuring nothing."""
+    global _current
+    if _current is not None and _current is not system:
+        _current.retire(system)
+    _current = system
+    return system
+
+
 def current(backend: str | None = None) -> GPUSystem:
     """The process's GPU system, created on first use.
 
@@ -165,7 +175,7 @@ def current(backend: str | None = None) -> GPUSystem:
     global _current
     name = resolve_backend(backend)
     if _current is None or name not in ("auto", _current.backend):
-        _current = create(name)
+        _make_current(create(name))
         log.debug("GPU backend: %s, %d GPU(s)", _current.backend, len(_current.gpus))
     return _current
 
@@ -200,23 +210,24 @@ def use_simulated(
         cpu_tdp = env("ZEUS_NB_SIM_CPU_TDP")
     if dram_gb is None:
         dram_gb = env("ZEUS_NB_SIM_DRAM_GB")
-    _current = SimulatedSystem(
-        gpu,
-        workload,
-        batch_size,
-        num_gpus or 1,
-        noise,
-        seed,
-        num_samples,
-        clock=clock or env("ZEUS_NB_SIM_CLOCK") or "virtual",
-        grow=num_gpus is None,
-        cpu_tdp=cpu_tdp,
-        dram_gb=dram_gb,
-        rank=rank,
-        rank_spread=rank_spread,
-        straggler=straggler,
+    return _make_current(
+        SimulatedSystem(
+            gpu,
+            workload,
+            batch_size,
+            num_gpus or 1,
+            noise,
+            seed,
+            num_samples,
+            clock=clock or env("ZEUS_NB_SIM_CLOCK") or "virtual",
+            grow=num_gpus is None,
+            cpu_tdp=cpu_tdp,
+            dram_gb=dram_gb,
+            rank=rank,
+            rank_spread=rank_spread,
+            straggler=straggler,
+        )
     )
-    return _current
 
 
 def use_replay(log, steps_per_window: int = 40, gpu_name: str | None = None):
@@ -227,8 +238,7 @@ def use_replay(log, steps_per_window: int = 40, gpu_name: str | None = None):
     global _current
     from zeus_nb.device.replay import ReplaySystem
 
-    _current = ReplaySystem(log, steps_per_window, gpu_name)
-    return _current
+    return _make_current(ReplaySystem(log, steps_per_window, gpu_name))
 
 
 def step(n: int = 1, batch_size: int | None = None) -> None:

@@ -27,7 +27,8 @@ from zeus_nb.device.gpu.common import (
     ZeusGPUNotSupportedError,
 )
 from zeus_nb.device.sampling import PowerIntegrator, PowerSampler, PowerTimeline
-from zeus_nb.errors import DeviceError, InputError, UnsupportedError
+from zeus_nb.device.watts import POWER_DOMAINS, WattHelpers
+from zeus_nb.errors import InputError
 
 if TYPE_CHECKING:
     from zeus_nb.device.cpu.packages import CPU
@@ -39,24 +40,13 @@ __all__ += ["PowerTimeline"]
 #: Sentinel for "read CUDA_VISIBLE_DEVICES from the environment" (a value may be None: all GPUs).
 FROM_ENV = "from the environment"
 
-#: Power domains a GPU may report, with Zeus's names: the instantaneous board power, the board
-#: power averaged by the driver (over about a second on NVIDIA), and the memory's average power.
-POWER_DOMAINS = ("device_instant", "device_average", "memory_average")
-
-#: Zeus's method (mW) behind each power domain.
-_DOMAIN_READERS = {
-    "device_instant": "get_instant_power_usage",
-    "device_average": "get_average_power_usage",
-    "memory_average": "get_average_memory_power_usage",
-}
-
 
 def milli(value: float) -> int:
     """W -> mW or J -> mJ, as Zeus's integers."""
     return int(round(value * 1000))
 
 
-class GPU(ZeusGPU):
+class GPU(WattHelpers, ZeusGPU):
     """One GPU: Zeus's methods (mW, mJ, MHz) from its backend, zeus-nb's helpers (W, J) here.
 
     ``gpu_index`` is the backend's own index (NVML's, for real GPUs, as in Zeus); ``index`` is
@@ -204,135 +194,6 @@ class GPU(ZeusGPU):
     def get_gpu_temperature(self) -> int:
         raise ZeusGPUNotSupportedError(f"GPU {self.index} ({self.name}) reports no temperature")
 
-    # --- zeus-nb's helpers: watts, joules, checked arguments --------------------------------
-    @property
-    def name(self) -> str:
-        return str(self.get_name())
-
-    def power_limit_constraints(self) -> tuple[float, float]:
-        """(minimum, maximum) power limit in W."""
-        lo, hi = self.get_power_management_limit_constraints()
-        return lo / 1000.0, hi / 1000.0
-
-    def default_power_limit(self) -> float:
-        return self.get_default_power_management_limit() / 1000.0
-
-    def get_power_limit(self) -> float:
-        return self.get_power_management_limit() / 1000.0
-
-    def set_power_limit(self, watts: float) -> None:
-        """Set the power limit in W after checking it against the GPU's range (no guard)."""
-        self._write_power_limit(int(round(self.check_power_limit(watts) * 1000)))
-
-    def check_power_limit(self, watts: float) -> float:
-        """Validate a requested limit against the constraints; returns it as float."""
-        lo, hi = self.power_limit_constraints()
-        w = float(watts)
-        if not lo <= w <= hi:
-            raise ZeusGPUInvalidArgError(
-                f"power limit {w:g} W is outside GPU {self.index}'s range [{lo:g}, {hi:g}] W"
-            )
-        return w
-
-    def supports_energy_counter(self) -> bool:
-        return self.supports_get_total_energy_consumption()
-
-    def energy(self) -> float:
-        """Energy in J since an arbitrary origin (differences are what matter): the counter, or
-        integrated power on GPUs without one."""
-        if self.supports_energy_counter():
-            try:
-                return self.get_total_energy_consumption() / 1000.0
-            except ZeusGPUNotSupportedError:
-                self._no_energy_counter()
-        integrator = self.__dict__.get("_integrator")
-        if integrator is None:
-            integrator = self._integrator = PowerIntegrator(self.power)
-        return integrator.energy()
-
-    def _no_energy_counter(self) -> None:
-        """The counter said it is not supported after all: integrate power from now on."""
-
-    def power(self) -> float:
-        """Board power in W (the backend's cheapest reading)."""
-        return self.get_power_usage() / 1000.0
-
-    def power_domains(self) -> tuple[str, ...]:
-        """The :data:`POWER_DOMAINS` this GPU reports (every GPU has ``device_instant``)."""
-        domains = self.__dict__.get("_domains")
-        if domains is None:
-            found = []
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                for domain, reader in _DOMAIN_READERS.items():
-                    try:
-                        getattr(self, reader)()
-                        found.append(domain)
-                    except (UnsupportedError, DeviceError):
-                        pass
-            # Without the instant reading (older drivers), the cheapest power reading stands in.
-            self._instant_from_usage = "device_instant" not in found
-            domains = self._domains = tuple(["device_instant"] * self._instant_from_usage + found)
-        return domains
-
-    def read_power(self, domain: str = "device_instant") -> float:
-        """Power in W of one of :meth:`power_domains`."""
-        if domain not in self.power_domains():
-            raise ZeusGPUNotSupportedError(
-                f"GPU {self.index} ({self.name}) does not report the {domain!r} power domain; "
-                f"it has {', '.join(self.power_domains())}"
-            )
-        if domain == "device_instant" and self._instant_from_usage:
-            return self.power()
-        return getattr(self, _DOMAIN_READERS[domain])() / 1000.0
-
-    def temperature(self) -> float:
-        """GPU core temperature in degrees Celsius."""
-        return float(self.get_gpu_temperature())
-
-    def supported_clocks(self) -> list[int]:
-        """Supported SM (graphics) clocks in MHz, highest first."""
-        return sorted({int(c) for c in self.get_supported_graphics_clocks()}, reverse=True)
-
-    def supported_clocks_at(self, memory_mhz: int) -> list[int]:
-        """Supported SM clocks in MHz at memory clock ``memory_mhz``, highest first."""
-        clocks = self.get_supported_graphics_clocks(int(memory_mhz))
-        return sorted({int(c) for c in clocks}, reverse=True)
-
-    def supported_memory_clocks(self) -> list[int]:
-        """Supported memory clocks in MHz, highest first."""
-        return sorted({int(c) for c in self.get_supported_memory_clocks()}, reverse=True)
-
-    def check_clock(self, mhz: int) -> int:
-        """Validate a requested SM clock against :meth:`supported_clocks`; returns it as int."""
-        clocks = self.supported_clocks()
-        f = int(mhz)
-        if f not in clocks:
-            near = min(clocks, key=lambda c: abs(c - f))
-            raise ZeusGPUInvalidArgError(
-                f"{f} MHz is not a supported SM clock of GPU {self.index} "
-                f"(range {clocks[-1]}-{clocks[0]} MHz; nearest: {near} MHz)"
-            )
-        return f
-
-    def _checked_clocks(self, min_mhz: int, max_mhz: int) -> tuple[int, int]:
-        lo, hi = self.check_clock(min_mhz), self.check_clock(max_mhz)
-        if lo > hi:
-            raise ZeusGPUInvalidArgError(f"locked clock range is empty: {lo} MHz > {hi} MHz")
-        return lo, hi
-
-    def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
-        """Keep the SM clock within [min_mhz, max_mhz] (checked; no guard)."""
-        self._write_locked_clocks(*self._checked_clocks(min_mhz, max_mhz))
-
-    def reset_locked_clocks(self) -> None:
-        """Let the driver choose SM clocks again (undo :meth:`set_locked_clocks`; no guard)."""
-        self._write_reset_locked_clocks()
-
-    def persistence_mode(self) -> bool:
-        """Whether the driver stays loaded with no client (a flag where there is no driver)."""
-        return self.get_persistence_mode()
-
 
 class GPUSystem(GPUs):
     """The GPUs one process sees (Zeus's :class:`GPUs`, by CUDA index), with the clock that
@@ -434,7 +295,34 @@ class GPUSystem(GPUs):
     @abstractmethod
     def power_sampler(self, indices: list[int], period: float) -> PowerSampler: ...
 
+    #: The system that replaced this one as the process's current system (``use_simulated``),
+    #: and its step count then: see :meth:`check_current`.
+    replaced_by: GPUSystem | None = None
+    _steps_when_replaced: int = 0
+
+    def retire(self, new: GPUSystem) -> None:
+        """Mark this system as replaced by ``new`` as the process's current system."""
+        self.replaced_by = new
+        self._steps_when_replaced = getattr(self, "steps_taken", 0)
+
+    def check_current(self) -> None:
+        """Refuse to be measured after another system replaced this one, unless this one was
+        stepped since: ``zeus_nb.step()`` advances the new system, so a monitor left on this
+        one would measure nothing (0 s, 0 J) and say nothing."""
+        if self.replaced_by is None or getattr(self, "steps_taken", 0) != self._steps_when_replaced:
+            return
+        from zeus_nb.errors import SimulationError
+
+        raise SimulationError(
+            f"this {self.backend} GPU system was replaced as the current one (use_simulated(), "
+            "use_replay() or another backend), and zeus_nb.step() now advances the new one: "
+            "create the ZeusMonitor (and any optimizer using it) again after replacing it"
+        )
+
     def gpu(self, index: int) -> GPU:
+        from zeus_nb.utils.validate import integer
+
+        index = integer(index, "GPU index", 0, 1 << 16, text_ok=False)
         for g in self.gpus:
             if g.index == index:
                 return g

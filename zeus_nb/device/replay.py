@@ -21,6 +21,7 @@ from zeus_nb.device.base import milli as _mw
 from zeus_nb.device.gpu.common import ZeusGPUInvalidArgError, ZeusGPUNotSupportedError
 from zeus_nb.errors import TraceFormatError, UnsupportedError
 from zeus_nb.inputs import read_table, reader
+from zeus_nb.inputs.api import checked_methods
 from zeus_nb.inputs.kinds import MONITOR_LOG
 from zeus_nb.inputs.kinds import window_limit as _window_limit
 from zeus_nb.utils.validate import integer, step_count
@@ -109,6 +110,7 @@ def load_profile_log(
     return ProfileLog(path, indices, elapsed, energy, gpu_name or _gpu_name_from_path(path))
 
 
+@checked_methods
 class ReplayGPU(GPU):
     """One GPU of a replayed log (Zeus's methods in mW and mJ; joules kept unrounded)."""
 
@@ -164,6 +166,7 @@ class ReplayGPU(GPU):
         raise ZeusGPUNotSupportedError(f"GPU {self.index}: a replayed log has no SM clocks")
 
 
+@checked_methods
 class ReplaySystem(GPUSystem):
     """The replayed GPUs and their replay clock.
 

@@ -15,8 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from zeus_nb.errors import InputError
-
 if TYPE_CHECKING:
     from zeus_nb.device.base import GPUSystem
 
@@ -76,8 +74,10 @@ class PowerSampler(ABC):
     """Collects a power timeline while running; a context manager."""
 
     def __init__(self, indices: list[int], period: float):
-        if period <= 0:
-            raise InputError(f"sampling period must be > 0 s, got {period}")
+        from zeus_nb.utils.validate import DURATION, number
+
+        # NaN once passed "period <= 0" and sampled without end
+        period = number(period, "sampling period", DURATION, "give seconds, e.g. 0.1", False)
         self.timeline = PowerTimeline(period, {i: [] for i in indices})
         self._lock = threading.Lock()
 

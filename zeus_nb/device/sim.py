@@ -33,14 +33,18 @@ from zeus_nb.device.base import milli as _mw
 from zeus_nb.device.cpu.packages import CPU, SimulatedCPU
 from zeus_nb.device.frequency import Work
 from zeus_nb.device.sim_clocks import SimulatedClocks
+from zeus_nb.device.sim_ranks import parse_straggler, rank_factors  # noqa: F401 (re-exported)
 from zeus_nb.device.sim_wall import WallPace
-from zeus_nb.errors import InputError
-from zeus_nb.utils.validate import CPU_TDP, DRAM_SIZE, NOISE, integer, number, step_count
+from zeus_nb.errors import InputError, SimulationError
+from zeus_nb.inputs.api import checked_methods
+from zeus_nb.utils.validate import CPU_TDP, DRAM_SIZE, NOISE, Quantity, integer, number, step_count
 
 # (t0, t1, {gpu index: watts}) for every advance of the virtual clock.
 Listener = Callable[[float, float, dict[int, float]], None]
 
 CLOCKS = ("virtual", "wall")
+IDLE = Quantity("idle time", "s", 0.0, 3.2e7)
+MAX_GPUS = 1024  # as ZEUS_NB_SIM_GPUS: a growable system never answers for a higher index
 
 NO_STEP_HINT = (
     "the window measured 0 s and 0 J because no zeus_nb.step() ran inside it: the simulated "
@@ -50,45 +54,7 @@ NO_STEP_HINT = (
 )
 
 
-def parse_straggler(spec: object) -> tuple[int, float] | None:
-    """``"RANK:FACTOR"`` (e.g. ``"1:1.3"``: rank 1 takes 1.3x as long per step), or None."""
-    if spec is None or (isinstance(spec, str) and not spec.strip()):
-        return None
-    if isinstance(spec, tuple) and len(spec) == 2:
-        rank, factor = spec
-    else:
-        rank, _, factor = str(spec).strip().partition(":")
-    try:
-        rank, factor = int(rank), float(factor)
-    except (TypeError, ValueError):
-        rank, factor = -1, math.nan
-    if rank < 0 or not 1.0 <= factor <= 100.0:
-        raise InputError(
-            f"straggler {spec!r}: give RANK:FACTOR with a rank >= 0 and a slowdown factor from 1 "
-            "to 100, e.g. 1:1.3 (ZEUS_NB_SIM_STRAGGLER or use_simulated(straggler=...))"
-        )
-    return rank, factor
-
-
-def rank_factors(
-    rank: int, spread: float, straggler: tuple[int, float] | None
-) -> tuple[float, float]:
-    """(time, power) multipliers of one rank's GPUs: no two GPUs of a model run exactly alike.
-
-    ``spread`` is the relative standard deviation of both across ranks, drawn once per rank from a
-    generator of its own (the same rank always gets the same GPU); the straggler's rank also takes
-    ``factor`` times as long per step.
-    """
-    time_factor = power_factor = 1.0
-    if spread:
-        z = np.random.default_rng([0x5EED, int(rank)]).standard_normal(2)
-        time_factor = max(0.5, 1.0 + spread * float(z[0]))
-        power_factor = max(0.5, 1.0 + spread * float(z[1]))
-    if straggler is not None and straggler[0] == rank:
-        time_factor *= straggler[1]
-    return time_factor, power_factor
-
-
+@checked_methods
 class SimulatedGPU(GPU):
     """One simulated GPU, numbers from its system's trace (kept in W and J, given in mW and mJ
     by Zeus's methods: :meth:`energy`, :meth:`power` and :meth:`read_power` are unrounded)."""
@@ -167,6 +133,7 @@ class SimulatedGPU(GPU):
         return min(capped, float(self._locked[1])) if self._locked else capped
 
 
+@checked_methods
 class SimulatedSystem(SimulatedClocks, GPUSystem):
     """Several identical simulated GPUs sharing one virtual clock.
 
@@ -230,8 +197,6 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
             if key in GPU_NAMES
             else f"simulated GPU ({Path(self.source).stem})"
         )
-        self.min_limit = float(self.trace["power_limit"].min())
-        self.max_limit = float(self.trace["power_limit"].max())
         self.noise = float(noise)
         self.seed = int(seed)
         spread = number(rank_spread, "parameter rank_spread", NOISE, "use e.g. 0.03, or 0")
@@ -248,16 +213,21 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
         self._cpus: list[CPU] | None = None
         self.steps_taken = 0
         self._listeners: list[Listener] = []
-        self.gpus = [SimulatedGPU(self, i) for i in range(num_gpus)]
+        self.gpus: list[SimulatedGPU] = []
         self.set_workload(workload, batch_size, num_samples)
+        self.gpus = [SimulatedGPU(self, i) for i in range(num_gpus)]
 
     @property
     def virtual_clock(self) -> bool:  # type: ignore[override]
         return self.clock_mode == "virtual"
 
     def gpu(self, index: int) -> GPU:
-        """GPU ``index``; a growable system adds GPUs up to it (as many as the code asks for)."""
-        if self.grow and isinstance(index, int) and index >= len(self.gpus):
+        """GPU ``index``; a growable system adds GPUs up to it (as many as the code asks for,
+        at most :data:`MAX_GPUS`: a node has no more)."""
+        index = integer(
+            index, "GPU index", 0, MAX_GPUS - 1 if self.grow else 1 << 16, text_ok=False
+        )
+        if self.grow and index >= len(self.gpus):
             self._sync()
             self.gpus += [SimulatedGPU(self, i) for i in range(len(self.gpus), index + 1)]
         return super().gpu(index)
@@ -271,6 +241,8 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
 
     def snapshot(self, gpus: list[GPU]) -> tuple[float, list[float]]:
         """One wall-clock update for the clock and every counter, so they describe one instant."""
+        if self.replaced_by is not None:
+            self.check_current()
         self._sync()
         return self._now, [g._energy if isinstance(g, SimulatedGPU) else g.energy() for g in gpus]
 
@@ -295,13 +267,31 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
         if self.clock_mode != "wall":
             return
         with self._lock:
-            self._charge(self._pace.elapsed())
+            if self._pace.base is None:  # calibrating: real time is what the steps cost
+                self._charge(self._pace.elapsed())
+            # calibrated: the step costs its calibrated length, however long a busy machine
+            # paused it (only a reading mid-step, past the hold, counts real time)
             self._charge(self._pace.mark())
 
     def slowdown(self, power_limit: float, batch_size: int | None = None) -> float:
         """The trace's time per step at ``power_limit`` over its time at the maximum limit."""
         bs = batch_size or self.batch_size
-        return self.step_cost(bs, power_limit)[0] / self.step_cost(bs, self.max_limit)[0]
+        top = self.measured_limits(bs)[1]
+        return self.step_cost(bs, power_limit)[0] / self.step_cost(bs, top)[0]
+
+    def measured_limits(self, batch_size: int | None = None) -> tuple[float, float]:
+        """The lowest and highest power limit the trace measured at ``batch_size``: the range
+        the simulated GPU answers for (its power-limit constraints)."""
+        pl = self._curves[self._check_batch_size(batch_size or self.batch_size)][0]
+        return float(pl.min()), float(pl.max())
+
+    @property
+    def min_limit(self) -> float:
+        return self.measured_limits()[0]
+
+    @property
+    def max_limit(self) -> float:
+        return self.measured_limits()[1]
 
     def _charge(self, real: float) -> None:
         """``real`` seconds of work at the GPUs' current limits; the slowest sets the clock."""
@@ -335,6 +325,8 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
             )
             for bs, g in rows.groupby("batch_size")
         }
+        if num_samples is not None:
+            num_samples = integer(num_samples, "num_samples", 1, 10**12, text_ok=False)
         if num_samples is None:
             try:
                 num_samples = get_workload(dataset).num_samples
@@ -376,6 +368,14 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
         cost = self._cache.get(key)
         if cost is None:
             pl, t, p = self._curves[self._check_batch_size(batch_size)]
+            if not pl.min() - 1e-9 <= power_limit <= pl.max() + 1e-9:
+                raise SimulationError(
+                    f"the {self.source} trace measured {self.workload} at batch size "
+                    f"{batch_size} only from {pl.min():g} to {pl.max():g} W, not at "
+                    f"{power_limit:g} W: the simulated GPU answers only for what its trace "
+                    "measured (between measured limits it interpolates linearly); set a limit in "
+                    "that range or use another batch size"
+                )
             epoch_time = float(np.interp(power_limit, pl, t))
             time_factor, power_factor = self.rank_factors
             cost = (
@@ -422,8 +422,7 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
 
     def advance_idle(self, seconds: float) -> None:
         """Let virtual time pass with no GPU work (the trace has no idle power: 0 J is added)."""
-        if seconds < 0:
-            raise InputError("cannot go back in time")
+        seconds = number(seconds, "advance_idle(seconds)", IDLE, "time cannot go back")
         if self.clock_mode == "wall":
             raise InputError("the wall clock cannot be advanced; time.sleep() instead")
         t0 = self._now

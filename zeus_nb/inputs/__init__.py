@@ -18,7 +18,15 @@ command line must start fast on the base install. See docs/reliability.md.
 from zeus_nb.inputs.env import env
 from zeus_nb.inputs.registry import READERS, reader
 from zeus_nb.inputs.schema import Column, Ratio, Row, RowCheck, Schema, Spread, check_record
-from zeus_nb.inputs.table import Table, read_json, read_table, read_text
+from zeus_nb.inputs.table import (
+    Table,
+    read_bytes,
+    read_ipynb,
+    read_json,
+    read_table,
+    read_text,
+    regular_file,
+)
 
 __all__ = [
     "READERS",
@@ -31,8 +39,11 @@ __all__ = [
     "Table",
     "check_record",
     "env",
+    "read_bytes",
     "read_json",
+    "read_ipynb",
     "read_table",
     "read_text",
     "reader",
+    "regular_file",
 ]

@@ -35,12 +35,21 @@ __all__ = [
 
 
 class ArgType:
-    """An ``argparse`` ``type=``: checks one value; ``bad`` lists values it must refuse."""
+    """An ``argparse`` ``type=``: checks one value; ``bad`` lists values it must refuse and
+    ``extremes`` the accepted values that cause the most work (the ends of its range): a command
+    must answer those in bounded time too (tests/test_reliability_discovery.py tries them)."""
 
-    def __init__(self, name: str, check: Callable[[str], Any], bad: tuple[str, ...]):
+    def __init__(
+        self,
+        name: str,
+        check: Callable[[str], Any],
+        bad: tuple[str, ...],
+        extremes: tuple[str, ...] = (),
+    ):
         self.__name__ = name
         self._check = check
         self.bad = bad
+        self.extremes = extremes
 
     def __call__(self, text: str) -> Any:
         if not text.strip():
@@ -62,7 +71,12 @@ def nonempty(what: str = "text") -> ArgType:
 def count(low: int = 1, high: int = 10**9) -> ArgType:
     """A whole number in ``[low, high]``."""
     bad = ("", "nan", "1.5", "abc", str(low - 1), "1e30")
-    return ArgType(f"integer >= {low}", lambda t: integer(t, "the value", low, high), bad)
+    return ArgType(
+        f"integer >= {low}",
+        lambda t: integer(t, "the value", low, high),
+        bad,
+        (str(low), str(high)),
+    )
 
 
 def real(
@@ -79,7 +93,12 @@ def real(
     bad = ("", "nan", "inf", "-inf", "abc")
     if quantity is not None or low > -math.inf:
         bad += ("-1",)
-    return ArgType("number", check, bad)
+    lo = max(low, quantity.low if quantity else -math.inf)
+    hi = min(high, quantity.high if quantity else math.inf)
+    if quantity is not None and quantity.open_low and lo == quantity.low:
+        lo = lo + max(abs(lo), 1.0) * 1e-9  # just above an open end: 1e-9 s, 1.000000001 W
+    extremes = tuple(f"{x:.10g}" for x in (lo, hi) if math.isfinite(x))
+    return ArgType("number", check, bad, extremes)
 
 
 seconds = real(DURATION)  # a time limit: more than 0 s, finite
@@ -98,6 +117,16 @@ def _address(text: str) -> str:
 
 
 scheduler_address = ArgType("address", _address, ("", "foo:bar", "tcp://", "host:0", "h:99999"))
+
+
+#: Flags that turn something off (``--no-...``) but on which no other option depends, and why;
+#: every other such flag must be the condition of the options it makes idle (:func:`only_with`),
+#: so that they are refused with it (tests/test_reliability_discovery.py).
+INDEPENDENT_SWITCHES: dict[str, str] = {
+    "--no-progress": "only hides the progress bar; no option configures it",
+    "--no-execute": "docs build: the notebooks' outputs are left out; no option runs them",
+    "--no-strict": "docs build: MkDocs warnings pass; no option depends on strictness",
+}
 
 
 @dataclass(frozen=True)

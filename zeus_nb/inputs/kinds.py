@@ -12,15 +12,8 @@ import re
 
 from zeus_nb.data.workloads import WORKLOADS  # the workloads' sample counts
 from zeus_nb.inputs.schema import Column, Ratio, Row, RowCheck, Schema, Spread
-from zeus_nb.utils.validate import (
-    AVERAGE_POWER,
-    COUNTER_PERIOD,
-    DURATION,
-    ENERGY,
-    NOISE,
-    POWER_LIMIT,
-    Quantity,
-)
+from zeus_nb.utils import validate as v
+from zeus_nb.utils.validate import AVERAGE_POWER, DURATION, ENERGY, POWER_LIMIT, Quantity
 
 # --- shared columns ---------------------------------------------------------------------------
 BATCH_SIZE = Column("batch_size", "integer", low=1, high=10**7)
@@ -89,8 +82,8 @@ TRAIN_TRACE = Schema(
         Column("run", "integer", low=0, high=10**9),
         Column("target_metric", quantity=Quantity("target metric", "", -1e12, 1e12)),
         Column(
-            "target_epoch",
-            quantity=Quantity("epoch", "", 0, 1e7),
+            "target_epoch",  # epochs count from 1: reaching the target at 0 means no training
+            quantity=Quantity("epoch", "", 0, 1e7, open_low=True),
             empty_ok=True,
             missing=("nan", "NaN"),  # the run never reached the target
         ),
@@ -138,7 +131,7 @@ MONITOR_LOG = Schema(
             when=lambda r: window_limit(r) is not None,
             cap=window_limit,
             fix="check that energy is in J and time in s",
-            quantum=COUNTER_PERIOD,
+            quantum=v.COUNTER_PERIOD,
         ),
     ),
     lead=("start_time", "window_name", "elapsed_time"),
@@ -153,12 +146,13 @@ POWER_LOG = Schema(
     "power log",
     (
         Column("Time", "time"),
-        Column("Power", quantity=Quantity("power", "mW", 0.0, 2e6)),  # in mW, as Zeus writes it
+        Column("Power", quantity=v.POWER_SAMPLE_MW),  # in mW, as Zeus writes it
     ),
     key=("Time",),
     extra="ignore",
     appended=True,  # a power monitor appends a row per sample
     min_rows=2,
+    max_bytes=32 << 20,  # a day of samples at 10 Hz
     fix="want Time (a timestamp) and Power (mW) per row",
 )
 
@@ -170,7 +164,7 @@ INSTRUCTION_PROFILE = Schema(
     (
         Column("stage", "integer", low=0, high=10**4),
         Column("instruction", "choice", choices=INSTRUCTIONS),
-        Column("frequency", "integer", low=1, high=10**5, empty_ok=True),
+        Column("frequency", "integer", v.CLOCK, low=1, high=10**5, empty_ok=True),
         Column("time", quantity=DURATION),
         Column("energy", quantity=Quantity("energy", "J", 0.0, ENERGY.high, open_low=True)),
     ),
@@ -203,7 +197,7 @@ PL_MEASUREMENT = Schema(
         Column("time", quantity=DURATION),
         Column("num_gpus", "integer", low=1, high=1 << 16, optional=True),
     ),
-    checks=(Ratio("energy", "time", per="num_gpus", quantum=COUNTER_PERIOD),),
+    checks=(Ratio("energy", "time", per="num_gpus", quantum=v.COUNTER_PERIOD),),
     extra="ignore",
 )
 
@@ -260,6 +254,8 @@ PLAN = Schema(
         Column("iteration_time", quantity=DURATION, optional=True),
         Column("energy", quantity=ENERGY, optional=True),
     ),
+    # the energy of all stages over one iteration: at least 1 W (time in ms is not)
+    checks=(Ratio("energy", "iteration_time", JOB_POWER, when=lambda r: bool(r.get("energy"))),),
     extra="ignore",
     fix="save one frontier point: zeus-nb perseus plan ... --deadline SECONDS --json > plan.json",
 )
@@ -295,14 +291,14 @@ SWEEP_RESULT = Schema(
             per="num_gpus",
             when=lambda r: _measured(r) and "num_gpus" in r,
             cap=lambda r: r.get("power_limit"),
-            quantum=COUNTER_PERIOD,
+            quantum=v.COUNTER_PERIOD,
         ),
         Ratio(
             "energy",
             "time",
             JOB_POWER,
             when=lambda r: _measured(r) and "num_gpus" not in r,
-            quantum=COUNTER_PERIOD,
+            quantum=v.COUNTER_PERIOD,
         ),
     ),  # fmt: skip
     key=("batch_size", "power_limit"),
@@ -360,7 +356,9 @@ OBSERVATION = Schema(
         Column("power_limit", quantity=POWER_LIMIT, optional=True, empty_ok=True),
     ),
     checks=(
-        Ratio("energy", "time", JOB_POWER, fix="check the units (J and s)", quantum=COUNTER_PERIOD),
+        Ratio(
+            "energy", "time", JOB_POWER, fix="check the units (J and s)", quantum=v.COUNTER_PERIOD
+        ),
     ),
     fix="report what the run measured: seconds and joules",
 )
@@ -413,7 +411,7 @@ NOTEBOOK_SETUP = Schema(
         SEED,
         _text("sim_gpu"),
         _text("sim_workload"),
-        Column("sim_noise", quantity=NOISE),
+        Column("sim_noise", quantity=v.NOISE),
         Column("quiet", "bool"),
     ),
     fix="see help(zeus_nb.notebook_setup)",

@@ -46,19 +46,7 @@ NOT_INPUT: dict[str, str] = {
     "zeus_nb.course.timings._duration": "an executed notebook; its run time is checked there",
     "zeus_nb.course.timings._papermill_metadata": "an executed notebook, read by nbformat",
     "zeus_nb.course.verify._run_version": "an executed notebook zeus-nb just wrote",
-    "zeus_nb.device.cpu.rapl._read_uj": "a powercap sysfs counter (kernel), not user input",
-    "zeus_nb.device.cpu.rapl._read_zone_file": "Linux powercap sysfs (kernel), not user input",
-    "zeus_nb.device.cpu.rapl.RAPLFile._open_counter": "a powercap sysfs counter (kernel)",
-    "zeus_nb.device.cpu.get_current_cpu_index": "/proc/self/stat (kernel)",
-    "zeus_nb.device.common.has_sys_admin": "/proc/self/status (kernel)",
-    "zeus_nb.course.reveal._member": "a file of the reveal.js or require.js package that npm "
-    "fetched, copied byte for byte",
-    "zeus_nb.course.reveal.vendor": "its own stamp of the vendored package versions",
-    "zeus_nb.course.runtimes.load": "package data: the run-time table the tour benchmark wrote",
-    "zeus_nb.course.runtimes.sync": "the project's own README and guides (a checkout)",
-    "zeus_nb.course.slide_layout.smaller_png": "a plot the executed notebook drew, read by PIL",
     "zeus_nb.course.slides.executed_copy": "a notebook, read by nbformat",
-    "zeus_nb.course.slides._stylesheet": "the JupyterLab theme installed with nbconvert",
     "zeus_nb.optimizer.pipeline_frequency.profile.read_sidecar": "the metadata JSON zeus-nb "
     "writes beside a profile: text lines only, anything else is refused there",
     "zeus_nb.train.pipeline.profile.uncomment": "an older profile being resumed, which "
@@ -69,31 +57,59 @@ NOT_INPUT: dict[str, str] = {
     "each entry is checked there (an instruction name and an integer clock of 1 to 10000 MHz)",
     "zeus_nb.utils.testing.ReplayZeusMonitor._read": "Zeus's own power log format; each value "
     "is checked there (finite, in range) and a bad line is named",
-    "zeus_nb.utils.testing.ReplayZeusMonitor._next_row": "the next row of the same log, read "
-    "as windows end; each value is checked by end_window (finite, in range)",
-    "zeus_nb.docsite._title": "the project's own guides (docs build from a checkout)",
-    "zeus_nb.docsite.assemble": "the project's own guides (docs build from a checkout)",
-    "zeus_nb.docsite.execute_notebooks": "the project's own notebooks",
     "zeus_nb.optimizer.pipeline_frequency.profile.parse_profile": "parses lines a caller "
     "read; load_profile reads files through the same schema",
     "zeus_nb.optimizer.power_limit.profile_file.is_zeus_profile": "a probe: any error means "
     "'not Zeus's format', and load_profile then reads the file through its schema",
     "zeus_nb.optimizer.power_limit.profile_file.upgrade_zeus_profile": "copies Zeus's file, "
     "which load_profile read and checked, beside it byte for byte",
-    "zeus_nb.runner.execute._tail": "the last lines of a kernel's own log, shown as text",
     "zeus_nb.runner.notebooks.is_complete": "an output notebook zeus-nb wrote; unreadable "
     "means not done",
     "zeus_nb.runner.notebooks.same_point": "an output notebook zeus-nb wrote; unreadable "
     "means not done",
-    "zeus_nb.runner.points.execute_notebook_task": "bytes of a notebook shipped to a worker",
     "zeus_nb.runner.points.sweep_notebook_on_cluster": "bytes of a notebook shipped to workers",
     "zeus_nb.runner.records._read_ipynb": "a notebook, read by nbformat; unreadable is a "
     "ZeusNbError naming it (records.collect reports it and reads the others)",
     "zeus_nb.train.launch.run_for_results": "the results JSON of the training it just ran",
     "zeus_nb.utils.diskcache.cached": "zeus-nb's own cache; unreadable means recompute",
+    "zeus_nb.runner.notebooks._stamp_outcome": "the output notebook papermill just wrote, "
+    "stamped with its outcome and moved into place",
+    "zeus_nb.utils.testing.ReplayZeusMonitor._next_row": "the next row of the same log, read "
+    "as windows end; each value is checked by end_window (finite, in range)",
     "zeus_nb.optimizer.batch_size.server.database.db_connection.DatabaseSessionManager."
     "__init__": "the batch-size optimizer server's own database (a zeus-nb store); every row "
     "server.jobs reads is checked there through JOB_SPEC and STORED_RUN, as the stores do",
+}
+
+
+#: Functions that open files themselves rather than through :func:`~zeus_nb.inputs.read_bytes`
+#: and friends, and why: kernel files, package data, the project's own checkout, files in a
+#: private temporary folder this process made, a database server. Any other function that
+#: opens a file must check it with :func:`~zeus_nb.inputs.regular_file` first (a FIFO would
+#: block it, ``/dev/zero`` never end); tests/test_reliability_discovery.py fails for one
+#: that does neither.
+SYSTEM_READS: dict[str, str] = {
+    "zeus_nb.device.cpu.rapl._read_uj": "a powercap sysfs counter (kernel), not user input",
+    "zeus_nb.device.cpu.rapl._read_zone_file": "Linux powercap sysfs (kernel), not user input",
+    "zeus_nb.device.cpu.rapl.RAPLFile._open_counter": "a powercap sysfs counter (kernel)",
+    "zeus_nb.device.cpu.get_current_cpu_index": "/proc/self/stat (kernel)",
+    "zeus_nb.device.common.has_sys_admin": "/proc/self/status (kernel)",
+    "zeus_nb.course.reveal._member": "a file of the reveal.js or require.js package that npm "
+    "fetched, copied byte for byte",
+    "zeus_nb.course.reveal.vendor": "its own stamp of the vendored package versions",
+    "zeus_nb.course.runtimes.load": "package data: the run-time table the tour benchmark wrote",
+    "zeus_nb.course.runtimes.sync": "the project's own README and guides (a checkout)",
+    "zeus_nb.optimizer.batch_size.server.database.db_connection.DatabaseSessionManager."
+    "__init__": "the server's database, reached by URL (Zeus's settings name it, as a database "
+    "server's or an SQLite file's); a session that cannot open it fails with our error",
+    "zeus_nb.optimizer.batch_size.sql_store.SQLStore.__init__": "a database server reached by "
+    "URL, not a file (open_store sends SQLite paths to SQLiteStore, which checks them)",
+    "zeus_nb.course.slides._stylesheet": "the JupyterLab theme installed with nbconvert",
+    "zeus_nb.docsite._title": "the project's own guides (docs build from a checkout)",
+    "zeus_nb.docsite.assemble": "the project's own guides (docs build from a checkout)",
+    "zeus_nb.docsite.execute_notebooks": "the project's own notebooks",
+    "zeus_nb.runner.execute._tail": "the last lines of a kernel's own log, shown as text",
+    "zeus_nb.runner.points.execute_notebook_task": "bytes of a notebook shipped to a worker",
 }
 
 

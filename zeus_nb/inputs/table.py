@@ -11,84 +11,52 @@ interrupted append dropped with a warning.
 from __future__ import annotations
 
 import csv
-import errno
 import io
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from zeus_nb.errors import (
-    FolderNotFileError,
     InputError,
-    InputFileError,
-    MissingInputError,
     TraceFormatError,
 )
-from zeus_nb.inputs.schema import Column, Row, Schema, check_spreads
+from zeus_nb.inputs.schema import Column, Row, Schema, check_record, check_spreads
+from zeus_nb.inputs.source import (  # noqa: F401 (re-exported: the boundary's readers)
+    MAX_BYTES,
+    MAX_NOTEBOOK_BYTES,
+    _a,
+    read_bytes,
+    read_ipynb,
+    read_json,
+    read_text,
+    regular_file,
+)
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Table", "read_header", "read_json", "read_table", "read_text", "split_torn"]
-
-
-def read_text(path: str | Path, what: str) -> str:
-    """The text of the input file ``path`` (a ``what``, e.g. "power trace"), or our error."""
-    if isinstance(path, str) and not path.strip():
-        raise InputError(f"the {what} path is empty; give a file")
-    p = Path(path).expanduser()
-    if p.is_dir():
-        raise FolderNotFileError(
-            errno.EISDIR, f"is a folder, not {_a(what)}; give the file", str(p)
-        )
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise MissingInputError(errno.ENOENT, f"no such {what}; check the path", str(p)) from None
-    except PermissionError:
-        raise InputFileError(
-            errno.EACCES,
-            f"cannot read the {what} (permission denied); check its permissions",
-            str(p),
-        ) from None
-    except OSError as e:
-        raise InputFileError(
-            e.errno or errno.EIO, f"cannot read the {what} ({e.strerror or e})", str(p)
-        ) from None
-    try:
-        text = data.decode("utf-8-sig")  # a byte-order mark is not part of the first column
-    except UnicodeDecodeError as e:
-        raise TraceFormatError(
-            f"{p}: not a UTF-8 text file (byte {e.start}: {e.reason}); save the {what} as UTF-8"
-        ) from None
-    if "\x00" in text:
-        raise TraceFormatError(f"{p}: holds NUL bytes, so it is not {_a(what)}; check the file")
-    return text
-
-
-def read_json(path: str | Path, what: str) -> Any:
-    """The JSON value in ``path``, or our error naming the file and the position."""
-    text = read_text(path, what)
-    if not text.strip():
-        raise TraceFormatError(f"{path}: the {what} is empty")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise TraceFormatError(
-            f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg}); the {what} may be "
-            "cut short or edited by hand"
-        ) from None
+__all__ = [
+    "MAX_BYTES",
+    "Table",
+    "read_bytes",
+    "read_header",
+    "read_json",
+    "read_ipynb",
+    "read_table",
+    "read_text",
+    "regular_file",
+    "check_rows",
+    "complete_row",
+    "split_torn",
+]
 
 
 def read_header(path: str | Path, schema: Schema) -> list[str] | None:
     """The header of an existing file of ``schema`` (None: no file, or an empty one), read
     without the rest: an appender checks it matches what it writes."""
-    p = Path(path)
-    if not p.exists():
+    p = regular_file(path, schema.name, max_bytes=None, missing_ok=True)
+    if p is None:
         return None
-    if p.is_dir():
-        raise FolderNotFileError(errno.EISDIR, f"is a folder, not {_a(schema.name)}", str(p))
     try:
         with p.open(encoding="utf-8-sig", newline="") as f:
             for cells in csv.reader(f):
@@ -99,10 +67,6 @@ def read_header(path: str | Path, schema: Schema) -> list[str] | None:
     return None
 
 
-def _a(name: str) -> str:
-    return ("an " if name[:1].lower() in "aeio" else "a ") + name
-
-
 @dataclass
 class Table:
     """A checked table: its runs (each a list of :class:`Row`), header and comment lines."""
@@ -111,7 +75,7 @@ class Table:
     header: list[str]
     runs: list[list[Row]]
     comments: list[str] = field(default_factory=list)
-    dropped: str | None = None  # a torn last row that was dropped
+    dropped: str | None = None  # a last row without a line end, dropped
 
     @property
     def rows(self) -> list[Row]:
@@ -122,8 +86,11 @@ def split_torn(text: str, schema: Schema, src: str) -> tuple[str, str | None]:
     """The text without a last row that has no line end (and that row).
 
     Files zeus-nb appends to end every row with a line end, so such a row is a write cut short
-    (a full disk, a killed process): it is dropped with a warning. In any other file it may be
-    a copy cut short, whose last number could read as a plausible wrong one: refused.
+    (a full disk, a killed process), whose last number may be cut and still parse: the reader
+    drops it with a warning (:func:`read_table`) and leaves the file alone. Before appending,
+    zeus-nb's writers end it with a line break if it is a complete row (a file an editor saved
+    without its last line end), so a repair never deletes a whole row. In any other file it may
+    be a copy cut short: refused.
     """
     if not text or text.endswith(("\n", "\r")):
         return text, None
@@ -138,14 +105,72 @@ def split_torn(text: str, schema: Schema, src: str) -> tuple[str, str | None]:
         )
     if cut == 0:
         raise schema.error(src, "the file holds one line without a line end, so it is cut short")
+    return text[:cut], torn
+
+
+def complete_row(line: str, header: list[str], schema: Schema, where: str) -> Row | None:
+    """``line`` as a checked row if it has every field of ``header`` and passes ``schema``
+    (a last row without its line end that is nevertheless whole), else None."""
+    try:
+        cells = next(csv.reader([line]))
+    except (csv.Error, StopIteration):
+        return None
+    cells = [c.strip() for c in cells]
+    if len(cells) != len(header) or cells == header:
+        return None
+    try:
+        return _row(cells, header, _columns(header, schema, where, 1), schema, where)
+    except InputError:
+        return None
+
+
+def check_rows(
+    text: str,
+    schema: Schema,
+    header: list[str] | None,
+    where: str,
+    keys: set[tuple] | None = None,
+    quiet: bool = False,
+) -> list[Row]:
+    """The rows a writer is about to append, checked as ``schema``'s reader will check them.
+
+    CSV rows go under ``header`` (``text`` may start with the header itself, for a new file);
+    with ``header`` None, ``text`` is JSON lines. A row that repeats one of ``keys`` (the
+    identities already in the file's current run) is refused too. ``quiet``: return [] instead
+    of raising.
+    """
+    try:
+        if header is None:
+            rows = []
+            for n, line in enumerate(text.splitlines(), 1):
+                if line.strip():
+                    rows.append(check_record(json.loads(line), schema, f"{where}, new row {n}"))
+        else:
+            first = next((ln for ln in text.splitlines() if ln.strip()), "")
+            body = text if first.split(",") == header else ",".join(header) + "\n" + text
+            table = read_table(where, replace(schema, min_rows=0), text=body)
+            rows = table.rows
+        for row in rows:
+            key = tuple(row.get(k) for k in schema.key)
+            if schema.key and keys is not None and key in keys:
+                same = ", ".join(f"{k}={v}" for k, v in zip(schema.key, key, strict=True))
+                raise schema.error(where, f"a row repeats {same}, which the file already holds")
+    except (InputError, ValueError) as e:
+        if quiet:
+            return []
+        raise InputError(f"{where}: not written, since its reader would refuse it: {e}") from None
+    return rows
+
+
+def _dropped(torn: str, n: int, src: str) -> None:
     log.warning(
-        "%s, line %d: the last row has no line end (a write cut short: a full disk or a "
-        "killed process); dropped it: %r",
+        "%s, line %d: the last row has no line end (a write cut short: a full disk or a killed "
+        "process), so its last number may be cut: dropped it: %r (if it is complete, end it "
+        "with a line break; zeus-nb's own appenders do so before they write)",
         src,
-        line,
+        n,
         torn[:60],
     )
-    return text[:cut], torn
 
 
 def _columns(header: list[str], schema: Schema, src: str, line: int) -> list[Column]:
@@ -194,7 +219,7 @@ def read_table(path: str | Path, schema: Schema, text: str | None = None) -> Tab
     """Read ``path`` (or the given ``text``) as a CSV table of ``schema``; every cell checked."""
     src = str(path)
     if text is None:
-        text = read_text(path, schema.name)
+        text = read_text(path, schema.name, schema.max_bytes)
     if not text.strip():
         raise schema.error(src, f"the file is empty; expected {_a(schema.name)}")
     text, torn = split_torn(text, schema, src)
@@ -245,6 +270,8 @@ def read_table(path: str | Path, schema: Schema, text: str | None = None) -> Tab
                 )
             keys[key] = n
         runs[-1].append(row)
+    if torn is not None:
+        _dropped(torn, text.count("\n") + 1, src)
     if header is None:
         raise schema.error(src, f"no header line; expected {_a(schema.name)}")
     runs = [r for r in runs if r]

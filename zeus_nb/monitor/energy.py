@@ -20,12 +20,10 @@ import functools
 import logging
 import warnings
 import weakref
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from time import perf_counter, time
 from types import MappingProxyType
-from typing import Any
 
 from zeus_nb import device
 from zeus_nb.device import counter
@@ -33,10 +31,10 @@ from zeus_nb.device.base import GPUSystem, PowerSampler
 from zeus_nb.device.gpu.common import GPUs
 from zeus_nb.errors import InputError, WindowError
 from zeus_nb.inputs.env import env
-from zeus_nb.monitor.energy_log import MonitorLog
+from zeus_nb.monitor.log_file import MonitorLog
 from zeus_nb.monitor.power import PowerMonitor
 from zeus_nb.monitor.sources import MonitoredGPUs, open_cpus, sync_jax
-from zeus_nb.monitor.states import MeasurementState, StatesView, cpu_delta
+from zeus_nb.monitor.states import Measurement, MeasurementState, StatesView, cpu_delta
 from zeus_nb.utils.validate import integer
 
 __all__ = ["SYNC_FRAMEWORKS", "Measurement", "MeasurementState", "PowerMonitor", "ZeusMonitor"]
@@ -53,43 +51,6 @@ ZERO_ENERGY = (
     "Consider turning on the `approx_instant_energy` option in `ZeusMonitor`, which approximates "
     "the energy consumption of a short time window as instant power draw x window duration."
 )
-
-
-@dataclass(slots=True)
-class Measurement:
-    """Time (s) and energy (J) of one window.
-
-    ``gpu_energy`` maps GPU index to J. ``cpu_energy`` and ``dram_energy`` map CPU package index
-    to J, and are None when CPUs (or their DRAM) were not measured; ``soc_energy`` is always None
-    here (zeus-nb measures no system-on-chip). As in Zeus, ``total_energy`` is the GPUs' energy
-    only: add ``cpu_energy`` and ``dram_energy`` yourself for the whole machine.
-    ``energy_method`` says per GPU how its energy was obtained (see :attr:`approximate`).
-    """
-
-    time: float
-    gpu_energy: dict[int, float] = field(default_factory=dict)
-    cpu_energy: dict[int, float] | None = None
-    dram_energy: dict[int, float] | None = None
-    soc_energy: Any = None
-    energy_method: Mapping[int, str] | None = field(default=None, compare=False)
-
-    @property
-    def total_energy(self) -> float:
-        """Energy of the measured GPUs in J (Zeus's meaning: CPU and DRAM not included)."""
-        return sum(self.gpu_energy.values())
-
-    @property
-    def average_power(self) -> float:
-        """Total energy over time in W (0 for an empty window)."""
-        return self.total_energy / self.time if self.time > 0 else 0.0
-
-    @property
-    def approximate(self) -> list[int]:
-        """GPUs whose energy is partly a power-based estimate rather than counter steps."""
-        return [i for i, how in (self.energy_method or {}).items() if how not in _EXACT]
-
-
-_EXACT = (counter.COUNTER, counter.SHARED, "simulated counter", "replayed log")
 
 
 class ZeusMonitor:
@@ -166,7 +127,9 @@ class ZeusMonitor:
         )
         self._states: dict[str, MeasurementState | tuple[float, int]] = {}
         self._warned: set[str] = set()
-        self._log = MonitorLog(log_file, self.gpu_indices) if log_file is not None else None
+        self._log = (
+            MonitorLog(Path(log_file), self._header(), self) if log_file is not None else None
+        )
         # Real GPUs: Zeus's reads (wall clock, counters); others: their system's snapshot.
         self._counted = self.system.windows_read_counters
         self._snapshot = None if self._counted else self.system.snapshot_reader(list(self.gpus))
@@ -191,6 +154,24 @@ class ZeusMonitor:
     def persist_power_limits(self) -> bool:
         """Whether limits set on these GPUs need a state file for ``zeus-nb restore``."""
         return all(g.persistent for g in self.gpus)
+
+    # --- log -------------------------------------------------------------------------------
+    def _header(self) -> list[str]:
+        return ["start_time", "window_name", "elapsed_time"] + [
+            f"gpu{i}_energy" for i in self.gpu_indices
+        ]
+
+    def _log_pieces(self, name: str) -> None:
+        """Hold the rows of window ``name`` (ended in pieces) until :meth:`_log_whole`."""
+        if self._log is not None:
+            self._log.hold(name)
+
+    def _log_whole(self, name: str, taken: int | None = None, total: int | None = None) -> None:
+        """Log the held pieces of ``name`` as one record: whole, or a part of ``taken`` of
+        ``total`` steps (the power-limit optimizer's windows: see
+        :mod:`zeus_nb.monitor.log_file`)."""
+        if self._log is not None:
+            self._log.release(name, taken, total)
 
     @property
     def open_windows(self) -> list[str]:
@@ -346,7 +327,8 @@ class ZeusMonitor:
             del states[key]
             m = self._measurement(start, end, wait_for_counter)
         if self._log is not None:
-            self._log.write(key, start[0] if type(start) is tuple else start.time, m)
+            began = start[0] if type(start) is tuple else start.time
+            self._log.write(key, began, m.time, [m.gpu_energy[i] for i in self.gpu_indices])
         return m
 
     def _measurement(

@@ -27,6 +27,8 @@ import numpy as np
 from zeus_nb import device
 from zeus_nb.device.base import POWER_DOMAINS, GPUSystem
 from zeus_nb.errors import InputError
+from zeus_nb.inputs.api import checked_methods
+from zeus_nb.utils.validate import DURATION, number
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +109,7 @@ def stop_sampling(sampler: Sampler | None, virtual=None) -> None:
         virtual.stop()
 
 
+@checked_methods
 class PowerMonitor:
     """Power timelines of some GPUs, sampled in the background.
 
@@ -140,9 +143,11 @@ class PowerMonitor:
         self.gpu_indices = list(gpu_indices)
         self.gpus = [self.system.gpu(i) for i in self.gpu_indices]
         period = update_period if update_period is not None else gpu_update_period
-        self.update_period = float(period) if period is not None else DEFAULT_UPDATE_PERIOD
-        if self.update_period <= 0:
-            raise InputError(f"update_period must be > 0 s, got {self.update_period}")
+        self.update_period = (
+            number(period, "update_period", DURATION, "give seconds, e.g. 0.1", text_ok=False)
+            if period is not None
+            else DEFAULT_UPDATE_PERIOD
+        )  # NaN once passed "<= 0" and sampled without end
         self.power_domains = self._resolve_domains(power_domains or gpu_power_domains)
         self._lock = threading.Lock()
         self.samples: dict[str, dict[int, collections.deque]] = {

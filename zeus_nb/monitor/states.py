@@ -1,4 +1,5 @@
-"""An open measurement window's start (Zeus's ``MeasurementState``) and the view of all of them.
+"""A window's measurement (Zeus's ``Measurement``), an open window's start (Zeus's
+``MeasurementState``) and the view of all of them. ``zeus_nb.monitor.energy`` exports both.
 
 A monitor keeps the start of its usual window (one GPU read as Zeus reads it, no CPUs) as a bare
 ``(time, mJ)`` pair, which costs nothing to make; :class:`StatesView` is the monitor's
@@ -8,12 +9,51 @@ monitor does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from zeus_nb.device import counter
 
 if TYPE_CHECKING:
     from zeus_nb.device.counter import Mark
+
+
+@dataclass(slots=True)
+class Measurement:
+    """Time (s) and energy (J) of one window.
+
+    ``gpu_energy`` maps GPU index to J. ``cpu_energy`` and ``dram_energy`` map CPU package index
+    to J, and are None when CPUs (or their DRAM) were not measured; ``soc_energy`` is always None
+    here (zeus-nb measures no system-on-chip). As in Zeus, ``total_energy`` is the GPUs' energy
+    only: add ``cpu_energy`` and ``dram_energy`` yourself for the whole machine.
+    ``energy_method`` says per GPU how its energy was obtained (see :attr:`approximate`).
+    """
+
+    time: float
+    gpu_energy: dict[int, float] = field(default_factory=dict)
+    cpu_energy: dict[int, float] | None = None
+    dram_energy: dict[int, float] | None = None
+    soc_energy: Any = None
+    energy_method: Mapping[int, str] | None = field(default=None, compare=False)
+
+    @property
+    def total_energy(self) -> float:
+        """Energy of the measured GPUs in J (Zeus's meaning: CPU and DRAM not included)."""
+        return sum(self.gpu_energy.values())
+
+    @property
+    def average_power(self) -> float:
+        """Total energy over time in W (0 for an empty window)."""
+        return self.total_energy / self.time if self.time > 0 else 0.0
+
+    @property
+    def approximate(self) -> list[int]:
+        """GPUs whose energy is partly a power-based estimate rather than counter steps."""
+        return [i for i, how in (self.energy_method or {}).items() if how not in _EXACT]
+
+
+_EXACT = (counter.COUNTER, counter.SHARED, "simulated counter", "replayed log")
 
 
 @dataclass(slots=True)

@@ -5,8 +5,11 @@
 * runs in a fresh ``python3`` kernel that imports the same ``zeus_nb`` as this process;
 * sets ``ZEUS_NB_HEADLESS=1`` (widgets show no controls and the parameter values are used) and
   ``ZEUS_NB_RECORD_FILE`` (the sidecar of :func:`zeus_nb.record`) in the kernel's environment;
-* never raises for a failing notebook: the result says what failed, and papermill keeps the
-  partially executed output notebook for inspection.
+* never raises for a failing notebook: the result says what failed, and the partially
+  executed output notebook is kept for inspection;
+* writes the output notebook (and its records) under a temporary name (``NAME.ipynb.partial``)
+  and moves it into place only when the run returns, stamped with its outcome: an interrupted
+  run never replaces a finished one, and a sweep's "done" state is read from that stamp.
 
 The notebooks directory is found by :func:`zeus_nb.runner.paths.notebooks_dir`:
 ``ZEUS_NB_NOTEBOOKS``, else a source checkout's ``notebooks/``, else the copy packaged in the
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs import read_ipynb
 from zeus_nb.runner.execute import KERNEL
 from zeus_nb.runner.paths import PACKAGE_ROOT, NotebookNotFoundError, notebooks_dir
 
@@ -75,21 +79,42 @@ def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
 _CASTS = {"int": int, "float": float, "str": str}
 
 
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+def declared_type(info: dict[str, Any]) -> str | None:
+    """A parameter's type: its annotation (papermill's ``inferred_type_name``), else the type of
+    its default value (``smoke = False`` is a bool, so ``-p smoke no`` means False)."""
+    t = (info.get("inferred_type_name") or "").strip().lower()
+    if t and t != "none":
+        return t
+    try:
+        default = ast.literal_eval(str(info.get("default", "")))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return {bool: "bool", int: "int", float: "float", str: "str"}.get(type(default))
+
+
 def parse_value(text: str, type_name: str | None = None, name: str = "") -> Any:
     """One parameter value from text, typed like the notebook declares it (``int``, ``bool``...).
 
     ``nan`` and ``inf`` are refused for numbers: no notebook parameter means anything with them.
-    Errors are :class:`~zeus_nb.errors.InputError`, naming the parameter when ``name`` is given.
+    ``true``/``false`` (also ``yes``/``no``, ``on``/``off``) of an undeclared type are booleans,
+    never the truthy text ``"no"``; ``[...]`` is a list whatever the declared type (the
+    notebooks' list parameters take one). Errors are :class:`~zeus_nb.errors.InputError`,
+    naming the parameter when ``name`` is given.
     """
     t = (type_name or "").strip().lower()
     s = text.strip()
     where = f"parameter {name!r}: " if name else ""
-    if t == "bool":
-        if s.lower() in ("true", "1", "yes"):
+    if t == "bool" or (not t and s.lower() in _TRUE + _FALSE and not s.isdigit()):
+        if s.lower() in _TRUE:
             return True
-        if s.lower() in ("false", "0", "no"):
+        if s.lower() in _FALSE:
             return False
         raise InputError(f"{where}{text!r} is not a boolean; use true or false")
+    if s.startswith("[") and s.endswith("]") and t in ("", "str"):
+        t = ""  # a list (the notebooks' list parameters are text or lists): a literal below
     if t in _CASTS:
         try:
             value = _CASTS[t](s)
@@ -100,14 +125,50 @@ def parse_value(text: str, type_name: str | None = None, name: str = "") -> Any:
             value = ast.literal_eval(s)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return s
-    if isinstance(value, float) and not math.isfinite(value):
-        raise InputError(f"{where}{text!r} is not a finite number")
+    if not _finite(value):
+        raise InputError(f"{where}{text!r} is not a finite number (or holds one that is not)")
     return value
 
 
+def _finite(value: Any) -> bool:
+    """No NaN or infinity anywhere in ``value`` (``[1e999]`` is a list holding inf)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return False
+        if isinstance(v, (list, tuple, set)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, complex):
+            return math.isfinite(v.real) and math.isfinite(v.imag)
+    return True
+
+
+def split_values(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets and quotes: ``[300,200],[250]`` is two."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in parts if p.strip()]
+
+
 def parse_values(text: str, type_name: str | None = None, name: str = "") -> list[Any]:
-    """Comma-separated values (``"64,128,256"``) as a list of typed values."""
-    parts = [p for p in text.split(",") if p.strip()]
+    """Comma-separated values (``"64,128,256"``) as a list of typed values; a value in brackets
+    is one list (``-p live_power_limits [300,200],[250,150]`` is two points)."""
+    parts = split_values(text)
     if not parts:
         where = f"parameter {name!r}: " if name else ""
         raise InputError(
@@ -186,19 +247,40 @@ def same_point(output: str | Path, notebook: str | Path, parameters: dict[str, A
     Resuming a sweep reuses an output only then: a smoke run, another notebook's output or a run
     with other parameters under the same name is run again.
     """
-    import nbformat
-
     if not is_complete(output):
         return False
     try:
-        pm = nbformat.read(Path(output), as_version=4).metadata.get("papermill", {})
-    except Exception:
+        pm = read_ipynb(output, "output notebook").metadata.get("papermill", {})
+    except (OSError, ZeusNbError):
         return False
     ran = pm.get("parameters") or {}
     same_params = json.dumps(ran, sort_keys=True, default=repr) == json.dumps(
         parameters, sort_keys=True, default=repr
     )
     return same_params and Path(str(pm.get("input_path", ""))).name == Path(notebook).name
+
+
+#: Options of ``zeus-nb sweep``/``course`` that set a notebook parameter themselves.
+PARAMETER_OPTIONS = {"--smoke": "smoke", "--backend": "backend"}
+
+
+def merge_parameters(given: dict[str, Any], set_by: dict[str, Any]) -> dict[str, Any]:
+    """``given`` (``-p`` values) plus the parameters options set (``{"--smoke": True}``).
+
+    A parameter set both ways is a usage error naming both, never silently one of them
+    (``--smoke`` once overrode ``-p smoke false``).
+    """
+    from zeus_nb.errors import UsageError
+
+    merged = dict(given)
+    for option, value in set_by.items():
+        name = PARAMETER_OPTIONS[option]
+        if name in given:
+            raise UsageError(
+                f"{option} and -p {name} {given[name]!r} both set the parameter {name}; give one"
+            )
+        merged[name] = value
+    return merged
 
 
 # --- execution ----------------------------------------------------------------------------------
@@ -215,19 +297,51 @@ class RunResult:
     skipped: bool = False
 
 
+#: Where a run's outcome is stamped in the output notebook's metadata: the "done" state of a
+#: sweep point is read from it, never from the file's existence.
+OUTCOME_KEY = "zeus_nb"
+PARTIAL = ".partial"  # suffix of a run's notebook and records while it runs
+
+
 def is_complete(output: str | Path) -> bool:
-    """Whether ``output`` is a notebook papermill finished executing without an error."""
+    """Whether ``output`` is a notebook whose every cell ran to the end without an error.
+
+    A run writes its notebook under a temporary name and moves it into place only when it
+    returns, stamped with its outcome; an interrupted run (Ctrl-C, a killed process) leaves
+    the finished notebook before it untouched. Papermill's own metadata is checked too (for
+    notebooks written before the stamp): an end time, no exception, no cell left pending.
+    """
+    try:
+        nb = read_ipynb(output, "output notebook")
+    except (OSError, ZeusNbError):
+        return False
+    meta = nb.metadata
+    stamp = meta.get(OUTCOME_KEY)
+    if isinstance(stamp, dict) and stamp.get("outcome") != "ok":
+        return False
+    pm = meta.get("papermill", {})
+    if not isinstance(pm, dict) or not pm or pm.get("end_time") is None or pm.get("exception"):
+        return False
+    return all(
+        (c.get("metadata", {}).get("papermill") or {}).get("status", "completed") == "completed"
+        for c in nb.cells
+        if c.get("cell_type") == "code"
+    )
+
+
+def _stamp_outcome(partial: Path, out: Path, outcome: str) -> None:
+    """Move a finished run's notebook into place, stamped with its outcome ("ok" or why not)."""
     import nbformat
 
-    p = Path(output)
-    if not p.exists():
-        return False
+    from zeus_nb.utils.files import atomic_write
+
     try:
-        nb = nbformat.read(p, as_version=4)
-    except Exception:
-        return False
-    pm = nb.metadata.get("papermill", {})
-    return bool(pm) and pm.get("end_time") is not None and not pm.get("exception")
+        nb = read_ipynb(partial, "output notebook")
+    except (OSError, ZeusNbError):
+        return  # papermill wrote nothing readable: there is no result to keep
+    nb.metadata[OUTCOME_KEY] = {"outcome": outcome}
+    atomic_write(out, nbformat.writes(nb))
+    partial.unlink(missing_ok=True)
 
 
 def kernel_environment(extra: dict[str, str] | None = None) -> contextlib.AbstractContextManager:
@@ -259,16 +373,28 @@ def run_notebook(
     """
     from zeus_nb.runner.execute import execute
     from zeus_nb.runner.records import sidecar_of
+    from zeus_nb.utils.files import move_into_place
 
     nb = Path(notebook)
     # Absolute: the kernel runs in ``cwd``, so a relative record path would land below it again.
     out = Path(output).absolute()
     cwd = Path(cwd).absolute() if cwd is not None else None
     out.parent.mkdir(parents=True, exist_ok=True)
+    # The run writes under temporary names; the finished result replaces the old one only when
+    # the run returns, so Ctrl-C (or --force, then Ctrl-C) never loses a finished point.
+    partial = out.with_name(out.name + PARTIAL)
     side = sidecar_of(out)
-    side.unlink(missing_ok=True)
+    partial_side = side.with_name(side.name + PARTIAL)
+    partial.unlink(missing_ok=True)
+    partial_side.unlink(missing_ok=True)
     params = dict(parameters or {})
     start = time.monotonic()
-    with kernel_environment({"ZEUS_NB_RECORD_FILE": str(side)}):
-        outcome = execute(nb, out, params, cwd, kernel_name, timeout, progress)
+    with kernel_environment({"ZEUS_NB_RECORD_FILE": str(partial_side)}):
+        outcome = execute(nb, partial, params, cwd, kernel_name, timeout, progress)
+    Path(f"{partial_side}.lock").unlink(missing_ok=True)  # zeus_nb.record's, now unused
+    if partial_side.exists():
+        move_into_place(partial_side, side)
+    else:
+        side.unlink(missing_ok=True)  # this run recorded nothing beside its notebook
+    _stamp_outcome(partial, out, "ok" if outcome.ok else outcome.error or "failed")
     return RunResult(nb, out, params, outcome.ok, time.monotonic() - start, outcome.error)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs.table import MAX_NOTEBOOK_BYTES, read_bytes
 from zeus_nb.utils.files import atomic_write
 
 
@@ -283,7 +284,7 @@ def sweep_notebook_on_cluster(
     """
     from zeus_nb.runner.cluster import open_client, run_points
 
-    source = notebook.read_bytes()
+    source = read_bytes(notebook, "notebook", MAX_NOTEBOOK_BYTES)
     outputs = {label: out for label, _, out in todo}
     points = {
         label: NotebookTask(label, notebook.name, source, params, timeout, kernel)

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from zeus_nb import inputs
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs import check_record, read_json, reader
 from zeus_nb.inputs.env import env
@@ -107,6 +108,24 @@ def _write_sidecar(path: Path, records: dict[str, Any]) -> None:
     atomic_write(path, json.dumps({"records": records}, indent=1))
 
 
+def _update_sidecar(path: Path, name: str, value: Any) -> None:
+    """Add ``name`` to the sidecar under a lock beside it: two processes recording into one
+    file (a notebook and its helper process, two kernels) each keep every record."""
+    from filelock import FileLock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{path}.lock", timeout=60):
+        existing: dict[str, Any] = {}
+        if path.exists():
+            try:
+                existing = _read_sidecar(path)
+            except ZeusNbError as e:
+                log.warning("%s; starting it afresh with %r", e, name)
+                existing = {}
+        existing[name] = value
+        _write_sidecar(path, existing)
+
+
 def _shell():
     try:
         from IPython import get_ipython
@@ -144,16 +163,8 @@ def record(name: str, value: Any, display: bool = True) -> Any:
         show({MIMETYPE: {"name": name, "value": plain}, "text/plain": f"{name} = {text}"}, raw=True)
     path = _default_sidecar()
     if path is not None:
-        existing: dict[str, Any] = {}
-        if path.exists():
-            try:
-                existing = _read_sidecar(path)
-            except ZeusNbError as e:
-                log.warning("%s; starting it afresh with %r", e, name)
-                existing = {}
-        existing[name] = plain
         try:
-            _write_sidecar(path, existing)
+            _update_sidecar(path, name, plain)
         except OSError as e:  # a side product: the value is still displayed and returned
             log.warning("could not write the records file %s (%s); %r is kept in the "
                         "notebook's output only", path, e.strerror or e, name)  # fmt: skip
@@ -183,16 +194,10 @@ def _read_sidecar(path: Path) -> dict[str, Any]:
 
 
 def _read_ipynb(path: Path):
-    import nbformat
-
     try:
-        return nbformat.read(path, as_version=4)
-    except (OSError, ValueError, AttributeError, KeyError, TypeError) as e:
-        # nbformat's NotJSONError and ValidationError are ValueErrors
-        raise ZeusNbError(
-            f"{path}: not a readable notebook ({type(e).__name__}: {str(e)[:200]}); "
-            "re-run it or leave it out"
-        ) from None
+        return inputs.read_ipynb(path, "executed notebook")
+    except OSError as e:  # our InputFileError (missing, a FIFO, too large...) or the OS's
+        raise ZeusNbError(f"{e}; re-run it or leave it out") from None
 
 
 def read_notebook(path: str | Path) -> dict[str, Any]:

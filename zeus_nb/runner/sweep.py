@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs import check_record, read_text, reader
 from zeus_nb.inputs.kinds import SWEEP_RESULT
-from zeus_nb.utils.files import append_line, end_with_newline
+from zeus_nb.inputs.table import check_rows
+from zeus_nb.utils.files import append_rows, repair_tail
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -63,9 +64,9 @@ def read_results(path: str | Path) -> list[dict]:
     """Finished configurations recorded in a results file (empty if it does not exist).
 
     Each line goes through :data:`zeus_nb.inputs.kinds.SWEEP_RESULT` (every number checked).
-    A last line without its newline is what a killed process may leave behind: it is dropped
-    with a warning. A configuration recorded twice (files written before writers took the lock)
-    counts once, its first record.
+    A last line without its newline is what a killed process may leave behind: it is kept if it
+    is a whole, valid record, else dropped with a warning. A configuration recorded twice (files
+    written before writers took the lock) counts once, its first record.
     """
     p = Path(path)
     if not p.exists():
@@ -73,7 +74,11 @@ def read_results(path: str | Path) -> list[dict]:
     text = read_text(p, SWEEP_RESULT.name)
     lines = text.split("\n")
     if lines[-1]:
-        log.warning("%s: the last line has no line end (a write cut short); ignored it", p)
+        if check_rows(lines[-1], SWEEP_RESULT, None, str(p), quiet=True):
+            log.warning("%s: the last line has no line end but is a whole record; kept it", p)
+            lines.append("")
+        else:
+            log.warning("%s: the last line has no line end (a write cut short); ignored it", p)
     records = []
     seen: set[tuple[int, float]] = set()
     for n, raw in enumerate(lines[:-1], start=1):  # the part after the last newline is partial
@@ -116,11 +121,12 @@ def _append(p: Path, record: dict) -> bool:
     line = json.dumps(record, sort_keys=False, allow_nan=False) + "\n"
     key = _key(record["batch_size"], record["power_limit"])
     with results_lock(p):
-        end_with_newline(p)
+        repair_tail(p, SWEEP_RESULT)  # a complete last line is kept, a torn one cut
         if key in _recorded(p):
             log.info("%s already records batch size %d at %g W; not written twice", p, *key)
             return False
-        append_line(p, line)  # one write, fsynced; a full disk leaves no torn line
+        # checked as read_results will read it, then one write, fsynced: no torn line
+        append_rows(p, line, SWEEP_RESULT)
     return True
 
 
@@ -159,7 +165,7 @@ def _grid(batch_sizes: Iterable[int], power_limits: Iterable[float]) -> list[tup
 def _done_keys(path: Path, target: float, cap: int) -> set[tuple[int, float]]:
     """Configurations ``path`` already holds; a file of another sweep is refused, not mixed."""
     with results_lock(path):
-        end_with_newline(path)
+        repair_tail(path, SWEEP_RESULT)
     done = set()
     for rec in read_results(path):
         theirs = (float(rec.get("target_metric", target)), int(rec.get("max_epochs", cap)))

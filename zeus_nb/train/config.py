@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from zeus_nb.errors import InputError
-from zeus_nb.inputs.args import Parser, count, nonempty, real
+from zeus_nb.inputs.args import Parser, count, nonempty, only_with, real
 from zeus_nb.inputs.env import env
 from zeus_nb.utils.validate import Quantity, number
 
@@ -117,6 +117,19 @@ LAUNCH_COMMANDS = {
 }
 
 
+#: The power-limit optimizer's options: given with --no-power-limit-optimizer they would do
+#: nothing, so they are an error there (and in launch()).
+OPTIMIZER_OPTIONS = {
+    "adaptive": "--exhaustive",
+    "max_slowdown": "--max-slowdown",
+    "wait_steps": "--wait-steps",
+    "warmup_steps": "--warmup-steps",
+    "profile_steps": "--profile-steps",
+    "pl_step": "--pl-step",
+    "profile_path": "--profile-path",
+}
+
+
 def _add_optimizer_flags(p: argparse.ArgumentParser, d: TrainConfig) -> None:
     p.add_argument(
         "--no-power-limit-optimizer",
@@ -127,7 +140,8 @@ def _add_optimizer_flags(p: argparse.ArgumentParser, d: TrainConfig) -> None:
     p.add_argument(
         "--exhaustive",
         dest="adaptive",
-        action="store_false",
+        action="store_const",
+        const=False,
         help="profile every power limit (default: skip limits that cannot win)",
     )
     p.add_argument(
@@ -135,15 +149,19 @@ def _add_optimizer_flags(p: argparse.ArgumentParser, d: TrainConfig) -> None:
         type=real(low=1.0, high=100.0),
         help="default: ZEUS_MAX_SLOWDOWN (or ZEUS_NB_MAX_SLOWDOWN), else 1.1",
     )
-    p.add_argument("--wait-steps", type=count(0), default=d.wait_steps)
-    p.add_argument("--warmup-steps", type=count(0), default=d.warmup_steps)
-    p.add_argument("--profile-steps", type=count(1), default=d.profile_steps)
+    p.add_argument("--wait-steps", type=count(0), help=f"default {d.wait_steps}")
+    p.add_argument("--warmup-steps", type=count(0), help=f"default {d.warmup_steps}")
+    p.add_argument("--profile-steps", type=count(1), help=f"default {d.profile_steps}")
     p.add_argument(
-        "--pl-step", type=count(1, 2000), default=d.pl_step, help="W between profiled limits"
+        "--pl-step", type=count(1, 2000), help=f"W between profiled limits (default {d.pl_step})"
     )
     p.add_argument(
         "--profile-path", type=nonempty("path"), help="reuse (or save) the power-limit profile"
     )
+    on = lambda ns: ns.power_limit_optimizer  # noqa: E731
+    for field_name, option in OPTIMIZER_OPTIONS.items():
+        only_with(p, option, on, "with the power-limit optimizer (not with "
+                  "--no-power-limit-optimizer)", getattr(d, field_name))  # fmt: skip
 
 
 def parser(mode: str) -> argparse.ArgumentParser:

@@ -9,7 +9,6 @@ and returns the results JSON as a dictionary.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import queue
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs.table import read_json
 from zeus_nb.train import MODES
 from zeus_nb.utils.threads import thread_environment
 
@@ -62,6 +62,14 @@ def command(mode: str, nproc: int = 1, **options: Any) -> list[str]:
     if mode != "single" and "gpu" in options:
         raise InputError("gpu= applies to single-process runs; DDP/FSDP use one GPU per rank")
     TrainConfig(**options)  # validate values here, with a clear error, not in the subprocess
+    from zeus_nb.train.config import OPTIMIZER_OPTIONS
+
+    idle = [f for f in OPTIMIZER_OPTIONS if f in options]
+    if options.get("power_limit_optimizer") is False and idle:
+        raise InputError(
+            f"{', '.join(idle)} apply only with the power-limit optimizer; leave them out or "
+            "drop power_limit_optimizer=False"
+        )
     flags: list[str] = []
     for name, value in options.items():
         if name in _OFF_SWITCHES:  # boolean fields that default to True
@@ -143,7 +151,7 @@ def run_for_results(
         details = f"command: {' '.join(cmd)}" + ("" if echo else "\n" + "\n".join(tail))
         status = f"exit status {rc}" if rc != 0 else "no results file"
         raise TrainingFailed(f"{what} failed ({status}): {failure_cause(tail)}\n{details}")
-    return json.loads(results.read_text())
+    return read_json(results, "training results file")
 
 
 # A line our error boundary prints (``zeus_nb.train.dp: error: ...``), possibly with torchrun's

@@ -32,6 +32,7 @@ _OS_ADVICE = {
     errno.ENOSPC: "the disk is full; free space or choose another path",
     errno.EDQUOT: "the disk quota is exceeded; free space or choose another path",
     errno.EFBIG: "the file is too large for this file system; choose another path",
+    errno.ENAMETOOLONG: "choose a shorter file or folder name",
 }
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from zeus_nb.inputs.env import env
+from zeus_nb.inputs.table import read_text
 from zeus_nb.utils.files import atomic_write
 
 logger = logging.getLogger(__name__)
@@ -60,11 +61,11 @@ def cached(
         return compute()
     path = directory / f"{name}-{digest(key)}.json"
     try:
-        value = json.loads(path.read_text())
+        value = json.loads(read_text(path, "cache file", 64 << 20))
         if valid(value):
             return value
         logger.debug("%s holds an invalid value; recomputing", path)
-    except FileNotFoundError:
+    except FileNotFoundError:  # also MissingInputError
         pass
     except (OSError, ValueError) as e:
         logger.debug("cannot read %s (%s); recomputing", path, e)

@@ -3,10 +3,13 @@
 * :func:`atomic_write` writes a temporary sibling, fsyncs it and renames it over the target: a
   reader sees the old file or the new one, never half of one, and a full disk leaves the old
   file as it was.
-* :func:`append_line` appends one row with a single ``write`` on an ``O_APPEND`` descriptor and
-  fsyncs it; if the write fails part-way (a full disk), the bytes it did write are cut off
-  again, so no torn row is left for a later run to append onto. :func:`end_with_newline` cuts
-  a torn row an older, killed writer left, before appending.
+* :func:`append_rows` checks every row as the file's reader will (its schema), repairs a last
+  row without a line end (kept if complete, cut if torn: :func:`end_with_newline`), then
+  :func:`append_line` appends the rows with a single ``write`` on an ``O_APPEND`` descriptor and
+  fsyncs them; if the write fails part-way (a full disk), the bytes it did write are cut off
+  again, so no torn row is left for a later run to append onto. Appenders call
+  :func:`append_rows` only (tests/test_reliability_discovery.py), so no writer writes a row its
+  reader refuses.
 * :func:`connect_readonly` opens a SQLite file with ``mode=ro``: a read command cannot change a
   store (or another program's database) even by accident.
 
@@ -22,12 +25,22 @@ import json
 import logging
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-__all__ = ["append_line", "atomic_write", "connect_readonly", "end_with_newline", "write_json"]
+__all__ = [
+    "append_line",
+    "append_rows",
+    "repair_tail",
+    "atomic_write",
+    "connect_readonly",
+    "end_with_newline",
+    "move_into_place",
+    "write_json",
+]
 
 _write = os.write  # every byte zeus-nb writes to a file goes through here (tests inject faults)
 
@@ -48,6 +61,21 @@ OTHER_WRITES: dict[str, str] = {
 }
 
 
+#: Functions that read a file and write it back without a lock, and why that is safe
+#: (tests/test_reliability_discovery.py fails for any other read-modify-write without one: two
+#: processes would each write back what they read, and one's change would be lost).
+UNLOCKED_UPDATES: dict[str, str] = {
+    "zeus_nb.commands.notebooks.copy_notebooks": "compares the user's copy with what it would "
+    "write; two copies at once write the same bytes",
+    "zeus_nb.train.pipeline.profile.uncomment": "moves an older profile's comments out; only "
+    "the profiling process that owns the file appends to it",
+    "zeus_nb.utils.diskcache.cached": "a cache of a pure function: concurrent writers write the "
+    "same value, atomically",
+    "zeus_nb.monitor.log_file.MonitorLog.__init__": "reads the log's header, then appends its "
+    "own under the flock it holds on the log for the monitor's life",
+}
+
+
 def atomic_write(path: str | Path, data: str | bytes) -> Path:
     """Replace ``path`` with ``data`` through a temporary sibling; returns the path.
 
@@ -56,7 +84,10 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     """
     p = Path(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    _check_name_length(p)
+    # The temporary sibling's name is kept short: a long target name once made it 14
+    # characters over the file system's limit, an error that named a file the user never gave.
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name[:64]}.", suffix=".tmp", dir=p.parent)
     try:
         try:
             view = memoryview(raw)
@@ -77,6 +108,33 @@ def atomic_write(path: str | Path, data: str | bytes) -> Path:
     return p
 
 
+def move_into_place(src: str | Path, dst: str | Path) -> Path:
+    """Rename the finished file ``src`` (a sibling of ``dst``) over ``dst``, fsynced first, so
+    ``dst`` is the old file or the whole new one."""
+    fd = os.open(src, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(src, dst)
+    return Path(dst)
+
+
+def _check_name_length(p: Path) -> None:
+    """A name the file system cannot hold is an error naming the target, before any write."""
+    try:
+        limit = os.pathconf(p.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    if len(os.fsencode(p.name)) > limit:
+        raise OSError(
+            errno.ENAMETOOLONG,
+            f"File name too long ({len(os.fsencode(p.name))} bytes; this file system allows "
+            f"{limit}): choose a shorter name",
+            str(p),
+        )
+
+
 def write_json(path: str | Path, obj: Any, indent: int | None = 1) -> Path:
     """:func:`atomic_write` of strict JSON (a NaN is a bug, never written)."""
     return atomic_write(path, json.dumps(obj, indent=indent, allow_nan=False) + "\n")
@@ -88,11 +146,14 @@ def _umask() -> int:
     return mask
 
 
-def end_with_newline(path: str | Path) -> str | None:
-    """Cut a torn last row (no line end) off ``path``; returns the dropped text, or None.
+def end_with_newline(path: str | Path, complete: Callable[[str], bool] | None = None) -> str | None:
+    """Repair a last row without a line end; returns the text cut off, or None.
 
-    Every row zeus-nb appends ends with a newline, so text after the last one is a write that
-    an earlier process did not finish (killed, or a full disk before this write path).
+    Every row zeus-nb appends ends with a newline, so text after the last one is a write an
+    earlier process did not finish (killed, or a full disk before this write path), or a file an
+    editor saved without its last line end. If ``complete(row)`` says it is a whole row (every
+    field, every value valid), it is kept and ended with a newline: a repair never deletes a
+    complete row. Otherwise it is cut off, with a warning that quotes it.
     """
     p = Path(path)
     try:
@@ -100,18 +161,66 @@ def end_with_newline(path: str | Path) -> str | None:
             size = f.seek(0, os.SEEK_END)
             if size == 0:
                 return None
+            f.seek(size - 1)
+            if f.read(1) == b"\n":  # the usual case: one byte read
+                return None
             f.seek(max(0, size - 65536))
             tail = f.read()
             if tail.endswith(b"\n"):
                 return None
             cut = tail.rfind(b"\n")
+            dropped = tail[cut + 1 :].decode("utf-8", "replace")
+            if complete is not None and complete(dropped):
+                f.seek(0, os.SEEK_END)
+                _write(f.fileno(), b"\n")
+                os.fsync(f.fileno())
+                log.warning("%s: the last row had no line end but is complete; kept it", p)
+                return None
             keep = size - len(tail) + cut + 1 if cut >= 0 else 0
             f.truncate(keep)
-            dropped = tail[cut + 1 :].decode("utf-8", "replace")
     except FileNotFoundError:
         return None
     log.warning("%s: dropped a torn last row an interrupted write left: %r", p, dropped[:80])
     return dropped
+
+
+def repair_tail(path: str | Path, schema: Any, header: list[str] | None = None) -> str | None:
+    """:func:`end_with_newline` that keeps a last row ``schema``'s reader accepts (CSV under
+    ``header``, or a JSON line when ``header`` is None) and cuts one it would refuse."""
+    from zeus_nb.inputs.table import check_rows, complete_row
+
+    where = str(path)
+
+    def complete(line: str) -> bool:
+        if header is not None:
+            return complete_row(line, header, schema, where) is not None
+        return bool(check_rows(line, schema, None, where, None, quiet=True))
+
+    return end_with_newline(path, complete)
+
+
+def append_rows(
+    path: str | Path,
+    text: str,
+    schema: Any,
+    header: list[str] | None = None,
+    keys: set[tuple] | None = None,
+) -> list:
+    """Append the whole rows ``text`` to a file that ``schema``'s reader reads back.
+
+    Every row is first checked as that reader will check it (CSV under ``header``, or JSON lines
+    when ``header`` is None; a row repeating one of ``keys``, the identities already in the
+    file's current run, too): a row the reader would refuse raises
+    :class:`~zeus_nb.errors.InputError` and nothing is written. A last row without its line end
+    is repaired first (:func:`end_with_newline`, keeping it if it is complete); then the rows go
+    out in one write (:func:`append_line`). Returns the checked rows.
+    """
+    from zeus_nb.inputs.table import check_rows
+
+    rows = check_rows(text, schema, header, str(path), keys)
+    repair_tail(path, schema, header)
+    append_line(path, text)
+    return rows
 
 
 def append_line(path: str | Path, line: str) -> None:

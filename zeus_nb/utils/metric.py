@@ -13,7 +13,6 @@ from pathlib import Path
 from zeus_nb.errors import InputError
 from zeus_nb.inputs import read_table, read_text, reader
 from zeus_nb.inputs.kinds import POWER_LOG
-from zeus_nb.inputs.table import split_torn
 
 
 def check_eta(eta_knob: float) -> float:
@@ -42,11 +41,11 @@ def _power_log(logfile: Path | str, start: float | None, end: float | None):
     log's first row, or from its last when negative. A last line that is not a row (the
     monitor's closing summary) is skipped.
     """
-    text, _ = split_torn(read_text(logfile, POWER_LOG.name), POWER_LOG, str(logfile))
-    lines = text.splitlines()
+    text = read_text(logfile, POWER_LOG.name, POWER_LOG.max_bytes)
+    lines = text.splitlines(keepends=True)
     if len(lines) > 2 and lines[-1].count(",") != lines[0].count(","):
         lines.pop()  # the closing summary (Zeus's reader skips a footer line too)
-    table = read_table(logfile, POWER_LOG, text="\n".join(lines) + "\n")
+    table = read_table(logfile, POWER_LOG, text="".join(lines))
     rows = sorted((r["Time"], r["Power"] / 1000.0) for r in table.rows)
     first, last = rows[0][0], rows[-1][0]
     if start is not None:

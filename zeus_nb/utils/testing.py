@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from zeus_nb.errors import TraceFormatError, WindowError
+from zeus_nb.inputs.table import regular_file
 from zeus_nb.monitor.energy import Measurement
 from zeus_nb.utils.framework import sync_execution
 from zeus_nb.utils.validate import DURATION, ENERGY, number
@@ -73,6 +74,7 @@ class ReplayZeusMonitor:
     @staticmethod
     def _read(path: Path) -> tuple[list[str], int]:
         """The log's header and the byte offset of its first row."""
+        regular_file(path, "ZeusMonitor log")  # a FIFO would block, /dev/zero never end
         try:
             with path.open("rb") as f:
                 first = f.readline()
@@ -88,6 +90,7 @@ class ReplayZeusMonitor:
 
     def _next_row(self, key: str) -> dict[str, str]:
         """The next complete row of the log (read now, so rows written since count)."""
+        regular_file(self.log_file, "ZeusMonitor log", max_bytes=None)  # one line is read
         with self.log_file.open("rb") as f:
             f.seek(self._offset)
             line = f.readline()

@@ -25,6 +25,7 @@ from zeus_nb.errors import InputError
 
 __all__ = [
     "AVERAGE_POWER",
+    "CLOCK",
     "COUNTER_PERIOD",
     "DURATION",
     "ENERGY",
@@ -49,6 +50,18 @@ class Quantity:
     low: float
     high: float
     open_low: bool = False
+    #: (factor, unit) of the usual mistakes: a value in ``unit`` is ``factor`` x the value in
+    #: this quantity's unit (a power limit in mW is 1000 x W). An out-of-range value that fits
+    #: once divided by the factor is named as probably in that unit.
+    mistakes: tuple[tuple[float, str], ...] = ()
+
+    def likely_unit(self, x: float) -> str:
+        """What to say about an out-of-range ``x`` that fits the range in another unit."""
+        for factor, unit in self.mistakes:
+            y = x / factor
+            if self.low < y <= self.high:
+                return f"it looks like {unit} ({x:g} {unit} is {y:g} {self.unit}); give {self.unit}"
+        return ""
 
     def describe(self) -> str:
         lo = "> " if self.open_low else ">= "
@@ -59,8 +72,13 @@ class Quantity:
 # Ranges: any real GPU fits; 1000x off does not. Power limits of datacenter and desktop GPUs run
 # from tens of watts to about 1.2 kW (GB200); an average power below 1 W per GPU is an idle card
 # read in kJ or mJ mistakes. A step, window or epoch is longer than zero and shorter than a year.
-POWER_LIMIT = Quantity("power limit", "W", 1.0, 2000.0, open_low=True)
-AVERAGE_POWER = Quantity("average power", "W", 1.0, 2000.0)
+_WATT_MISTAKES = ((1e3, "mW"), (1e-3, "kW"))
+POWER_LIMIT = Quantity("power limit", "W", 1.0, 2000.0, open_low=True, mistakes=_WATT_MISTAKES)
+AVERAGE_POWER = Quantity("average power", "W", 1.0, 2000.0, mistakes=_WATT_MISTAKES)
+#: An SM or memory clock: 50 MHz to 10 GHz fits every GPU (they run at 100 to 3000 MHz).
+CLOCK = Quantity("clock", "MHz", 50.0, 10_000.0, mistakes=((1e3, "kHz"), (1e-3, "GHz")))
+#: One sample of Zeus's power logs, in mW (1 W to 2 kW, as for an average power).
+POWER_SAMPLE_MW = Quantity("power", "mW", 1e3, 2e6, mistakes=((1e-3, "W"), (1e3, "uW")))
 DURATION = Quantity("time", "s", 0.0, 3.2e7, open_low=True)
 ENERGY = Quantity("energy", "J", 0.0, 1e13)
 NOISE = Quantity("noise (relative standard deviation)", "", 0.0, 1.0)
@@ -100,6 +118,8 @@ def number(
     if quantity is not None:
         below = x <= quantity.low if quantity.open_low else x < quantity.low
         if below or x > quantity.high:
+            unit = quantity.likely_unit(x)
+            fix = "; ".join(f for f in (unit, fix) if f)
             raise InputError(_message(where, value, "is out of range", quantity, fix))
     return x
 

@@ -29,9 +29,9 @@ from zeus_nb.device.gpu.common import (
     ZeusGPUNotSupportedError,
 )
 from zeus_nb.device.gpu.translate import nvml_error
+from zeus_nb.device.gpu.zeusd import ZeusdSettersMixin
 from zeus_nb.device.sampling import PowerIntegrator, ThreadSampler  # noqa: F401 - old path
 from zeus_nb.errors import NO_PERMISSION_HINT, ZeusNbError
-from zeus_nb.device.gpu.zeusd import ZeusdSettersMixin
 
 __all__ = [
     "FROM_ENV",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from zeus_nb.errors import InputError
 from zeus_nb.inputs import check_record
@@ -22,7 +22,14 @@ from zeus_nb.optimizer.batch_size.store import (
     StoreError,
 )
 
-__all__ = ["checked_observation", "spec_from_json", "stored_observation", "validated_spec"]
+__all__ = [
+    "checked_observation",
+    "device_max_power",
+    "spec_from_json",
+    "stored_observation",
+    "validated_spec",
+    "with_max_power",
+]
 
 
 def validated_spec(spec: JobSpec | dict, where: str = "BatchSizeOptimizer") -> JobSpec:
@@ -98,3 +105,25 @@ def spec_from_json(text: str, where: str = "a stored job") -> JobSpec:
         return validated_spec(d if isinstance(d, dict) else {"settings": d}, where)
     except InputError as e:
         raise StoreError(f"{e}; the store is damaged: delete the job to start it over") from None
+
+
+def device_max_power() -> float:
+    """The current GPU's maximum power limit: what an unset ``max_power`` means."""
+    from zeus_nb import device
+
+    return float(device.current().gpu(0).power_limit_constraints()[1])
+
+
+def with_max_power(spec: JobSpec, store) -> JobSpec:
+    """``spec`` with ``max_power`` resolved once, when the job is created, and stored with it.
+
+    Left unset, it used to be looked up at each report, from the reporting process's GPU: two
+    reports of identical runs on different machines then cost differently. A job the store
+    knows keeps its stored value (None for jobs stored before this was resolved).
+    """
+    if spec.max_power is not None:
+        return spec
+    known = store.job(spec.name)
+    if known is not None:
+        return replace(spec, max_power=known.max_power)
+    return replace(spec, max_power=device_max_power())

@@ -42,7 +42,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from zeus_nb.errors import InputError
-from zeus_nb.optimizer.batch_size.checks import checked_observation, validated_spec
+from zeus_nb.inputs.api import checked_methods
+from zeus_nb.optimizer.batch_size.checks import (
+    checked_observation,
+    device_max_power,
+    validated_spec,
+    with_max_power,
+)
 from zeus_nb.optimizer.batch_size.explorer import PruningExplorer
 from zeus_nb.optimizer.batch_size.store import (
     DEFAULT_EXPLORATION,
@@ -53,6 +59,7 @@ from zeus_nb.optimizer.batch_size.store import (
     StoreError,
 )
 from zeus_nb.utils.metric import zeus_cost
+from zeus_nb.utils.validate import POWER_LIMIT, integer, number
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -90,6 +97,7 @@ def _zeus_call(args: tuple, kwargs: dict) -> bool:
     return first is not None and not isinstance(first, (str, JobSpec))
 
 
+@checked_methods
 class BatchSizeOptimizer:
     """Learns the cost-optimal batch size of a recurring job, one recurrence at a time.
 
@@ -170,7 +178,7 @@ class BatchSizeOptimizer:
                     window,
                     exploration,
                 )
-        spec = validated_spec(spec)
+        spec = with_max_power(validated_spec(spec), store)
         self.job = store.register(spec)
         self._explorer = PruningExplorer(
             list(self.job.batch_sizes), self.job.default_batch_size, self.job.pruning_rounds
@@ -358,11 +366,16 @@ class BatchSizeOptimizer:
         return zeus_cost(float(energy), float(time), self.job.eta, self._max_power())
 
     def _max_power(self) -> float:
+        """The job's ``max_power``: stored with the job, so every process's report of the same
+        run costs the same. A job stored without one (before it was resolved at creation)
+        takes the value its first report used, recovered from that report's cost."""
         if self.job.max_power is not None:
             return self.job.max_power
-        from zeus_nb import device
-
-        return float(device.current().gpu(0).power_limit_constraints()[1])
+        eta = self.job.eta
+        for obs in self._log:
+            if eta < 1 and obs.time > 0:
+                return (obs.cost - eta * obs.energy) / ((1 - eta) * obs.time)
+        return device_max_power()
 
     def should_stop(self, time: float, energy: float, epochs: int | None = None) -> bool:
         """Whether to stop the running recurrence early (call it at the end of each epoch).
@@ -418,10 +431,14 @@ class BatchSizeOptimizer:
 
     def power_limit(self, batch_size: int) -> float | None:
         """The least-cost power limit recorded for ``batch_size``; None: profile it this run."""
-        return self.store.power_limits(self.job.name).get(int(batch_size))
+        bs = integer(batch_size, "power_limit(): batch_size", 1, 10**7, text_ok=False)
+        return self.store.power_limits(self.job.name).get(bs)
 
     def set_power_limit(self, batch_size: int, watts: float) -> None:
         """Record the power limit that profiling found cheapest for ``batch_size``."""
-        if int(batch_size) not in self.job.batch_sizes:
-            raise InputError(f"batch size {batch_size} is not one of job {self.job.name!r}'s")
-        self.store.set_power_limit(self.job.name, int(batch_size), float(watts))
+        where = f"set_power_limit() of job {self.job.name!r}"
+        bs = integer(batch_size, f"{where}: batch_size", 1, 10**7, text_ok=False)
+        w = number(watts, f"{where}: watts", POWER_LIMIT, "give the limit in W", text_ok=False)
+        if bs not in self.job.batch_sizes:
+            raise InputError(f"batch size {bs} is not one of job {self.job.name!r}'s")
+        self.store.set_power_limit(self.job.name, bs, w)

@@ -49,6 +49,7 @@ from zeus_nb.data.traces import (
 from zeus_nb.errors import InputError
 from zeus_nb.optimizer.batch_size.optimizer import BatchSizeOptimizer
 from zeus_nb.optimizer.batch_size.store import DEFAULT_EXPLORATION, JobSpec, MemoryStore
+from zeus_nb.utils.validate import integer
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -368,6 +369,10 @@ HISTORY_COLUMNS = (
 )
 
 
+#: Recurrences one simulation may run (about 1 ms each; 100 000 once ran for minutes).
+MAX_RECURRENCES = 10_000
+
+
 def simulate(
     workload: str | Workload | WorkloadModel,
     gpu: str | Path = "v100",
@@ -395,9 +400,9 @@ def simulate(
     model = workload if isinstance(workload, WorkloadModel) else None
     if model is None:
         model = workload_model(workload, gpu, eta, train_trace)
-    n = model.num_recurrences() if recurrences is None else int(recurrences)
-    if n < 1:
-        raise InputError(f"recurrences must be at least 1, got {n}")
+    n = model.num_recurrences() if recurrences is None else recurrences
+    why = f"each takes about 1 ms; the bandit settles within {model.num_recurrences()} here"
+    n = integer(n, "recurrences", 1, MAX_RECURRENCES, why)
     if profile_steps < 1:
         raise InputError(f"profile_steps must be at least 1, got {profile_steps}")
     if accounting not in ACCOUNTING:

@@ -58,6 +58,7 @@ from zeus_nb.optimizer.batch_size.store import (
     _check_same,
     check_schema_version,
     registered,
+    sqlite_meaning,
 )
 from zeus_nb.optimizer.batch_size.trials import DISPATCHED, Trial, check_status
 
@@ -123,7 +124,8 @@ def _translated(method):
             return method(self, *args, **kwargs)
         except SQLAlchemyError as e:
             raise StoreError(
-                f"the batch-size optimizer state at {self.url}: {str(e).splitlines()[0]}; "
+                f"the batch-size optimizer state at {self.url}: "
+                f"{sqlite_meaning(str(getattr(e, 'orig', None) or e).splitlines()[0])}; "
                 "check that the database server runs and can be reached, then try again"
             ) from e
 
@@ -134,8 +136,12 @@ def engine_url(url: str | URL) -> URL:
     """The SQLAlchemy URL, with ``postgresql://`` meaning psycopg 3 (not psycopg2)."""
     try:
         u = make_url(url)
-    except ArgumentError as e:
-        raise StoreError(f"not a database URL: {url!r} ({e})") from None
+        u.port  # noqa: B018 - SQLAlchemy parses it lazily, and int() of text is a ValueError
+    except (ArgumentError, ValueError) as e:
+        shown = str(url).split("@")[-1]  # never the password
+        raise StoreError(
+            f"not a database URL: ...@{shown} ({e}); check the host and port"
+        ) from None
     if u.drivername in ("postgresql", "postgres"):
         u = u.set(drivername="postgresql+psycopg")
     return u

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from zeus_nb.inputs import reader
+from zeus_nb.inputs import reader, regular_file
 from zeus_nb.inputs.kinds import JOB_SPEC, STORED_RUN
 from zeus_nb.optimizer.batch_size.checks import spec_from_json, stored_observation
 from zeus_nb.optimizer.batch_size.store import (
@@ -29,6 +29,7 @@ from zeus_nb.optimizer.batch_size.store import (
     check_schema_version,
     default_path,
     registered,
+    sqlite_meaning,
 )
 from zeus_nb.optimizer.batch_size.trials import SQLITE_SCHEMA as TRIALS_SCHEMA
 from zeus_nb.optimizer.batch_size.trials import SQLiteTrials
@@ -77,6 +78,8 @@ class SQLiteStore(SQLiteTrials):
         self.path = Path(path).expanduser() if path is not None else default_path()
         self.readonly = readonly
         try:
+            # a FIFO or a device would block SQLite or feed it garbage: a regular file only
+            regular_file(self.path, "batch-size optimizer store", None, missing_ok=not readonly)
             if readonly:
                 self._conn = connect_readonly(self.path, timeout)
                 self._check_ours()
@@ -87,7 +90,7 @@ class SQLiteStore(SQLiteTrials):
                 )
                 self._init_schema(timeout)
             self._lock = threading.RLock()  # one connection, possibly shared by threads
-        except sqlite3.DatabaseError as e:
+        except sqlite3.Error as e:
             raise self._error(e) from None
         except OSError as e:
             raise StoreError(
@@ -113,7 +116,7 @@ class SQLiteStore(SQLiteTrials):
                 f"the batch-size optimizer state {self.path} stayed locked by another process "
                 f"(sqlite3: {text}); try again when that process has finished"
             )
-        return StoreError(f"the batch-size optimizer state {self.path}: sqlite3: {text}")
+        return StoreError(f"the batch-size optimizer state {self.path}: {sqlite_meaning(text)}")
 
     def _check_ours(self) -> None:
         tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master")}

@@ -19,9 +19,10 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from zeus_nb.errors import ZeusNbError
+from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs.env import env
 from zeus_nb.optimizer.batch_size.trials import MemoryTrials
+from zeus_nb.utils.validate import integer
 
 STATE_DIR_ENV = "ZEUS_NB_STATE_DIR"
 DEFAULT_FILENAME = "bso.sqlite3"
@@ -48,14 +49,71 @@ SCHEMA_VERSION = 1
 SCHEMA_COMPONENT = "bso"
 
 
-def check_schema_version(found: int | None, where: str) -> None:
+#: What SQLite's (and SQLAlchemy's) messages mean for a store, and what to do: none of them
+#: reaches the user alone.
+_SQL_MEANINGS = (
+    (
+        "disk i/o error",
+        "the disk failed to read or write the file (disk I/O error); check the "
+        "disk and free space, or copy the store to a local disk",
+    ),
+    ("database or disk is full", "the disk is full; free space or move the store"),
+    ("readonly database", "the file or its folder is read-only; give a store you may write"),
+    (
+        "attempt to write a readonly",
+        "the file or its folder is read-only; give a store you may write",
+    ),
+    (
+        "not null constraint",
+        "a table of the store lacks a value it requires, so another "
+        "program changed the file's tables; give zeus-nb a store of its own",
+    ),
+    ("unique constraint", "the store already holds that row; another program changed it"),
+    ("foreign key", "the store's rows do not fit together; another program changed it"),
+    (
+        "no such table",
+        "the file lacks a table zeus-nb's store has; give the store file zeus-nb wrote",
+    ),
+    (
+        "no such column",
+        "a table lacks a column zeus-nb's store has; give the store file zeus-nb wrote",
+    ),
+    (
+        "has no column",
+        "a table lacks a column zeus-nb's store has; give the store file zeus-nb wrote",
+    ),
+    (
+        "datatype mismatch",
+        "a table holds values of another type than zeus-nb's store; another program changed it",
+    ),
+)
+
+
+def sqlite_meaning(text: str) -> str:
+    """A database message as what it means for the store and what to do (the message kept)."""
+    low = text.lower()
+    meaning = next((m for key, m in _SQL_MEANINGS if key in low), None)
+    short = " ".join(text.split())[:160]
+    if meaning is None:
+        return f"the database answered {short!r}; check the store (or give a fresh one)"
+    return f"{meaning} (the database said: {short})"
+
+
+def check_schema_version(found: object, where: str) -> None:
     """Refuse a store whose layout is newer than this code (or not ours)."""
     if found is None:
         raise StoreSchemaError(
             f"{where} has a schema_version table without a batch-size optimizer entry; give "
             "zeus-nb its own database or schema"
         )
-    if int(found) > SCHEMA_VERSION:
+    try:
+        version = integer(found, "schema_version", 0, 2**31)
+    except InputError:
+        raise StoreSchemaError(
+            f"{where}: the schema_version table holds {found!r}, not a version number, so "
+            "another program wrote it; give zeus-nb its own database or schema"
+        ) from None
+    if version > SCHEMA_VERSION:
         raise StoreSchemaError(
             f"the batch-size optimizer state at {where} was written by a newer zeus-nb (schema "
             f"version {found}; this one reads up to {SCHEMA_VERSION}); upgrade zeus-nb "
@@ -68,7 +126,8 @@ class JobSpec:
     """What defines one recurring job's bandit; stored with its state so every process agrees.
 
     ``max_power`` (W) turns time into joules in the cost; ``None`` means "the current GPU's
-    maximum power limit", looked up when a result is reported. ``window`` > 0 makes each arm
+    maximum power limit", resolved once when the job is created and stored with it (never
+    looked up again by the process that reports a run). ``window`` > 0 makes each arm
     learn from its last ``window`` runs only (for jobs whose costs drift). ``exploration``
     scales the width of the Thompson-sampling draws (1: the plain posterior).
     """

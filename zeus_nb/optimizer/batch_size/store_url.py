@@ -81,6 +81,7 @@ def open_store(location: Any = None, *, create: bool = True):
     if base == "sqlite":
         return _open_sqlite(sqlite_path(location), create)
     if base in ("postgresql", "postgres"):
+        check_port(location)
         try:
             from zeus_nb.optimizer.batch_size.sql_store import SQLStore
         except ImportError as e:
@@ -98,7 +99,31 @@ def open_store(location: Any = None, *, create: bool = True):
     raise StoreURLError(f"cannot open a store at {location!r}; give {URL_FORMS}")
 
 
+def check_port(location: str) -> None:
+    """A server URL's port, if it has one, is a number from 1 to 65535."""
+    from urllib.parse import urlsplit
+
+    try:
+        port = urlsplit(location).port
+    except ValueError:
+        port = -1
+    if port is not None and not 1 <= port <= 65535:
+        shown = location.split("@")[-1]  # never the password
+        raise StoreURLError(
+            f"the store URL ...@{shown} has no valid port; give a port from 1 to 65535 "
+            "(PostgreSQL listens on 5432 by default) or leave it out"
+        )
+
+
 def _open_sqlite(path: Path, create: bool) -> SQLiteStore:
+    for folder in path.parents:  # a file where a folder is needed is no "empty store"
+        if folder.exists():
+            if not folder.is_dir():
+                raise StoreURLError(
+                    f"{folder} is a file, not a folder, so {path} cannot be a store; give "
+                    f"another path (or set {STORE_ENV} or ZEUS_NB_STATE_DIR to a folder)"
+                )
+            break
     if not create and (not path.exists() or (path.is_file() and path.stat().st_size == 0)):
         # A read command: a missing or empty file is reported, never created or initialised.
         raise StoreNotFoundError(f"no batch-size optimizer state at {path}")

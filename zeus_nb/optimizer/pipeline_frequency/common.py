@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError
+from zeus_nb.inputs.table import read_text
 from zeus_nb.optimizer.records import Record
 from zeus_nb.utils.env import get_env
 from zeus_nb.utils.files import atomic_write, write_json
@@ -214,7 +215,7 @@ def _dump(items: list[Record], path: Path) -> None:
 
 def _load(kind: type, path: Path) -> list:
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(read_text(path, f"saved {kind.__name__} list"))
     except (OSError, ValueError) as e:
         raise PFORecordError(f"{path}: cannot read the saved {kind.__name__} list ({e})") from e
     if not isinstance(data, list):

@@ -30,6 +30,7 @@ from zeus_nb.optimizer.pipeline_frequency.plan_table import PlanTable, pareto_ro
 from zeus_nb.optimizer.pipeline_frequency.profile import InstructionProfile
 from zeus_nb.optimizer.pipeline_frequency.schedule import FrequencyPlan, Timeline, evaluate
 from zeus_nb.optimizer.pipeline_frequency.tradeoff import Activity, tradeoff_durations
+from zeus_nb.utils.validate import DURATION, integer, number
 
 logger = logging.getLogger(__name__)
 
@@ -140,6 +141,52 @@ def default_unit_time(profile: InstructionProfile) -> float:
 
 SOLVERS = ("native", "lowtime")
 
+#: Bounds on one plan's work (about 10 s each on one core): the solver takes one step per time
+#: quantum between the all-slowest and the fastest iteration, and each step touches every
+#: instruction. ``--microbatches 200`` or ``--unit-time 1e-6`` once ran for minutes.
+MAX_PLAN_STEPS = 20_000
+MAX_PLAN_WORK = 5e6  # steps x instructions
+
+
+def planning_work(
+    profile: InstructionProfile, stages: int, microbatches: int, unit: float
+) -> tuple[float, float]:
+    """(solver steps, steps x instructions) a frontier takes, estimated without building it.
+
+    An iteration of 1F1B lasts about (microbatches + stages - 1) x the slowest stage's
+    forward + backward; the frontier spans that at the lowest clocks down to the highest.
+    """
+
+    def per_stage(pick) -> float:
+        m = profile.measurements
+        return max(pick(m[(s, "forward")]) + pick(m[(s, "backward")]) for s in range(stages))
+
+    slow = per_stage(lambda ms: max(m.time for m in ms))
+    fast = per_stage(lambda ms: min(m.time for m in ms))
+    steps = (microbatches + stages - 1) * max(slow - fast, unit) / unit
+    return steps, steps * 2 * stages * microbatches
+
+
+def check_planning_work(
+    profile: InstructionProfile, stages: int, microbatches: int, unit: float
+) -> None:
+    """Refuse a frontier whose work is past the bounds, naming what to change."""
+    steps, work = planning_work(profile, stages, microbatches, unit)
+    if steps <= MAX_PLAN_STEPS and work <= MAX_PLAN_WORK:
+        return
+    least_unit = unit * max(steps / MAX_PLAN_STEPS, work / MAX_PLAN_WORK)
+    fix = f"use a time quantum of at least {least_unit:.3g} s (--unit-time, unit_time=)"
+    if steps <= MAX_PLAN_STEPS:  # the instructions are what is too many
+        per_mb = work / microbatches**2  # work grows with the square of the microbatches
+        most_mb = max(1, int((MAX_PLAN_WORK / per_mb) ** 0.5))
+        fix += f" or at most {most_mb} microbatches (the frontier's shape repeats with more)"
+    raise InputError(
+        f"planning {stages} stages x {microbatches} microbatches at a time quantum of "
+        f"{unit:.3g} s takes about {steps:.3g} solver steps over {2 * stages * microbatches} "
+        f"instructions ({work:.3g}; the bounds are {MAX_PLAN_STEPS} steps and {MAX_PLAN_WORK:g}, "
+        f"about 10 s); {fix}"
+    )
+
 
 class SolverChoiceError(ZeusNbError, ValueError):
     """An unknown solver name was asked for."""
@@ -181,11 +228,10 @@ def solve_frontier(
             f"solver {solver!r} is not one of {', '.join(SOLVERS)}; pass one of those"
         )
     profile.check_stages(stages)
-    if microbatches < 1:
-        raise InputError(f"microbatches must be >= 1, got {microbatches}")
-    unit = default_unit_time(profile) if unit_time is None else float(unit_time)
-    if unit <= 0:
-        raise InputError(f"the time quantum must be > 0 s, got {unit}")
+    microbatches = integer(microbatches, "microbatches", 1, 10**6)
+    unit = default_unit_time(profile) if unit_time is None else unit_time
+    unit = number(unit, "the time quantum (unit_time)", DURATION)
+    check_planning_work(profile, stages, microbatches, unit)
     table = PlanTable(stages, microbatches)
     scale = cost_scale(profile)
     if solver == "lowtime":

@@ -30,16 +30,8 @@ from zeus_nb.callback import Callback
 from zeus_nb.device.guard import PowerLimitGuard
 from zeus_nb.errors import CallbackOrderError, InputError, PowerLimitPermissionError
 from zeus_nb.optimizer.power_limit.policy import AdaptivePolicy
-from zeus_nb.optimizer.power_limit.profile_file import (
-    ProfileKey,
-    load_for,
-    save_profile_or_warn,
-)
-from zeus_nb.optimizer.power_limit.selectors import (
-    OptimumSelector,
-    PowerLimitMeasurement,
-    ZeusCost,
-)
+from zeus_nb.optimizer.power_limit.profile_file import ProfileKey, load_for, save_profile_or_warn
+from zeus_nb.optimizer.power_limit.selectors import OptimumSelector, PowerLimitMeasurement, ZeusCost
 from zeus_nb.optimizer.power_limit.states import (
     Done,
     Phase,
@@ -343,6 +335,8 @@ class GlobalPowerLimitOptimizer(Callback):
 
     def _begin(self, s: Profiling) -> None:
         s.window = f"{WINDOW_PREFIX}{self._order[s.index]:g}"
+        if s.taken == 0:  # its pieces (paused at epoch ends) are logged as one record
+            getattr(self.monitor, "_log_pieces", lambda name: None)(s.window)
         self.monitor.begin_window(s.window)
         s.segment_start = self._read() if self.adaptive else (0.0, 0.0)
         if self.adaptive and s.taken == 0:
@@ -356,7 +350,8 @@ class GlobalPowerLimitOptimizer(Callback):
         verdict = self.policy.observe(self.measurements, time, energy, s.taken, self.profile_steps)
         if verdict is None:
             return
-        self.monitor.end_window(s.window, cancel=True)
+        self.monitor.end_window(s.window)  # logged as what it is: a part of the window
+        self._log_whole(s, s.taken)
         s.window = None
         limit = self._order[s.index]
         if verdict.estimate is None:
@@ -374,11 +369,17 @@ class GlobalPowerLimitOptimizer(Callback):
     def _finish(self, s: Profiling, time: float, energy: float) -> None:
         """A full window at ``order[s.index]``: record it (reduced across ranks), then move on."""
         limit = self._order[s.index]
+        self._log_whole(s)
         self.local_measurements.append(PowerLimitMeasurement(limit, energy, time, len(self.gpus)))
         t, e, n = reduce_time_energy(time, energy, len(self.gpus))
         lost = self.adaptive and self.policy.finish(self.measurements, limit, t, e)
         self.measurements.append(PowerLimitMeasurement(limit, e, t, n))
         self._next(s.index, t, lost, at_step_begin=True)
+
+    def _log_whole(self, s: Profiling, taken: int | None = None) -> None:
+        """Log a limit's pieces as one record: whole, or a part (zeus_nb.monitor.log_file)."""
+        if (whole := getattr(self.monitor, "_log_whole", None)) is not None:
+            whole(f"{WINDOW_PREFIX}{self._order[s.index]:g}", taken, self.profile_steps)
 
     def _next(self, index: int, time: float, lost: bool, at_step_begin: bool) -> None:
         """After ``order[index]``: the next limit (set now at a step's beginning, as Zeus does,

@@ -23,7 +23,8 @@ from zeus_nb.inputs import read_table, reader
 from zeus_nb.inputs.kinds import INSTRUCTION_PROFILE
 from zeus_nb.inputs.table import read_text
 from zeus_nb.optimizer.pipeline_frequency.profile import sidecar_path, write_sidecar
-from zeus_nb.utils.files import append_line, atomic_write, end_with_newline
+from zeus_nb.utils import files
+from zeus_nb.utils.files import atomic_write
 
 COLUMNS = ("stage", "instruction", "frequency", "time", "energy")
 ROW_KINDS = ("forward", "backward", "blocking")
@@ -96,9 +97,8 @@ def append_rows(path: Path, rows: list[dict], metadata: dict[str, object]) -> in
         writer.writeheader()
     for r in new:
         writer.writerow({**r, "time": f"{r['time']:.9g}", "energy": f"{r['energy']:.9g}"})
-    if text.getvalue():
-        end_with_newline(path)
-        append_line(path, text.getvalue())
+    if text.getvalue():  # checked as load_profile will read them, then one write
+        files.append_rows(path, text.getvalue(), INSTRUCTION_PROFILE, list(COLUMNS))
     return len(new)
 
 

@@ -1,0 +1,184 @@
+"""The ZeusMonitor log file: one writer per file, one record per whole window.
+
+A log row is a window's start, name, elapsed time and per-GPU energy (the columns and order are
+Zeus's, which its own tests check). What a row cannot say in a column is said by how rows are
+written:
+
+* **which run wrote it**: each monitor that opens a log writes the header line again, which
+  starts a run, and it is the file's only writer while it lives. A second monitor on the same
+  file in this process takes the file over (the older one's later windows are not logged, with
+  a warning); a monitor in another process is refused with an error that says so, since rows of
+  two processes would interleave into one run (an advisory ``flock`` on the log itself, held
+  while the monitor lives: no file is added beside the log).
+* **whether a window is whole**: the power-limit optimizer measures a limit in pieces (it pauses
+  at each epoch's end) and may cancel the last piece (adaptive profiling) or be killed midway.
+  Its pieces are held here and written as one record when the limit is finished
+  (:meth:`MonitorLog.release`); a limit measured only in part is written as
+  ``NAME~part_TAKEN_of_TOTAL`` (steps), which no replay reads as a profile, and a limit still
+  open when the process dies is never written. So a replay never sums a piece as a whole window.
+* **what its reader accepts**: every row is checked by :data:`~zeus_nb.inputs.kinds.MONITOR_LOG`
+  (and its key is new in the run) before it is written (:func:`zeus_nb.utils.files.append_rows`);
+  a row the replay would refuse (a profiling window of 0 s, NaN energy) is not written, with a
+  warning, and the measurement is still returned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import logging
+import os
+import weakref
+from pathlib import Path
+from typing import Any
+
+from zeus_nb.errors import InputError
+from zeus_nb.inputs.kinds import MONITOR_LOG
+from zeus_nb.inputs.table import check_rows, read_header
+from zeus_nb.utils.files import append_rows, repair_tail
+
+log = logging.getLogger(__name__)
+
+__all__ = ["MonitorLog", "PART"]
+
+PART = "~part_{taken}_of_{total}"  # suffix of a window measured only in part
+
+#: The writer of each log file in this process (resolved path -> writer).
+_WRITERS: dict[str, MonitorLog] = {}
+
+
+def _release(key: str, writer_id: int) -> None:
+    """The owning monitor is gone: let other processes write the log."""
+    writer = _WRITERS.get(key)
+    if writer is not None and id(writer) == writer_id:
+        del _WRITERS[key]
+        if writer.lock is not None:
+            with contextlib.suppress(OSError):
+                os.close(writer.lock)
+
+
+def _lock(path: Path) -> int | None:
+    """A descriptor of ``path`` holding an exclusive ``flock`` (None where there is no flock),
+    or our error when another process holds it."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: one writer per file is not enforced there
+        return None
+    fd = os.open(path, os.O_RDONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise InputError(
+            f"log file {path} is being written by a ZeusMonitor of another process; give each "
+            "monitor its own log_file (two writers would mix their rows into one run)"
+        ) from None
+    return fd
+
+
+class MonitorLog:
+    """The log of one monitor: its run's header, its rows, held pieces (see the module doc)."""
+
+    def __init__(self, path: Path, header: list[str], owner: Any):
+        self.path = path
+        self.header = header
+        self.revoked = False
+        self._keys: set[tuple] = set()
+        self._pending: list[list[str]] = []
+        self._held: dict[str, tuple[float, float, list[float]] | None] = {}
+        existing = read_header(path, MONITOR_LOG)
+        if existing is not None and existing != header:
+            raise InputError(
+                f"log file {path} has header {existing}, but this monitor writes {header}; "
+                "choose another log_file"
+            )
+        if existing is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        key = str(path.resolve())
+        previous = _WRITERS.get(key)
+        if previous is not None:  # a newer monitor of this process takes the file over
+            previous.flush()  # rows a full disk kept back belong to the older run: first
+            previous.revoked = True
+            self.lock = previous.lock
+        else:
+            self.lock = _lock(path)
+        _WRITERS[key] = self
+        weakref.finalize(owner, _release, key, id(self))
+        repair_tail(path, MONITOR_LOG, header)  # a complete last row is kept, a torn one cut
+        append_rows(path, ",".join(header) + "\n", MONITOR_LOG, header)  # starts this run
+
+    # --- pieces of one window -----------------------------------------------------------------
+    def hold(self, name: str) -> None:
+        """Sum the pieces of window ``name`` until :meth:`release` writes them as one record."""
+        self._held[name] = None
+
+    def release(self, name: str, taken: int | None = None, total: int | None = None) -> None:
+        """Write the held pieces of ``name``: as a whole window, or, when only ``taken`` of
+        ``total`` steps were measured, under ``name~part_TAKEN_of_TOTAL``."""
+        record = self._held.pop(name, None)
+        if record is None:
+            return
+        if taken is not None and total is not None and taken < total:
+            name += PART.format(taken=taken, total=total)
+        self._append(name, *record)
+
+    # --- rows ---------------------------------------------------------------------------------
+    def write(self, name: str, start: float, elapsed: float, energy: list[float]) -> None:
+        """The row of an ended window (or one more piece of a held one)."""
+        if name in self._held:
+            held = self._held[name]
+            if held is None:
+                self._held[name] = (start, elapsed, list(energy))
+            else:
+                s0, t, e = held
+                self._held[name] = (
+                    s0,
+                    t + elapsed,
+                    [a + b for a, b in zip(e, energy, strict=True)],
+                )
+            return
+        self._append(name, start, elapsed, energy)
+
+    def _append(self, name: str, start: float, elapsed: float, energy: list[float]) -> None:
+        if self.revoked:
+            log.warning(
+                "window %r is not logged: a newer ZeusMonitor of this process writes %s now",
+                name,
+                self.path,
+            )
+            return
+        row = [repr(start), name, repr(elapsed)] + [repr(e) for e in energy]
+        try:  # a row its reader would refuse is never written
+            checked = check_rows(_csv([row]), MONITOR_LOG, self.header, str(self.path), self._keys)
+        except InputError as e:
+            log.warning("window %r is not logged (the measurement is returned): %s", name, e)
+            return
+        self._keys.update((r["start_time"], r["window_name"]) for r in checked)
+        self._pending.append(row)
+        self.flush(name)
+
+    def flush(self, name: str = "") -> None:
+        """Write the rows an I/O error kept back (they go out with the next window)."""
+        if not self._pending or self.revoked:
+            return
+        try:
+            append_rows(self.path, _csv(self._pending), MONITOR_LOG, self.header)
+        except OSError as e:
+            log.warning(
+                "could not append window %r to the log file %s (%s); the measurement is "
+                "returned, and %d unwritten row(s) will be written with the next window. "
+                "Free disk space or fix the folder's permissions",
+                name,
+                self.path,
+                e.strerror or e,
+                len(self._pending),
+            )
+            return
+        self._pending.clear()
+
+
+def _csv(rows: list[list[str]]) -> str:
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows(rows)
+    return text.getvalue()
