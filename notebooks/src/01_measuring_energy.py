@@ -150,7 +150,10 @@ def average_power(m: zeus_nb.Measurement) -> float:
 
 
 average_power = check.average_power(average_power)
-print(f"average power over training: {average_power(training):.1f} W")
+print(
+    f"{check.whose(average_power, 'average_power')} gives {average_power(training):.1f} W "
+    "over the training window"
+)
 
 # %% [markdown]
 # ## Exercise 2: energy per step
@@ -168,7 +171,10 @@ def energy_per_step(m: zeus_nb.Measurement, steps: int) -> float:
 energy_per_step = check.energy_per_step(energy_per_step)
 total_steps = epochs * steps_per_epoch
 per_step = energy_per_step(training, total_steps)
-print(f"energy per step: {per_step:.2f} J over {total_steps} steps")
+print(
+    f"{check.whose(energy_per_step, 'energy_per_step')} gives {per_step:.2f} J per step over "
+    f"{total_steps} steps"
+)
 
 # %% [markdown]
 # Each step's own window tells the same story, step by step. Their spread is the measurement noise

@@ -45,6 +45,8 @@ NOT_DONE_MARK = "\N{HOURGLASS}"
 NOT_DONE = "not done yet"
 NONE_HINT = "the function returned None: end it with a `return` of the answer"
 CONSTANT_HINT = "it gives the same answer whatever the input: compute the answer from the arguments"
+# What a student reads after a failed or unfinished check; grading reads it off for the teacher.
+GOING_ON = " The notebook goes on with the reference answer."
 
 
 class CheckError(AssertionError):
@@ -221,7 +223,7 @@ def _judge(
 
 def _show(outcome: Outcome, going_on: bool) -> None:
     mark = {"passed": PASSED_MARK, "failed": FAILED_MARK}.get(outcome.status, NOT_DONE_MARK)
-    tail = " The notebook goes on with the reference answer." if going_on else ""
+    tail = GOING_ON if going_on else ""
     text = f"{mark} {outcome.message}.{tail}"
     try:
         from IPython import get_ipython
