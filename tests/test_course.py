@@ -666,3 +666,44 @@ def test_an_unlabelled_exercise_value_is_caught():
         ]
     )
     assert _unlabelled_prints(nb) == ["print(f'{x:.1f} W')"]
+
+
+# --- slides: every exercise's stub, speaker notes for the teacher -----------------------------
+
+
+@pytest.mark.parametrize("notebook", REAL_NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_exercise_slide_shows_its_stub_and_the_teachers_notes(notebook):
+    from zeus_nb.course.slide_layout import exercise_stub, lay_out, student_sources
+    from zeus_nb.course.slide_notes import deck_notes
+
+    source = nbformat.read(notebook, as_version=4)
+    stubs = student_sources(source, notebook.name)
+    deck = lay_out(source, stubs, notes=deck_notes(notebook.stem))
+    code = [c.source for c in deck.cells if c.cell_type == "code"]
+    notes = [c.source for c in deck.cells if c.metadata["slideshow"]["slide_type"] == "notes"]
+    for stub in stubs:
+        shown = exercise_stub(stub)
+        assert shown in code, f"{notebook.name}: no slide shows {shown.splitlines()[0]}"
+        assert STUB in shown and "= check." in shown.splitlines()[-1]
+        name = re.findall(r"= check\.(\w+)\(", shown)[0]
+        assert any(f"`check.{name}` tries" in n for n in notes), name
+    assert notes and "Run All takes about" in notes[0]  # the first slide's note: run times
+    # every section this deck has notes for is still a heading of the notebook
+    from zeus_nb.course.slide_notes import SECTIONS
+
+    headings = {
+        line.lstrip("#").strip()
+        for c in source.cells
+        if c.cell_type == "markdown"
+        for line in _source(c).splitlines()
+        if line.startswith("#")
+    }
+    written = SECTIONS[notebook.stem]
+    assert set(written) <= headings, sorted(set(written) - headings)
+    assert sum(n in written.values() for n in notes) == len(written)
+
+
+def test_slide_notes_cover_every_shipped_notebook():
+    from zeus_nb.course.slide_notes import SECTIONS
+
+    assert sorted(SECTIONS) == [p.stem for p in REAL_NOTEBOOKS]

@@ -15,7 +15,8 @@
 # (simulated or real) GPU.
 #
 # **Expected run time**: 13 s on the simulated GPU, 9 s with `smoke = True` (measured on 2 CPU
-# cores that other jobs were using; see the README's run-time table).
+# cores that other jobs were using, load average 0.1 before and 2.8 after; a busier machine takes
+# longer, and Run All in JupyterLab adds the kernel's start; see the README's run-time table).
 #
 # **On a GPU** the same small model trains for real (not yet timed on a GPU).
 #

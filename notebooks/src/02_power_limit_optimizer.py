@@ -14,7 +14,8 @@
 # real measurements. On a real GPU, changing power limits needs root or `SYS_ADMIN`.
 #
 # **Expected run time**: 9 s on the simulated GPU, 10 s with `smoke = True` (measured on 2 CPU
-# cores that other jobs were using; see the README's run-time table).
+# cores that other jobs were using, load average 0.1 before and 2.8 after; a busier machine takes
+# longer, and Run All in JupyterLab adds the kernel's start; see the README's run-time table).
 #
 # **On a GPU**, profiling takes about 50 real training steps per power limit (not yet timed).
 

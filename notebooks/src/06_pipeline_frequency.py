@@ -20,7 +20,8 @@
 # GPUs; real clocks are set only by `zeus_nb.train.pipeline --backend nvml`.
 #
 # **Expected run time**: 37 s on the simulated GPU, 34 s with `smoke = True` (measured on 2 CPU
-# cores that other jobs were using; see the README's run-time table).
+# cores that other jobs were using, load average 0.1 before and 2.8 after; a busier machine takes
+# longer, and Run All in JupyterLab adds the kernel's start; see the README's run-time table).
 #
 # Most of it goes into starting the four pipeline processes three times, so a GPU does not change
 # it much.

@@ -20,7 +20,7 @@ from zeus_nb.course.check import FAILED_MARK, GOING_ON, NOT_DONE_MARK, PASSED_MA
 EXERCISE_TAG = "exercise"
 WENT_ON = "later cells ran with the reference answer"
 _HEADING = re.compile(r"^#+\s*(Exercise\b[^\n]*)$", re.M | re.I)
-_CHECK_CALL = re.compile(r"\bcheck\.(\w+)\(")
+_CHECK_CALL = re.compile(r"^\s*\w+\s*=\s*check\.(\w+)\(", re.M)  # an exercise's check
 
 
 @dataclass
@@ -100,7 +100,7 @@ def exercise_title(cells: list[Any], index: int) -> str:
         elif _CHECK_CALL.search(_source(cell)):
             break
     called = _CHECK_CALL.findall(_source(cells[index]))
-    return called[-1].replace("_", " ") if called else ""
+    return called[0].replace("_", " ") if called else ""
 
 
 def _defined(cell: Any) -> set[str]:
