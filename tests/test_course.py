@@ -449,12 +449,15 @@ def _printed(nb) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", REAL_NOTEBOOKS, ids=lambda p: p.stem)
-def test_shipped_notebook_student_edition_runs(notebook, real_course, tmp_path):
+def test_shipped_notebook_student_edition_runs(notebook, real_course, student_editions):
     """The student edition runs to the end in smoke mode, each stub saying "not done yet".
 
-    The instructor edition is judged on the session's tour (test_notebooks.py), which runs the
-    same program: the shipped notebook with its marker comments.
+    Judged on the session's one run of the student editions (tests/tour_fixture.py), which the
+    site test shows as well; the instructor edition is judged on the session's tour
+    (test_notebooks.py), which runs the same program: the shipped notebook with its markers.
     """
+    from zeus_nb.course.verify import judge_executed
+
     b = real_course[notebook.name]
     assert b.exercises >= 1, f"{notebook.name} has no exercise markers"
     student = nbformat.read(b.student, as_version=4)
@@ -462,14 +465,16 @@ def test_shipped_notebook_student_edition_runs(notebook, real_course, tmp_path):
     for name in EXPECTED_CHECKS.get(notebook.name[:2], []):
         assert f"check.{name}(" in student_text, f"{notebook.name} should call check.{name}"
 
-    copy = tmp_path / "student" / b.name
-    copy.parent.mkdir()
-    copy.write_bytes(b.student.read_bytes())
-    executed = tmp_path / "executed" / b.name
-    run = course.execute_version(copy, "student", executed, parameters=SMOKE, env=SIM_ENV)
+    folder, out = student_editions
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    executed = folder / b.name
+    ran = nbformat.read(executed, as_version=4)
+    code = [c.source for c in ran.cells if "injected-parameters" not in c.metadata.get("tags", [])]
+    assert code == [c.source for c in student.cells], "the session ran another edition"
+    run = judge_executed(executed, "student", b.name)
     assert run.ok, f"{notebook.name} student: {run.detail}"
     # "your" is said only of the student's own code: never while the reference runs
-    printed = _printed(nbformat.read(executed, as_version=4))
+    printed = _printed(ran)
     yours = [ln for ln in printed if re.search(r"\byours?\b", ln, re.I)]
     assert not yours, f"{notebook.name} student edition: {yours}"
     if "check.whose(" in _source_text(notebook):

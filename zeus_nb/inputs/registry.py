@@ -45,7 +45,6 @@ NOT_INPUT: dict[str, str] = {
     "zeus_nb.course.slides.build_slides": "a notebook, read by nbformat",
     "zeus_nb.course.timings._duration": "an executed notebook; its run time is checked there",
     "zeus_nb.course.timings._papermill_metadata": "an executed notebook, read by nbformat",
-    "zeus_nb.course.verify._run_version": "an executed notebook zeus-nb just wrote",
     "zeus_nb.device.cpu.packages.RaplCounter.__init__": "Linux powercap sysfs (kernel), not "
     "user input",
     "zeus_nb.device.cpu.packages._read_name": "Linux powercap sysfs (kernel), not user input",
@@ -73,7 +72,12 @@ NOT_INPUT: dict[str, str] = {
     "is checked there (finite, in range) and a bad line is named",
     "zeus_nb.docsite._title": "the project's own guides (docs build from a checkout)",
     "zeus_nb.docsite.assemble": "the project's own guides (docs build from a checkout)",
-    "zeus_nb.docsite.execute_notebooks": "the project's own notebooks",
+    "zeus_nb.docsite.clean_executed": "a notebook execute_notebooks just wrote",
+    "zeus_nb.docsite.copy_executed": "executed notebooks, compared cell by cell with today's "
+    "student edition; anything else is refused",
+    "zeus_nb.docsite.facts.simulated_gpus": "the project's own notebook sources (a checkout)",
+    "zeus_nb.docsite.facts.sync": "the project's own README and guides (a checkout)",
+    "zeus_nb.course.verify.judge_executed": "an executed notebook, read by nbformat",
     "zeus_nb.optimizer.pipeline_frequency.profile.parse_profile": "parses lines a caller "
     "read; load_profile reads files through the same schema",
     "zeus_nb.optimizer.power_limit.profile_file.is_zeus_profile": "a probe: any error means "
