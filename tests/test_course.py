@@ -610,6 +610,15 @@ def test_committed_decks_are_built_offline_from_executed_notebooks():
         assert all(not u.startswith(("http:", "https:", "//")) for u in loaded), deck.name
     for rel in ("reveal.js/dist/reveal.js", "reveal.js/plugin/notes/notes.js", "require.js"):
         assert (DECKS / rel).is_file(), rel
+    # every exercise's stub is on a slide, and the decks carry the teacher's notes
+    from zeus_nb.course.slide_layout import student_sources
+
+    for deck, notebook in zip(decks, REAL_NOTEBOOKS, strict=True):
+        page = deck.read_text()
+        stubs = student_sources(nbformat.read(notebook, as_version=4), notebook.name)
+        assert page.count("your turn") == len(stubs), deck.name
+        assert page.count('<aside class="notes">') >= len(stubs) + 2, deck.name
+        assert "Run All takes about" in page and "Known mistakes and the hint" in page
 
 
 # --- every printed value says whose it is -----------------------------------------------------
