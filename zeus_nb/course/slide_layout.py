@@ -232,7 +232,6 @@ def lay_out(
             cell.metadata[SLIDE_KEY] = {"slide_type": slide}
             cells.append(cell)
             continue
-        key = None
         for i, part in enumerate(_markdown_parts(_source(cell))):
             new = nbformat.v4.new_markdown_cell(part)
             new.id = f"{cell.get('id') or 'md'}-{i}"[-64:]  # the same deck on every build
@@ -247,10 +246,8 @@ def lay_out(
             used = height if slide != "-" else used + height
             new.metadata[SLIDE_KEY] = {"slide_type": slide}
             cells.append(new)
-            if i == 0 and first.startswith("#"):
+            if i == 0 and first.startswith("#"):  # the notes go on the heading's own slide
                 title = not any(c.metadata[SLIDE_KEY]["slide_type"] == "slide" for c in cells[:-1])
-                key = "title" if title else first.lstrip("#").strip()
-        if key:  # after every part of the cell, so the notes belong to its (last) slide
-            note(key)
+                note("title" if title else first.lstrip("#").strip())
     nb.cells = cells
     return nb
