@@ -473,6 +473,10 @@ def test_shipped_notebook_student_edition_runs(notebook, real_course, student_ed
     assert code == [c.source for c in student.cells], "the session ran another edition"
     run = judge_executed(executed, "student", b.name)
     assert run.ok, f"{notebook.name} student: {run.detail}"
+    images = [
+        o for c in ran.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})
+    ]
+    assert images, f"{notebook.name}: the site would show no figure"
     # "your" is said only of the student's own code: never while the reference runs
     printed = _printed(ran)
     yours = [ln for ln in printed if re.search(r"\byours?\b", ln, re.I)]

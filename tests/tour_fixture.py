@@ -122,9 +122,12 @@ for path in execute_notebooks(Path(sys.argv[1])):
 
 
 def _run_student_editions(work: Path) -> subprocess.CompletedProcess:
-    """The student edition of every shipped notebook, executed as the site shows it."""
+    """The student edition of every shipped notebook, executed as the site shows it (with its
+    figures: no MPLBACKEND, so the kernels draw inline)."""
     cmd = [sys.executable, "-c", STUDENT_EDITIONS, str(work / "executed")]
-    return run_bounded(cmd, work, sim_env(), RUN_LIMITS["student_editions"])
+    env = sim_env()
+    env.pop("MPLBACKEND", None)
+    return run_bounded(cmd, work, env, RUN_LIMITS["student_editions"])
 
 
 @pytest.fixture(scope="session")

@@ -98,10 +98,13 @@ def execute_notebooks(
     from zeus_nb.runner.notebooks import run_notebook
 
     dest.mkdir(parents=True, exist_ok=True)
+    from zeus_nb.utils.environ import temp_environ
+
     done = []
     with (
         tempfile.TemporaryDirectory(prefix="zeus-nb-editions-") as tmp,
         _environ(ZEUS_NB_BACKEND="sim"),
+        temp_environ(MPLBACKEND=None),  # the kernel's inline backend: figures become outputs
     ):
         for nb in write_editions(Path(tmp), solutions):
             log.info("executing %s", nb.name)
