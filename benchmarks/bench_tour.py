@@ -6,11 +6,11 @@ Target: under 5 minutes in total on 2 cores. Prints each notebook's seconds and 
     python benchmarks/bench_tour.py [--json] [--full]
     python benchmarks/bench_tour.py --write-table [--note TEXT] [--keep-executed DIR]
 
-``--write-table`` runs each notebook in smoke and in full mode, back to back, and writes the one
-run-time table of the project, ``zeus_nb/resources/run_times.json`` (with the machine's CPU count
-and load average before and after), then regenerates what quotes it: the README's table, each
-notebook header's run-time paragraph and ``docs/notebooks.md``
-(:func:`zeus_nb.course.runtimes.sync`).
+``--write-table`` runs each notebook in smoke and in full mode, back to back, then the smoke tour
+beside ``--busy N`` busy processes (default 2), and writes the one run-time table of the
+project, ``zeus_nb/resources/run_times.json`` (with the machine's CPU count and load average
+before and after each), then regenerates what quotes it: the README's table, each notebook
+header's run-time paragraph and ``docs/notebooks.md`` (:func:`zeus_nb.course.runtimes.sync`).
 
     python benchmarks/bench_tour.py --background N [--repeat R] [--only 01,03]
 
@@ -65,8 +65,10 @@ def run_tour(
     return per, total, out
 
 
-def write_table(note: str, keep: Path | None = None) -> int:
-    """Measure the full and the smoke tour; write the run-time table and what quotes it."""
+def write_table(note: str, keep: Path | None = None, busy: int = 2) -> int:
+    """Measure the full and the smoke tour, then the smoke tour beside ``busy`` busy processes
+    (what a student's Run All meets on a shared machine; 0: skip); write the run-time table and
+    what quotes it."""
     sys.path.insert(0, str(REPO))
     from zeus_nb.course import runtimes
 
@@ -82,6 +84,21 @@ def write_table(note: str, keep: Path | None = None) -> int:
                 return 1
             into.update(times)
     load_after = os.getloadavg()[0]
+    loaded: dict | None = None
+    if busy:
+        with busy_processes(busy):
+            busy_before = os.getloadavg()[0]
+            times, _, out = run_tour(full=False)
+            busy_after = os.getloadavg()[0]
+        if out.returncode or not times:
+            print(out.stdout[-3000:] + out.stderr[-2000:])
+            return 1
+        loaded = {
+            "background": busy,
+            "load_before": round(busy_before, 1),
+            "load_after": round(busy_after, 1),
+            "notebooks": {n: round(t, 1) for n, t in times.items()},
+        }
     table = {
         "measured": datetime.date.today().isoformat(),
         "command": "python benchmarks/bench_tour.py --write-table",
@@ -94,6 +111,8 @@ def write_table(note: str, keep: Path | None = None) -> int:
         },
         "notebooks": {n: {"full": round(full[n], 1), "smoke": round(smoke[n], 1)} for n in full},
     }
+    if loaded is not None:
+        table["busy"] = loaded
     runtimes.TABLE.write_text(json.dumps(table, indent=2) + "\n")
     changed = runtimes.sync(REPO, table)
     subprocess.run(
@@ -186,6 +205,13 @@ def main() -> int:
         default="On a busy machine every notebook takes longer; the ratios between them hold.",
         help="a sentence about the machine, printed under the README's table",
     )
+    ap.add_argument(
+        "--busy",
+        type=int,
+        default=2,
+        metavar="N",
+        help="with --write-table: also time the smoke tour beside N busy processes (0: skip)",
+    )
     ap.add_argument("--only", help="comma-separated notebook numbers, e.g. 01,03")
     ap.add_argument("--background", type=int, default=0, metavar="N", help="busy processes")
     ap.add_argument("--repeat", type=int, default=1, help="paired runs with --background")
@@ -193,7 +219,7 @@ def main() -> int:
     if args.background:
         return compare_loaded(args.full, args.only, args.background, args.repeat, args.json)
     if args.write_table:
-        return write_table(args.note, args.keep_executed)
+        return write_table(args.note, args.keep_executed, args.busy)
     per, total, out = run_tour(args.full, only=args.only)
     result = {
         "mode": "full" if args.full else "smoke",

@@ -317,8 +317,21 @@ def _run_in_browser(lab, check) -> None:
 
 @pytest.mark.parametrize("lab", ["01"], indirect=True)
 def test_power_limit_explorer_overlays_runs_at_the_limits_used(lab):
-    """Notebook 01: the explorer runs at the slider's limit, says which, and redraws its plot."""
-    _run_in_browser(lab, lambda page: _explore_two_power_limits(page).scroll_into_view_if_needed())
+    """Notebook 01: the explorer runs at the slider's limit, says which, and redraws its plot;
+    an off-by-one answer gets its own hint, and the result line under a failed check names the
+    reference's value as the reference's."""
+
+    def check(page) -> None:
+        _explore_two_power_limits(page).scroll_into_view_if_needed()
+        marker, last = "def energy_per_step(", "return "
+        then = "J per step over"  # the result line, printed after the check's line
+        out = _answer(page, marker, "return m.total_energy / (steps - 1)", last, "Hint", then)
+        assert "not by one less" in out and "energy per second" not in out
+        assert "the reference energy_per_step gives" in out and "your energy_per_step" not in out
+        out = _answer(page, marker, "return m.total_energy / steps", "return m.total", "✓", then)
+        assert "your energy_per_step gives" in out
+
+    _run_in_browser(lab, check)
 
 
 @pytest.mark.parametrize("lab", ["06"], indirect=True)
@@ -389,6 +402,28 @@ def _answer(page, marker: str, body: str, last: str, *expect: str) -> str:
     return text
 
 
+RUN_NEXT = """(marker) => {
+    const nb = window.jupyterapp.shell.currentWidget.content;
+    const i = nb.widgets.findIndex(c => c.model.sharedModel.getSource().includes(marker));
+    if (i < 0) { return -1; }
+    nb.activeCellIndex = i + 1;
+    window.jupyterapp.commands.execute('notebook:run-cell');
+    return i + 1;
+}"""
+
+
+def _run_next_cell(page, marker: str, *expect: str) -> str:
+    """Run the cell after the one holding ``marker`` (as a student goes on) and return its
+    output once it shows every text of ``expect``."""
+    index = page.evaluate(RUN_NEXT, marker)
+    assert index >= 1, f"no cell with {marker!r}"
+    deadline = time.monotonic() + 60
+    while not all(e in (text := page.evaluate(OUTPUT_TEXT, index)) for e in expect):
+        assert time.monotonic() < deadline, f"no {expect!r} in the cell's output: {text[-500:]}"
+        page.wait_for_timeout(300)
+    return text
+
+
 def _printed_your_lines(page) -> list[str]:
     """Lines the notebook's code printed that say "your" (the check's "your turn" aside)."""
     lines = page.evaluate(OUTPUT_TEXT, -1).splitlines()
@@ -417,6 +452,18 @@ def test_exercise_answers_in_the_browser_get_fitting_feedback_and_honest_lines(l
         )
         out = _answer(page, marker, right, "return sum(busy_energy)", "all 3 cases right", then)
         assert "your iteration_energy gives" in out and "the reference" not in out
+        # plan_within: a wrong index is told what differs, and the line under the check says the
+        # plan it names is the reference's
+        out = _answer(page, "def plan_within(", "return len(plans) - 1", "return ", "Hint")
+        from zeus_nb.course import check as checks
+
+        hints = [m.hint for m in checks.MISTAKES["plan_within"]()]
+        assert "your answer" in out and not [h for h in hints if h in out]  # no mistake's hint
+        after = _run_next_cell(page, "def plan_within(", "picks the plan")
+        assert "the reference plan_within picks" in after and "your plan_within" not in after
+        # the measured live run equals its prediction: the notebook says why
+        text = page.evaluate(OUTPUT_TEXT, -1)
+        assert "the same frequency model the planner predicts with" in text
 
     _run_in_browser(lab, check)
 
@@ -461,8 +508,10 @@ def test_slide_decks_work_offline_show_plots_and_fit_every_slide():
                 page.goto(deck.as_uri())
                 page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
                 page.evaluate("Reveal.configure({transition: 'none'})")
+                notes = []
                 for n in range(page.evaluate("Reveal.getTotalSlides()")):
                     state = page.evaluate(SLIDE_STATE)
+                    notes.append(page.evaluate("Reveal.getSlideNotes() || ''"))
                     where = f"{deck.name}, slide {n}"
                     assert state["height"] <= state["limit"], f"{where} does not fit: {state}"
                     if state["imgs"]:
@@ -471,6 +520,15 @@ def test_slide_decks_work_offline_show_plots_and_fit_every_slide():
                             page.screenshot(path=str(shot))
                         plots += 1
                     page.evaluate("Reveal.next()")
+                # speaker notes for the teacher (`s` shows them): the first slide's says how
+                # long the notebook runs, and every exercise slide's what its check tries
+                assert "Run All takes about" in notes[0], deck.name
+                stubs = page.evaluate(
+                    "[...document.querySelectorAll('section')].filter(s => "
+                    "s.textContent.includes('your turn')).length"
+                )
+                tried = sum("tries" in n and "Known mistakes" in n for n in notes)
+                assert stubs >= 1 and tried >= 2, (deck.name, stubs, tried)
         finally:
             browser.close()
     assert not outside, f"a deck fetched from the network: {outside[:5]}"

@@ -176,8 +176,9 @@ def test_plots(tmp_path, imagenet):
     r = simulate(imagenet, seed=1, recurrences=20)
     fig = bso_costs(r, path=tmp_path / "costs.png")
     assert isinstance(fig, Figure) and (tmp_path / "costs.png").stat().st_size > 0
-    # bars: one per recurrence
+    # bars: one per recurrence, on a linear axis from zero (a bar's length is its cost)
     assert len(fig.axes[0].patches) == 20
+    assert fig.axes[0].get_yscale() == "linear" and fig.axes[0].get_ylim()[0] == 0
     fig = bso_posterior(r, path=tmp_path / "post.svg")
     assert isinstance(fig, Figure) and (tmp_path / "post.svg").exists()
     probs = [p.get_height() for p in fig.axes[1].patches]

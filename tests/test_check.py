@@ -539,3 +539,115 @@ def test_whose_names_the_reference_only_when_the_exercise_is_unsolved(capsys):
         check.is_reference(ref) and check.whose(ref, "pareto_front") == "the reference pareto_front"
     )
     assert not check.is_reference(_front) and not check.is_reference({})
+
+
+# --- hints chosen by the mistake they name ----------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(check.EXERCISES))
+def test_every_registered_mistake_fails_and_gets_its_own_hint(name):
+    """Each known mistake, as the registry computes it, is told its own hint on every seed: the
+    cases tell every two mistakes apart (the random case is drawn to)."""
+    for seed in range(8):
+        check.use_seed(seed)
+        for mistake in check.MISTAKES[name]():
+            outcome = check.judge(name, mistake.fn)
+            assert not outcome.passed, f"seed {seed}: {mistake.name} passes every case"
+            assert outcome.message.endswith(mistake.hint), (
+                f"seed {seed}, {mistake.name}: {outcome.message}"
+            )
+
+
+@pytest.mark.parametrize("name", sorted(check.EXERCISES))
+def test_case_rules_are_no_mistakes_advice(name):
+    """What a case checks is a rule of the exercise, never one mistake's hint."""
+    hints = {m.hint for m in check.MISTAKES[name]()}
+    for seed in range(3):
+        check.use_seed(seed)
+        for case in check.EXERCISES[name][1]():
+            assert case.hint not in hints, (name, case.kind)
+
+
+def _off(value):
+    """A wrong answer no known mistake gives: a little off, or one item short."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return value * 1.03 + 0.5
+    if isinstance(value, tuple):
+        return (*value[:-1], _off(value[-1]))
+    if isinstance(value, list):
+        return value[:-1] if len(value) > 1 else [(value[0][0] + 1.0, value[0][1])]
+    raise TypeError(value)
+
+
+@pytest.mark.parametrize("name", sorted(check.EXERCISES))
+def test_an_unexplained_wrong_answer_is_told_what_differs_not_another_mistake(name):
+    reference = check.EXERCISES[name][0]
+    hints = [m.hint for m in check.MISTAKES[name]()]
+    for seed in range(4):
+        check.use_seed(seed)
+        outcome = check.judge(name, lambda *args: _off(reference(*args)))
+        assert outcome.status == "failed"
+        hint = outcome.message.split("Hint: ", 1)[1]
+        assert not [h for h in hints if h in hint], f"seed {seed}: {outcome.message}"
+        if hint != check.CONSTANT_HINT:
+            assert "your answer" in hint and "checks that" in hint, outcome.message
+
+
+def test_the_mistakes_students_made_get_their_own_hints():
+    check.use_seed(0)
+    off_by_one = check.judge("energy_per_step", lambda m, n: m.total_energy / (n - 1))
+    assert "not by one less" in off_by_one.message and "per second" not in off_by_one.message
+
+    def unsorted_loop(points):
+        front = []
+        for t, e in points:
+            if not front or e < front[-1][1]:
+                front.append((t, e))
+        return front
+
+    loop = check.judge("pareto_front", unsorted_loop)
+    assert "sort them by time" in loop.message and "not only the best one" not in loop.message
+    first = check.judge("slowdown_limit", lambda profile, f: profile[0].power_limit)
+    assert "first measurement is not special" in first.message
+    assert "least energy is not the answer" not in first.message
+
+
+def test_slowdown_budget_from_the_fastest_time_is_wrong():
+    """The specification measures the budget from the time at the highest limit."""
+
+    def fastest(profile, factor):
+        budget = factor * min(m.time for m in profile)
+        return min(m.power_limit for m in profile if m.time <= budget)
+
+    for seed in range(5):
+        check.use_seed(seed)
+        outcome = check.judge("slowdown_limit", fastest)
+        assert not outcome.passed and "not x the fastest time" in outcome.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected", "words"),
+    [
+        (7.5, 7.3, "a little too high"),
+        (5.0, 7.3, "too low (by 10 % to half)"),
+        (-3.0, 7.3, "wrong sign"),
+        (30.0, 7.3, "far too high"),
+        ((1.0, 2.0), 3.0, "a tuple of 2 where a number"),
+        ((2.0, 4.1), (2.0, 4.0), "its first value is right; its second value is a little"),
+        ([(2.0, 1.0), (1.0, 2.0)], [(1.0, 2.0), (2.0, 1.0)], "right items in another order"),
+        ([(1.0, 2.0)], [(1.0, 2.0), (2.0, 1.0)], "misses some"),
+        (True, False, "is True where the right answer is False"),
+        (128, 64, "another value than the right one"),
+    ],
+)
+def test_what_differs_is_said_without_the_expected_value(answer, expected, words):
+    from zeus_nb.course.differ import describe
+
+    text = describe(answer, expected)
+    assert words in text
+    if isinstance(expected, float):
+        assert f"{expected:g}" not in text

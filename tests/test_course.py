@@ -358,6 +358,8 @@ def test_grade_reports_every_exercise(form, tmp_path, monkeypatch, capsys):
     submit("erin", (0, "if measurement.time == 0:", "while True:\n        pass\n    if True:"))
     # frank's second exercise cell raises before its check
     submit("frank", (1, "zeus_cost = check", "undefined_name\nzeus_cost = check"))
+    # gina's first exercise passes but rebinds a name the next cell needs, which then fails
+    submit("gina", (0, "average_power = check", "steps = 'three'\naverage_power = check"))
 
     monkeypatch.chdir(tmp_path)
     where = (lambda p: str(p)) if form == "absolute" else (lambda p: str(p.relative_to(tmp_path)))
@@ -380,7 +382,7 @@ def test_grade_reports_every_exercise(form, tmp_path, monkeypatch, capsys):
     assert code == 0, out
     rows = list(csv.DictReader((graded / "grades.csv").open()))
     got = {(Path(r["submission"]).parent.name, r["exercise"]): r for r in rows}
-    assert len(rows) == 11
+    assert len(rows) == 13
     assert got["alice", "1"]["status"] == got["alice", "2"]["status"] == "not attempted"
     assert got["bob", "1"]["status"] == got["bob", "2"]["status"] == "passed"
     assert got["carol", "1"]["status"] == "failed"
@@ -395,20 +397,28 @@ def test_grade_reports_every_exercise(form, tmp_path, monkeypatch, capsys):
     assert got["frank", "1"]["status"] == "passed"
     assert got["frank", "2"]["status"] == "error"
     assert "NameError" in got["frank", "2"]["detail"] and "cell" in got["frank", "2"]["detail"]
+    # the later error gina's exercise caused is reported on that exercise, for the teacher
+    assert got["gina", "1"]["status"] == "error", got["gina", "1"]
+    gina = got["gina", "1"]["detail"]
+    assert "its check passed" in gina and "TypeError" in gina and "steps from this" in gina
+    # exercises are named by their titles; the student's "goes on" sentence is not the teacher's
+    assert got["carol", "1"]["title"] == "average power"
+    assert got["bob", "2"]["title"] == "the Zeus cost"
+    assert "The notebook goes on" not in detail and "later cells ran with the reference" in detail
     bob = str(Path(where(subs)) / "bob" / FIXTURE.name)
     assert f"{bob}: 2/2 passed" in out
-    assert len(list(graded.glob("*.ipynb"))) == 5
+    assert len(list(graded.glob("*.ipynb"))) == 6
     # a line as each submission finishes, before the summary
-    progress = re.findall(r"^\[(\d)/6\] (.+): (\d)/(\d) passed \(\d+ s\)$", out, re.M)
-    assert sorted(int(p[0]) for p in progress) == [1, 2, 3, 4, 5, 6]
-    assert out.index("[6/6]") < out.index(f"\n{bob}: 2/2 passed\n")
+    progress = re.findall(r"^\[(\d)/7\] (.+): (\d)/(\d) passed \(\d+ s\)$", out, re.M)
+    assert sorted(int(p[0]) for p in progress) == [1, 2, 3, 4, 5, 6, 7]
+    assert out.index("[7/7]") < out.index(f"\n{bob}: 2/2 passed\n")
     # one sentence per outcome kind: alice's two unattempted exercises share one legend line
-    assert "  not attempted: exercise 1, 2" in out
+    assert "  not attempted: exercise 1 (average power), 2 (the Zeus cost)" in out
     assert out.count("'your turn' line") == 1
     assert got["alice", "1"]["student"] == "alice" and got["alice", "1"]["detail"] == ""
     # per-student totals, printed and written
     totals = {r["student"]: r for r in csv.DictReader((graded / "totals.csv").open())}
-    assert sorted(totals) == ["alice", "bob", "carol", "dave", "erin", "frank"]
+    assert sorted(totals) == ["alice", "bob", "carol", "dave", "erin", "frank", "gina"]
     assert (totals["bob"]["passed"], totals["bob"]["exercises"]) == ("2", "2")
     assert (totals["alice"]["passed"], totals["alice"]["not attempted"]) == ("0", "2")
     assert (totals["frank"]["passed"], totals["frank"]["error"]) == ("1", "1")
@@ -439,12 +449,15 @@ def _printed(nb) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", REAL_NOTEBOOKS, ids=lambda p: p.stem)
-def test_shipped_notebook_student_edition_runs(notebook, real_course, tmp_path):
+def test_shipped_notebook_student_edition_runs(notebook, real_course, student_editions):
     """The student edition runs to the end in smoke mode, each stub saying "not done yet".
 
-    The instructor edition is judged on the session's tour (test_notebooks.py), which runs the
-    same program: the shipped notebook with its marker comments.
+    Judged on the session's one run of the student editions (tests/tour_fixture.py), which the
+    site test shows as well; the instructor edition is judged on the session's tour
+    (test_notebooks.py), which runs the same program: the shipped notebook with its markers.
     """
+    from zeus_nb.course.verify import judge_executed
+
     b = real_course[notebook.name]
     assert b.exercises >= 1, f"{notebook.name} has no exercise markers"
     student = nbformat.read(b.student, as_version=4)
@@ -452,14 +465,20 @@ def test_shipped_notebook_student_edition_runs(notebook, real_course, tmp_path):
     for name in EXPECTED_CHECKS.get(notebook.name[:2], []):
         assert f"check.{name}(" in student_text, f"{notebook.name} should call check.{name}"
 
-    copy = tmp_path / "student" / b.name
-    copy.parent.mkdir()
-    copy.write_bytes(b.student.read_bytes())
-    executed = tmp_path / "executed" / b.name
-    run = course.execute_version(copy, "student", executed, parameters=SMOKE, env=SIM_ENV)
+    folder, out = student_editions
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    executed = folder / b.name
+    ran = nbformat.read(executed, as_version=4)
+    code = [c.source for c in ran.cells if "injected-parameters" not in c.metadata.get("tags", [])]
+    assert code == [c.source for c in student.cells], "the session ran another edition"
+    run = judge_executed(executed, "student", b.name)
     assert run.ok, f"{notebook.name} student: {run.detail}"
+    images = [
+        o for c in ran.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})
+    ]
+    assert images, f"{notebook.name}: the site would show no figure"
     # "your" is said only of the student's own code: never while the reference runs
-    printed = _printed(nbformat.read(executed, as_version=4))
+    printed = _printed(ran)
     yours = [ln for ln in printed if re.search(r"\byours?\b", ln, re.I)]
     assert not yours, f"{notebook.name} student edition: {yours}"
     if "check.whose(" in _source_text(notebook):
@@ -595,3 +614,114 @@ def test_committed_decks_are_built_offline_from_executed_notebooks():
         assert all(not u.startswith(("http:", "https:", "//")) for u in loaded), deck.name
     for rel in ("reveal.js/dist/reveal.js", "reveal.js/plugin/notes/notes.js", "require.js"):
         assert (DECKS / rel).is_file(), rel
+    # every exercise's stub is on a slide, and the decks carry the teacher's notes
+    from zeus_nb.course.slide_layout import student_sources
+
+    for deck, notebook in zip(decks, REAL_NOTEBOOKS, strict=True):
+        page = deck.read_text()
+        stubs = student_sources(nbformat.read(notebook, as_version=4), notebook.name)
+        assert page.count("your turn") == len(stubs), deck.name
+        assert page.count('<aside class="notes">') >= len(stubs) + 2, deck.name
+        assert "Run All takes about" in page and "Known mistakes and the hint" in page
+
+
+# --- every printed value says whose it is -----------------------------------------------------
+
+
+def _names(node) -> set[str]:
+    import ast
+
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _unlabelled_prints(nb) -> list[str]:
+    """Prints of a value an exercise's function computed (directly or through a variable) that
+    do not say whose function it was (``check.whose``), in a cell where no earlier print did.
+
+    After a wrong answer the notebook goes on with the reference function, so such a line would
+    show the reference's value as if it were the student's.
+    """
+    import ast
+
+    def from_check(node) -> bool:
+        return isinstance(node, ast.Call) and ast.unparse(node.func).startswith("check.")
+
+    tainted: set[str] = set()
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        tree = ast.parse(_source(cell))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and from_check(node.value):
+                tainted |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+            elif isinstance(node, (ast.Assign, ast.AugAssign)) and _names(node.value) & tainted:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    tainted |= _names(target)
+        labelled = False
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "print":
+                text = ast.unparse(node)
+                labelled = labelled or "check.whose(" in text
+                if _names(node) & tainted and not labelled:
+                    found.append(text[:120])
+    return found
+
+
+@pytest.mark.parametrize("notebook", REAL_NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_printed_exercise_value_says_whose_it_is(notebook):
+    nb = nbformat.read(notebook, as_version=4)
+    assert _unlabelled_prints(nb) == []
+
+
+def test_an_unlabelled_exercise_value_is_caught():
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("f = check.average_power(f)\nx = f(m) * 2"),
+            nbformat.v4.new_code_cell("print(f'{x:.1f} W')"),
+            nbformat.v4.new_code_cell("print(f\"{check.whose(f, 'f')} gives {x} W\")\nprint(x)"),
+        ]
+    )
+    assert _unlabelled_prints(nb) == ["print(f'{x:.1f} W')"]
+
+
+# --- slides: every exercise's stub, speaker notes for the teacher -----------------------------
+
+
+@pytest.mark.parametrize("notebook", REAL_NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_exercise_slide_shows_its_stub_and_the_teachers_notes(notebook):
+    from zeus_nb.course.slide_layout import exercise_stub, lay_out, student_sources
+    from zeus_nb.course.slide_notes import deck_notes
+
+    source = nbformat.read(notebook, as_version=4)
+    stubs = student_sources(source, notebook.name)
+    deck = lay_out(source, stubs, notes=deck_notes(notebook.stem))
+    code = [c.source for c in deck.cells if c.cell_type == "code"]
+    notes = [c.source for c in deck.cells if c.metadata["slideshow"]["slide_type"] == "notes"]
+    for stub in stubs:
+        shown = exercise_stub(stub)
+        assert shown in code, f"{notebook.name}: no slide shows {shown.splitlines()[0]}"
+        assert STUB in shown and "= check." in shown.splitlines()[-1]
+        name = re.findall(r"= check\.(\w+)\(", shown)[0]
+        assert any(f"`check.{name}` tries" in n for n in notes), name
+    assert notes and "Run All takes about" in notes[0]  # the first slide's note: run times
+    # every section this deck has notes for is still a heading of the notebook
+    from zeus_nb.course.slide_notes import SECTIONS
+
+    headings = {
+        line.lstrip("#").strip()
+        for c in source.cells
+        if c.cell_type == "markdown"
+        for line in _source(c).splitlines()
+        if line.startswith("#")
+    }
+    written = SECTIONS[notebook.stem]
+    assert set(written) <= headings, sorted(set(written) - headings)
+    assert sum(n in written.values() for n in notes) == len(written)
+
+
+def test_slide_notes_cover_every_shipped_notebook():
+    from zeus_nb.course.slide_notes import SECTIONS
+
+    assert sorted(SECTIONS) == [p.stem for p in REAL_NOTEBOOKS]

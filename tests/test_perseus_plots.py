@@ -32,6 +32,21 @@ def test_timeline_marks_critical_path_and_colours_by_clock(frontier, tmp_path):
     assert len({b.get_facecolor() for b in bars}) >= 2  # not every bar at one clock
 
 
+def test_a_timeline_at_one_clock_says_so_instead_of_a_made_up_scale(frontier):
+    """All max clocks: one clock everywhere, so no colour bar from that clock to one MHz more."""
+    tl = frontier.timeline(frontier.max_clock)
+    clocks = {f for _, _, f in tl.spans.values()}
+    assert len(clocks) == 1
+    fig = pipeline_timeline(tl)
+    assert len(fig.axes) == 1  # no colour bar axes
+    [text] = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert text == f"every instruction at {clocks.pop():g} MHz"
+    profile_clocks = [m.frequency for ms in frontier.profile.measurements.values() for m in ms]
+    shared = pipeline_timeline(tl, clock_range=(min(profile_clocks), max(profile_clocks)))
+    low, high = shared.axes[1].get_ylim()  # the colour bar spans the profile's real clocks
+    assert (low, high) == (min(profile_clocks), max(profile_clocks))
+
+
 def test_before_after_frontier_and_cost_models(frontier, tmp_path):
     fig = timelines_before_after(frontier, path=tmp_path / "ba.svg")
     assert len([a for a in fig.axes if a.get_xlabel() == "time (s)"]) == 2

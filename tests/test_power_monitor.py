@@ -167,6 +167,14 @@ def test_module_cli_prints_power_and_energy():
     assert "GPU0:" in power.stdout and "W" in power.stdout
     joules = float(power.stdout.split("Total energy (J): GPU0: ")[1].split()[0])
     assert joules > 0
+    # the default printing period as long as the run: still energy from many samples
+    one_second = subprocess.run(
+        [*cmd, "power", "--duration", "1"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert one_second.returncode == 0, one_second.stderr
+    watts = float(one_second.stdout.split("GPU0: ")[1].split()[0])
+    joules = float(one_second.stdout.split("Total energy (J): GPU0: ")[1].split()[0])
+    assert 0.8 * watts <= joules <= 1.1 * watts  # about one second at the printed power
     energy = subprocess.run(
         [*cmd, "energy", "--duration", "0.3", "--gpu-indices", "0", "1"],
         env=env,

@@ -65,3 +65,36 @@ def test_a_changed_number_is_caught(table):
 )
 def test_seconds_read_as_people_say_them(seconds, text):
     assert runtimes.fmt(seconds) == text
+
+
+def test_every_statement_says_under_what_load_it_was_measured(table):
+    """The headers, the README and docs/notebooks.md give the load average of the measurement,
+    and docs/notebooks.md's sentence on the whole tour is generated from the table too."""
+    load = f"load average {table['machine']['load_before']:.1f}"
+    for name in NOTEBOOKS:
+        assert load in " ".join(runtimes.header_paragraph(table, name).replace("# ", "").split())
+    docs = (REPO / "docs" / "notebooks.md").read_text()
+    assert runtimes.TOUR_START in docs and runtimes.TOUR_END in docs
+    assert runtimes.tour_paragraph(table) in docs
+    assert load in " ".join(runtimes.tour_paragraph(table).split())
+
+
+def test_a_busy_measurement_reaches_every_statement(table):
+    busy = {
+        **table,
+        "busy": {
+            "background": 2,
+            "load_before": 2.5,
+            "load_after": 4.5,
+            "notebooks": {n: 2 * t["smoke"] for n, t in table["notebooks"].items()},
+        },
+    }
+    first = NOTEBOOKS[0]
+    assert "beside 2 busy processes" in runtimes.readme_block(busy)
+    header = " ".join(runtimes.header_paragraph(busy, first).replace("# ", "").split())
+    expected = runtimes.fmt(busy["busy"]["notebooks"][first])
+    assert f"beside 2 busy processes (load average 2.5 to 4.5) the smoke run took {expected}" in (
+        header
+    )
+    assert "beside 2 busy processes" in runtimes.tour_paragraph(busy)
+    assert "busy" not in runtimes.header_paragraph(table, first)  # only what was measured

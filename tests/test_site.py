@@ -131,6 +131,26 @@ def test_mkdocs_config_loads_nothing_from_the_web():
     assert not {"social", "privacy", "material/social", "material/privacy"} & set(plugins)
 
 
+def test_executed_copies_must_be_todays_student_edition(tmp_path):
+    """`docs build --executed` takes executed notebooks only if they are the student edition of
+    the notebooks as they are now (a stale run, or the instructor edition, is refused)."""
+    import nbformat
+
+    from zeus_nb.docsite import copy_executed, write_editions
+
+    fresh = write_editions(tmp_path / "executed")
+    copied = copy_executed(tmp_path / "executed", tmp_path / "site")
+    assert [p.name for p in copied] == [p.name for p in fresh]
+    stale = nbformat.read(fresh[0], as_version=4)
+    stale.cells[-1].source += "\n# changed since"
+    nbformat.write(stale, fresh[0])
+    with pytest.raises(SiteBuildError, match="not the student edition of today's"):
+        copy_executed(tmp_path / "executed", tmp_path / "site2")
+    write_editions(tmp_path / "instructor", solutions=True)
+    with pytest.raises(SiteBuildError, match="not the student edition"):
+        copy_executed(tmp_path / "instructor", tmp_path / "site3")
+
+
 def test_docs_build_outside_a_checkout_says_what_is_needed(monkeypatch, tmp_path):
     from zeus_nb import paths
 
@@ -141,18 +161,23 @@ def test_docs_build_outside_a_checkout_says_what_is_needed(monkeypatch, tmp_path
 
 # --- the built site in a browser ----------------------------------------------------------------
 @pytest.fixture(scope="module")
-def served_site(tmp_path_factory):
+def served_site(tmp_path_factory, student_editions):
     """The site built with executed notebooks, served on 127.0.0.1.
 
-    Built from an empty working folder, which must stay empty: the build writes to its output
-    folder only (no MkDocs or mkdocs-jupyter cache in whatever folder it runs from).
+    The notebooks are the session's one run of the student editions (tests/tour_fixture.py),
+    executed exactly as `zeus-nb docs build` executes them, so the site test does not run the
+    six notebooks again. Built from an empty working folder, which must stay empty: the build
+    writes to its output folder only (no MkDocs or mkdocs-jupyter cache in whatever folder it
+    runs from).
     """
+    executed, run = student_editions
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     site = tmp_path_factory.mktemp("site") / "site"
     cwd = tmp_path_factory.mktemp("cwd")
     before = os.getcwd()
     os.chdir(cwd)  # contextlib.chdir needs Python 3.11
     try:
-        assert cli.main(["docs", "build", str(site)]) == 0
+        assert cli.main(["docs", "build", str(site), "--executed", str(executed)]) == 0
     finally:
         os.chdir(before)
     assert not list(cwd.iterdir()), (

@@ -17,7 +17,8 @@ import pytest
 
 from zeus_nb.runner.records import read_notebook
 
-pytestmark = pytest.mark.slow
+# `shaped` asks for a tour dynamically: its time (tour_fixture.RUN_LIMITS) is added here.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600 + 900)]
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))

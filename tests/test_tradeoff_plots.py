@@ -38,6 +38,19 @@ def test_resnet50_v100_scatter(tmp_path):
     matplotlib.pyplot.close(fig)
 
 
+def test_legends_list_only_what_is_drawn():
+    """A batch size whose configurations never reached the target has no point: no legend."""
+    table = tta_eta("imagenet", "v100")
+    fig = plots.energy_time_scatter(table)
+    reached = table.dropna(subset=["tta", "eta"])
+    sizes = sorted(int(b) for b in reached.batch_size.unique())
+    assert len(sizes) < table.batch_size.nunique()  # some batch size has no point here
+    legends = {lg.get_title().get_text(): lg for lg in fig.legends}
+    shown = [t.get_text() for t in legends["batch size"].get_texts()]
+    assert shown == [str(b) for b in sizes]
+    matplotlib.pyplot.close(fig)
+
+
 def test_eta_knob_moves_the_optimum_and_svg_is_written(tmp_path):
     fig = plots.energy_time_scatter(
         tta_eta("imagenet", "v100"), eta_knob=0.0, path=tmp_path / "f.svg"

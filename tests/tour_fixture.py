@@ -1,18 +1,31 @@
-"""The notebook tour (``zeus-nb tour --smoke``), executed once per test session and shared.
+"""Notebook runs executed once per test session and shared by every test that needs them.
 
-``test_notebooks.py`` checks what the tour printed and what each notebook recorded;
-``test_course.py`` judges the same executed notebooks as the instructor edition (the instructor
-edition is the shipped notebook with its marker comments dropped, the same program). Running the
-six notebooks once for both is most of what a test session spends on notebooks.
+Two runs are defined here, each on the simulated backend in smoke mode:
+
+* ``tour``: ``zeus-nb tour --smoke``, the shipped notebooks, which are the instructor edition's
+  program (the marker comments aside). ``test_notebooks.py`` checks what it printed and
+  recorded; ``test_notebooks.py`` and ``test_course.py`` judge its exercises as passed.
+* ``student_editions``: the student edition of every notebook executed as the tutorial site
+  shows it (``zeus_nb.docsite.execute_notebooks``). ``test_course.py`` judges every exercise as
+  "not done yet" on it, and ``test_site.py`` builds the site from it (``--executed``) instead of
+  executing the notebooks again.
 
 Two more tours run the six notebooks on the NVML backend over fake GPUs shaped like real ones
 (``tests/fake_nvml``): one H100 (``nvml_tour_h100``) and four A40s (``nvml_tour_a40x4``). Their
 energy counters move every 100 ms and every read costs what it costs on the hardware, so they
 show what a real GPU does to the notebooks; ``test_tour_nvml.py`` judges them.
 
-Under pytest-xdist every worker that needs the tour asks for it: the first one runs it under a file
-lock in a folder all workers of the session share and leaves the result there; the others wait on
-the lock and read it. Without xdist the session's own temporary folder holds it.
+A further run is one :func:`session_run` call in a fixture of its own: the first test that asks
+for it runs it under a file lock, in a folder every pytest-xdist worker of the session shares
+(without xdist, the session's own temporary folder), and saves the finished process; every
+other test, on any worker, waits on the lock and reads that. A run is never repeated in a
+session, not even after it failed or timed out (the failure is what the tests then report).
+
+Time limits: each run has its own hard limit (:data:`RUN_LIMITS`), set at twice what it took on
+this project's shared 2-core machine at load average 8; the first test to ask for a run pays for
+it, so every test that uses a run gets pytest's per-test limit plus the run's
+(:func:`pytest_collection_modifyitems`), and no test comes within 2x of its limit because of a
+run it only reads.
 """
 
 from __future__ import annotations
@@ -21,6 +34,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +43,26 @@ from filelock import FileLock
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE_NVML = REPO / "tests" / "fake_nvml"
-TOUR_TIMEOUT_S = 900  # six notebooks; about 400 s on a busy 2-core machine
+
+# name -> seconds a run may take. Measured for the smoke runs of the six notebooks: the tour
+# 1 min 23 s and the student editions about as long on a quiet machine (load average 0.1-2.8,
+# the README's run-time table); at load average 8 on 2 cores a run takes about 4x longer
+# (the whole suite took 29.5 min there against 9.5 min at load 0.6), about 340 s, hence 900 s.
+# The tours on fake NVML GPUs took about 2.5 min each beside the others, hence the same limit.
+RUN_LIMITS: dict[str, float] = {
+    "tour": 900,
+    "student_editions": 900,
+    "tour-nvml-h100": 900,
+    "tour-nvml-a40x4": 900,
+}
+TOUR_TIMEOUT_S = RUN_LIMITS["tour"]  # the name earlier tests used
+#: fixture -> the run it reads (a test that asks for one dynamically sets its own timeout)
+FIXTURE_RUNS = {
+    "tour": "tour",
+    "student_editions": "student_editions",
+    "nvml_tour_h100": "tour-nvml-h100",
+    "nvml_tour_a40x4": "tour-nvml-a40x4",
+}
 
 
 def shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -42,60 +75,71 @@ def shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-def _run_tour(work: Path, extra: dict[str, str]) -> subprocess.CompletedProcess:
-    """``zeus-nb tour --smoke -o executed`` from ``work``, an unrelated working directory, with
-    ``extra`` in its environment (``PYTHONPATH`` entries go first)."""
-    env = dict(os.environ)
-    path = [extra.pop("PYTHONPATH", ""), str(REPO), env.get("PYTHONPATH", "")]
-    env.update(extra, PYTHONPATH=os.pathsep.join(p for p in path if p), MPLBACKEND="Agg")
-    env.pop("ZEUS_NB_HEADLESS", None)
-    env.pop("CUDA_VISIBLE_DEVICES", None)
-    cmd = [sys.executable, "-m", "zeus_nb", "tour", "--smoke", "-o", "executed"]
+def _text(b) -> str:
+    return b.decode(errors="replace") if isinstance(b, bytes) else b or ""
+
+
+def run_bounded(cmd: list[str], cwd: Path, env: dict, limit: float) -> subprocess.CompletedProcess:
+    """``cmd`` with a hard time limit; a timeout comes back as a failed process that says so."""
     try:
-        return subprocess.run(
-            cmd, cwd=work, env=env, capture_output=True, text=True, timeout=TOUR_TIMEOUT_S
-        )
-    except subprocess.TimeoutExpired as e:  # recorded as a failed run, never run again
-
-        def text(b):
-            return b.decode(errors="replace") if isinstance(b, bytes) else b or ""
-
-        stderr = text(e.stderr) + f"\ntour timed out after {TOUR_TIMEOUT_S} s"
-        return subprocess.CompletedProcess(cmd, -9, text(e.stdout), stderr)
+        return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired as e:
+        stderr = _text(e.stderr) + f"\nthe run timed out after {limit:g} s"
+        return subprocess.CompletedProcess(cmd, -9, _text(e.stdout), stderr)
 
 
-def _shared_tour(
-    tmp_path_factory, name: str, environment
+def session_run(
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    run: Callable[[Path], subprocess.CompletedProcess],
 ) -> tuple[Path, subprocess.CompletedProcess]:
-    """The tour ``name``, run once per session under a file lock; ``environment(work)`` gives
-    its extra environment variables (and prepares what they point at)."""
+    """``run(work)`` once per test session for all xdist workers; (work folder, its process).
+
+    ``run`` gets an empty folder of its own and returns the finished process; its output files
+    stay in that folder. Add ``name`` to :data:`RUN_LIMITS` so tests that use it get the time.
+    """
     work = shared_dir(tmp_path_factory) / name
     result = work / "result.json"
     with FileLock(str(work) + ".lock"):
         if not result.exists():
             work.mkdir(exist_ok=True)
-            out = _run_tour(work, environment(work))
+            out = run(work)
             saved = {"args": out.args, "returncode": out.returncode}
             saved |= {"stdout": out.stdout, "stderr": out.stderr}
             result.write_text(json.dumps(saved))
         saved = json.loads(result.read_text())
-    out = subprocess.CompletedProcess(
+    return work, subprocess.CompletedProcess(
         saved["args"], saved["returncode"], saved["stdout"], saved["stderr"]
     )
-    return work / "executed", out
 
 
-@pytest.fixture(scope="session")
-def tour(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    """The folder of executed notebooks and the tour's completed process (exit code, output)."""
-    return _shared_tour(tmp_path_factory, "tour", lambda work: {"ZEUS_NB_BACKEND": "sim"})
+def sim_env() -> dict[str, str]:
+    """The environment of every session run: simulated GPU, this checkout's zeus_nb, no GUI."""
+    env = dict(os.environ)
+    env.update(
+        ZEUS_NB_BACKEND="sim",
+        PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
+        MPLBACKEND="Agg",
+    )
+    for name in ("ZEUS_NB_HEADLESS", "ZEUS_NB_CHECKS", "ZEUS_NB_ENERGY_READS"):
+        env.pop(name, None)
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    return env
 
 
-def _fake_gpus(row: str, num_gpus: int):
-    """The environment of a tour on ``num_gpus`` fake GPUs shaped like ``row``; their state file
-    is ``work/fake_nvml.json`` (written by the fake itself, in a subprocess)."""
+TOUR = [sys.executable, "-m", "zeus_nb", "tour", "--smoke", "-o", "executed"]
 
-    def environment(work: Path) -> dict[str, str]:
+
+def _run_tour(work: Path) -> subprocess.CompletedProcess:
+    """``zeus-nb tour --smoke -o executed`` from ``work``, an unrelated working directory."""
+    return run_bounded(TOUR, work, sim_env(), RUN_LIMITS["tour"])
+
+
+def _nvml_tour(row: str, num_gpus: int, name: str) -> Callable[[Path], subprocess.CompletedProcess]:
+    """The tour on ``num_gpus`` fake GPUs shaped like ``row``; their state file is
+    ``work/fake_nvml.json`` (written by the fake itself, in a subprocess)."""
+
+    def run(work: Path) -> subprocess.CompletedProcess:
         state = work / "fake_nvml.json"
         code = (
             "import json, sys, pynvml; "
@@ -103,15 +147,49 @@ def _fake_gpus(row: str, num_gpus: int):
         )
         env = dict(os.environ, PYTHONPATH=str(FAKE_NVML))
         subprocess.run([sys.executable, "-c", code, str(state)], env=env, check=True)
-        return {
-            "ZEUS_NB_BACKEND": "nvml",
-            "ZEUS_NB_ENERGY_READS": "auto",  # monitors judge the counter as on the real card
-            "ZEUS_NB_FAKE_NVML_STATE": str(state),
-            "ZEUS_NB_STATE_DIR": str(work / "zeus-nb-state"),
-            "PYTHONPATH": str(FAKE_NVML),
-        }
+        env = sim_env()
+        env.update(
+            ZEUS_NB_BACKEND="nvml",
+            ZEUS_NB_ENERGY_READS="auto",  # monitors judge the counter as on the real card
+            ZEUS_NB_FAKE_NVML_STATE=str(state),
+            ZEUS_NB_STATE_DIR=str(work / "zeus-nb-state"),
+            PYTHONPATH=os.pathsep.join((str(FAKE_NVML), env["PYTHONPATH"])),
+        )
+        return run_bounded(TOUR, work, env, RUN_LIMITS[name])
 
-    return environment
+    return run
+
+
+STUDENT_EDITIONS = """
+import sys
+from pathlib import Path
+from zeus_nb.docsite import execute_notebooks
+for path in execute_notebooks(Path(sys.argv[1])):
+    print(path.name, flush=True)
+"""
+
+
+def _run_student_editions(work: Path) -> subprocess.CompletedProcess:
+    """The student edition of every shipped notebook, executed as the site shows it (with its
+    figures: no MPLBACKEND, so the kernels draw inline)."""
+    cmd = [sys.executable, "-c", STUDENT_EDITIONS, str(work / "executed")]
+    env = sim_env()
+    env.pop("MPLBACKEND", None)
+    return run_bounded(cmd, work, env, RUN_LIMITS["student_editions"])
+
+
+@pytest.fixture(scope="session")
+def tour(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The folder of executed notebooks and the tour's completed process (exit code, output)."""
+    work, out = session_run(tmp_path_factory, "tour", _run_tour)
+    return work / "executed", out
+
+
+@pytest.fixture(scope="session")
+def student_editions(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The folder of executed student editions (smoke mode) and the run's completed process."""
+    work, out = session_run(tmp_path_factory, "student_editions", _run_student_editions)
+    return work / "executed", out
 
 
 @dataclass
@@ -127,15 +205,33 @@ class NvmlTour:
         return json.loads(self.state_path.read_text())
 
 
+def _shared_nvml_tour(tmp_path_factory, row: str, num_gpus: int, name: str) -> NvmlTour:
+    work, out = session_run(tmp_path_factory, name, _nvml_tour(row, num_gpus, name))
+    return NvmlTour(work / "executed", out, work / "fake_nvml.json")
+
+
 @pytest.fixture(scope="session")
 def nvml_tour_h100(tmp_path_factory) -> NvmlTour:
     """The smoke tour on the NVML backend over one fake H100."""
-    out_dir, run = _shared_tour(tmp_path_factory, "tour-nvml-h100", _fake_gpus("h100", 1))
-    return NvmlTour(out_dir, run, out_dir.parent / "fake_nvml.json")
+    return _shared_nvml_tour(tmp_path_factory, "h100", 1, "tour-nvml-h100")
 
 
 @pytest.fixture(scope="session")
 def nvml_tour_a40x4(tmp_path_factory) -> NvmlTour:
     """The smoke tour on the NVML backend over four fake A40s."""
-    out_dir, run = _shared_tour(tmp_path_factory, "tour-nvml-a40x4", _fake_gpus("a40", 4))
-    return NvmlTour(out_dir, run, out_dir.parent / "fake_nvml.json")
+    return _shared_nvml_tour(tmp_path_factory, "a40", 4, "tour-nvml-a40x4")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that uses a session run gets the run's time limit on top of its own."""
+    base = float(config.getoption("timeout", None) or config.getini("timeout") or 0)
+    if not base:
+        return
+    for item in items:
+        uses = {FIXTURE_RUNS.get(name) for name in item.fixturenames}
+        runs = [RUN_LIMITS[name] for name in RUN_LIMITS if name in uses]
+        marker = item.get_closest_marker("timeout")
+        own = float(marker.args[0]) if marker and marker.args else base
+        if runs:
+            item.add_marker(pytest.mark.timeout(own + sum(runs)))

@@ -15,7 +15,8 @@
 # (simulated or real) GPU.
 #
 # **Expected run time**: 13 s on the simulated GPU, 9 s with `smoke = True` (measured on 2 CPU
-# cores that other jobs were using; see the README's run-time table).
+# cores that other jobs were using, load average 0.1 before and 2.8 after; a busier machine takes
+# longer, and Run All in JupyterLab adds the kernel's start; see the README's run-time table).
 #
 # **On a GPU** the same small model trains for real (not yet timed on a GPU).
 #
@@ -163,7 +164,10 @@ def average_power(m: zeus_nb.Measurement) -> float:
 
 
 average_power = check.average_power(average_power)
-print(f"average power over training: {average_power(training):.1f} W")
+print(
+    f"{check.whose(average_power, 'average_power')} gives {average_power(training):.1f} W "
+    "over the training window"
+)
 
 # %% [markdown]
 # ## Exercise 2: energy per step
@@ -181,7 +185,10 @@ def energy_per_step(m: zeus_nb.Measurement, steps: int) -> float:
 energy_per_step = check.energy_per_step(energy_per_step)
 total_steps = epochs * steps_per_epoch
 per_step = energy_per_step(training, total_steps)
-print(f"energy per step: {per_step:.2f} J over {total_steps} steps")
+print(
+    f"{check.whose(energy_per_step, 'energy_per_step')} gives {per_step:.2f} J per step over "
+    f"{total_steps} steps"
+)
 
 # %% [markdown]
 # Each step's own window tells the same story, step by step, when the counter can resolve a step.

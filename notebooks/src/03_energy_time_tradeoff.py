@@ -14,7 +14,8 @@
 # and the live sweep runs on the simulated GPU when there is no real one.
 #
 # **Expected run time**: 8 s on the simulated GPU, 7 s with `smoke = True` (measured on 2 CPU
-# cores that other jobs were using; see the README's run-time table).
+# cores that other jobs were using, load average 0.1 before and 2.8 after; a busier machine takes
+# longer, and Run All in JupyterLab adds the kernel's start; see the README's run-time table).
 #
 # **On a GPU** the live sweep trains every configuration for real (not yet timed on a GPU).
 

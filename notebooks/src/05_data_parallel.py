@@ -15,7 +15,8 @@
 # there are GPUs (with one GPU, one rank: the cell below says so).
 #
 # **Expected run time**: 16 s on the simulated GPU, 15 s with `smoke = True` (measured on 2 CPU
-# cores that other jobs were using; see the README's run-time table).
+# cores that other jobs were using, load average 0.1 before and 2.8 after; a busier machine takes
+# longer, and Run All in JupyterLab adds the kernel's start; see the README's run-time table).
 #
 # **On GPUs** it depends on the model and data you choose (`arch`, `data`).
 

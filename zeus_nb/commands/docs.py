@@ -33,6 +33,13 @@ def register(sub) -> None:
         help="keep the assembled MkDocs sources here",
     )
     b.add_argument("--no-strict", action="store_true", help="let MkDocs warnings pass")
+    b.add_argument(
+        "--executed",
+        type=nonempty("path"),
+        default=None,
+        metavar="DIR",
+        help="show the executed student editions in DIR instead of executing the notebooks",
+    )
     b.set_defaults(func=run_build)
 
 
@@ -51,7 +58,11 @@ def run_build(args) -> int:
         logging.basicConfig(format="%(message)s")
     keep = Path(args.keep_src) if args.keep_src else None
     report = build_site(
-        args.dir, execute=not args.no_execute, strict=not args.no_strict, keep_src=keep
+        args.dir,
+        execute=not args.no_execute,
+        strict=not args.no_strict,
+        keep_src=keep,
+        executed=args.executed,
     )
     print(
         f"site in {report.site_dir}/: {len(report.notebooks)} notebooks, {len(report.guides)} "

@@ -28,6 +28,7 @@ from typing import Any
 
 # The exercises live in zeus_nb.course.exercises; their registry, Case and use_seed are
 # used as check.*.
+from zeus_nb.course.differ import describe_case
 from zeus_nb.course.exercises import (  # noqa: F401 (re-exported)
     EXERCISES,
     MISTAKES,
@@ -44,6 +45,8 @@ NOT_DONE_MARK = "\N{HOURGLASS}"
 NOT_DONE = "not done yet"
 NONE_HINT = "the function returned None: end it with a `return` of the answer"
 CONSTANT_HINT = "it gives the same answer whatever the input: compute the answer from the arguments"
+# What a student reads after a failed or unfinished check; grading reads it off for the teacher.
+GOING_ON = " The notebook goes on with the reference answer."
 
 
 class CheckError(AssertionError):
@@ -131,21 +134,41 @@ def _agrees(mistake: Mistake, case: Case, answers: list[Any]) -> bool:
 def _fitting_hint(
     wrong: list[_Wrong], answered: list[tuple[Case, list[Any]]], mistakes: Sequence[Mistake]
 ) -> str | None:
-    """The hint of the known mistake that explains the student's answers best, if one does.
+    """The hint of the known mistake that explains the student's answers, if one does.
 
-    A mistake must give the student's answers on some wrong case; among those, the one that
-    agrees with them on the most cases (right ones included) wins, so two mistakes that fail the
-    same case are told apart by the cases the student got right.
+    A mistake explains them when it gives the student's answer on *every* case the student
+    answered wrong (a mistake that only shares one wrong answer by coincidence is some other
+    bug); among those, the one that also agrees on the most right cases wins.
     """
-    best, best_score = None, (0, 0)
+    wrong_answered = [w for w in wrong if w.answers is not None]
+    if not wrong_answered:
+        return None
+    best, best_score = None, -1
     for mistake in mistakes:
-        explained = sum(_agrees(mistake, w.case, w.answers) for w in wrong if w.answers is not None)
-        if not explained:
+        if not all(_agrees(mistake, w.case, w.answers) for w in wrong_answered):
             continue
-        score = (sum(_agrees(mistake, c, a) for c, a in answered), explained)
+        score = sum(_agrees(mistake, c, a) for c, a in answered)
         if score > best_score:
             best, best_score = mistake, score
     return best.hint if best else None
+
+
+def _difference_hint(wrong: list[_Wrong], expected: dict[int, list[Any]]) -> str:
+    """What differs, case by case, when no known mistake explains it; then what the first
+    wrong case checks (its rule, never another mistake's advice)."""
+    said: dict[str, list[str]] = {}
+    for w in wrong:
+        if w.answers is None:
+            continue
+        text = describe_case(w.answers, expected[id(w.case)])
+        said.setdefault(text, []).append(w.case.kind)
+    if len(said) == 1:  # one way of differing on every case answered: no need to list them
+        parts = list(said)
+    else:
+        parts = [f"{text} on {', '.join(kinds)}" for text, kinds in list(said.items())[:2]]
+    first = wrong[0].case
+    rule = f"the case '{first.kind}' checks that {first.hint}"
+    return "; ".join([*parts, rule]) if parts else rule
 
 
 def _judge(
@@ -161,8 +184,10 @@ def _judge(
         return Outcome(name, "failed", 0, total, msg)
     right, wrong = 0, []
     all_answers, all_expected, answered = [], [], []
+    expected_of: dict[int, list[Any]] = {}
     for case in cases:
         expected = [reference(*copy.deepcopy(args)) for args in case.calls]
+        expected_of[id(case)] = expected
         try:
             answers, raised = _answers(fn, case)
         except NotImplementedError:
@@ -187,7 +212,7 @@ def _judge(
     elif _same_everywhere(all_answers, all_expected):
         hint = CONSTANT_HINT
     else:
-        hint = _fitting_hint(wrong, answered, mistakes) or first.case.hint
+        hint = _fitting_hint(wrong, answered, mistakes) or _difference_hint(wrong, expected_of)
     kinds = sorted({w.case.kind for w in wrong}, key=[c.kind for c in cases].index)
     msg = (
         f"{name}: {right} of {total} cases right; wrong on {', '.join(kinds)} "
@@ -198,7 +223,7 @@ def _judge(
 
 def _show(outcome: Outcome, going_on: bool) -> None:
     mark = {"passed": PASSED_MARK, "failed": FAILED_MARK}.get(outcome.status, NOT_DONE_MARK)
-    tail = " The notebook goes on with the reference answer." if going_on else ""
+    tail = GOING_ON if going_on else ""
     text = f"{mark} {outcome.message}.{tail}"
     try:
         from IPython import get_ipython

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.course.feedback import exercise_results
+from zeus_nb.course.feedback import CellResult, exercise_report, exercise_title
 from zeus_nb.course.markers import EXERCISE_TAG, CourseError, strip_outputs
 from zeus_nb.course.verify import _environ
 from zeus_nb.errors import InputError
@@ -21,9 +21,17 @@ class ExerciseResult:
     """One exercise of one graded submission."""
 
     submission: str
-    exercise: int
+    exercise: int  # 1, 2, ... in the notebook's order; 0 for the notebook as a whole
     status: str  # "passed", "failed", "not attempted", "error" or "not run"
     detail: str
+    title: str = ""  # the exercise's heading in the notebook ("the Zeus cost")
+
+    @property
+    def label(self) -> str:
+        """How a teacher reads which exercise it is: "exercise 2 (the Zeus cost)"."""
+        if self.exercise == 0:
+            return "notebook"
+        return f"exercise {self.exercise}" + (f" ({self.title})" if self.title else "")
 
 
 def _unique_output(out: Path, path: Path, taken: set[Path]) -> Path:
@@ -59,15 +67,25 @@ def _grade_one(
         cell.metadata["tags"].append("raises-exception")  # go on to the next exercise
     # a failing cell is judged cell by cell below; a timeout or a dead kernel is the problem
     problem = execute(nb, target, parameters, path.parent, kernel_name, timeout).problem
-    graded = exercise_results(read_ipynb(target)) if target.exists() else []
-    pairs = [(r.status, r.detail) for r in graded]
-    if len(pairs) != len(exercise_cells):
-        pairs = [("not run", "")] * len(exercise_cells)
+    graded, errors = (
+        exercise_report(read_ipynb(target)) if target.exists() else ([], [])
+    )
+    if len(graded) != len(exercise_cells):
+        titles = [
+            exercise_title(nb.cells, next(i for i, x in enumerate(nb.cells) if x is c))
+            for c in exercise_cells
+        ]
+        graded = [CellResult("not run", "", t) for t in titles]
     results = []
-    for number, (status, detail) in enumerate(pairs, start=1):
+    for number, r in enumerate(graded, start=1):
+        status, detail = r.status, r.detail
         if problem and (status == "not run" or "KeyboardInterrupt" in detail):
             status, detail = "failed", f"execution stopped: {problem}"
-        results.append(ExerciseResult(name, number, status, detail))
+        results.append(ExerciseResult(name, number, status, detail, r.title))
+    # a failing cell after the last exercise that no exercise's names explain: the notebook's
+    for e in errors:
+        if e.exercise is None and e.after_last and "KeyboardInterrupt" not in e.text:
+            results.append(ExerciseResult(name, 0, "error", f"after the last exercise, {e.text}"))
     return results
 
 

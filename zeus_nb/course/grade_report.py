@@ -84,9 +84,9 @@ def write_totals(path: Path, rows: Sequence[StudentTotal]) -> None:
 def write_grades(path: Path, results: Sequence[ExerciseResult]) -> None:
     _write_csv(
         path,
-        ["student", "submission", "exercise", "status", "detail"],
+        ["student", "submission", "exercise", "title", "status", "detail"],
         (
-            [student_of(r.submission), r.submission, r.exercise, r.status,
+            [student_of(r.submission), r.submission, r.exercise, r.title, r.status,
              "" if r.status in LEGEND else r.detail]
             for r in results
         ),
@@ -102,13 +102,12 @@ def submission_lines(rows: Sequence[ExerciseResult]) -> list[str]:
     total = sum(r.exercise > 0 for r in rows)
     lines = [f"{rows[0].submission}: {passed}/{total} passed"]
     for status in LEGEND:
-        numbers = [str(r.exercise) for r in rows if r.status == status]
-        if numbers:
-            lines.append(f"  {status}: exercise {', '.join(numbers)}")
+        named = [r.label.removeprefix("exercise ") for r in rows if r.status == status]
+        if named:
+            lines.append(f"  {status}: exercise {', '.join(named)}")
     for r in rows:
         if r.status != "passed" and r.status not in LEGEND:
-            label = f"exercise {r.exercise}" if r.exercise else "notebook"
-            lines.append(f"  {label}: {r.status}: {r.detail}")
+            lines.append(f"  {r.label}: {r.status}: {r.detail}")
     return lines
 
 

@@ -20,6 +20,8 @@ from zeus_nb.utils.files import atomic_write
 TABLE = Path(__file__).resolve().parents[1] / "resources" / "run_times.json"
 README_START = "<!-- run-times: generated from zeus_nb/resources/run_times.json -->"
 README_END = "<!-- /run-times -->"
+TOUR_START = "<!-- tour-times: generated from zeus_nb/resources/run_times.json -->"
+TOUR_END = "<!-- /tour-times -->"
 HEADER_START = "# **Expected run time**"
 HEADER_END = "run-time table)."
 MODES = ("full", "smoke")
@@ -43,20 +45,61 @@ def _machine(table: dict[str, Any]) -> str:
     )
 
 
+def load_words(table: dict[str, Any]) -> str:
+    """Under what load the table was measured, as a clause: "measured on 2 CPU cores that other
+    jobs were using, load average 0.1 before and 2.8 after"."""
+    m = table["machine"]
+    who = "that other jobs were using" if m["state"] != "idle" else "with nothing else running"
+    return (
+        f"measured on {m['cpus']} CPU cores {who}, load average {m['load_before']:.1f} before "
+        f"and {m['load_after']:.1f} after"
+    )
+
+
+def busy_words(table: dict[str, Any], name: str | None = None) -> str:
+    """What the smoke runs took beside busy processes (``--write-table`` measures it), as a
+    clause, or "" when the table has no such measurement."""
+    busy = table.get("busy")
+    if not busy:
+        return ""
+    load = f"load average {busy['load_before']:.1f} to {busy['load_after']:.1f}"
+    if name is None:
+        total = sum(busy["notebooks"].values())
+        return (
+            f"beside {busy['background']} busy processes ({load}) the smoke runs took "
+            f"{fmt(total)} in all"
+        )
+    return (
+        f"beside {busy['background']} busy processes ({load}) the smoke run took "
+        f"{fmt(busy['notebooks'][name])}"
+    )
+
+
 def readme_block(table: dict[str, Any]) -> str:
     """The README's run-time table with what it was measured on, between its markers."""
-    rows = [
-        "| notebook | full run | smoke run (`smoke = True`) |",
-        "|---|---:|---:|",
-    ]
+    busy = table.get("busy")
+    head = "| notebook | full run | smoke run (`smoke = True`) |"
+    rule = "|---|---:|---:|"
+    if busy:
+        head += f" smoke run beside {busy['background']} busy processes |"
+        rule += "---:|"
+    rows = [head, rule]
     for name, t in table["notebooks"].items():
-        rows.append(f"| `{name}` | {fmt(t['full'])} | {fmt(t['smoke'])} |")
+        extra = f" {fmt(busy['notebooks'][name])} |" if busy else ""
+        rows.append(f"| `{name}` | {fmt(t['full'])} | {fmt(t['smoke'])} |{extra}")
     total = {m: sum(t[m] for t in table["notebooks"].values()) for m in MODES}
-    rows.append(f"| **total** | **{fmt(total['full'])}** | **{fmt(total['smoke'])}** |")
+    extra = f" **{fmt(sum(busy['notebooks'].values()))}** |" if busy else ""
+    rows.append(f"| **total** | **{fmt(total['full'])}** | **{fmt(total['smoke'])}** |{extra}")
+    loaded = (
+        f" The busy processes (`bench_tour.py --busy`) each keep one core spinning, as other "
+        f"jobs would: {busy_words(table)}."
+        if busy
+        else ""
+    )
     intro = (
         f"Measured on {table['measured']} by `{table['command']}` on the simulated GPU: "
         f"papermill's duration of each notebook, kernel start excluded, on {_machine(table)}. "
-        f"{table['machine']['note']}"
+        f"{table['machine']['note']}{loaded}"
     )
     body = "\n".join(textwrap.wrap(intro, 100)) + "\n\n" + "\n".join(rows)
     return f"{README_START}\n{body}\n{README_END}"
@@ -64,13 +107,13 @@ def readme_block(table: dict[str, Any]) -> str:
 
 def header_paragraph(table: dict[str, Any], name: str) -> str:
     """A notebook header's run-time paragraph (jupytext percent lines)."""
-    t, machine = table["notebooks"][name], table["machine"]
-    cores = f"{machine['cpus']} CPU cores" + (
-        " that other jobs were using" if machine["state"] != "idle" else ", idle"
-    )
+    t = table["notebooks"][name]
+    busy = busy_words(table, name)
     text = (
         f"**Expected run time**: {fmt(t['full'])} on the simulated GPU, {fmt(t['smoke'])} with "
-        f"`smoke = True` (measured on {cores}; see the README's {HEADER_END}"
+        f"`smoke = True` ({load_words(table)}{'; ' + busy if busy else ''}; a busier machine "
+        f"takes longer, and Run All in JupyterLab adds the kernel's start; see the README's "
+        f"{HEADER_END}"
     )
     return "\n".join("# " + line for line in textwrap.wrap(text, 96))
 
@@ -92,6 +135,23 @@ def render_header(source: str, table: dict[str, Any], name: str) -> str:
     return "\n".join([*lines[:first], header_paragraph(table, name), *lines[last + 1 :]])
 
 
+def tour_paragraph(table: dict[str, Any]) -> str:
+    """docs/notebooks.md's sentence on how long the whole tour takes, from the table."""
+    total = {m: sum(t[m] for t in table["notebooks"].values()) for m in MODES}
+    last = list(table["notebooks"])[-1]
+    busy = busy_words(table)
+    text = (
+        f"The six notebooks took {fmt(total['smoke'])} in smoke mode and {fmt(total['full'])} "
+        f"in full (papermill's durations, kernel starts excluded; {load_words(table)}"
+        f"{'; ' + busy if busy else ''}): the README's run-time table, which "
+        f"`python benchmarks/bench_tour.py --write-table` measures. Notebook {last[:2]} alone "
+        f"takes {fmt(table['notebooks'][last]['smoke'])} and "
+        f"{fmt(table['notebooks'][last]['full'])} of them, most of it starting its pipeline "
+        "processes."
+    )
+    return "\n".join(textwrap.wrap(text, 100))
+
+
 def render_docs(text: str, table: dict[str, Any]) -> str:
     def row(match: re.Match) -> str:
         name = match.group(1)
@@ -99,7 +159,11 @@ def render_docs(text: str, table: dict[str, Any]) -> str:
             return match.group(0)
         return f"{match.group(2)}| {docs_cell(table, name)} |"
 
-    return re.sub(r"^(?=\| `(\d\d_\w+)`)(.*)\|[^|\n]*\|$", row, text, flags=re.M)
+    text = re.sub(r"^(?=\| `(\d\d_\w+)`)(.*)\|[^|\n]*\|$", row, text, flags=re.M)
+    if TOUR_START in text:
+        start, end = text.index(TOUR_START), text.index(TOUR_END) + len(TOUR_END)
+        text = text[:start] + f"{TOUR_START}\n{tour_paragraph(table)}\n{TOUR_END}" + text[end:]
+    return text
 
 
 def sync(repo: Path, table: dict[str, Any] | None = None) -> list[Path]:

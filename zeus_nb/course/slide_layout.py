@@ -12,10 +12,15 @@ or the check's verdict, and outputs that only keep records (``zeus_nb.record``) 
 from __future__ import annotations
 
 import copy
+import re
+from collections.abc import Callable
 from typing import Any
 
 from zeus_nb.course.markers import EXERCISE_TAG, CourseError, _source, split_source
+from zeus_nb.course.slide_notes import notes_cell
 from zeus_nb.runner.records import MIMETYPE
+
+_CHECK_CALL = re.compile(r"^\s*\w+\s*=\s*check\.(\w+)\(")  # the exercise's check call
 
 SLIDE_KEY = "slideshow"
 HIDE_INPUT = "slides-hide-input"  # tag: the input is not shown (its outputs are)
@@ -158,11 +163,26 @@ def student_sources(source: Any, name: str = "notebook") -> list[str]:
     return out
 
 
-def lay_out(executed: Any, exercises: list[str] | None = None) -> Any:
+def exercise_stub(student: str) -> str:
+    """An exercise cell's stub as a slide shows it: the code up to its check call (what the
+    student writes and how it is checked), without the lines after it that use the answer."""
+    lines = student.rstrip().split("\n")
+    last = next((i for i, ln in enumerate(lines) if _CHECK_CALL.search(ln)), None)
+    return "\n".join(lines if last is None else lines[: last + 1])
+
+
+def lay_out(
+    executed: Any,
+    exercises: list[str] | None = None,
+    notes: Callable[[str], str | None] | None = None,
+) -> Any:
     """A copy of the executed notebook with a slide type on every cell, cut to fit.
 
     ``exercises``: the student edition's code of each exercise cell, in order (see
-    :func:`student_sources`); an executed exercise cell shows it instead of its solution.
+    :func:`student_sources`); an executed exercise cell shows its stub (:func:`exercise_stub`)
+    instead of its solution, on a slide of its own, whatever its length. ``notes(key)`` gives
+    the speaker notes for a slide: ``key`` is a heading's text, ``"title"`` for the first
+    slide, or ``"check:<name>"`` for an exercise that calls ``check.<name>``.
     """
     import nbformat
 
@@ -176,13 +196,28 @@ def lay_out(executed: Any, exercises: list[str] | None = None) -> Any:
         )
     cells: list[Any] = []
     used = 0.0
+
+    def note(key: str) -> None:
+        text = notes(key) if notes is not None else None
+        if text:
+            cells.append(notes_cell(text))
+
     for cell in nb.cells:
         tags = set(cell.metadata.get("tags", []))
         if cell.cell_type == "code":
             if tags & SKIP_TAGS or _bookkeeping(_source(cell)):
                 continue
             if _is_exercise(cell):  # the assignment, never its solution or the check's verdict
-                cell.source, cell.outputs = stubs.pop(0), []
+                stub = exercise_stub(stubs.pop(0))
+                new = nbformat.v4.new_code_cell(stub)
+                new.id, new.metadata = cell.get("id") or new.id, copy.deepcopy(cell.metadata)
+                new.metadata[SLIDE_KEY] = {"slide_type": "subslide"}
+                cells.append(new)
+                used = BUDGET  # the stub has its slide to itself: what follows starts anew
+                called = _CHECK_CALL.search(stub.split("\n")[-1])
+                if called:
+                    note(f"check:{called[1]}")
+                continue
             cell.outputs = _visible_outputs(cell.get("outputs", []))
             code = _source(cell).strip().count("\n") + 1
             if not cell.outputs and code > MAX_CODE_LINES:
@@ -211,5 +246,8 @@ def lay_out(executed: Any, exercises: list[str] | None = None) -> Any:
             used = height if slide != "-" else used + height
             new.metadata[SLIDE_KEY] = {"slide_type": slide}
             cells.append(new)
+            if i == 0 and first.startswith("#"):  # the notes go on the heading's own slide
+                title = not any(c.metadata[SLIDE_KEY]["slide_type"] == "slide" for c in cells[:-1])
+                note("title" if title else first.lstrip("#").strip())
     nb.cells = cells
     return nb

@@ -4,7 +4,8 @@ Each notebook is executed (headless, with the parameters given, e.g. ``smoke=Tru
 from a folder of executed copies (``zeus-nb tour``'s output, a ``course
 verify`` run), laid out by :mod:`zeus_nb.course.slide_layout` so every slide fits, and exported
 with nbconvert's reveal.js template, minus everything it would load from the network. Exercise
-cells show the student's version, so a deck never gives a solution away. The decks load
+cells show the student's version, so a deck never gives a solution away, and every deck carries
+speaker notes for the teacher (:mod:`zeus_nb.course.slide_notes`; ``s`` shows them). The decks load
 reveal.js, require.js and JupyterLab's stylesheet from the folder they are written to
 (:mod:`zeus_nb.course.reveal` puts them there), so they open offline, from a file or a server.
 """
@@ -19,6 +20,7 @@ from typing import Any
 
 from zeus_nb.course.markers import CourseError, _collect
 from zeus_nb.course.slide_layout import HIDE_INPUT, SLIDE_KEY, lay_out, student_sources
+from zeus_nb.course.slide_notes import deck_notes
 from zeus_nb.inputs.table import read_ipynb
 from zeus_nb.utils.files import atomic_write
 
@@ -129,7 +131,8 @@ def build_slides(
             nb = executed_copy(path, executed, Path(tmp), params)
             source = read_ipynb(path)
             _current_prose(nb, source)
-            body, _ = exporter.from_notebook_node(lay_out(nb, student_sources(source, path.name)))
+            laid = lay_out(nb, student_sources(source, path.name), notes=deck_notes(path.stem))
+            body, _ = exporter.from_notebook_node(laid)
             pages[f"{path.stem}.slides.html"] = body
     out.mkdir(parents=True, exist_ok=True)
     if reveal_url_prefix is None:

@@ -67,16 +67,30 @@ def _run_version(
         raise InputError(f"version must be one of {VERSIONS}, got {version!r}")
     name = notebook.name
     run = execute(notebook.resolve(), output, parameters, notebook.parent, kernel_name)
-    duration = _duration(output)
     if run.problem:  # the kernel died or would not start: report it, go on with the rest
-        return Verification(
-            name, version, False, f"could not execute: {run.problem}", output, duration
-        )
+        detail = f"could not execute: {run.problem}"
+        return Verification(name, version, False, detail, output, _duration(output))
     if run.ename:
-        return Verification(
-            name, version, False, f"failed: {run.ename}: {run.evalue}", output, duration
-        )
-    results = exercise_results(read_ipynb(output, "executed notebook"))
+        detail = f"failed: {run.ename}: {run.evalue}"
+        return Verification(name, version, False, detail, output, _duration(output))
+    return judge_executed(output, version, name)
+
+
+def judge_executed(output: Path, version: str, name: str | None = None) -> Verification:
+    """Judge an already executed notebook as ``version`` ("student" or "solution"): every
+    exercise passed, or every exercise "not done yet" (see :func:`execute_version`). A run that
+    stopped at an error fails, naming it."""
+    if version not in VERSIONS:
+        raise InputError(f"version must be one of {VERSIONS}, got {version!r}")
+    name = name or output.name
+    duration = _duration(output)
+    nb = read_ipynb(output, "executed notebook")
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    if errors:
+        e = errors[0]
+        detail = f"failed: {e.get('ename')}: {e.get('evalue')}"
+        return Verification(name, version, False, detail, output, duration)
+    results = exercise_results(nb)
     want = "passed" if version == "solution" else "not attempted"
     off = [
         f"exercise {i}: {r.status} ({r.detail})"

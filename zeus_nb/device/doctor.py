@@ -107,12 +107,24 @@ def cpu_report(system: GPUSystem) -> Report:
     return report
 
 
-def diagnose(backend: str | None = None) -> Report:
+def packages_report() -> Report:
+    """The Python packages the notebooks import, torch and torchvision as a matching pair
+    (:mod:`zeus_nb.utils.stack`): a mismatched pair passes every GPU check, then fails inside
+    notebooks 01 and 06."""
+    from zeus_nb.utils import stack
+
+    found = stack.check()
+    return Report(lines=list(found.lines), problems=list(found.problems))
+
+
+def diagnose(backend: str | None = None, packages: bool = True) -> Report:
     report, system = system_report(backend)
     if system is None:
         return report
-    for part in (gpu_report(system), cpu_report(system)):
+    parts = [gpu_report(system), cpu_report(system)]
+    stack = packages_report() if packages else Report()
+    for part in (*parts, stack):
         report.lines += part.lines
         report.problems += part.problems
-    report.usable = bool(system.gpus)
+    report.usable = bool(system.gpus) and not stack.problems
     return report

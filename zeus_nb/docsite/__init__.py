@@ -95,15 +95,16 @@ def execute_notebooks(
     and no solution. Widget state is dropped from the outputs: a static page cannot run the
     controls, and keeping it would make each page load a widget manager from the web.
     """
-    import nbformat
-
     from zeus_nb.runner.notebooks import run_notebook
 
     dest.mkdir(parents=True, exist_ok=True)
+    from zeus_nb.utils.environ import temp_environ
+
     done = []
     with (
         tempfile.TemporaryDirectory(prefix="zeus-nb-editions-") as tmp,
         _environ(ZEUS_NB_BACKEND="sim"),
+        temp_environ(MPLBACKEND=None),  # the kernel's inline backend: figures become outputs
     ):
         for nb in write_editions(Path(tmp), solutions):
             log.info("executing %s", nb.name)
@@ -113,11 +114,55 @@ def execute_notebooks(
                     f"{nb.name} failed, so the site would show an error: {res.error} "
                     f"(the executed copy is {res.output})"
                 )
-            executed = nbformat.read(res.output, as_version=4)
-            executed.metadata.pop("widgets", None)
-            nbformat.write(executed, res.output)
-            res.output.with_suffix(".records.json").unlink(missing_ok=True)
+            clean_executed(res.output)
             done.append(res.output)
+    return done
+
+
+def clean_executed(path: Path) -> None:
+    """An executed notebook as a page shows it: no widget state (a static page cannot run the
+    controls, and keeping it would make the page load a widget manager from the web) and no
+    records sidecar beside it."""
+    import nbformat
+
+    executed = nbformat.read(path, as_version=4)
+    executed.metadata.pop("widgets", None)
+    nbformat.write(executed, path)
+    path.with_suffix(".records.json").unlink(missing_ok=True)
+
+
+def copy_executed(source: Path, dest: Path) -> list[Path]:
+    """The executed student edition of every shipped notebook, taken from ``source`` (a folder
+    :func:`execute_notebooks` filled, e.g. once per test session) instead of executing again.
+
+    Each copy must be the student edition of today's notebook: same code cells, in order, as
+    :func:`write_editions` writes, so a stale or instructor copy is refused.
+    """
+    import nbformat
+
+    dest.mkdir(parents=True, exist_ok=True)
+    done = []
+    with tempfile.TemporaryDirectory(prefix="zeus-nb-editions-") as tmp:
+        for edition in write_editions(Path(tmp)):
+            found = Path(source) / edition.name
+            if not found.is_file():
+                raise SiteBuildError(f"{found}: no executed copy of {edition.name}")
+            want = [c.source for c in nbformat.read(edition, as_version=4).cells]
+            got = nbformat.read(found, as_version=4)
+            mine = [
+                c.source
+                for c in got.cells
+                if "injected-parameters" not in c.metadata.get("tags", [])
+            ]
+            if mine != want:
+                raise SiteBuildError(
+                    f"{found} is not the student edition of today's {edition.name}: execute "
+                    "it again (zeus_nb.docsite.execute_notebooks)"
+                )
+            target = dest / edition.name
+            shutil.copyfile(found, target)
+            clean_executed(target)
+            done.append(target)
     return done
 
 
@@ -169,8 +214,13 @@ def _course_pages(course: Path, notebooks: list[Path]) -> list[Path]:
     return pages + ([slides] if slides else [])
 
 
-def assemble(checkout: Path, src: Path, execute: bool = True) -> tuple[list, SiteBuild]:
-    """Fill ``src`` with the site's pages; the MkDocs ``nav`` and what went in."""
+def assemble(
+    checkout: Path, src: Path, execute: bool = True, executed: Path | None = None
+) -> tuple[list, SiteBuild]:
+    """Fill ``src`` with the site's pages; the MkDocs ``nav`` and what went in.
+
+    ``executed``: a folder of executed student editions to show instead of executing them here.
+    """
     from zeus_nb.docsite import apidoc
 
     report = SiteBuild(site_dir=Path())
@@ -178,7 +228,9 @@ def assemble(checkout: Path, src: Path, execute: bool = True) -> tuple[list, Sit
     shutil.copytree(checkout / "docs", src / "docs")
     guides = sorted((src / "docs").glob("*.md"))
     nb_dir = src / "notebooks"
-    if execute:
+    if executed is not None:
+        copy_executed(Path(executed), nb_dir)
+    elif execute:
         execute_notebooks(nb_dir)
         _sidecars(nb_dir)
     else:  # the student edition unexecuted (fast, for checking the site's structure)
@@ -205,12 +257,18 @@ def assemble(checkout: Path, src: Path, execute: bool = True) -> tuple[list, Sit
 
 
 def build_site(
-    site_dir: str | Path, execute: bool = True, strict: bool = True, keep_src: Path | None = None
+    site_dir: str | Path,
+    execute: bool = True,
+    strict: bool = True,
+    keep_src: Path | None = None,
+    executed: str | Path | None = None,
 ) -> SiteBuild:
     """Build the tutorial site into ``site_dir`` from this source checkout.
 
     ``strict`` turns MkDocs warnings (a link to a missing page) into an error. ``keep_src``
-    keeps the assembled MkDocs source folder there for inspection.
+    keeps the assembled MkDocs source folder there for inspection. ``executed``: a folder of
+    executed student editions (:func:`execute_notebooks`) to show instead of executing the
+    notebooks again.
     """
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
@@ -230,7 +288,9 @@ def build_site(
         if src.exists():
             shutil.rmtree(src)
         src.mkdir(parents=True)
-        nav, report = assemble(checkout, src, execute=execute)
+        nav, report = assemble(
+            checkout, src, execute=execute, executed=Path(executed) if executed else None
+        )
         cfg = load_config(
             config_file=str(checkout / "mkdocs.yml"),
             docs_dir=str(src),

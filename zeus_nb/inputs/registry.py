@@ -57,6 +57,14 @@ NOT_INPUT: dict[str, str] = {
     "each entry is checked there (an instruction name and an integer clock of 1 to 10000 MHz)",
     "zeus_nb.utils.testing.ReplayZeusMonitor._read": "Zeus's own power log format; each value "
     "is checked there (finite, in range) and a bad line is named",
+    "zeus_nb.docsite._title": "the project's own guides (docs build from a checkout)",
+    "zeus_nb.docsite.assemble": "the project's own guides (docs build from a checkout)",
+    "zeus_nb.docsite.clean_executed": "a notebook execute_notebooks just wrote",
+    "zeus_nb.docsite.copy_executed": "executed notebooks, compared cell by cell with today's "
+    "student edition; anything else is refused",
+    "zeus_nb.docsite.facts.simulated_gpus": "the project's own notebook sources (a checkout)",
+    "zeus_nb.docsite.facts.sync": "the project's own README and guides (a checkout)",
+    "zeus_nb.course.verify.judge_executed": "an executed notebook, read by nbformat",
     "zeus_nb.optimizer.pipeline_frequency.profile.parse_profile": "parses lines a caller "
     "read; load_profile reads files through the same schema",
     "zeus_nb.optimizer.power_limit.profile_file.is_zeus_profile": "a probe: any error means "

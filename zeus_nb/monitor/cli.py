@@ -54,12 +54,19 @@ def power(
     backend: str | None = None,
 ) -> None:
     """Print power every ``update_period`` s until Ctrl+C or ``duration`` s, then the totals."""
-    from zeus_nb.monitor.power import PowerMonitor
+    from zeus_nb.monitor.power import DEFAULT_UPDATE_PERIOD, PowerMonitor
 
+    # The energy is integrated from the samples between start and end, so sample at least every
+    # 0.1 s whatever the printing period: at one sample per printed line, a run as long as one
+    # period holds a single sample in its range, which integrates to 0 J.
     monitor = PowerMonitor(
-        gpu_indices, update_period, power_domains=[power_domain], backend=backend
+        gpu_indices,
+        min(update_period, DEFAULT_UPDATE_PERIOD),
+        power_domains=[power_domain],
+        backend=backend,
     )
-    start = time.time()
+    first = [t for pts in monitor.get_power_timeline(power_domain).values() for t, _ in pts]
+    start = min(first, default=time.time())  # from the sample the monitor took as it started
     deadline = None if duration is None else time.monotonic() + duration
     try:
         while deadline is None or time.monotonic() < deadline:

@@ -82,7 +82,7 @@ def bso_costs(source, *, path: str | Path | None = None, ax=None, title: str | N
         ax.legend(loc="lower left", bbox_to_anchor=(1.01, 0.0), fontsize=8)
     ax.set_xlabel("recurrence")
     ax.set_ylabel("cost (J)")
-    ax.set_yscale("log")
+    ax.set_ylim(bottom=0)  # bars: their length is the cost, so the axis starts at zero
     ax.set_title(title or "Cost per recurrence and the batch size that finished it")
     ax.grid(alpha=0.3, axis="y")
     return save_figure(fig, path)

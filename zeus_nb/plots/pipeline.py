@@ -34,7 +34,8 @@ def pipeline_timeline(
     else:
         fig = ax.figure
     lo, hi = clock_range or (float(df["frequency"].min()), float(df["frequency"].max()))
-    norm = plt.Normalize(lo, hi if hi > lo else lo + 1)
+    one_clock = hi <= lo  # a scale from lo to lo + 1 would invent clocks nobody ran
+    norm = plt.Normalize(lo - 1 if one_clock else lo, hi if hi > lo else lo)
     cmap = plt.get_cmap("viridis")
     for row in df.itertuples():
         crit = bool(row.critical)
@@ -67,7 +68,18 @@ def pipeline_timeline(
         or f"iteration {timeline.iteration_time:.4g} s, {timeline.energy:.4g} J "
         "(hatched: backward; outlined: critical path)"
     )
-    fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="SM clock (MHz)")
+    if one_clock:
+        swatch = plt.Rectangle((0, 0), 1, 1, color=cmap(norm(lo)))
+        ax.legend(
+            [swatch],
+            [f"every instruction at {lo:g} MHz"],
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            fontsize=8,
+            title="SM clock",
+        )
+    else:
+        fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="SM clock (MHz)")
     return save_figure(fig, path)
 
 

@@ -152,9 +152,26 @@ def energy_time_scatter(
     elif ok.empty:
         full_title += "\n(no configuration reached the target)"
     ax.set_title(full_title)
-    _legends(fig, ax, color, marker, handles)
+    # the legends list what is drawn: a batch size or limit with no point has no entry
+    drawn = _drawn(ok, failed)
+    shown_sizes = {int(b) for b in drawn["batch_size"]}
+    shown_limits = {float(p) for p in drawn["power_limit"]}
+    _legends(
+        fig,
+        ax,
+        {b: c for b, c in color.items() if b in shown_sizes},
+        {p: m for p, m in marker.items() if p in shown_limits},
+        handles,
+    )
     fig.tight_layout()
     return save_figure(fig, path)
+
+
+def _drawn(ok, failed):
+    """The reached and the failed configurations that are drawn, in one table."""
+    import pandas as pd
+
+    return pd.concat([ok[["batch_size", "power_limit"]], failed[["batch_size", "power_limit"]]])
 
 
 def _draw_points(ax, ok, failed, color: dict, marker: dict, scales) -> list:

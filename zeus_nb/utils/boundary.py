@@ -2,9 +2,11 @@
 
 :func:`run_main` parses the arguments and runs the command. A user's mistake (our
 :class:`~zeus_nb.errors.ZeusNbError`, or an ``OSError`` naming a path) becomes one line on
-stderr and exit status 2; Ctrl-C is 130; anything else is a bug in zeus-nb and says so in one
-line (exit 3), since a raw dependency message (from ``int()``, numpy, sqlite3, dask) means a
-value reached a library unchecked. ``--debug`` or ``ZEUS_NB_DEBUG=1`` shows the traceback
+stderr and exit status 2; Ctrl-C is 130; a broken installation (a package that fails while it is
+imported, torch and torchvision that do not match: :func:`zeus_nb.utils.stack.explain`) is one
+line naming it and its fix, exit 2; anything else is a bug in zeus-nb and says so in one line
+(exit 3), since a raw dependency message (from ``int()``, numpy, sqlite3, dask) means a value
+reached a library unchecked. ``--debug`` or ``ZEUS_NB_DEBUG=1`` shows the traceback
 instead. :func:`needs_extra` turns a missing optional dependency into a line naming the extra.
 """
 
@@ -81,17 +83,33 @@ def run_main(
     except (ZeusNbError, OSError) as e:
         if debug:
             raise
-        print(f"{prog}: error: {one_line(e)}", file=sys.stderr)
+        cause = None if isinstance(e, ZeusNbError) else _environment_cause(e)
+        print(f"{prog}: error: {cause or one_line(e)}", file=sys.stderr)
         return 2
     except Exception as e:
         if debug:
             raise
+        cause = _environment_cause(e)
+        if cause is not None:  # a broken installation, not a bug: say which and how to fix it
+            print(f"{prog}: error: {cause}", file=sys.stderr)
+            return 2
         print(
             f"{prog}: internal error ({type(e).__name__}: {' '.join(str(e).split())[:200]}); "
             f"this is a bug in zeus-nb: rerun with --debug for the traceback and report it",
             file=sys.stderr,
         )
         return 3
+
+
+def _environment_cause(e: BaseException) -> str | None:
+    """The installation problem behind ``e`` (e.g. a torch and torchvision that do not match),
+    or None when nothing known explains it."""
+    from zeus_nb.utils.stack import explain
+
+    try:
+        return explain(e)
+    except Exception:  # the explanation must never hide the original error
+        return None
 
 
 @contextlib.contextmanager

@@ -56,6 +56,7 @@ OTHER_WRITES: dict[str, str] = {
     "zeus_nb.docsite._slides_page": "the site's build folder, made afresh by each build",
     "zeus_nb.docsite.apidoc.write_pages": "the site's build folder, made afresh by each build",
     "zeus_nb.docsite.assemble": "the site's build folder, made afresh by each build",
+    "zeus_nb.docsite.copy_executed": "the site's build folder, made afresh by each build",
     "zeus_nb.runner.execute.execute": "a kernel's live log, streamed while it runs",
     "zeus_nb.runner.points.execute_notebook_task": "a worker's private temporary folder",
 }

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +14,11 @@ from zeus_nb.runner import setup
 
 @dataclass(frozen=True)
 class Case:
-    """One kind of input: ``kind`` names it for people, ``hint`` points at the concept.
+    """One kind of input: ``kind`` names it for people, ``hint`` says what it checks.
+
+    ``hint`` completes the sentence "the case '<kind>' checks that ...": a rule of the exercise's
+    specification, never the advice for one mistake (a wrong answer that no known mistake
+    explains is told what differs and which rule the case checks, see :mod:`zeus_nb.course.check`).
 
     A case may hold several calls (``args`` and each tuple in ``also``); it counts as right only
     when every call is answered right. That is how a yes/no exercise keeps a constant answer from
@@ -78,3 +84,40 @@ class _Raised:
         return False
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, _Raised) or isinstance(b, _Raised):
+        return False
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    try:
+        return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-9)
+    except (TypeError, ValueError):
+        return a == b
+
+
+def separating(
+    fixed: Sequence[tuple], fns: Sequence[Callable[..., Any]]
+) -> Callable[[tuple], bool]:
+    """A test for a random case drawn after the ``fixed`` ones (argument tuples): it holds when
+    the drawn case gives different answers to every two functions of ``fns`` (the reference and
+    the known mistakes) that the fixed cases do not tell apart. With it, every known mistake
+    differs from every other somewhere, so each one gets its own hint."""
+
+    def answers(args: tuple) -> list[Any]:
+        return [safe(fn, *copy.deepcopy(args)) for fn in fns]
+
+    vectors = list(zip(*(answers(args) for args in fixed), strict=True)) if fixed else []
+    pairs = [
+        (i, j)
+        for i in range(len(fns))
+        for j in range(i)
+        if not fixed or all(_same(a, b) for a, b in zip(vectors[i], vectors[j], strict=True))
+    ]
+
+    def ok(args: tuple) -> bool:
+        got = answers(args)
+        return not any(_same(got[i], got[j]) for i, j in pairs)
+
+    return ok

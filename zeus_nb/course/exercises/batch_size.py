@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from zeus_nb.course.exercises.base import Case, Mistake, draw, rng
+from zeus_nb.course.exercises.base import Case, Mistake, draw, rng, separating
 
 
 def should_stop_ref(cost: float, best: float | None, beta: float) -> bool:
@@ -20,7 +20,7 @@ def should_stop_cases() -> list[Case]:
     r = rng("should_stop_early")
     best = round(r.uniform(50, 500), 1)
     beta = round(r.uniform(1.5, 3), 2)
-    past = "stop once the cost passes beta x the best cost (strictly more)"
+    past = "a run stops once its cost is more than beta x the best cost so far"
     return [
         Case(
             "a cost past beta x best",
@@ -31,19 +31,19 @@ def should_stop_cases() -> list[Case]:
         Case(
             "a cost exactly beta x best",
             (200.0, 100.0, 2.0),
-            "at exactly beta x best, go on",
+            "a cost of exactly beta x best goes on",
             also=((200.5, 100.0, 2.0),),
         ),
         Case(
             "beta = inf",
             (1e9, 100.0, math.inf),
-            "beta = inf means never stop",
+            "beta = inf never stops a run",
             also=((1e9, 100.0, 3.0),),
         ),
         Case(
             "no best cost yet",
             (500.0, None, 2.0),
-            "with no successful run yet (best_cost is None), never stop",
+            "with no successful run yet (best_cost is None) no run stops",
             also=((500.0, 200.0, 2.0),),
         ),
     ]
@@ -97,7 +97,10 @@ def _arm_shortcuts(posterior: dict[int, tuple[float, float]], z: Sequence[float]
 
 def thompson_pick_cases() -> list[Case]:
     r = rng("thompson_pick")
-    draw_hint = "draw each arm's cost as mean + std x z (its own z), then run the cheapest draw"
+    draw_hint = (
+        "each arm's draw is mean + std x z (its own z) and the answer is the batch size of the "
+        "cheapest draw"
+    )
 
     def random_posterior(r: Any) -> tuple[dict[int, tuple[float, float]], list[float]]:
         arms = r.sample((32, 64, 96, 128, 192, 256, 360, 512), 5)
@@ -106,33 +109,34 @@ def thompson_pick_cases() -> list[Case]:
 
     def fresh(case: tuple[dict, list]) -> bool:
         answer = thompson_pick_ref(*case)
-        return answer not in _arm_shortcuts(*case) and answer not in (128, 64, 360)
+        return (
+            answer not in _arm_shortcuts(*case) and answer not in (128, 64, 360) and telling(case)
+        )
 
-    return [
+    cases = [
         Case(
             "a cheap mean that draws high",
             (
                 {256: (95.0, 5.0), 128: (100.0, 10.0), 64: (104.0, 8.0), 512: (130.0, 1.0)},
                 [1.5, 0.2, 2.2, -2.0],
             ),
-            "pick the cheapest draw, not the cheapest mean: " + draw_hint,
+            draw_hint + ", which need not be the cheapest mean",
         ),
         Case(
             "an arm with no spread (std 0)",
             ({128: (52.0, 4.0), 256: (49.0, 1.0), 64: (50.0, 0.0)}, [0.1, 1.5, 3.0]),
-            "with std 0 an arm always draws its mean",
+            "an arm with std 0 draws its mean",
         ),
         Case(
             "draws below the mean",
             ({192: (60.0, 2.0), 360: (80.0, 20.0), 256: (70.0, 8.0)}, [0.5, -1.0, -1.2]),
-            "a negative z draws below the mean: " + draw_hint,
-        ),
-        Case(
-            "a random posterior",
-            draw(r, random_posterior, fresh),
-            draw_hint + "; return the batch size",
+            "a negative z draws below the mean, and " + draw_hint,
         ),
     ]
+    telling = separating(
+        [c.args for c in cases], [thompson_pick_ref, *(m.fn for m in thompson_pick_mistakes())]
+    )
+    return [*cases, Case("a random posterior", draw(r, random_posterior, fresh), draw_hint)]
 
 
 def _draw_of(posterior: dict[int, tuple[float, float]], z: Sequence[float], arm: int) -> float:

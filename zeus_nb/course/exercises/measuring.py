@@ -14,14 +14,18 @@ def average_power_ref(m: Measurement) -> float:
 
 def average_power_cases() -> list[Case]:
     r = rng("average_power")
-    units = "power (W) is energy (J) divided by time (s)"
+    units = "power (W) is the window's energy (J) divided by its time (s)"
     t, e = round(r.uniform(0.5, 30), 3), round(r.uniform(50, 9000), 1)
     e2 = round(r.uniform(50, 9000), 1)
     three = {i: round(r.uniform(1, 500), 1) for i in range(3)}
     return [
         Case("one GPU", (Measurement(t, {0: e}),), units),
-        Case("two GPUs", (Measurement(t, {0: e, 1: e2}),), EVERY_GPU),
-        Case("an empty window (0 s)", (Measurement(0.0, {0: 0.0, 1: 0.0}),), "0 s means 0 W"),
+        Case("two GPUs", (Measurement(t, {0: e, 1: e2}),), "the window's power adds up its GPUs"),
+        Case(
+            "an empty window (0 s)",
+            (Measurement(0.0, {0: 0.0, 1: 0.0}),),
+            "a window of 0 s has 0 W (no division by zero)",
+        ),
         Case("a random window", (Measurement(round(r.uniform(0.1, 5), 3), three),), units),
     ]
 
@@ -57,13 +61,15 @@ def energy_per_step_ref(m: Measurement, steps: int) -> float:
 
 def energy_per_step_cases() -> list[Case]:
     r = rng("energy_per_step")
-    per = "joules per step: the window's energy over the number of steps"
+    per = "joules per step are the window's energy over its number of steps"
+    # No case's time equals its steps or steps - 1, so dividing by the time, by the steps and
+    # by one step less give three different answers everywhere.
     return [
         Case("one GPU", (Measurement(10.0, {0: round(r.uniform(100, 900), 1)}), 50), per),
         Case(
             "two GPUs",
-            (Measurement(3.0, {0: round(r.uniform(50, 150), 1), 1: 30.0}), 4),
-            EVERY_GPU,
+            (Measurement(2.5, {0: round(r.uniform(50, 150), 1), 1: 30.0}), 4),
+            "the energy counts every GPU of the window",
         ),
         Case(
             "a random window",
@@ -71,7 +77,7 @@ def energy_per_step_cases() -> list[Case]:
                 Measurement(round(r.uniform(1, 9), 3), {0: round(r.uniform(10, 5000), 1)}),
                 r.randint(11, 99),
             ),
-            per + " (time plays no part)",
+            per + " (the window's time plays no part)",
         ),
     ]
 
@@ -93,5 +99,15 @@ def energy_per_step_mistakes() -> list[Mistake]:
             "energy",
             lambda m, n: m.total_energy,
             "that is the whole window's energy: divide it by the number of steps",
+        ),
+        Mistake(
+            "one step less",
+            lambda m, n: m.total_energy / (n - 1),
+            "divide by the number of steps itself, not by one less: the window holds `steps` steps",
+        ),
+        Mistake(
+            "one step more",
+            lambda m, n: m.total_energy / (n + 1),
+            "divide by the number of steps itself, not by one more",
         ),
     ]

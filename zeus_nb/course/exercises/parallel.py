@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from statistics import mean
 from typing import Any
 
-from zeus_nb.course.exercises.base import Case, Mistake, draw, rng
+from zeus_nb.course.exercises.base import Case, Mistake, draw, rng, separating
 
 SLOWEST = "ranks run side by side: the job lasts as long as its slowest rank"
 SUM = "every rank's GPU draws power: the job's energy is the sum over ranks"
+JOB = "the job's time is its slowest rank's and its energy the sum over its ranks"
 
 
 def aggregate_ref(times: list[float], energies: list[float]) -> tuple[float, float]:
@@ -29,14 +30,17 @@ def aggregate_cases() -> list[Case]:
 
     def slowest_inside(case: tuple[list[float], list[float]]) -> bool:
         times = case[0]
-        return times.index(max(times)) not in (0, len(times) - 1)
+        return times.index(max(times)) not in (0, len(times) - 1) and telling(case)
 
-    return [
-        Case("two ranks", ([1.0, 1.5], [100.0, 120.0]), SLOWEST),
+    cases = [
+        Case("two ranks", ([1.0, 1.5], [100.0, 120.0]), JOB),
         Case("one rank", ([2.0], [50.0]), "one rank's time and energy are the job's"),
-        Case("a straggler among four", ([2.0, 3.1, 2.1, 1.9], [80.0, 95.0, 81.0, 79.0]), SLOWEST),
-        Case("random ranks", draw(r, ranks, slowest_inside), SUM),
+        Case("a straggler among four", ([2.0, 3.1, 2.1, 1.9], [80.0, 95.0, 81.0, 79.0]), JOB),
     ]
+    telling = separating(
+        [c.args for c in cases], [aggregate_ref, *(m.fn for m in aggregate_mistakes())]
+    )
+    return [*cases, Case("random ranks", draw(r, ranks, slowest_inside), JOB)]
 
 
 def aggregate_mistakes() -> list[Mistake]:
@@ -79,15 +83,19 @@ def iteration_energy_ref(
 def iteration_energy_cases() -> list[Case]:
     r = rng("iteration_energy")
     blocking = (
-        "every GPU draws power the whole iteration: its instructions' energy plus its blocking "
-        "power while it waits (iteration time minus its busy time)"
+        "each GPU's energy is its instructions' energy plus its blocking power x its wait "
+        "(iteration time minus its busy time), summed over the stages"
     )
     n = r.randint(3, 6)
     busy = [round(r.uniform(0.1, 1.0), 3) for _ in range(n)]
     iteration = round(max(busy) * r.uniform(1.1, 1.5), 3)
     return [
         Case("two stages", ([10.0, 12.0], [1.0, 1.5], 2.0, [50.0, 60.0]), blocking),
-        Case("a stage that never waits", ([5.0], [2.0], 2.0, [40.0]), "no wait, no blocking"),
+        Case(
+            "a stage that never waits",
+            ([5.0], [2.0], 2.0, [40.0]),
+            "a stage busy for the whole iteration adds no blocking energy",
+        ),
         Case(
             "random stages",
             (
@@ -154,7 +162,10 @@ def _plan_shortcuts(points: Sequence[tuple[float, float]], deadline: float) -> l
 
 def plan_within_cases() -> list[Case]:
     r = rng("plan_within")
-    least = "of the plans that finish by the deadline, return the index of the least-energy one"
+    least = (
+        "the answer is the index of the least-energy plan among those that take at most the "
+        "deadline"
+    )
 
     def scattered(r: Any) -> tuple[list[tuple[float, float]], float]:
         points = [(round(r.uniform(1, 3), 4), round(r.uniform(50, 150), 2)) for _ in range(10)]
@@ -162,13 +173,13 @@ def plan_within_cases() -> list[Case]:
 
     def fresh(case: tuple[list, float]) -> bool:
         answer = plan_within_ref(*case)
-        return answer not in _plan_shortcuts(*case) and answer not in (1, 2, 3)
+        return answer not in _plan_shortcuts(*case) and answer not in (1, 2, 3) and telling(case)
 
-    return [
+    cases = [
         Case(
             "a deadline between two plans",
             ([(1.0, 100.0), (1.2, 90.0), (1.3, 92.0), (2.0, 84.0)], 1.4),
-            "only plans that take at most the deadline count",
+            least + ", so a cheaper plan past the deadline does not count",
         ),
         Case(
             "a deadline exactly on a plan's time",
@@ -178,10 +189,13 @@ def plan_within_cases() -> list[Case]:
         Case(
             "plans in no order",
             ([(3.0, 40.0), (2.0, 55.0), (1.5, 50.0), (1.0, 80.0)], 2.5),
-            "the slowest plan that fits is not always the cheapest: " + least,
+            least + ", wherever it sits in the list",
         ),
-        Case("random plans", draw(r, scattered, fresh), least),
     ]
+    telling = separating(
+        [c.args for c in cases], [plan_within_ref, *(m.fn for m in plan_within_mistakes())]
+    )
+    return [*cases, Case("random plans", draw(r, scattered, fresh), least)]
 
 
 def plan_within_mistakes() -> list[Mistake]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from zeus_nb.course.exercises.base import Case, Mistake, draw, rng, safe
+from zeus_nb.course.exercises.base import Case, Mistake, draw, rng, separating
 
-WEIGHTS = "eta weighs energy, (1 - eta) weighs max_power x time (both in joules)"
+WEIGHTS = "the cost is eta x energy + (1 - eta) x max_power x time, both terms in joules"
 
 
 def zeus_cost_cases() -> list[Case]:
@@ -16,12 +16,14 @@ def zeus_cost_cases() -> list[Case]:
     return [
         Case("eta between 0 and 1", (1000.0, 10.0, 0.5, 300.0), WEIGHTS),
         Case(
-            "eta = 1 (only energy)", (1000.0, 12.0, 1.0, 300.0), "with eta = 1 only energy counts"
+            "eta = 1 (only energy)",
+            (1000.0, 12.0, 1.0, 300.0),
+            "with eta = 1 the cost is the energy alone",
         ),
         Case(
             "eta = 0 (only time)",
             (50.0, 2.0, 0.0, 250.0),
-            "with eta = 0 the cost is max_power x time",
+            "with eta = 0 the cost is max_power x time alone",
         ),
         Case(
             "random energy, time and eta",
@@ -87,14 +89,18 @@ def _u_shaped(r: Any, limits: list[float]) -> Any:
     return _profile(limits, times, [round(t * p, 1) for t, p in zip(times, power, strict=True)])
 
 
+def _row(profile: Any) -> int:
+    return int(profile.energy_j.to_numpy().argmin())
+
+
 def energy_optimal_cases() -> list[Case]:
     r = rng("energy_optimal_limit")
-    which = "the limit with the least energy (column energy_j), wherever it sits in the table"
+    which = "the answer is the limit (the index) of the row with the least energy_j"
     limits = [300.0, 275.0, 250.0, 225.0, 200.0, 175.0, 150.0, 125.0]
     u = draw(  # 200 W is the next case's answer: one remembered number passes one case only
         r,
         lambda r: _u_shaped(r, limits),
-        lambda p: energy_optimal_ref(p) not in [*_shortcuts(p), 200.0],
+        lambda p: energy_optimal_ref(p) not in [*_shortcuts(p), 200.0] and _row(p) != 2,
     )
 
     def scattered(r: Any) -> Any:
@@ -106,21 +112,31 @@ def energy_optimal_cases() -> list[Case]:
             [round(r.uniform(1000, 9000), 1) for _ in limits],
         )
 
+    falling = _profile([300.0, 250.0, 200.0], [10.0, 10.5, 11.0], [3000.0, 2600.0, 2200.0])
+    telling = separating(
+        [(u,), (falling,)], [energy_optimal_ref, *(m.fn for m in energy_optimal_mistakes())]
+    )
+
     def fresh(p: Any) -> bool:
         best = energy_optimal_ref(p)
-        return best not in _shortcuts(p) and best - 5 != energy_optimal_ref(u)
+        return (
+            telling((p,))
+            and best not in _shortcuts(p)
+            and best - 5 != energy_optimal_ref(u)
+            and _row(p) not in (2, _row(u))  # the row of the least energy moves too
+        )
 
     return [
-        Case("a U-shaped profile", (u,), "below the energy-optimal limit energy rises again"),
         Case(
-            "energy falling with the limit",
-            (_profile([300.0, 250.0, 200.0], [10.0, 10.5, 11.0], [3000.0, 2600.0, 2200.0]),),
-            which,
+            "a U-shaped profile",
+            (u,),
+            "the least energy can lie between the highest and the lowest limit",
         ),
+        Case("energy falling with the limit", (falling,), which),
         Case(
             "limits in no order (another GPU's)",
             (draw(r, scattered, fresh),),
-            which + "; the table is not sorted",
+            which + ", wherever the row sits in a table in no order",
         ),
     ]
 
@@ -162,6 +178,11 @@ def energy_optimal_mistakes() -> list[Mistake]:
             lambda p: float(p.index[0]),
             "the first row is not special: compare the energy of every row",
         ),
+        Mistake(
+            "last row",
+            lambda p: float(p.index[-1]),
+            "the last row is not special: compare the energy of every row",
+        ),
     ]
 
 
@@ -181,12 +202,12 @@ def slowdown_limit_cases() -> list[Case]:
 
     r = rng("slowdown_limit")
     budget = (
-        "the budget is max_slowdown x the time at the highest limit; "
-        "keep the lowest limit within it"
+        "the answer is the lowest limit whose time is at most max_slowdown x the time at the "
+        "highest limit"
     )
 
     def shuffled(r: Any) -> tuple[list[Any], float]:
-        limits = [float(w) for w in range(r.choice((250, 300, 350)), 99, -25)]
+        limits = [float(w) for w in range(r.choice((275, 325, 350)), 99, -25)]
         times, t = [], r.uniform(5, 50)
         for _ in limits:
             times.append(round(t, 3))
@@ -198,16 +219,15 @@ def slowdown_limit_cases() -> list[Case]:
     def fresh(case: tuple[list[Any], float]) -> bool:
         answer = slowdown_limit_ref(*case)
         ms, f = case
-        first_time = safe(lambda: min(m.power_limit for m in ms if m.time <= f * ms[0].time))
         least_energy = min(ms, key=lambda m: m.energy).power_limit
         return (
-            answer not in _slowdown_shortcuts(ms)
-            and answer not in (175.0, 200.0, 250.0, first_time)
+            telling(case)
+            and answer not in _slowdown_shortcuts(ms)
+            and answer not in (175.0, 200.0, 225.0, 250.0)
             and least_energy != min(m.power_limit for m in ms)
-            and first_time not in _slowdown_shortcuts(ms)
         )
 
-    return [
+    fixed = [
         Case(
             "energy that keeps falling",
             (
@@ -223,8 +243,8 @@ def slowdown_limit_cases() -> list[Case]:
         ),
         Case(
             "every limit within the budget",
-            ([M(250.0, 2500.0, 10.2), M(175.0, 2600.0, 10.9), M(300.0, 3000.0, 10.0)], 1.5),
-            budget,
+            ([M(250.0, 2500.0, 10.2), M(175.0, 2600.0, 10.9), M(275.0, 3000.0, 10.0)], 1.5),
+            budget + ", even when that is the lowest limit measured",
         ),
         Case(
             "a time exactly on the budget",
@@ -241,10 +261,27 @@ def slowdown_limit_cases() -> list[Case]:
             "a time equal to the budget is within it",
         ),
         Case(
-            "limits in no order",
-            draw(r, shuffled, fresh),
-            "the reference time is the time at the highest limit; the list is not sorted",
+            "the highest limit is not the fastest",
+            (
+                [
+                    M(275.0, 2850.0, 10.0),
+                    M(300.0, 3000.0, 10.4),
+                    M(225.0, 2600.0, 11.2),
+                    M(250.0, 2700.0, 10.9),
+                    M(200.0, 2550.0, 12.5),
+                ],
+                1.1,
+            ),
+            "the budget is measured from the time at the highest limit, even when a lower "
+            "limit happened to run faster",
         ),
+    ]
+    telling = separating(
+        [c.args for c in fixed], [slowdown_limit_ref, *(m.fn for m in slowdown_limit_mistakes())]
+    )
+    return [
+        *fixed,
+        Case("limits in no order", draw(r, shuffled, fresh), budget + ", in a list in no order"),
     ]
 
 
@@ -281,6 +318,13 @@ def slowdown_limit_mistakes() -> list[Mistake]:
         Mistake(
             "fastest time as the reference",
             lambda ms, f: min(m.power_limit for m in ms if m.time <= f * min(x.time for x in ms)),
-            "the budget is measured from the time at the highest limit",
+            "the budget is max_slowdown x the time at the highest limit, not x the fastest time: "
+            "a lower limit may run a little faster by chance",
+        ),
+        Mistake(
+            "first measurement",
+            lambda ms, f: ms[0].power_limit,
+            "the first measurement is not special (the list is in no order): keep the lowest "
+            "limit whose time is within the budget",
         ),
     ]

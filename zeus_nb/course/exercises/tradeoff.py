@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from zeus_nb.course.exercises.base import Case, Mistake, draw, rng
+from zeus_nb.course.exercises.base import Case, Mistake, draw, rng, separating
 from zeus_nb.tradeoff import zeus_cost
 
-KEEP = "keep a point unless another is no slower and uses less energy"
+KEEP = (
+    "the front keeps every point that no other point beats (no slower and less energy), "
+    "sorted by time"
+)
 
 
 def pareto_ref(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -34,21 +37,22 @@ def pareto_cases() -> list[Case]:
     def scattered(r: Any) -> list[tuple[float, float]]:
         return [(round(r.uniform(1, 100), 2), round(r.uniform(1, 100), 2)) for _ in range(12)]
 
-    return [
+    fixed = [
         Case("a mixed set", ([(3.0, 6.0), (1.0, 10.0), (4.0, 1.0), (2.0, 5.0)],), KEEP),
         Case("a single point", ([(5.0, 5.0)],), "one point is its own front"),
         Case(
             "ties in time or energy",
             ([(2.0, 3.0), (1.0, 5.0), (1.0, 4.0), (3.0, 3.0)],),
-            "of two points with the same time keep the lower energy; of two with the same energy, "
-            "the faster",
-        ),
-        Case(
-            "random points",
-            (draw(r, scattered, lambda p: len(pareto_ref(p)) >= 3),),
-            KEEP + "; sort the result by time",
+            "of two points with the same time only the lower energy is on the front, and of two "
+            "with the same energy only the faster",
         ),
     ]
+    apart = separating([c.args for c in fixed], [pareto_ref, *(m.fn for m in pareto_mistakes())])
+
+    def telling(points: list[tuple[float, float]]) -> bool:
+        return len(pareto_ref(points)) >= 3 and apart((points,))
+
+    return [*fixed, Case("random points", (draw(r, scattered, telling),), KEEP)]
 
 
 def pareto_mistakes() -> list[Mistake]:
@@ -84,6 +88,12 @@ def pareto_mistakes() -> list[Mistake]:
             lambda ps: sorted(pareto_ref(ps), key=lambda p: p[1]),
             "sort the front by time (fastest first)",
         ),
+        Mistake(
+            "unsorted loop",
+            lambda ps: _walk(ps, strict=True),
+            "the loop compares each point with the last one kept, which works only when the "
+            "points come in order of time: sort them by time (then energy) before the loop",
+        ),
     ]
 
 
@@ -114,7 +124,7 @@ def _config_shortcuts(configs: Sequence[tuple[int, float, float, float]]) -> lis
 def least_cost_cases() -> list[Case]:
     r = rng("least_cost_config")
     cost = (
-        "cost = eta x energy + (1 - eta) x MaxPower x time; keep the configuration that costs least"
+        "the answer is the configuration with the least eta x energy + (1 - eta) x MaxPower x time"
     )
     mp = "MaxPower is the highest power limit in the table, the same for every configuration"
 
@@ -136,16 +146,16 @@ def least_cost_cases() -> list[Case]:
         answer = least_cost_ref(*case)
         configs, eta = case
         near_misses = [m.fn(configs, eta) for m in least_cost_mistakes()[:3]]
-        return answer not in [*_config_shortcuts(configs), *fixed, *near_misses]
+        return answer not in [*_config_shortcuts(configs), *fixed, *near_misses] and telling(case)
 
-    return [
+    cases = [
         Case(
             "eta = 1 (least energy)",
             (
                 [(32, 300.0, 10.0, 3000.0), (64, 250.0, 12.0, 2500.0), (128, 200.0, 20.0, 2600.0)],
                 1.0,
             ),
-            "with eta = 1 only energy counts",
+            "with eta = 1 the cost is the energy alone",
         ),
         Case(
             "eta = 0 (least time)",
@@ -153,7 +163,7 @@ def least_cost_cases() -> list[Case]:
                 [(64, 250.0, 12.0, 2400.0), (32, 300.0, 9.0, 3000.0), (128, 150.0, 10.0, 2600.0)],
                 0.0,
             ),
-            "with eta = 0 only time counts",
+            "with eta = 0 the cost is MaxPower x time alone",
         ),
         Case(
             "a low limit that looks cheap",
@@ -167,8 +177,11 @@ def least_cost_cases() -> list[Case]:
             ),
             mp,
         ),
-        Case("a random table", draw(r, table, fresh), cost),
     ]
+    telling = separating(
+        [c.args for c in cases], [least_cost_ref, *(m.fn for m in least_cost_mistakes())]
+    )
+    return [*cases, Case("a random table", draw(r, table, fresh), cost)]
 
 
 def max_limit(configs: Sequence[tuple[int, float, float, float]]) -> float:
