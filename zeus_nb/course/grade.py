@@ -67,9 +67,7 @@ def _grade_one(
         cell.metadata["tags"].append("raises-exception")  # go on to the next exercise
     # a failing cell is judged cell by cell below; a timeout or a dead kernel is the problem
     problem = execute(nb, target, parameters, path.parent, kernel_name, timeout).problem
-    graded, errors = (
-        exercise_report(read_ipynb(target)) if target.exists() else ([], [])
-    )
+    graded, errors = exercise_report(read_ipynb(target)) if target.exists() else ([], [])
     if len(graded) != len(exercise_cells):
         titles = [
             exercise_title(nb.cells, next(i for i, x in enumerate(nb.cells) if x is c))
