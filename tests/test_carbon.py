@@ -285,7 +285,9 @@ def test_location_lookup_reads_ipinfo_and_explains_failures(monkeypatch):
 
     monkeypatch.setattr(requests, "get", fake_get)
     assert get_ip_lat_long() == (42.2776, -83.7409)
-    assert asked == [(IP_INFO_URL, 10.0)]
+    assert asked == [(IP_INFO_URL, 5.0)]
+    assert get_ip_lat_long(timeout=2) == (42.2776, -83.7409)
+    assert asked[-1] == (IP_INFO_URL, 2)
     monkeypatch.setattr(requests, "get", lambda url, **kw: Answer({"error": "rate limit"}))
-    with pytest.raises(LocationLookupError, match="without a location.*latitude, longitude"):
+    with pytest.raises(LocationLookupError, match="without a usable location.*latitude, longitude"):
         get_ip_lat_long()

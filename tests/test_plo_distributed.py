@@ -34,7 +34,7 @@ SCRIPT = textwrap.dedent(
         monitor = ZeusMonitor(gpu_indices=[local_rank], system=system)
         plo = GlobalPowerLimitOptimizer(
             monitor, selector, wait_steps=1, warmup_steps=1, profile_steps=4,
-            adaptive=adaptive, verbose=False,
+            adaptive=adaptive, resume_across_epochs=True, verbose=False,
         )
         while not plo.done:  # 5-step epochs: windows pause and resume across epochs
             plo.on_epoch_begin()

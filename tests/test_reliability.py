@@ -175,7 +175,7 @@ def test_end_window_returns_the_measurement_when_the_log_write_fails(tmp_path, c
     # the row is written as soon as the log can be written again
     log_file.parent.unlink()
     log_file.parent.mkdir()
-    log_file.write_text(",".join(monitor._log.header()) + "\n")
+    log_file.write_text(",".join(monitor._log.header) + "\n")
     monitor.begin_window("v")
     with pytest.warns(UserWarning, match="step"):  # an empty window is worth a hint, not silence
         monitor.end_window("v")

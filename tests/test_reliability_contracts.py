@@ -56,9 +56,13 @@ def test_clocks_in_khz_and_timestamps_in_ms_are_refused_naming_the_unit(tmp_path
 def test_every_intensive_quantity_has_a_range_that_excludes_a_unit_mistake():
     """The class: a column of a power or a clock has a range narrow enough that x1000 and
     /1000 of a real value fall outside it, and says which unit a value outside looks like."""
-    from zeus_nb.inputs.kinds import JOB_POWER, SCHEMAS
+    from zeus_nb.inputs.kinds import JOB_MAX_POWER, JOB_POWER, SCHEMAS
 
-    exempt = {JOB_POWER: "a job's power: its GPU count is unknown (docs/reliability.md)"}
+    exempt = {
+        JOB_POWER: "a job's power: its GPU count is unknown (docs/reliability.md)",
+        JOB_MAX_POWER: "a stored job's max power: the sum over GPUs it does not count; checked "
+        "per GPU where the count is known (the next test, docs/reliability.md)",
+    }
     loose = []
     for schema in SCHEMAS.values():
         for col in schema.columns:
@@ -68,6 +72,23 @@ def test_every_intensive_quantity_has_a_range_that_excludes_a_unit_mistake():
             if not (q.low > 0 and q.high / q.low <= 1e4 and q.mistakes):
                 loose.append(f"{schema.name}.{col.name}: {q}")
     assert not loose, loose
+
+
+def test_a_jobs_max_power_in_mw_is_refused_where_its_gpu_count_is_known():
+    """Zeus's job records carry ``number_of_gpus``: each GPU's share of ``max_power`` is a
+    power limit, so a sum in mW (or kW) is refused, while 8 GPUs of 700 W are not."""
+    from zeus_nb.optimizer.batch_size.common import CreatedJob, GpuConfig, JobSpecFromClient
+
+    assert GpuConfig(max_power=5600.0, number_of_gpus=8, gpu_model="H100").max_power == 5600.0
+    with pytest.raises(ZeusNbError, match="300000 W per GPU.*looks like mW"):
+        GpuConfig(max_power=600_000.0, number_of_gpus=2, gpu_model="A40")
+    with pytest.raises(ZeusNbError, match="looks like kW"):
+        GpuConfig(max_power=0.6, number_of_gpus=2, gpu_model="A40")
+    job = {"job_id": "j-1", "job_id_prefix": "j", "batch_sizes": [8, 16], "default_batch_size": 8}
+    for record in (JobSpecFromClient, CreatedJob):  # what Zeus's client and server exchange
+        assert record(**job, max_power=300.0, number_of_gpus=1, gpu_model="A40")
+        with pytest.raises(ZeusNbError, match="per GPU"):
+            record(**job, max_power=3e5, number_of_gpus=1, gpu_model="A40")
 
 
 # --- results independent of the calling process ---------------------------------------------------
@@ -167,7 +188,15 @@ def _bso():
     )
 
 
+def _zeusd_gpu():
+    from zeus_nb.device.gpu.nvidia import ZeusdNVIDIAGPU
+    from zeus_nb.utils.zeusd import ZeusdClient, ZeusdConfig
+
+    return ZeusdNVIDIAGPU(0, ZeusdClient(ZeusdConfig.tcp("node", 4938)))
+
+
 def _factories():
+    from zeus_nb.device.gpu.nvidia import NVIDIAGPU, NVIDIAGPUs, NvmlSystem, ZeusdNVIDIAGPU
     from zeus_nb.device.replay import ReplayGPU, ReplaySystem
     from zeus_nb.device.sim import SimulatedGPU, SimulatedSystem
     from zeus_nb.monitor.power import PowerMonitor
@@ -180,6 +209,11 @@ def _factories():
         ReplayGPU: lambda: ReplaySystem(str(LOG)).gpu(0),
         BatchSizeOptimizer: _bso,
         PowerMonitor: lambda: PowerMonitor(gpu_indices=[0], system=device.use_simulated()),
+        # real GPUs, over the fake pynvml (and a fake zeusd) that the test installs for them
+        NVIDIAGPUs: NVIDIAGPUs,
+        NvmlSystem: NvmlSystem,
+        NVIDIAGPU: lambda: NVIDIAGPU(0),
+        ZeusdNVIDIAGPU: _zeusd_gpu,
     }
 
 
@@ -188,7 +222,8 @@ VALID = {"watts": 200.0, "power_limit": 200.0, "batch_size": 8, "n": 1, "index":
          "min_mhz": 1410, "max_mhz": 1410, "mhz": 1410, "memory_mhz": 7251, "seconds": 1.0,
          "period": 0.1, "t": 1.0, "elapsed": 1.0, "time": 10.0, "energy": 2000.0,
          "epochs": 1, "num_samples": 1000, "start_time": None, "end_time": None,
-         "gpu_index": 0, "start": None, "end": None}  # fmt: skip
+         "gpu_index": 0, "start": None, "end": None, "power_limit_mw": 200_000,
+         "min_clock_mhz": 1410, "max_clock_mhz": 1410, "memory_clock_mhz": 7251}  # fmt: skip
 BAD = {"int": [math.nan, "3", True, 1.5, None], "float": [math.nan, math.inf, "200", True, None]}
 
 
@@ -229,10 +264,16 @@ def _numeric_parameters(fn):
 
 
 @pytest.mark.parametrize("cls", list(_factories()), ids=lambda c: c.__name__)
-def test_every_public_method_refuses_bad_numbers_with_our_error(cls):
+def test_every_public_method_refuses_bad_numbers_with_our_error(cls, request, monkeypatch):
     """``set_power_limit(64, 250000)``, ``power_timeline(period=nan)``, a simulated GPU's
-    method given text: each public method answers a bad number with our error, never stores
-    or shows it."""
+    method given text, an NVML GPU's clock of NaN: each public method answers a bad number
+    with our error, never stores or shows it (nor passes it on to NVML or zeusd)."""
+    if cls.__module__ == "zeus_nb.device.gpu.nvidia":
+        from zeusd_fake import FakeZeusd
+
+        nvml = request.getfixturevalue("fake_nvml")
+        zeusd = FakeZeusd(gpus=(0, 1))
+        zeusd.patch(monkeypatch)
     tried = 0
     for name in dir(cls):
         if name.startswith("_") or not callable(getattr(cls, name)):
@@ -251,6 +292,12 @@ def test_every_public_method_refuses_bad_numbers_with_our_error(cls):
                     getattr(obj, name)(**kwargs)
                 tried += 1
     assert tried
+    if cls.__module__ == "zeus_nb.device.gpu.nvidia":  # nothing reached a GPU
+        state = nvml.state
+        assert state["set_calls"] == state["clock_calls"] == []
+        assert nvml.limits_w() == [300.0, 300.0]
+        assert all(d["memory_locked_clocks"] is None for d in state["devices"])
+        assert [r for r in zeusd.seen if r[0] != "GET"] == []
 
 
 def test_batch_size_set_power_limit_refuses_milliwatts():

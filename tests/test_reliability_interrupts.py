@@ -273,7 +273,7 @@ def _plo_run(log: Path, adaptive: bool = True, stop_at: float | None = None):
     monitor = ZeusMonitor(gpu_indices=[0], log_file=log)
     plo = GlobalPowerLimitOptimizer(
         monitor, MaxSlowdownConstraint(1.1), wait_steps=0, warmup_steps=0, profile_steps=40,
-        adaptive=adaptive, verbose=False,
+        adaptive=adaptive, resume_across_epochs=True, verbose=False,
     )  # fmt: skip
     for _ in range(60):
         plo.on_epoch_begin()

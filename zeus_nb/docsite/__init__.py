@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.inputs import read_ipynb
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ def clean_executed(path: Path) -> None:
     records sidecar beside it."""
     import nbformat
 
-    executed = nbformat.read(path, as_version=4)
+    executed = read_ipynb(path, "executed notebook")
     executed.metadata.pop("widgets", None)
     nbformat.write(executed, path)
     path.with_suffix(".records.json").unlink(missing_ok=True)
@@ -138,8 +139,6 @@ def copy_executed(source: Path, dest: Path) -> list[Path]:
     Each copy must be the student edition of today's notebook: same code cells, in order, as
     :func:`write_editions` writes, so a stale or instructor copy is refused.
     """
-    import nbformat
-
     dest.mkdir(parents=True, exist_ok=True)
     done = []
     with tempfile.TemporaryDirectory(prefix="zeus-nb-editions-") as tmp:
@@ -147,8 +146,8 @@ def copy_executed(source: Path, dest: Path) -> list[Path]:
             found = Path(source) / edition.name
             if not found.is_file():
                 raise SiteBuildError(f"{found}: no executed copy of {edition.name}")
-            want = [c.source for c in nbformat.read(edition, as_version=4).cells]
-            got = nbformat.read(found, as_version=4)
+            want = [c.source for c in read_ipynb(edition, "student edition").cells]
+            got = read_ipynb(found, "executed notebook")
             mine = [
                 c.source
                 for c in got.cells

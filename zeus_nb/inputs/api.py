@@ -127,10 +127,6 @@ def checked_methods(cls: T) -> T:
 #: Public classes of the device layer and the optimizers that are not checked here, and why
 #: (tests/test_reliability_contracts.py fails for any other).
 UNCHECKED_CLASSES: dict[str, str] = {
-    "zeus_nb.device.nvml.NvmlGPU": "real GPUs: every setter goes through GPU.check_power_limit "
-    "or check_clock, which check type and range, and NVML refuses the rest",
-    "zeus_nb.device.nvml.NvmlSystem": "real GPUs: power_sampler's period is checked by "
-    "PowerSampler, gpu() by GPUSystem.gpu",
     "zeus_nb.optimizer.power_limit.synthetic.SyntheticSystem": "a teaching model built from "
     "checked profile numbers; its GPUs check limits through GPU.check_power_limit",
     "zeus_nb.optimizer.power_limit.synthetic.SyntheticGPU": "as SyntheticSystem",

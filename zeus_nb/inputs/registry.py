@@ -45,7 +45,6 @@ NOT_INPUT: dict[str, str] = {
     "zeus_nb.course.slides.build_slides": "a notebook, read by nbformat",
     "zeus_nb.course.timings._duration": "an executed notebook; its run time is checked there",
     "zeus_nb.course.timings._papermill_metadata": "an executed notebook, read by nbformat",
-    "zeus_nb.course.verify._run_version": "an executed notebook zeus-nb just wrote",
     "zeus_nb.course.slides.executed_copy": "a notebook, read by nbformat",
     "zeus_nb.optimizer.pipeline_frequency.profile.read_sidecar": "the metadata JSON zeus-nb "
     "writes beside a profile: text lines only, anything else is refused there",
@@ -115,7 +114,8 @@ SYSTEM_READS: dict[str, str] = {
     "zeus_nb.course.slides._stylesheet": "the JupyterLab theme installed with nbconvert",
     "zeus_nb.docsite._title": "the project's own guides (docs build from a checkout)",
     "zeus_nb.docsite.assemble": "the project's own guides (docs build from a checkout)",
-    "zeus_nb.docsite.execute_notebooks": "the project's own notebooks",
+    "zeus_nb.docsite.facts.simulated_gpus": "the project's own notebook sources (a checkout)",
+    "zeus_nb.docsite.facts.sync": "the project's own README and guides (a checkout)",
     "zeus_nb.runner.execute._tail": "the last lines of a kernel's own log, shown as text",
     "zeus_nb.runner.points.execute_notebook_task": "bytes of a notebook shipped to a worker",
 }

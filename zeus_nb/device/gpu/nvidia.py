@@ -6,7 +6,9 @@ reaches every NVML call. Units are NVML's and Zeus's (mW, mJ, MHz); zeus-nb's he
 come from :class:`zeus_nb.device.base.GPU`. NVML errors become Zeus's classes with messages that
 say what to do (:func:`zeus_nb.device.gpu.translate.nvml_error`). :class:`NVIDIAGPUs` numbers GPUs
 as CUDA does (``CUDA_VISIBLE_DEVICES`` by index or UUID) and is zeus-nb's NVML GPU system
-(``NvmlSystem``); the old module path ``zeus_nb.device.nvml`` is this module.
+(``NvmlSystem``); the old module path ``zeus_nb.device.nvml`` is this module. Like every GPU
+class, their public methods check numeric arguments (:func:`zeus_nb.inputs.api.checked_methods`)
+before NVML sees them: a NaN or text clock is our error, never NVML's ``InvalidArgument``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from zeus_nb.device.gpu.translate import nvml_error
 from zeus_nb.device.gpu.zeusd import ZeusdSettersMixin
 from zeus_nb.device.sampling import PowerIntegrator, ThreadSampler  # noqa: F401 - old path
 from zeus_nb.errors import NO_PERMISSION_HINT, ZeusNbError
+from zeus_nb.inputs.api import checked_methods
 
 __all__ = [
     "FROM_ENV",
@@ -79,6 +82,7 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+@checked_methods
 class NVIDIAGPU(GPU):
     """One NVIDIA GPU: ``gpu_index`` is its NVML index, ``index`` its CUDA index.
 
@@ -285,6 +289,7 @@ class NVIDIAGPU(GPU):
 NvmlGPU = NVIDIAGPU
 
 
+@checked_methods
 class ZeusdNVIDIAGPU(ZeusdSettersMixin, NVIDIAGPU):
     """An NVIDIA GPU read through NVML whose settings go through Zeus's daemon zeusd.
 
@@ -327,6 +332,7 @@ def visible_nvml_indices(
     return out
 
 
+@checked_methods
 class NVIDIAGPUs(GPUSystem):
     """The NVIDIA GPUs this process sees, numbered as CUDA numbers them (zeus-nb's NVML system).
 
@@ -409,6 +415,7 @@ class NVIDIAGPUs(GPUSystem):
         return ThreadSampler(self, indices, period)
 
 
+@checked_methods
 class NvmlSystem(NVIDIAGPUs):
     """:class:`NVIDIAGPUs` under zeus-nb's earlier name, ``cuda_visible_devices`` first."""
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from zeus_nb.optimizer.batch_size.exceptions import JobSpecError
 from zeus_nb.optimizer.records import Record
+from zeus_nb.utils.validate import POWER_LIMIT
 
 # Zeus's server routes, served by zeus_nb.optimizer.batch_size.server.router.
 REGISTER_JOB_URL = "/jobs"
@@ -106,6 +107,15 @@ class GpuConfig(Record):
     def _check(self) -> None:
         _positive("max_power", self.max_power)
         self.number_of_gpus = _whole("number_of_gpus", self.number_of_gpus)
+        # The store keeps the job's max_power without its GPU count (so up to 2 MW); here the
+        # count is known, and each GPU's share must be a power limit: mW is caught.
+        share = self.max_power / self.number_of_gpus
+        if not POWER_LIMIT.low < share <= POWER_LIMIT.high:
+            hint = POWER_LIMIT.likely_unit(share) or "give the GPUs' maximum limits summed, in W"
+            raise JobSpecError(
+                f"max_power {self.max_power:g} W over {self.number_of_gpus} GPU(s) is "
+                f"{share:g} W per GPU, outside {POWER_LIMIT.describe()}; {hint}"
+            )
         if not self.gpu_model:
             raise JobSpecError("gpu_model must name the GPU model, got an empty string")
 
