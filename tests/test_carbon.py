@@ -239,7 +239,8 @@ def test_http_errors_timeouts_and_unreachable(server):
     assert "api_key" not in str(err.value)  # the key never shows in messages
 
 
-def test_openei_schedule(server):
+def test_openei_schedule(server, monkeypatch):
+    monkeypatch.delenv("ZEUS_NB_OPENEI_KEY", raising=False)
     base, handler = server
     weekday = [[0] * 12 + [1] * 12 for _ in range(12)]  # afternoon peak every month
     weekend = [[0] * 24 for _ in range(12)]
@@ -263,6 +264,11 @@ def test_openei_schedule(server):
     nope = OpenEIClient((0, 0), "MISSING", api_key="k", base_url=f"{base}/utility_rates")
     with pytest.raises(IntensityProviderError, match="no rate labelled 'MISSING'"):
         nope.value_at(monday_9)
+    # Without a key (none given, none in the environment), OpenEI's refusal says where to get one.
+    handler.routes["/keyless"] = (403, {"error": {"code": "API_KEY_MISSING"}}, 0)
+    keyless = OpenEIClient((0, 0), "RATE1", base_url=f"{base}/keyless")
+    with pytest.raises(IntensityProviderError, match="OpenEI needs an API key: get a free one"):
+        keyless.value_at(monday_9)
 
 
 def test_location_lookup_reads_ipinfo_and_explains_failures(monkeypatch):

@@ -236,8 +236,9 @@ if period and step_s < 10 * period:
     )
     updates = training.time / period
     print(
-        f"per step over the whole run ({training.time:.2f} s, {updates:.0f} counter updates): "
-        f"{per_step:.2f} J, exact to about {100 / updates:.0f} %"
+        f"per step over the whole run ({training.time:.2f} s, {updates:.0f} counter updates), "
+        f"{check.whose(energy_per_step, 'energy_per_step')} gives {per_step:.2f} J, exact to "
+        f"about {100 / updates:.0f} %"
     )
 else:
     print(f"step-to-step spread of the energy: {spread:.1f} % of the mean")

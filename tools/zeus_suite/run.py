@@ -6,8 +6,8 @@
 
 The tests come from Zeus's wheel (``$ZEUS_WHEEL``, else ``pip download zeus==0.16.0`` into
 ``.cache/zeus-wheel``); nothing of Zeus is installed or kept in this repository. The wheel ships
-the tests without some data files: ``data/`` here adds them, and the A40 profiling logs come from
-``zeus_nb/resources/zeus_profiles``. ``shim/sitecustomize.py`` makes ``zeus.x.y`` the module object
+the tests without some data files: ``data/`` here adds them, and the A40 profiling logs and the
+NSDI '23 traces come from ``zeus_nb/resources``. ``shim/sitecustomize.py`` makes ``zeus.x.y`` the module object
 ``zeus_nb.x.y``, so Zeus's mocks (``mocker.patch("zeus.device.gpu.nvidia.pynvml")``) reach zeus-nb.
 
 Judging: every failure or error must be listed in ``known_failures.py`` with its reason, every
@@ -81,6 +81,11 @@ def prepare(wheel: Path, workdir: Path) -> Path:
     profiles.mkdir(exist_ok=True)
     for csv in (REPO / "zeus_nb" / "resources" / "zeus_profiles").glob("*.csv"):
         shutil.copy(csv, profiles / csv.name)
+    # The batch-size simulator's test reads Zeus's NSDI '23 traces from the repository's root.
+    traces = workdir / "examples" / "research_reproducibility" / "zeus_nsdi23" / "trace"
+    traces.mkdir(parents=True, exist_ok=True)
+    for csv in (REPO / "zeus_nb" / "resources" / "zeus_traces").glob("*.csv"):
+        shutil.copy(csv, traces / csv.name)
     # Our own pytest configuration, so that the repository's (xdist, timeouts) does not apply.
     (workdir / "pytest.ini").write_text("[pytest]\n")
     return tests

@@ -106,6 +106,11 @@ def load_profile_log(
         elapsed[limit] = elapsed.get(limit, 0.0) + row["elapsed_time"]
         per_gpu = energy.setdefault(limit, dict.fromkeys(indices, 0.0))
         for i in indices:
+            if row[f"gpu{i}_energy"] is None:  # written empty: the monitor had no energy
+                raise TraceFormatError(
+                    f"{path}: window {row['window_name']!r} has no energy for GPU {i} (an empty "
+                    "cell: the monitor could not measure it); re-profile that limit"
+                )
             per_gpu[i] += row[f"gpu{i}_energy"]
     return ProfileLog(path, indices, elapsed, energy, gpu_name or _gpu_name_from_path(path))
 

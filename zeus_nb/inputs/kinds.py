@@ -120,7 +120,8 @@ MONITOR_LOG = Schema(
         Column("start_time", quantity=Quantity("start time", "s", -1e12, 1e12)),
         _text("window_name"),
         Column("elapsed_time", quantity=ELAPSED),
-        Column(r"gpu(\d+)_energy", quantity=ENERGY, pattern=True),
+        # empty: the monitor had no valid energy for that GPU in that window (see log_file.py)
+        Column(r"gpu(\d+)_energy", quantity=ENERGY, pattern=True, empty_ok=True),
     ),
     key=("start_time", "window_name"),
     checks=(

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from zeus_nb import device
+from zeus_nb.device.cpu import get_cpus
 from zeus_nb.errors import WindowError
 from zeus_nb.metric.loops import energy_monitoring_loop, power_monitoring_loop
 from zeus_nb.metric.push import (
@@ -133,8 +134,9 @@ class EnergyHistogram(Metric):
         self.gpu_indices = self.energy_monitor.gpu_indices
         self.cpu_indices = self.energy_monitor.cpu_indices
         kinds = {"gpu": bool(self.gpu_indices), "cpu": bool(self.cpu_indices)}
-        cpus = self.energy_monitor.cpus
-        kinds["dram"] = any(cpus.supports_get_dram_energy_consumption(i) for i in self.cpu_indices)
+        kinds["dram"] = bool(self.cpu_indices) and any(
+            get_cpus().supports_get_dram_energy_consumption(i) for i in self.cpu_indices
+        )
         families = energy_counters(self.registry, kinds, buckets)
         self.gpu_histograms = families.get("gpu")
         self.cpu_histograms = families.get("cpu")

@@ -18,8 +18,9 @@ written:
   open when the process dies is never written. So a replay never sums a piece as a whole window.
 * **what its reader accepts**: every row is checked by :data:`~zeus_nb.inputs.kinds.MONITOR_LOG`
   (and its key is new in the run) before it is written (:func:`zeus_nb.utils.files.append_rows`);
-  a row the replay would refuse (a profiling window of 0 s, NaN energy) is not written, with a
-  warning, and the measurement is still returned.
+  a row the replay would refuse (a profiling window of 0 s) is not written, with a warning, and
+  the measurement is still returned. A GPU with no valid energy in a window (a negative or NaN
+  value from a power source without readings) gets an empty cell, with a warning.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import contextlib
 import csv
 import io
 import logging
+import math
 import os
 import weakref
 from pathlib import Path
@@ -148,7 +150,9 @@ class MonitorLog:
                 self.path,
             )
             return
-        row = [repr(start), name, repr(elapsed)] + [repr(e) for e in energy]
+        row = [repr(start), name, repr(elapsed)] + [
+            self._cell(name, i, e) for i, e in enumerate(energy)
+        ]
         try:  # a row its reader would refuse is never written
             checked = check_rows(_csv([row]), MONITOR_LOG, self.header, str(self.path), self._keys)
         except InputError as e:
@@ -157,6 +161,21 @@ class MonitorLog:
         self._keys.update((r["start_time"], r["window_name"]) for r in checked)
         self._pending.append(row)
         self.flush(name)
+
+    def _cell(self, name: str, column: int, energy: float) -> str:
+        """A GPU's energy, or an empty cell where there is none to record: a power source that
+        has no reading returns a negative or non-finite value, and the window's other GPUs are
+        still worth their row."""
+        if math.isfinite(energy) and energy >= 0:
+            return repr(energy)
+        log.warning(
+            "window %r: %s is %r, not an energy; its cell in %s is left empty",
+            name,
+            self.header[3 + column],
+            energy,
+            self.path,
+        )
+        return ""
 
     def flush(self, name: str = "") -> None:
         """Write the rows an I/O error kept back (they go out with the next window)."""
