@@ -264,11 +264,10 @@ def test_openei_schedule(server, monkeypatch):
     nope = OpenEIClient((0, 0), "MISSING", api_key="k", base_url=f"{base}/utility_rates")
     with pytest.raises(IntensityProviderError, match="no rate labelled 'MISSING'"):
         nope.value_at(monday_9)
-    # Without a key (none given, none in the environment), OpenEI's refusal says where to get one.
-    handler.routes["/keyless"] = (403, {"error": {"code": "API_KEY_MISSING"}}, 0)
-    keyless = OpenEIClient((0, 0), "RATE1", base_url=f"{base}/keyless")
+    # Without a key (none given, none in the environment) it says where to get one, at once.
     with pytest.raises(IntensityProviderError, match="OpenEI needs an API key: get a free one"):
-        keyless.value_at(monday_9)
+        OpenEIClient((0, 0), "RATE1", base_url=f"{base}/utility_rates")
+    assert len(handler.seen) == 2  # and asks nothing of the server
 
 
 def test_location_lookup_reads_ipinfo_and_explains_failures(monkeypatch):

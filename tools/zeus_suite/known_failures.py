@@ -8,5 +8,20 @@ now passes (remove it), and when the listed ones exceed 1 % of the tests collect
 
 from __future__ import annotations
 
+_OPENEI_KEY = (
+    "Zeus's mocked OpenEI answers only URLs that carry the API key Zeus publishes as its "
+    "default; zeus-nb does not borrow that key: OpenEIClient needs the user's own (api_key= or "
+    "ZEUS_NB_OPENEI_KEY) and, without one, raises at once saying where to get a free key, which "
+    "is what these tests meet"
+)
+
 #: test id (as pytest prints it, relative to the unpacked tests' root) -> why it fails here.
-KNOWN_FAILURES: dict[str, str] = {}
+KNOWN_FAILURES: dict[str, str] = {
+    "tests/monitor/test_price.py::test_get_prices": _OPENEI_KEY,
+    "tests/monitor/test_price.py::test_get_prices_invalid_label_no_response": _OPENEI_KEY,
+    "tests/monitor/test_price.py::test_get_prices_invalid_lat_lon_no_response": _OPENEI_KEY,
+    "tests/monitor/test_price.py::test_multiple_windows_one_day": _OPENEI_KEY,
+    "tests/monitor/test_price.py::test_multiple_windows_one_hour": _OPENEI_KEY,
+    "tests/monitor/test_price.py::test_single_window_one_day": _OPENEI_KEY,
+    "tests/monitor/test_price.py::test_single_window_one_hour": _OPENEI_KEY,
+}

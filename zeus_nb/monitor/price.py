@@ -99,8 +99,8 @@ class OpenEIClient(_Cached, IntensityProvider, ElectricityPriceProvider):
         label: the rate's unique label in the database.
         sector: ``Residential``, ``Commercial``, ``Industrial`` or ``Lighting``.
         radius: search radius in miles.
-        api_key: your OpenEI API key (default ``ZEUS_NB_OPENEI_KEY``); without one, OpenEI
-            refuses the request and the error says where to get a key.
+        api_key: your OpenEI API key (default ``ZEUS_NB_OPENEI_KEY``); without one the
+            constructor raises, saying where to get one.
         base_url, timeout, cache_seconds: where to ask, seconds to wait, seconds to reuse.
     """
 
@@ -118,9 +118,13 @@ class OpenEIClient(_Cached, IntensityProvider, ElectricityPriceProvider):
     ):
         self.lat, self.long = location
         self.label, self.sector, self.radius = label, sector, radius
-        # No key is asked for until OpenEI answers: it refuses a request without one, and
-        # that answer is then explained (where to get a key); mocked answers need none.
-        self._api_key = api_key_from(api_key, "ZEUS_NB_OPENEI_KEY") or ""
+        key = api_key_from(api_key, "ZEUS_NB_OPENEI_KEY")
+        if not key:
+            raise IntensityProviderError(
+                f"OpenEI needs an API key: get a free one at {OPENEI_SIGNUP}, then pass "
+                f"api_key=... or set ZEUS_NB_OPENEI_KEY; {OFFLINE_HINT}"
+            )
+        self._api_key = key
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.cache_seconds = cache_seconds
@@ -131,17 +135,12 @@ class OpenEIClient(_Cached, IntensityProvider, ElectricityPriceProvider):
             f"&lat={self.lat}&lon={self.long}&radius={self.radius}"
             f"&detail=full&sector={self.sector}"
         )
-        try:
-            doc, answer = get_json(
-                url,
-                shown=f"OpenEI ({self.base_url})",
-                error=ZeusElectricityPriceHTTPError,
-                timeout=self.timeout,
-            )
-        except ZeusElectricityPriceHTTPError as e:
-            if self._api_key:
-                raise
-            raise ZeusElectricityPriceHTTPError(f"{e}; {self._no_key()}") from e
+        doc, answer = get_json(
+            url,
+            shown=f"OpenEI ({self.base_url})",
+            error=ZeusElectricityPriceHTTPError,
+            timeout=self.timeout,
+        )
         items = doc.get("items") if isinstance(doc, dict) else None
         rate = next(
             (i for i in items or [] if isinstance(i, dict) and i.get("label") == self.label),
@@ -153,7 +152,6 @@ class OpenEIClient(_Cached, IntensityProvider, ElectricityPriceProvider):
                 f"OpenEI has no rate labelled {self.label!r} near ({self.lat}, {self.long}) in "
                 f"the {self.sector} sector"
                 + (f" ({'; '.join(map(str, errors))})" if errors else "")
-                + (f"; {self._no_key()}" if not self._api_key else "")
                 + f"; check the label, location and API key; {OFFLINE_HINT}"
                 + ("" if items is not None else f". Answer: {answer}")
             )
@@ -171,13 +169,6 @@ class OpenEIClient(_Cached, IntensityProvider, ElectricityPriceProvider):
             raise ZeusElectricityPriceNotFoundError(
                 f"OpenEI rate {self.label!r} is incomplete: {e}"
             ) from e
-
-    @staticmethod
-    def _no_key() -> str:
-        return (
-            f"OpenEI needs an API key: get a free one at {OPENEI_SIGNUP}, then pass "
-            "api_key=... or set ZEUS_NB_OPENEI_KEY"
-        )
 
     def get_current_electricity_prices(self) -> dict[str, list]:
         """The rate as OpenEI gives it (Zeus's shape): its tiers and the period schedules."""
