@@ -262,6 +262,29 @@ def test_pruning_gts_observes_in_order_unless_concurrent():
         strict.predict(Job("squad", "bert_base_uncased", "adamw", 84.0, 6, 32))
 
 
+def test_the_paper_policy_needs_no_gpu_to_learn_given_costs(monkeypatch):
+    """Costs given by the caller (the paper's simulator) never use a job's max_power, so no GPU
+    is asked when the job is registered: a machine without one, or a device a test's mocked
+    NVML left behind, must not stop a trace-driven simulation. A report that needs max_power
+    still asks then, and its error names the GPU."""
+    from zeus_nb import device
+    from zeus_nb.errors import NoGPUError
+
+    def no_gpu():
+        raise NoGPUError("no GPU here")
+
+    monkeypatch.setattr(device, "current", no_gpu)
+    job = Job("imagenet", "resnet50", "adadelta", 0.65, 100, 256)
+    bso = paper_bso(1)
+    bso.register_job(job, [64, 128, 256, 360])
+    assert bso.predict(job) == 256
+    bso.observe(job, 256, 5e5, True)
+    bandit = bso.bandits[job]
+    assert bandit.job.max_power is None
+    with pytest.raises(NoGPUError, match="no GPU here"):
+        bandit.cost(10.0, 1000.0)
+
+
 def test_job_and_lr_scalers():
     adam = Job("squad", "bert_base_uncased", "AdamW", 84.0, 6, 32, 3e-5, command=["{bs}", "x"])
     assert adam.scale_lr(128) == pytest.approx(3e-5 * 2)  # sqrt(128 / 32)

@@ -9,10 +9,11 @@ another program wrote into the store are errors naming the value, never a quietl
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import asdict, replace
 
-from zeus_nb.errors import InputError
+from zeus_nb.errors import DeviceError, InputError, NoGPUError
 from zeus_nb.inputs import check_record
 from zeus_nb.inputs.kinds import FAILED_OBSERVATION, JOB_SPEC, OBSERVATION, STORED_RUN
 from zeus_nb.optimizer.batch_size.store import (
@@ -21,6 +22,8 @@ from zeus_nb.optimizer.batch_size.store import (
     Observation,
     StoreError,
 )
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "checked_observation",
@@ -126,4 +129,11 @@ def with_max_power(spec: JobSpec, store) -> JobSpec:
     known = store.job(spec.name)
     if known is not None:
         return replace(spec, max_power=known.max_power)
-    return replace(spec, max_power=device_max_power())
+    try:
+        return replace(spec, max_power=device_max_power())
+    except (NoGPUError, DeviceError) as e:
+        # No GPU to ask now (or a stale one): the job stays without it, and a report that needs
+        # it resolves it then (the optimizer's ``_max_power``); callers that give costs, such as
+        # the paper's simulator, never do.
+        log.debug("job %s: max_power left unset (%s)", spec.name, e)
+        return spec
