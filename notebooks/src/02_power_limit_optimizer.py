@@ -329,7 +329,9 @@ same_on_log = replay_optimizer(log, live_selector, profile_steps=replay_profile_
 on_log = per_step(same_on_log.measurements, replay_profile_steps)
 live_table = per_step(plo.measurements, profile_steps)
 log_choice, live_choice = same_on_log.optimal_power_limit, plo.optimal_power_limit
-both = on_log.merge(live_table, "outer", left_index=True, right_index=True, suffixes=("_log", "_live"))
+both = on_log.merge(
+    live_table, "outer", left_index=True, right_index=True, suffixes=("_log", "_live")
+)
 print(both.round(3).to_string())
 print(f"\n{live_selector!r}: {log_choice:g} W on the replayed log, {live_choice:g} W live")
 if log_choice == live_choice:

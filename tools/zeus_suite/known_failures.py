@@ -24,4 +24,13 @@ KNOWN_FAILURES: dict[str, str] = {
     "tests/monitor/test_price.py::test_multiple_windows_one_hour": _OPENEI_KEY,
     "tests/monitor/test_price.py::test_single_window_one_day": _OPENEI_KEY,
     "tests/monitor/test_price.py::test_single_window_one_hour": _OPENEI_KEY,
+    "tests/optimizer/batch_size/test_simulator.py::test_end_to_end": (
+        "the test replays the NSDI '23 traces twice, through zeus-nb's legacy Simulator and "
+        "through its own SimulatorWithServer, and wants the same batch sizes; the two pick which "
+        "recorded training run a simulated run replays with different random draws (zeus-nb's "
+        "Simulator: default_rng([seed, 1]).integers over the runs sorted by batch size and run; "
+        "the test's: DataFrame.sample(random_state=default_rng(seed)) over the rows in file "
+        "order), so they replay different runs from the third recurrence on and choose "
+        "differently from the 14th; the batch-size policy itself is the same on both paths"
+    ),
 }

@@ -7,8 +7,9 @@
 The tests come from Zeus's wheel (``$ZEUS_WHEEL``, else ``pip download zeus==0.16.0`` into
 ``.cache/zeus-wheel``); nothing of Zeus is installed or kept in this repository. The wheel ships
 the tests without some data files: ``data/`` here adds them, and the A40 profiling logs and the
-NSDI '23 traces come from ``zeus_nb/resources``. ``shim/sitecustomize.py`` makes ``zeus.x.y`` the module object
-``zeus_nb.x.y``, so Zeus's mocks (``mocker.patch("zeus.device.gpu.nvidia.pynvml")``) reach zeus-nb.
+NSDI '23 traces come from ``zeus_nb/resources``. ``shim/sitecustomize.py`` makes ``zeus.x.y`` the
+module object ``zeus_nb.x.y``, so Zeus's mocks (``mocker.patch("zeus.device.gpu.nvidia.pynvml")``)
+reach zeus-nb.
 
 Judging: every failure or error must be listed in ``known_failures.py`` with its reason, every
 listed test must still fail, every test file must be collected, and the listed ones may be at most
