@@ -28,11 +28,13 @@ def summary(tmp_path_factory) -> dict:
         zeus_suite.find_wheel()
     except zeus_suite.SuiteError as e:  # offline and no ZEUS_WHEEL: nothing to run
         pytest.skip(str(e))
-    raw = zeus_suite.run(["tests"], tmp_path_factory.mktemp("zeus-suite"), timeout=1500)
+    # About 6 min on this project's shared 2-core machine at load 2-4 beside the rest of the
+    # suite; the limits leave room for a machine at load 8 (2.5x that) to stay within half.
+    raw = zeus_suite.run(["tests"], tmp_path_factory.mktemp("zeus-suite"), timeout=3000)
     return zeus_suite.summarize(raw)
 
 
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(3600)
 @pytest.mark.slow
 def test_zeus_suite_passes_but_for_listed_failures(summary):
     assert zeus_suite.problems(summary) == []
