@@ -190,6 +190,34 @@ def test_a_malformed_event_is_skipped():
     client.stop()
 
 
+def test_a_reading_that_arrives_while_the_consumer_is_busy_is_not_lost():
+    """An iterator yields what changed since it last looked, not only what woke it: a reading
+    stored while the consumer handled the previous one (no one waiting, so its wake-up went
+    to no one), then stop(), still comes out before the iteration ends."""
+    import threading
+
+    client = PowerStreamingClient([])
+    got = []
+
+    def feeder():
+        time.sleep(0.2)  # the iterator is waiting by then
+        client._process_gpu_event('data: {"timestamp_ms": 1000, "gpu_id": 0, "power_mw": 1}', "n")
+        time.sleep(0.3)  # the consumer is busy with the first reading meanwhile
+        client._process_gpu_event('data: {"timestamp_ms": 2000, "gpu_id": 0, "power_mw": 2}', "n")
+        client._stop_event.set()  # as stop() does, before the consumer waits again
+
+    t = threading.Thread(target=feeder, daemon=True)
+    started = time.monotonic()
+    t.start()
+    for readings in client:
+        got.append(readings["n"].gpu_power_w[0])
+        time.sleep(0.6)
+    t.join(5)
+    assert got == [0.001, 0.002]
+    assert time.monotonic() - started < 5
+    client.stop()
+
+
 # --- the zeusd-backed GPU ---------------------------------------------------------------------
 class SimZeusdGPU(ZeusdSettersMixin, BackendGPU):
     """The mixin over the simulated GPU: reads from the simulation, settings through zeusd."""

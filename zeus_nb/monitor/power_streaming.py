@@ -306,29 +306,46 @@ class PowerStreamingClient:
         with self._lock:
             return {where: readings.copy() for where, readings in self._readings.items()}
 
-    def _wait_for_update(self) -> bool:
-        """Whether a reading arrived (or :meth:`stop` was called) within ``WAIT_S``."""
+    def _generation(self) -> dict[str, PowerReadings]:
+        """What the readings are now (the caller holds the condition): an iterator yields when
+        this changes, so a reading that arrives while no one waits is not lost."""
+        return {endpoint: r.copy() for endpoint, r in self._readings.items()}
+
+    def _wait_past(self, seen: dict[str, PowerReadings]) -> dict[str, PowerReadings]:
+        """The readings once they differ from ``seen``, or after :meth:`stop` or ``WAIT_S``."""
         with self._condition:
-            return self._condition.wait(timeout=WAIT_S)
+            self._condition.wait_for(
+                lambda: self._generation() != seen or self._stop_event.is_set(), timeout=WAIT_S
+            )
+            return self._generation()
+
+    def _first_seen(self) -> dict[str, PowerReadings]:
+        with self._condition:
+            return self._generation()
 
     def __iter__(self) -> Iterator[dict[str, PowerReadings]]:
-        """The readings after each update, until :meth:`stop`."""
-        while not self._stop_event.is_set():
-            updated = self._wait_for_update()
-            if self._stop_event.is_set():
-                return
-            if updated:
+        """The readings after each update, until :meth:`stop` (an update that came before it is
+        still yielded)."""
+        seen = self._first_seen()
+        while True:
+            now = self._wait_past(seen)
+            if now != seen:
+                seen = now
                 yield self.get_power()
+            elif self._stop_event.is_set():
+                return
 
     async def __aiter__(self) -> AsyncIterator[dict[str, PowerReadings]]:
         """As ``__iter__``, waiting in an executor thread so the event loop keeps running."""
         loop = asyncio.get_running_loop()
-        while not self._stop_event.is_set():
-            updated = await loop.run_in_executor(None, self._wait_for_update)
-            if self._stop_event.is_set():
-                return
-            if updated:
+        seen = self._first_seen()
+        while True:
+            now = await loop.run_in_executor(None, self._wait_past, seen)
+            if now != seen:
+                seen = now
                 yield self.get_power()
+            elif self._stop_event.is_set():
+                return
 
     def stop(self) -> None:
         """End every stream, wake waiting iterators, and wait (up to 5 s each) for the threads."""
