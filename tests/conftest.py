@@ -29,6 +29,19 @@ settings.register_profile("explore", max_examples=1000, print_blob=True)
 settings.load_profile(os.environ.get("ZEUS_NB_HYPOTHESIS", "ci"))
 
 
+def pytest_configure(config):
+    """Ctrl-C as a terminal has it, in this process and every child it starts.
+
+    A shell starts a background job (``pytest ... &``, ``nohup``) with SIGINT ignored, and a
+    child inherits that: the tests that press Ctrl-C on a sweep, a training script or this
+    process itself would then wait for an interrupt that never comes. A handled signal is reset
+    to its default in a child, so Python there raises KeyboardInterrupt again.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        with contextlib.suppress(ValueError):  # not the main thread: nothing to change
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _descendants(pid: int) -> dict[int, str]:
     """Live descendants of ``pid`` and their command lines (Linux ``/proc``; empty elsewhere).
 
