@@ -489,3 +489,27 @@ def test_command_line_knobs_must_be_finite(capsys, argv):
         main(argv)
     assert exit_.value.code == 2
     assert "not a finite number" in capsys.readouterr().err
+
+
+def test_a_gpu_without_a_valid_energy_gets_an_empty_cell_that_no_profile_reads(tmp_path, caplog):
+    """A power source without readings returns -1 J (Zeus's mocks do): the row is kept for the
+    other GPU with an empty cell, with a warning, and a replay refuses to profile from it."""
+    from zeus_nb.device.replay import load_profile_log
+    from zeus_nb.errors import TraceFormatError
+    from zeus_nb.monitor.log_file import MonitorLog
+
+    path = tmp_path / "log.csv"
+    header = ["start_time", "window_name", "elapsed_time", "gpu0_energy", "gpu1_energy"]
+    owner = type("Owner", (), {})()
+    log = MonitorLog(path, header, owner)
+    with caplog.at_level("WARNING"):
+        log.write("__GlobalPowerLimitOptimizer_200", 1.0, 2.0, [400.0, -1.0])
+        log.write("__GlobalPowerLimitOptimizer_150", 3.0, 2.0, [300.0, float("nan")])
+    rows = path.read_text().splitlines()
+    assert rows[1:] == [
+        "1.0,__GlobalPowerLimitOptimizer_200,2.0,400.0,",
+        "3.0,__GlobalPowerLimitOptimizer_150,2.0,300.0,",
+    ]
+    assert "gpu1_energy is -1.0, not an energy" in caplog.text
+    with pytest.raises(TraceFormatError, match="has no energy for GPU 1"):
+        load_profile_log(path)
