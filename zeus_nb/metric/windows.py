@@ -15,7 +15,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from zeus_nb.device.cpu import get_cpus
 from zeus_nb.monitor import ZeusMonitor
 from zeus_nb.power_monitor import PowerMonitor
 
@@ -69,33 +68,26 @@ class Totals:
 
     def __init__(self, monitor: ZeusMonitor):
         self.monitor = monitor
-        self.cpu_indices = list(monitor.cpu_indices or [])
-        self._cpus = get_cpus() if self.cpu_indices else None
-        self._dram = [
-            i for i in self.cpu_indices if self._cpus.supports_get_dram_energy_consumption(i)
-        ]
+        metered = monitor.cpus.supports_get_dram_energy_consumption  # Zeus's CPUs: mJ by index
+        self._dram = [i for i in monitor.cpu_indices if metered(i)]
 
     def kinds(self) -> dict[str, bool]:
         m = self.monitor
-        return {"gpu": bool(m.gpu_indices), "cpu": bool(self.cpu_indices), "dram": bool(self._dram)}
+        return {"gpu": bool(m.gpu_indices), "cpu": bool(m.cpu_indices), "dram": bool(self._dram)}
 
     def sync(self) -> None:
         """Wait for queued GPU work (real GPUs), as ``sync_execution=True`` asks."""
         self.monitor.system.sync(self.monitor.gpu_indices)
 
     def read(self) -> Reading:
-        now, gpu = self.monitor.system.snapshot(self.monitor.gpus)
-        cpu, dram = {}, {}
-        for i in self.cpu_indices:
-            m = self._cpus.get_total_energy_consumption(i)
-            cpu[i] = m.cpu_mj / 1000.0
-            if i in self._dram:
-                dram[i] = (m.dram_mj or 0.0) / 1000.0
+        m = self.monitor
+        now, gpu = m.system.snapshot(list(m.gpus))
+        packages = {i: m.cpus.get_total_energy_consumption(i) for i in m.cpu_indices}
         return {
             "time": now,
-            "gpu": dict(zip(self.monitor.gpu_indices, gpu, strict=True)),
-            "cpu": cpu,
-            "dram": dram,
+            "gpu": dict(zip(m.gpu_indices, gpu, strict=True)),
+            "cpu": {i: p.cpu_mj / 1000 for i, p in packages.items()},
+            "dram": {i: (packages[i].dram_mj or 0.0) / 1000 for i in self._dram},
         }
 
     def warn_if_idle(self, name: str, start: Reading, end: Reading) -> None:
