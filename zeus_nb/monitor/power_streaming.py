@@ -304,7 +304,7 @@ class PowerStreamingClient:
     def get_power(self) -> dict[str, PowerReadings]:
         """The latest readings by endpoint, copied (changing them changes nothing here)."""
         with self._lock:
-            return {where: readings.copy() for where, readings in self._readings.items()}
+            return self._generation()
 
     def _generation(self) -> dict[str, PowerReadings]:
         """What the readings are now (the caller holds the condition): an iterator yields when
@@ -319,14 +319,10 @@ class PowerStreamingClient:
             )
             return self._generation()
 
-    def _first_seen(self) -> dict[str, PowerReadings]:
-        with self._condition:
-            return self._generation()
-
     def __iter__(self) -> Iterator[dict[str, PowerReadings]]:
         """The readings after each update, until :meth:`stop` (an update that came before it is
         still yielded)."""
-        seen = self._first_seen()
+        seen = self.get_power()
         while True:
             now = self._wait_past(seen)
             if now != seen:
@@ -338,7 +334,7 @@ class PowerStreamingClient:
     async def __aiter__(self) -> AsyncIterator[dict[str, PowerReadings]]:
         """As ``__iter__``, waiting in an executor thread so the event loop keeps running."""
         loop = asyncio.get_running_loop()
-        seen = self._first_seen()
+        seen = self.get_power()
         while True:
             now = await loop.run_in_executor(None, self._wait_past, seen)
             if now != seen:
