@@ -336,6 +336,12 @@ print(both.round(3).to_string())
 print(f"\n{live_selector!r}: {log_choice:g} W on the replayed log, {live_choice:g} W live")
 if log_choice == live_choice:
     print("both measurements lead to the same limit")
+elif "cost" in on_log and live_choice not in on_log.index:
+    # another GPU than the log's A40 (its limits range elsewhere): no common limit to compare
+    print(
+        f"the log never ran at {live_choice:g} W (it measured {on_log.index.min():g}-"
+        f"{on_log.index.max():g} W on an A40): the two choices come from different GPUs"
+    )
 elif "cost" in on_log:
     gaps = [dearer(on_log, live_choice, log_choice)]
     print(f"on the log, {live_choice:g} W costs {gaps[0]:.1%} more per step than {log_choice:g} W")
