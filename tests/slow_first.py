@@ -10,6 +10,7 @@ tests within a file is kept.
 from __future__ import annotations
 
 import pytest
+from tour_fixture import FIXTURE_RUNS
 
 # Longest first, by `--durations` of a whole-suite run: the docs site build, the notebook tour,
 # the tours on fake NVML GPUs, Zeus's own unit tests, JupyterLab in Chromium, both course editions.
@@ -25,6 +26,12 @@ FIRST = (
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # A test that reads a session run (six notebooks executed) is slow, marked before `-m`
+    # selects: the fast tier (-m "not slow and not browser") never starts a run.
+    for item in items:
+        if any(name in FIXTURE_RUNS for name in item.fixturenames):
+            item.add_marker(pytest.mark.slow)
+
     def rank(item: pytest.Item) -> int:
         name = item.path.name
         return FIRST.index(name) if name in FIRST else len(FIRST)
