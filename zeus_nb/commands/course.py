@@ -283,7 +283,12 @@ def run_slides(args) -> int:
     writable_dir(args.output, "-o")
     with temp_environ(**env):
         paths = build_slides(
-            args.notebooks or None, args.output, args.reveal_url, args.executed, params
+            args.notebooks or None,
+            args.output,
+            args.reveal_url,
+            args.executed,
+            params,
+            report=lambda line: print(line, flush=True),
         )
     for path in paths:
         print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB)")

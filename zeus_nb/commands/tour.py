@@ -92,10 +92,11 @@ def run(args) -> int:
     print(f"tour ({mode}): {len(notebooks)} notebook(s) -> {out_dir}/", flush=True)
     start = time.monotonic()
     failed = []
-    for nb in notebooks:
+    for i, nb in enumerate(notebooks, start=1):
+        print(f"\n[{i}/{len(notebooks)}] {nb.stem}: running ...", flush=True)
         res = run_notebook(nb, out_dir / nb.name, params, timeout=args.timeout)
         status = f"ok, {res.seconds:.1f} s" if res.ok else f"FAILED after {res.seconds:.1f} s"
-        print(f"\n{nb.stem} ({status})", flush=True)
+        print(f"{nb.stem} ({status})", flush=True)
         if not res.ok:
             failed.append(nb.stem)
             print(f"  {res.error}", flush=True)
