@@ -289,3 +289,12 @@ def test_figures_show_as_images_even_with_a_non_interactive_mplbackend(tmp_path)
     assert res.ok, res.error
     outputs = nbformat.read(res.output, as_version=4).cells[1].outputs
     assert any("image/png" in o.get("data", {}) for o in outputs), outputs
+
+
+def test_a_slider_reads_as_many_decimals_as_the_notebook_prints(shown):
+    """06's deadline slider and its plot's title show the same number (4 decimals)."""
+    slider = widgets.float_slider(1.99512, 1.2, 3.0, 0.036, "deadline_s", digits=4)
+    assert slider.widget.readout_format == ".4f"
+    assert f"{slider.value:.4f}" == "1.9951"
+    assert widgets.float_slider(0.5, 0.0, 1.0, 0.05, "eta_knob").widget.readout_format == ".2f"
+    assert widgets.slider_digits(0.0004) == 4 and widgets.slider_digits(0.5) == 2
