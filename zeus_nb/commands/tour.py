@@ -77,6 +77,7 @@ def _short(value) -> str:
 
 def run(args) -> int:
     from zeus_nb.runner.notebooks import find_notebook, list_notebooks, run_notebook
+    from zeus_nb.runner.record_units import unit_of
     from zeus_nb.runner.records import read_notebook
     from zeus_nb.utils.validate import writable_dir
 
@@ -106,7 +107,9 @@ def run(args) -> int:
             if takeaway:
                 print(f"  takeaway: {takeaway}", flush=True)
             for name, value in records.items():
-                print(f"  {name} = {_short(value)}", flush=True)
+                unit = unit_of(name, nb.stem)
+                said = f" ({unit})" if unit else ""  # text has none
+                print(f"  {name} = {_short(value)}{said}", flush=True)
             if res.ok and not records:
                 print("  (recorded nothing)", flush=True)
     total = time.monotonic() - start
