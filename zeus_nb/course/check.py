@@ -3,8 +3,11 @@
 ``f = check.<exercise>(f)`` runs a student's function on a few kinds of cases (fixed ones and
 random ones drawn from the notebook's seed, so one memorized number cannot pass) and shows one
 short line (HTML in Jupyter): how many cases were right, which kind of case went wrong, in words,
-and a hint at the concept (units, which energy, which sign). It never shows the expected value of
-a case, and never a traceback.
+and a hint that names the mistake made where it can: a unit slip (an answer off by a power of 1000
+or by 3600, with the unit expected), a known mistake of the exercise (which energy, which sign,
+min for max, an order assumed), else how the answer differs, in whole sentences. An exception is
+shown by its type and message (which names the culprit), never by a traceback. It never shows
+the expected value of a case.
 
 It returns the function the notebook should go on with: the student's when every case is right,
 else the reference one, so later cells and plots still work while an exercise is unsolved
