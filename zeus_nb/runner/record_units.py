@@ -80,7 +80,7 @@ UNITS: dict[str, str] = {
     "frontier": _TIME_ENERGY + ", per plan",
     "straggler": "deadline s, " + _TIME_ENERGY,
     "slider_point": _TIME_ENERGY,
-    "live_clocks_profiled": "clocks",
+    "live_clocks_profiled": "MHz, the SM clocks profiled",
     "live_max": _TIME_ENERGY,
     "live_planned": _TIME_ENERGY,
     "live_predicted": _TIME_ENERGY,
