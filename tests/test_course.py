@@ -642,7 +642,18 @@ def test_slides_of_the_executed_notebook_show_plots_and_no_solution(tmp_path, ca
     assert loaded and all(not u.startswith(("http:", "https:", "//")) for u in loaded), loaded
     assert "reveal.js/dist/reveal.js" in page and (out / "reveal.js/dist/reveal.js").is_file()
     assert (out / "require.js").is_file() and (out / "jupyterlab.css").is_file()
-    assert "exercises.slides.html" in capsys.readouterr().out
+    out_text = capsys.readouterr().out
+    assert "exercises.slides.html" in out_text
+    # a line as the notebook starts and as it is done: executing takes minutes
+    assert "[1/1] exercises.ipynb: executing ..." in out_text
+    assert re.search(r"\[1/1\] exercises.ipynb: done \(\d+ s\)", out_text)
+
+
+def test_a_run_writes_a_notebook_name_papermill_accepts(tmp_path):
+    """No papermill warning that the output "does not end in one of [.ipynb, .json]"."""
+    from zeus_nb.runner.notebooks import partial_of
+
+    assert partial_of(tmp_path / "01_x.ipynb").name == "01_x.partial.ipynb"
 
 
 def test_slide_layout_cuts_cells_to_fit():
