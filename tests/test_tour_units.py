@@ -62,3 +62,28 @@ def test_the_tour_prints_units(monkeypatch, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "max_clock = [1.826, 1171.0] (iteration time s, energy J)" in out
     assert 'backend = "sim"\n' in out
+
+
+def test_a_long_unit_goes_on_its_own_line(monkeypatch, tmp_path, capsys):
+    from zeus_nb.cli import main
+    from zeus_nb.runner import notebooks
+    from zeus_nb.runner.notebooks import RunResult
+
+    nb = tmp_path / "03_energy_time_tradeoff.ipynb"
+    ratios = {f"workload number {i}": 0.123 for i in range(6)}
+
+    def fake_run(path, output, params, timeout=None):
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text("{}")
+        return RunResult(path, output, params, True, 1.0)
+
+    monkeypatch.setattr(notebooks, "run_notebook", fake_run)
+    monkeypatch.setattr(notebooks, "find_notebook", lambda n: nb)
+    monkeypatch.setattr(
+        "zeus_nb.runner.records.read_notebook", lambda p: {"records": {"best_both_ratio": ratios}}
+    )
+    assert main(["tour", "--only", "03", "-o", str(tmp_path / "out")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  best_both_ratio = "))
+    assert lines[at + 1].strip() == f"({UNITS['best_both_ratio']})"
+    assert all(len(line) < 140 for line in lines)

@@ -40,6 +40,7 @@ def register(sub) -> None:
 
 
 WIDTH = 90  # characters a value may take on its line
+LINE = 120  # characters a record's line may take with its unit
 
 
 def _rounded(value):
@@ -107,9 +108,12 @@ def run(args) -> int:
             if takeaway:
                 print(f"  takeaway: {takeaway}", flush=True)
             for name, value in records.items():
-                unit = unit_of(name, nb.stem)
-                said = f" ({unit})" if unit else ""  # text has none
-                print(f"  {name} = {_short(value)}{said}", flush=True)
+                line, unit = f"  {name} = {_short(value)}", unit_of(name, nb.stem)
+                if unit and len(line) + len(unit) + 3 > LINE:  # its own line, under the value
+                    line += f"\n      ({unit})"
+                elif unit:  # text has none
+                    line += f" ({unit})"
+                print(line, flush=True)
             if res.ok and not records:
                 print("  (recorded nothing)", flush=True)
     total = time.monotonic() - start

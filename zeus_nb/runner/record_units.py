@@ -13,7 +13,7 @@ SUFFIXES = {"_j": "J", "_s": "s", "_w": "W", "_g": "g CO2", "_usd": "USD", "_pct
 
 _TIME_ENERGY = "iteration time s, energy J"
 _RUN = "world_size ranks, time_s s, energy_j J, accuracy (0 to 1)"
-_RATIO = "energy as a fraction of the default configuration's, per workload"
+_RATIO = "fraction of the default's energy, per workload"
 
 UNITS: dict[str, str] = {
     # 01
@@ -51,7 +51,7 @@ UNITS: dict[str, str] = {
     "best_power_limit_ratio": _RATIO,
     "best_both_ratio": _RATIO,
     # 04
-    "simulation": "energy J, time s, power limit W, savings as fractions of the baseline",
+    "simulation": "energy J, time s, power limit W, savings (fractions)",
     "knobs": "table: power limit W, saving (fraction), hours h, runs",
     "paired": "table: savings as fractions of the baseline, per seed",
     "thompson_rounds": "rounds",
