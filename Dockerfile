@@ -5,7 +5,9 @@
 #
 # For laptops without an NVIDIA GPU: `--build-arg VARIANT=cpu` builds on plain Ubuntu with PyTorch's
 # CPU wheels (no CUDA libraries). /workspace/notebooks holds the student edition (exercises blank);
-# `--build-arg EDITION=instructor` keeps the solutions.
+# `--build-arg EDITION=instructor` keeps the solutions, and /workspace/course-source the notebooks
+# with their solution markers, which `zeus-nb course build /workspace/course-source` needs (the
+# student image holds no solutions, so a teacher builds the course from the instructor image).
 #
 # As a Dask worker for `zeus-nb sweep --scheduler tcp://HOST:8786` (one container per GPU; see
 # docs/cluster.md):
@@ -70,6 +72,10 @@ RUN if [ "${VARIANT}" = cpu ]; then \
     && /tmp/zeus-nb-src/docker/install.sh /opt/zeus-nb --extra-index-url "${TORCH_INDEX_URL}" \
     && mkdir -p /workspace/notebooks \
     && cp /tmp/zeus-nb-src/notebooks/*.ipynb /workspace/notebooks/ \
+    && if [ "${EDITION}" = instructor ]; then \
+        mkdir -p /workspace/course-source \
+        && cp /tmp/zeus-nb-src/notebooks/*.ipynb /workspace/course-source/; \
+    fi \
     && python -c "import sys; from zeus_nb.course import write_edition; \
 write_edition('/workspace/notebooks', sys.argv[1] == 'instructor', ['/workspace/notebooks'])" \
         "${EDITION}" \

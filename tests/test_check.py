@@ -162,9 +162,9 @@ KNOWN_MISTAKES = {
     ],
     "should_stop_early": [
         (lambda c, b, beta: b is not None and c >= beta * b, "strictly more"),
-        (lambda c, b, beta: b is not None and c > b, "beta * best_cost"),
+        (lambda c, b, beta: b is not None and c > b, "not the best cost itself"),
         (lambda c, b, beta: b is not None and c < beta * b, "not less"),
-        (lambda c, b, beta: c > beta * b, "raised TypeError"),  # forgets the None case
+        (lambda c, b, beta: c > beta * b, "raised TypeError: unsupported operand"),  # None
         (lambda c, b, beta: True, "same answer whatever the input"),
         (lambda c, b, beta: False, "same answer whatever the input"),
     ],
@@ -637,11 +637,11 @@ def test_slowdown_budget_from_the_fastest_time_is_wrong():
         (-3.0, 7.3, "wrong sign"),
         (30.0, 7.3, "far too high"),
         ((1.0, 2.0), 3.0, "a tuple of 2 where a number"),
-        ((2.0, 4.1), (2.0, 4.0), "its first value is right; its second value is a little"),
+        ((2.0, 4.1), (2.0, 4.0), "its first value is right, and its second value is a little"),
         ([(2.0, 1.0), (1.0, 2.0)], [(1.0, 2.0), (2.0, 1.0)], "right items in another order"),
         ([(1.0, 2.0)], [(1.0, 2.0), (2.0, 1.0)], "misses some"),
         (True, False, "is True where the right answer is False"),
-        (128, 64, "another value than the right one"),
+        (128, 64, "is not the right one"),
     ],
 )
 def test_what_differs_is_said_without_the_expected_value(answer, expected, words):
@@ -651,3 +651,113 @@ def test_what_differs_is_said_without_the_expected_value(answer, expected, words
     assert words in text
     if isinstance(expected, float):
         assert f"{expected:g}" not in text
+
+
+# --- what students typed (the JupyterLab report): each gets a hint that names its mistake -------
+
+_IN_W = {  # the right answers, then off by a unit: W -> kW, J -> kJ, J -> Wh
+    "average_power": RIGHT["average_power"],
+    "energy_per_step": RIGHT["energy_per_step"],
+    "zeus_cost": RIGHT["zeus_cost"],
+    "iteration_energy": RIGHT["iteration_energy"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(_IN_W))
+@pytest.mark.parametrize(
+    ("factor", "words"),
+    [
+        (1e-3, "1,000x too low, a slip of units: the answer is in {unit}, not k{unit}"),
+        (1e3, "1,000x too high, a slip of units: the answer is in {unit}, not m{unit}"),
+        (1e-6, "1,000,000x too low, a slip of units: the answer is in {unit}, not M{unit}"),
+        (1 / 3600, "3,600x too low, a slip of units: the answer is in {unit}"),
+    ],
+)
+def test_a_unit_slip_is_named_with_the_unit_expected(name, factor, words):
+    unit = check.UNITS[name]
+    right = _IN_W[name]
+    for seed in range(3):
+        check.use_seed(seed)
+        outcome = check.judge(name, lambda *args: right(*args) * factor)
+        assert outcome.status == "failed"
+        assert words.format(unit=unit) in outcome.message, outcome.message
+        assert "the window's energy (J) divided" not in outcome.message  # not the task's formula
+
+
+def test_energy_divided_by_3600_is_named_as_watt_hours():
+    outcome = check.judge("energy_per_step", lambda m, n: m.total_energy / n / 3600)
+    assert "in J, not Wh, so do not divide by 3600" in outcome.message
+
+
+def test_a_wrong_attribute_shows_the_exception_message_to_student_and_teacher(capsys):
+    from zeus_nb.course.feedback import for_teacher
+
+    check.average_power(lambda m: m.energy / m.time)
+    out = capsys.readouterr().out
+    assert "raised AttributeError: 'Measurement' object has no attribute 'energy'" in out
+    assert "attribute the object does not have" in out and "Traceback" not in out
+    assert "'energy'" in for_teacher(out.strip()[1:])  # what `course grade` writes
+
+
+def test_a_long_exception_message_is_cut_to_one_line():
+    def raises(m):
+        raise ValueError("word\n" * 200)
+
+    message = check.judge("average_power", raises).message
+    assert "\n" not in message and "ValueError: word word" in message and "..." in message
+
+
+@pytest.mark.parametrize(
+    ("name", "fn", "words"),
+    [
+        (  # max for min
+            "least_cost_config",
+            lambda cs, eta: max(cs, key=lambda c: _cost(c, eta, max(x[1] for x in cs)))[:2],
+            "highest cost: look for the least (min, not max)",
+        ),
+        (
+            "plan_within",
+            lambda pts, d: max((e, i) for i, (t, e) in enumerate(pts) if t <= d)[1],
+            "the most energy among those in time: look for the least",
+        ),
+        (  # as if the plans were sorted by time
+            "plan_within",
+            lambda pts, d: [i for i, (t, e) in enumerate(pts) if t <= d][-1],
+            "the plans come in no order",
+        ),
+        (
+            "pareto_front",
+            lambda pts: [
+                p
+                for k, p in enumerate(sorted(pts))
+                if k == 0 or p[1] > max(q[1] for q in sorted(pts)[:k])
+            ],
+            "the comparison goes the wrong way",
+        ),
+    ],
+)
+def test_direction_and_order_mistakes_are_named(name, fn, words):
+    for seed in range(4):
+        check.use_seed(seed)
+        outcome = check.judge(name, fn)
+        assert outcome.status == "failed"
+        assert words in outcome.message, f"seed {seed}: {outcome.message}"
+        assert "past the deadline does not count" not in outcome.message
+
+
+def test_composed_hints_are_sentences():
+    """An answer no known mistake explains is told what differs in whole clauses."""
+    outcome = check.judge("least_cost_config", lambda cs, eta: (cs[1][0], cs[1][1] * 1.5))
+    hint = outcome.message.split("Hint: ", 1)[1]
+    assert "your answer its" not in hint and "your answer the" not in hint
+    assert re.search(r"the (first|second) value of your answer (is|is not)", hint), hint
+    assert ". The case '" in hint
+
+
+@pytest.mark.parametrize("name", sorted(check.EXERCISES))
+def test_no_hint_hands_over_the_answer(name):
+    """A hint names the concept, never the expression that answers the exercise."""
+    answers = {"total_energy", "idxmin", "beta * best", "eta * energy + (1 - eta)"}
+    hints = [m.hint for m in check.MISTAKES[name]()] + list(check.RAISED_HINTS.values())
+    for hint in hints:
+        assert not [a for a in answers if a in hint], (name, hint)

@@ -427,6 +427,68 @@ def test_grade_reports_every_exercise(form, tmp_path, monkeypatch, capsys):
     assert re.search(r"^alice\s+1\s+0/2\s", table, re.M)
 
 
+@pytest.mark.parametrize("solutions", [False, True], ids=["student", "instructor"])
+def test_build_from_an_edition_says_which_and_refuses(solutions, tmp_path, capsys):
+    """The Docker image's notebooks are an edition: no markers left, so no course to build."""
+    course.write_edition(tmp_path / "nbs", solutions, [FIXTURE])
+    code = main(["course", "build", str(tmp_path / "nbs"), "-o", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    kind = "instructor" if solutions else "student"
+    assert code == 2 and f"{FIXTURE.name} is the {kind} edition" in err
+    assert "course-source" in err and "notebooks/" in err
+    assert not list((tmp_path / "c").rglob("*.ipynb"))
+
+
+@pytest.mark.slow
+def test_grading_adds_students_and_rewrites_one(tmp_path, monkeypatch, capsys):
+    """Two batches into one folder keep every grade; grading a student again replaces theirs."""
+    course.build([FIXTURE], tmp_path / "c")
+    student = (tmp_path / "c/student" / FIXTURE.name).read_bytes()
+    solution = (tmp_path / "c/solution" / FIXTURE.name).read_bytes()
+    for batch, who, text in [("one", "alice", student), ("one", "bob", solution)]:
+        (tmp_path / batch / who).mkdir(parents=True)
+        (tmp_path / batch / who / FIXTURE.name).write_bytes(text)
+    (tmp_path / "two/carol").mkdir(parents=True)
+    (tmp_path / "two/carol" / FIXTURE.name).write_bytes(student)
+    (tmp_path / "again/alice").mkdir(parents=True)
+    (tmp_path / "again/alice" / FIXTURE.name).write_bytes(solution)
+    monkeypatch.chdir(tmp_path)
+
+    def grade(batch: str) -> dict[tuple[str, str], str]:
+        argv = ["course", "grade", batch, "-o", "graded", "--smoke", "--backend", "sim"]
+        assert main(argv) == 0
+        rows = list(csv.DictReader(Path("graded/grades.csv").read_text().splitlines()))
+        return {(r["student"], r["exercise"]): r["status"] for r in rows}
+
+    grade("one")
+    both = grade("two")
+    assert both == {
+        ("alice", "1"): "not attempted",
+        ("alice", "2"): "not attempted",
+        ("bob", "1"): "passed",
+        ("bob", "2"): "passed",
+        ("carol", "1"): "not attempted",
+        ("carol", "2"): "not attempted",
+    }
+    assert "graded before" in capsys.readouterr().out
+    again = grade("again")
+    assert again == {**both, ("alice", "1"): "passed", ("alice", "2"): "passed"}
+    totals = {
+        r["student"]: r for r in csv.DictReader(Path("graded/totals.csv").read_text().splitlines())
+    }
+    assert sorted(totals) == ["alice", "bob", "carol"] and totals["alice"]["passed"] == "2"
+
+
+def test_a_damaged_grade_ledger_is_refused_before_grading(tmp_path, capsys):
+    (tmp_path / "graded").mkdir()
+    (tmp_path / "graded/grades.json").write_text('[{"submission": 1}]')
+    _write_nb(tmp_path / "subs/a.ipynb", "x = 1")
+    assert main(["course", "grade", str(tmp_path / "subs"), "-o", str(tmp_path / "graded")]) == 2
+    err = capsys.readouterr().err
+    assert "grades.json" in err and "start the grades over" in err
+    assert not (tmp_path / "graded/grades.csv").exists()
+
+
 # --- the shipped notebooks ------------------------------------------------------------------
 
 
@@ -580,7 +642,18 @@ def test_slides_of_the_executed_notebook_show_plots_and_no_solution(tmp_path, ca
     assert loaded and all(not u.startswith(("http:", "https:", "//")) for u in loaded), loaded
     assert "reveal.js/dist/reveal.js" in page and (out / "reveal.js/dist/reveal.js").is_file()
     assert (out / "require.js").is_file() and (out / "jupyterlab.css").is_file()
-    assert "exercises.slides.html" in capsys.readouterr().out
+    out_text = capsys.readouterr().out
+    assert "exercises.slides.html" in out_text
+    # a line as the notebook starts and as it is done: executing takes minutes
+    assert "[1/1] exercises.ipynb: executing ..." in out_text
+    assert re.search(r"\[1/1\] exercises.ipynb: done \(\d+ s\)", out_text)
+
+
+def test_a_run_writes_a_notebook_name_papermill_accepts(tmp_path):
+    """No papermill warning that the output "does not end in one of [.ipynb, .json]"."""
+    from zeus_nb.runner.notebooks import partial_of
+
+    assert partial_of(tmp_path / "01_x.ipynb").name == "01_x.partial.ipynb"
 
 
 def test_slide_layout_cuts_cells_to_fit():

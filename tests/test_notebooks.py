@@ -87,8 +87,14 @@ def test_notebook_structure(path):
     for line in params.splitlines():
         if line.strip():  # typed and commented: `name: type = value  # why`
             assert re.match(r"^\w+: \w+ = .+  # .+", line), f"{path.name}: {line!r}"
-    for name in ('backend: str = "auto"', "smoke: bool = False", "seed: int", "headless: bool"):
+    for name in ('backend: str = "auto"', "smoke: bool = False", "seed: int"):
         assert name in params, f"{path.name}: parameters lack {name!r}"
+    # `headless` ("show no interactive controls") exactly where there are controls to hide
+    code = "\n".join(
+        c.source for c in nb.cells if c.cell_type == "code" and c is not nb.cells[tagged[0]]
+    )
+    controls = "widgets." in code and re.search(r"\bheadless\b", code) is not None
+    assert ("headless: bool" in params) == controls, f"{path.name}: headless without controls"
     names = {line.split(":")[0] for line in params.splitlines() if line.strip()}
     parsed = papermill.inspect_notebook(str(path))  # papermill skips lines it cannot parse
     assert set(parsed) == names, f"{path.name}: papermill cannot parse {names - set(parsed)}"

@@ -104,7 +104,7 @@ def test_ctrl_c_during_a_point_then_the_same_command_runs_it_again(tmp_path):
     out_dir = tmp_path / "out"
     output = out_dir / "value=1.ipynb"
     args = (str(nb), "-p", "value", "1", "-o", str(out_dir))
-    _interrupted_sweep(tmp_path, output.with_name(output.name + ".partial"), *args)
+    _interrupted_sweep(tmp_path, nbrun.partial_of(output), *args)
     assert not nbrun.is_complete(output)
     gate.unlink()
     res = _sweep(tmp_path, *args)
@@ -122,7 +122,7 @@ def test_force_then_ctrl_c_keeps_the_finished_measurements(tmp_path):
     assert _sweep(tmp_path, *args).returncode == 0
     before = (output.read_bytes(), _records(output))
     gate.touch()
-    _interrupted_sweep(tmp_path, output.with_name(output.name + ".partial"), *args, "--force")
+    _interrupted_sweep(tmp_path, nbrun.partial_of(output), *args, "--force")
     assert output.read_bytes() == before[0]
     assert _records(output) == before[1] == {"value": 1, "finished": True}
     assert nbrun.is_complete(output)

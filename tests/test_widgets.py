@@ -263,3 +263,38 @@ def test_explorer_overlays_runs_with_fixed_axes_and_a_legend_of_limits(gpu, show
     assert xlim[1] >= first_full[1][1] and ylim[1] >= first_full[2][1]
     for a, b in zip(drawn, drawn[1:], strict=False):
         assert b[1][1] >= a[1][1] and b[2][1] >= a[2][1]
+
+
+def test_figures_show_as_images_even_with_a_non_interactive_mplbackend(tmp_path):
+    """JupyterLab started with MPLBACKEND=Agg: a figure a widget displays is an image, not the
+    text "<Figure size ...>" (notebook_setup switches the kernel to its inline backend)."""
+    import nbformat
+
+    from zeus_nb.runner.notebooks import run_notebook
+    from zeus_nb.utils.environ import temp_environ
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "from zeus_nb.runner.setup import _inline_figures\n_inline_figures()"
+        ),
+        nbformat.v4.new_code_cell(
+            "import matplotlib.pyplot as plt\nfrom IPython.display import display\n"
+            "fig, ax = plt.subplots()\nax.plot([1, 2])\ndisplay(fig)\nplt.close(fig)"
+        ),
+    ]
+    nbformat.write(nb, tmp_path / "plot.ipynb")
+    with temp_environ(MPLBACKEND="Agg"):
+        res = run_notebook(tmp_path / "plot.ipynb", tmp_path / "out" / "plot.ipynb")
+    assert res.ok, res.error
+    outputs = nbformat.read(res.output, as_version=4).cells[1].outputs
+    assert any("image/png" in o.get("data", {}) for o in outputs), outputs
+
+
+def test_a_slider_reads_as_many_decimals_as_the_notebook_prints(shown):
+    """06's deadline slider and its plot's title show the same number (4 decimals)."""
+    slider = widgets.float_slider(1.99512, 1.2, 3.0, 0.036, "deadline_s", digits=4)
+    assert slider.widget.readout_format == ".4f"
+    assert f"{slider.value:.4f}" == "1.9951"
+    assert widgets.float_slider(0.5, 0.0, 1.0, 0.05, "eta_knob").widget.readout_format == ".2f"
+    assert widgets.slider_digits(0.0004) == 4 and widgets.slider_digits(0.5) == 2

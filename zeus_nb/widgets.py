@@ -20,6 +20,7 @@ the live plot lives in :mod:`zeus_nb.plots.live`.
 from __future__ import annotations
 
 import html
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -101,6 +102,11 @@ class Control:
 # --- controls that recompute in place ------------------------------------------------------------
 
 
+def slider_digits(step: float) -> int:
+    """Decimals that show a slider's every step (0.05: 2, 0.0004: 4), at least 2."""
+    return max(2, math.ceil(-math.log10(step) - 1e-9)) if step > 0 else 2
+
+
 def float_slider(
     value: float,
     minimum: float,
@@ -108,8 +114,13 @@ def float_slider(
     step: float,
     description: str,
     headless: bool | None = None,
+    digits: int | None = None,
 ) -> Control:
-    """A slider over ``[minimum, maximum]`` starting at the parameter ``value``."""
+    """A slider over ``[minimum, maximum]`` starting at the parameter ``value``.
+
+    Its readout shows ``digits`` decimals (default: enough for ``step``), so a notebook that
+    prints the chosen value with as many shows the same number the slider does.
+    """
     if not minimum <= value <= maximum:
         raise InputError(f"{description} must be in [{minimum:g}, {maximum:g}], got {value:g}")
     if is_headless(headless):
@@ -122,6 +133,7 @@ def float_slider(
         max=maximum,
         step=step,
         description=description,
+        readout_format=f".{slider_digits(step) if digits is None else digits}f",
         continuous_update=False,
         style={"description_width": "initial"},
     )

@@ -31,7 +31,6 @@ live_recurrences: int = 12  # recurrences of the live job
 live_batch_sizes: str = "32,64,128,256"  # candidate batch sizes of the live job
 target_accuracy: float = 0.8  # live job: validation accuracy that counts as trained
 max_epochs: int = 8  # live job: epochs before a run counts as failed
-headless: bool = False  # True: show no interactive controls (automatic under papermill)
 
 # %%
 import math

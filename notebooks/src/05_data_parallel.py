@@ -36,7 +36,6 @@ pl_step: int = 50  # W between profiled power limits
 run_fsdp: bool = True  # also train with fully sharded data parallel
 rank_spread: float = 0.03  # simulated GPUs: relative spread of step time and power across ranks
 straggler: str = ""  # simulated GPUs: "RANK:FACTOR" slows one rank down, e.g. "1:1.3"
-headless: bool = False  # True: show no interactive controls (automatic under papermill)
 
 # %%
 import pandas as pd

@@ -260,7 +260,9 @@ def plan_for(deadline_s: float):
 slowest = frontier.points[-1].iteration_time
 start = min(max(deadline, fastest.iteration_time), slowest)
 step = max((slowest - fastest.iteration_time) / 50, 1e-9)
-slider = widgets.float_slider(start, fastest.iteration_time, slowest, step, "deadline_s", headless)
+slider = widgets.float_slider(
+    start, fastest.iteration_time, slowest, step, "deadline_s", headless, digits=4
+)
 chosen = widgets.live_output(plan_for, {"deadline_s": slider}, headless)
 display(chosen)
 

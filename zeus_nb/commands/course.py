@@ -212,6 +212,8 @@ def run_grade(args) -> int:
     if missing:  # checked before the output folder is made
         raise CourseError(f"{', '.join(missing)}: no such notebook or folder")
     writable_dir(args.output, "-o")
+    out = Path(args.output)
+    report.read_ledger(out / report.LEDGER)  # a damaged one is refused before hours of grading
     print(f"grading, {args.jobs} submission(s) at a time; each line comes as one finishes:")
 
     def progress(done: int, total: int, rows: list, seconds: float) -> None:
@@ -232,21 +234,25 @@ def run_grade(args) -> int:
         args.jobs,
         progress=progress,
     )
-    out = Path(args.output)
-    report.write_grades(out / "grades.csv", results)
+    batch = results
+    results = report.record(out, batch)
     student_totals = report.totals(results)
-    report.write_totals(out / "totals.csv", student_totals)
     by_submission: dict[str, list] = {}
-    for r in results:
+    for r in batch:  # this run's submissions; the totals count every grade in the folder
         by_submission.setdefault(r.submission, []).append(r)
     print()
     for rows in by_submission.values():
         print("\n".join(report.submission_lines(rows)))
-    legend = report.legend_lines(results)
+    legend = report.legend_lines(batch)
     if legend:
         print("\n" + "\n".join(legend))
     print("\nper student:\n" + "\n".join(report.totals_lines(student_totals)))
-    print(f"\ngrades written to {out / 'grades.csv'}, per-student totals to {out / 'totals.csv'}")
+    earlier = len({r.copy or r.submission for r in results}) - len(by_submission)
+    kept = f" (with {earlier} notebook(s) graded before)" if earlier > 0 else ""
+    print(
+        f"\ngrades written to {out / 'grades.csv'}{kept}, per-student totals to "
+        f"{out / 'totals.csv'}"
+    )
     return 0
 
 
@@ -277,7 +283,12 @@ def run_slides(args) -> int:
     writable_dir(args.output, "-o")
     with temp_environ(**env):
         paths = build_slides(
-            args.notebooks or None, args.output, args.reveal_url, args.executed, params
+            args.notebooks or None,
+            args.output,
+            args.reveal_url,
+            args.executed,
+            params,
+            report=lambda line: print(line, flush=True),
         )
     for path in paths:
         print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB)")

@@ -40,6 +40,7 @@ def register(sub) -> None:
 
 
 WIDTH = 90  # characters a value may take on its line
+LINE = 120  # characters a record's line may take with its unit
 
 
 def _rounded(value):
@@ -77,6 +78,7 @@ def _short(value) -> str:
 
 def run(args) -> int:
     from zeus_nb.runner.notebooks import find_notebook, list_notebooks, run_notebook
+    from zeus_nb.runner.record_units import unit_of
     from zeus_nb.runner.records import read_notebook
     from zeus_nb.utils.validate import writable_dir
 
@@ -92,10 +94,11 @@ def run(args) -> int:
     print(f"tour ({mode}): {len(notebooks)} notebook(s) -> {out_dir}/", flush=True)
     start = time.monotonic()
     failed = []
-    for nb in notebooks:
+    for i, nb in enumerate(notebooks, start=1):
+        print(f"\n[{i}/{len(notebooks)}] {nb.stem}: running ...", flush=True)
         res = run_notebook(nb, out_dir / nb.name, params, timeout=args.timeout)
         status = f"ok, {res.seconds:.1f} s" if res.ok else f"FAILED after {res.seconds:.1f} s"
-        print(f"\n{nb.stem} ({status})", flush=True)
+        print(f"{nb.stem} ({status})", flush=True)
         if not res.ok:
             failed.append(nb.stem)
             print(f"  {res.error}", flush=True)
@@ -105,7 +108,12 @@ def run(args) -> int:
             if takeaway:
                 print(f"  takeaway: {takeaway}", flush=True)
             for name, value in records.items():
-                print(f"  {name} = {_short(value)}", flush=True)
+                line, unit = f"  {name} = {_short(value)}", unit_of(name, nb.stem)
+                if unit and len(line) + len(unit) + 3 > LINE:  # its own line, under the value
+                    line += f"\n      ({unit})"
+                elif unit:  # text has none
+                    line += f" ({unit})"
+                print(line, flush=True)
             if res.ok and not records:
                 print("  (recorded nothing)", flush=True)
     total = time.monotonic() - start

@@ -3,8 +3,11 @@
 ``f = check.<exercise>(f)`` runs a student's function on a few kinds of cases (fixed ones and
 random ones drawn from the notebook's seed, so one memorized number cannot pass) and shows one
 short line (HTML in Jupyter): how many cases were right, which kind of case went wrong, in words,
-and a hint at the concept (units, which energy, which sign). It never shows the expected value of
-a case, and never a traceback.
+and a hint that names the mistake made where it can: a unit slip (an answer off by a power of 1000
+or by 3600, with the unit expected), a known mistake of the exercise (which energy, which sign,
+min for max, an order assumed), else how the answer differs, in whole sentences. An exception is
+shown by its type and message (which names the culprit), never by a traceback. It never shows
+the expected value of a case.
 
 It returns the function the notebook should go on with: the student's when every case is right,
 else the reference one, so later cells and plots still work while an exercise is unsolved
@@ -33,6 +36,7 @@ from zeus_nb.course.exercises import (  # noqa: F401 (re-exported)
     EXERCISES,
     MISTAKES,
     REFERENCES,
+    UNITS,
     Case,
     Mistake,
     use_seed,
@@ -47,6 +51,31 @@ NONE_HINT = "the function returned None: end it with a `return` of the answer"
 CONSTANT_HINT = "it gives the same answer whatever the input: compute the answer from the arguments"
 # What a student reads after a failed or unfinished check; grading reads it off for the teacher.
 GOING_ON = " The notebook goes on with the reference answer."
+# The longest exception message shown (a message is one line; a longer one is cut with "...").
+MESSAGE_CHARS = 160
+# What an exception of each type usually means, said with its message (which names the culprit).
+RAISED_HINTS = {
+    "AttributeError": "the message names an attribute the object does not have: check its "
+    "spelling against the names the notebook's text uses (dir(obj) lists them all)",
+    "NameError": "the message names a name that is not defined: check its spelling, or define "
+    "it in this cell",
+    "KeyError": "the message names a key the dictionary does not hold",
+    "IndexError": "a position past the end of a list: check the length you loop over",
+    "TypeError": "a value has another type than the code expects (None, a tuple, a string?): "
+    "the message says which",
+    "ZeroDivisionError": "some input is 0: find where your code divides by it",
+}
+# Powers of 1000 and of 3600 (s per h) an answer is off by when its unit slipped:
+# answer / right answer -> (the unit the student's answer is in, given the right unit; the slip)
+_SLIPS: tuple[tuple[float, dict[str, str], str], ...] = (
+    (1e-3, {"W": "kW", "J": "kJ"}, "divide by 1000"),
+    (1e3, {"W": "mW", "J": "mJ"}, "multiply by 1000"),
+    (1e-6, {"W": "MW", "J": "MJ"}, "divide by 1e6"),
+    (1e6, {"W": "\N{MICRO SIGN}W", "J": "\N{MICRO SIGN}J"}, "multiply by 1e6"),
+    (1 / 3600, {"J": "Wh"}, "divide by 3600"),
+    (3600, {}, "multiply by 3600"),
+    (1 / 3.6e6, {"J": "kWh"}, "divide by 3.6e6"),
+)
 
 
 class CheckError(AssertionError):
@@ -96,10 +125,18 @@ class _Wrong:
     case: Case
     what: str
     answers: list[Any] | None
+    error: str = ""  # the exception's type when the function raised
 
 
-def _answers(fn: Callable, case: Case) -> tuple[list[Any] | None, str]:
-    """The function's answers to every call of ``case`` (copies of the inputs), or what it raised.
+def _message(e: BaseException) -> str:
+    """An exception's message on one line, cut to :data:`MESSAGE_CHARS` (never a traceback)."""
+    text = " ".join(str(e).split())
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
+
+
+def _answers(fn: Callable, case: Case) -> tuple[list[Any] | None, str, str]:
+    """The function's answers to every call of ``case`` (copies of the inputs), or what it raised
+    (its type and message: the message names the culprit) and the exception's type.
 
     ``NotImplementedError`` (the student edition's stub) is not caught.
     """
@@ -110,8 +147,9 @@ def _answers(fn: Callable, case: Case) -> tuple[list[Any] | None, str]:
         except NotImplementedError:
             raise
         except Exception as e:  # the student's code crashed: name the error, not our numbers
-            return None, f"raised {type(e).__name__}"
-    return answers, ""
+            name, message = type(e).__name__, _message(e)
+            return None, f"raised {name}: {message}" if message else f"raised {name}", name
+    return answers, "", ""
 
 
 def _same_everywhere(answers: list[Any], expected: list[Any]) -> bool:
@@ -153,6 +191,48 @@ def _fitting_hint(
     return best.hint if best else None
 
 
+def _ratio(answer: Any, expected: Any) -> float | None:
+    if isinstance(answer, bool) or isinstance(expected, bool):
+        return None
+    try:
+        a, e = float(answer), float(expected)
+    except (TypeError, ValueError):
+        return None
+    return a / e if e != 0 and math.isfinite(a) and math.isfinite(e) else None
+
+
+def _unit_hint(unit: str | None, wrong: list[_Wrong], expected: dict[int, list[Any]]) -> str | None:
+    """A unit slip: every answer given wrong is the right one times the same power of 1000 (or
+    of 3600, seconds per hour). Said with the unit expected and the step that slipped."""
+    if unit is None:
+        return None
+    ratios = [
+        _ratio(a, e)
+        for w in wrong
+        if w.answers is not None
+        for a, e in zip(w.answers, expected[id(w.case)], strict=True)
+        if not _close(a, e)
+    ]
+    if not ratios or None in ratios:
+        return None
+    for factor, units, slip in _SLIPS:
+        if all(math.isclose(r, factor, rel_tol=1e-6) for r in ratios):  # type: ignore[arg-type]
+            size = f"{1 / factor:,.0f}x too low" if factor < 1 else f"{factor:,.0f}x too high"
+            theirs = units.get(unit)
+            instead = f", not {theirs}" if theirs else ""
+            return (
+                f"your answer is {size}, a slip of units: the answer is in {unit}{instead}, so "
+                f"do not {slip}"
+            )
+    return None
+
+
+def _sentences(*parts: str) -> str:
+    """Clauses as sentences: the first as the hint starts (lower case), the others capitalized."""
+    parts = tuple(p for p in parts if p)
+    return ". ".join([parts[0], *(p[0].upper() + p[1:] for p in parts[1:])])
+
+
 def _difference_hint(wrong: list[_Wrong], expected: dict[int, list[Any]]) -> str:
     """What differs, case by case, when no known mistake explains it; then what the first
     wrong case checks (its rule, never another mistake's advice)."""
@@ -165,10 +245,12 @@ def _difference_hint(wrong: list[_Wrong], expected: dict[int, list[Any]]) -> str
     if len(said) == 1:  # one way of differing on every case answered: no need to list them
         parts = list(said)
     else:
-        parts = [f"{text} on {', '.join(kinds)}" for text, kinds in list(said.items())[:2]]
-    first = wrong[0].case
+        parts = [f"on '{', '.join(kinds)}', {text}" for text, kinds in list(said.items())[:2]]
+    raised = next((w for w in wrong if w.error), None)
+    advice = RAISED_HINTS.get(raised.error, "") if raised and not parts else ""
+    first = raised.case if advice else wrong[0].case
     rule = f"the case '{first.kind}' checks that {first.hint}"
-    return "; ".join([*parts, rule]) if parts else rule
+    return _sentences(advice, *parts, rule)
 
 
 def _judge(
@@ -189,11 +271,11 @@ def _judge(
         expected = [reference(*copy.deepcopy(args)) for args in case.calls]
         expected_of[id(case)] = expected
         try:
-            answers, raised = _answers(fn, case)
+            answers, raised, error = _answers(fn, case)
         except NotImplementedError:
             return Outcome(name, "not done", 0, total, f"{name}: {NOT_DONE}")
         if answers is None:
-            wrong.append(_Wrong(case, raised, None))
+            wrong.append(_Wrong(case, raised, None, error))
             continue
         all_answers += answers
         all_expected += expected
@@ -206,13 +288,21 @@ def _judge(
             wrong.append(_Wrong(case, "gave a different answer", answers))
     if not wrong:
         return Outcome(name, "passed", right, total, f"{name}: all {total} cases right")
-    first = next((w for w in wrong if w.what == "returned None"), wrong[0])
+    # what the message shows: a None first, then an exception (its message names the culprit)
+    first = next(
+        (w for w in wrong if w.what == "returned None"),
+        next((w for w in wrong if w.error), wrong[0]),
+    )
     if first.what == "returned None":
         hint = NONE_HINT
     elif _same_everywhere(all_answers, all_expected):
         hint = CONSTANT_HINT
     else:
-        hint = _fitting_hint(wrong, answered, mistakes) or _difference_hint(wrong, expected_of)
+        hint = (
+            _unit_hint(UNITS.get(name), wrong, expected_of)
+            or _fitting_hint(wrong, answered, mistakes)
+            or _difference_hint(wrong, expected_of)
+        )
     kinds = sorted({w.case.kind for w in wrong}, key=[c.kind for c in cases].index)
     msg = (
         f"{name}: {right} of {total} cases right; wrong on {', '.join(kinds)} "

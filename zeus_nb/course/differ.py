@@ -62,7 +62,7 @@ def _number(answer: Any, expected: Any) -> str:
     if _integral(expected):  # a batch size, an index: nearer or farther says nothing
         if a != round(a):
             return "is not a whole number, and the right answer is one"
-        return "is another value than the right one"
+        return "is not the right one"
     if e == 0:
         return "is not 0"
     if a == 0:
@@ -100,20 +100,21 @@ def _items(answer: Sequence[Any], expected: Sequence[Any]) -> str:
     return "holds only right items but misses some"
 
 
-def _values(answer: Sequence[Any], expected: Sequence[Any]) -> str:
-    """A tuple of values: each position right or how it differs."""
+def _values(answer: Sequence[Any], expected: Sequence[Any], subject: str) -> str:
+    """A tuple of values, as a whole clause: which positions differ and how ("the first value
+    of your answer is right, and its second value is too high ...")."""
     parts = []
     for i, (a, e) in enumerate(zip(answer, expected, strict=True)):
         which = ORDINALS[i] if i < len(ORDINALS) else f"value {i + 1}"
-        if _same(a, e):
-            parts.append(f"its {which} value is right")
-        else:
-            parts.append(f"its {which} value {describe(a, e)}")
-    return "; ".join(parts)
+        first = not parts and subject != "it"
+        owner = f"the {which} value of {subject}" if first else f"its {which} value"
+        parts.append(f"{owner} {'is right' if _same(a, e) else describe(a, e)}")
+    return ", and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 2 else parts)
 
 
 def describe(answer: Any, expected: Any) -> str:
-    """How ``answer`` differs from ``expected``, as the end of a sentence ("is too high ...")."""
+    """How ``answer`` differs from ``expected``, as the end of a sentence ("is too high ..."):
+    a tuple of values is said as :func:`clause` says it, about "it"."""
     if isinstance(expected, bool) or isinstance(answer, bool):
         if isinstance(expected, bool) and isinstance(answer, bool):
             return f"is {answer} where the right answer is {expected}"
@@ -126,17 +127,30 @@ def describe(answer: Any, expected: Any) -> str:
             return _items(answer, expected)
         if len(answer) != len(expected):
             return f"has {len(answer)} values where {len(expected)} are expected"
-        return _values(answer, expected)
+        return "differs: " + _values(answer, expected, "it")
     return f"is {_kind(answer)} where {_kind(expected)} is expected"
+
+
+def clause(subject: str, answer: Any, expected: Any) -> str:
+    """A whole clause about ``subject`` ("your answer"): "your answer is too high ...", or for a
+    tuple "the first value of your answer is right, and its second value is too high ..."."""
+    if (
+        isinstance(expected, (tuple, list))
+        and isinstance(answer, (tuple, list))
+        and len(answer) == len(expected)
+        and not any(isinstance(x, (tuple, list)) for x in [*expected, *answer])
+        and not isinstance(expected, bool)
+    ):
+        return _values(answer, expected, subject)
+    return f"{subject} {describe(answer, expected)}"
 
 
 def describe_case(answers: Sequence[Any], expected: Sequence[Any]) -> str:
     """How a case's answers differ: the first call that differs (several calls: say which)."""
     for i, (a, e) in enumerate(zip(answers, expected, strict=True)):
         if not _same(a, e):
-            text = f"your answer {describe(a, e)}"
             if len(answers) > 1:
                 which = ORDINALS[i] if i < len(ORDINALS) else f"call {i + 1}"
-                text = f"on its {which} call " + text
-            return text
+                return clause(f"your answer to its {which} call", a, e)
+            return clause("your answer", a, e)
     return "your answer differs"

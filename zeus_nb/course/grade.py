@@ -25,6 +25,7 @@ class ExerciseResult:
     status: str  # "passed", "failed", "not attempted", "error" or "not run"
     detail: str
     title: str = ""  # the exercise's heading in the notebook ("the Zeus cost")
+    copy: str = ""  # the executed copy's name in the output folder: one per student's notebook
 
     @property
     def label(self) -> str:
@@ -58,11 +59,12 @@ def _grade_one(
     try:
         nb = read_ipynb(path, "submitted notebook")
     except Exception as e:
-        return [ExerciseResult(name, 0, "failed", f"not a readable notebook: {e}")]
+        return [ExerciseResult(name, 0, "failed", f"not a readable notebook: {e}", "", target.name)]
     strip_outputs(nb)
     exercise_cells = [c for c in nb.cells if EXERCISE_TAG in c.metadata.get("tags", [])]
     if not exercise_cells:
-        return [ExerciseResult(name, 0, "failed", "no cells tagged 'exercise' to grade")]
+        detail = "no cells tagged 'exercise' to grade"
+        return [ExerciseResult(name, 0, "failed", detail, "", target.name)]
     for cell in exercise_cells:
         cell.metadata["tags"].append("raises-exception")  # go on to the next exercise
     # a failing cell is judged cell by cell below; a timeout or a dead kernel is the problem
@@ -79,11 +81,12 @@ def _grade_one(
         status, detail = r.status, r.detail
         if problem and (status == "not run" or "KeyboardInterrupt" in detail):
             status, detail = "failed", f"execution stopped: {problem}"
-        results.append(ExerciseResult(name, number, status, detail, r.title))
+        results.append(ExerciseResult(name, number, status, detail, r.title, target.name))
     # a failing cell after the last exercise that no exercise's names explain: the notebook's
     for e in errors:
         if e.exercise is None and e.after_last and "KeyboardInterrupt" not in e.text:
-            results.append(ExerciseResult(name, 0, "error", f"after the last exercise, {e.text}"))
+            text = f"after the last exercise, {e.text}"
+            results.append(ExerciseResult(name, 0, "error", text, "", target.name))
     return results
 
 

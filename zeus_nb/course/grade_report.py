@@ -1,7 +1,11 @@
 """What ``zeus-nb course grade`` prints and writes: per submission, per student, per outcome.
 
-A student is the folder a submission sits in (``submissions/alice/01_x.ipynb`` is alice's);
-a notebook handed in loose is its own student. Outcomes whose reason is always the same
+Grades add up: every run of ``course grade`` into one folder keeps the grades already there
+(``grades.json``, the ledger ``grades.csv`` and ``totals.csv`` are written from) and replaces
+only those of the notebooks it graded again (the same student's same notebook, i.e. the same
+executed copy). A student is the folder a submission sits in
+(``submissions/alice/01_x.ipynb`` is alice's); a notebook handed in loose is its own student.
+Outcomes whose reason is always the same
 ("not attempted": the "your turn" line is still there) are explained once, in a legend, instead
 of on every row; a failed check keeps its own line, since it says what went wrong.
 """
@@ -10,13 +14,20 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from filelock import FileLock
+
 from zeus_nb.course.grade import ExerciseResult
+from zeus_nb.course.markers import CourseError
+from zeus_nb.inputs.source import read_json
 from zeus_nb.utils.files import atomic_write
+
+LEDGER = "grades.json"  # every grade of the folder, one object per exercise row
 
 STATUSES = ("passed", "failed", "not attempted", "error", "not run")
 # status -> the one sentence that explains it, shown once instead of on each row
@@ -41,6 +52,51 @@ class StudentTotal:
     @property
     def passed(self) -> int:
         return self.counts["passed"]
+
+
+def read_ledger(path: Path) -> list[ExerciseResult]:
+    """The grades an earlier ``course grade`` wrote into this folder (none if it is new)."""
+    if not path.exists():
+        return []
+    data = read_json(path, "grade ledger")
+    names = {f.name: f.type for f in fields(ExerciseResult)}
+    fix = f"; move {path} away to start the grades over"
+    if not isinstance(data, list):
+        raise CourseError(f"{path}: not a list of grades{fix}")
+    rows = []
+    for i, row in enumerate(data):
+        if (
+            not isinstance(row, dict)
+            or set(row) != set(names)
+            or not isinstance(row["exercise"], int)
+            or row["status"] not in STATUSES
+            or not all(isinstance(row[k], str) for k in names if k != "exercise")
+        ):
+            raise CourseError(f"{path}: grade {i + 1} is not one zeus-nb wrote{fix}")
+        rows.append(ExerciseResult(**row))
+    return rows
+
+
+def merge(
+    previous: Sequence[ExerciseResult], new: Sequence[ExerciseResult]
+) -> list[ExerciseResult]:
+    """The earlier grades with those of every notebook graded again replaced by ``new`` (a
+    notebook is its executed copy: the same student's same notebook), then the new ones."""
+    again = {r.copy or r.submission for r in new}
+    kept = [r for r in previous if (r.copy or r.submission) not in again]
+    return [*kept, *new]
+
+
+def record(out: Path, batch: Sequence[ExerciseResult]) -> list[ExerciseResult]:
+    """Add ``batch`` to the folder's ledger and write ``grades.csv`` and ``totals.csv`` from it;
+    every grade of the folder, returned. Under a lock: two graders into one folder both count."""
+    path = out / LEDGER
+    with FileLock(f"{path}.lock", timeout=60):
+        results = merge(read_ledger(path), batch)
+        atomic_write(path, json.dumps([asdict(r) for r in results], indent=1) + "\n")
+        write_grades(out / "grades.csv", results)
+        write_totals(out / "totals.csv", totals(results))
+    return results
 
 
 def student_of(submission: str | os.PathLike) -> str:

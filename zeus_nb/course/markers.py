@@ -190,6 +190,7 @@ def build(
     for path in sources:
         nb = read_ipynb(path)  # our error, naming the file, for anything that is not one
         split.append((path, *split_notebook(nb, path.name)))
+    _refuse_editions([(path, read_ipynb(path), n) for path, _, _, n in split])
     out = Path(out_dir)
     built = []
     for path, student, solution, exercises in split:
@@ -201,6 +202,32 @@ def build(
             targets[version] = target
         built.append(BuiltNotebook(path.name, exercises, targets["student"], targets["solution"]))
     return built
+
+
+SOURCES_HINT = (
+    "build the course from the notebooks with their solutions between the markers: a source "
+    "checkout's notebooks/ (git clone the project, then `zeus-nb course build notebooks/`), or, "
+    "in the Docker image built with --build-arg EDITION=instructor, "
+    "`zeus-nb course build /workspace/course-source`"
+)
+
+
+def _refuse_editions(found: list[tuple[Path, Any, int]]) -> None:
+    """A student or instructor edition has no solution markers left to split: building from it
+    would write a course of 0 exercises. Refused with the edition found and what to do."""
+    editions = {}
+    for path, nb, exercises in found:
+        meta = nb.metadata.get(EDITION_KEY)
+        kind = meta.get("edition") if isinstance(meta, dict) else None
+        if exercises == 0 and kind in ("student", "instructor"):
+            editions.setdefault(kind, []).append(path.name)
+    if editions and sum(n for *_, n in found) == 0:
+        said = "; ".join(
+            f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} the {kind} edition"
+            + (" (exercises blank)" if kind == "student" else " (solutions without markers)")
+            for kind, names in editions.items()
+        )
+        raise CourseError(f"{said}: there are no solution markers to split; {SOURCES_HINT}")
 
 
 def edition(nb: Any, solutions: bool = False, name: str = "notebook") -> Any:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -113,8 +114,11 @@ def build_slides(
     reveal_url_prefix: str | None = None,
     executed: str | os.PathLike | None = None,
     parameters: Mapping[str, Any] | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> list[Path]:
     """Write ``<name>.slides.html`` per notebook into ``out_dir``; the written decks.
+
+    ``report`` gets a line as each notebook starts and is done (executing one takes minutes).
 
     ``executed``: a folder of executed notebooks to use instead of executing them here with
     papermill ``parameters``. ``reveal_url_prefix``: load reveal.js from there instead of the copy
@@ -127,13 +131,20 @@ def build_slides(
     out = Path(out_dir)
     pages = {}
     with tempfile.TemporaryDirectory(prefix="zeus-nb-slides-") as tmp:
-        for path in _collect(notebooks):
+        paths = _collect(notebooks)
+        for i, path in enumerate(paths, start=1):
+            start = time.monotonic()
+            if report is not None:
+                doing = "executing" if executed is None else "reading"
+                report(f"[{i}/{len(paths)}] {path.name}: {doing} ...")
             nb = executed_copy(path, executed, Path(tmp), params)
             source = read_ipynb(path)
             _current_prose(nb, source)
             laid = lay_out(nb, student_sources(source, path.name), notes=deck_notes(path.stem))
             body, _ = exporter.from_notebook_node(laid)
             pages[f"{path.stem}.slides.html"] = body
+            if report is not None:
+                report(f"[{i}/{len(paths)}] {path.name}: done ({time.monotonic() - start:.0f} s)")
     out.mkdir(parents=True, exist_ok=True)
     if reveal_url_prefix is None:
         vendor(out)

@@ -59,7 +59,7 @@ def timings(paths: Iterable[str | os.PathLike], problems: list[str] | None = Non
             files += [
                 (q, q.relative_to(p))
                 for q in sorted(p.rglob("*.ipynb"))
-                if ".ipynb_checkpoints" not in q.parts
+                if ".ipynb_checkpoints" not in q.parts and not q.name.endswith(".partial.ipynb")
             ]
         elif p.is_file():
             files.append((p, Path(p.name)))

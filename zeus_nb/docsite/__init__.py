@@ -96,6 +96,8 @@ def execute_notebooks(
     and no solution. Widget state is dropped from the outputs: a static page cannot run the
     controls, and keeping it would make each page load a widget manager from the web.
     """
+    from tqdm.auto import tqdm
+
     from zeus_nb.runner.notebooks import run_notebook
 
     dest.mkdir(parents=True, exist_ok=True)
@@ -107,7 +109,10 @@ def execute_notebooks(
         _environ(ZEUS_NB_BACKEND="sim"),
         temp_environ(MPLBACKEND=None),  # the kernel's inline backend: figures become outputs
     ):
-        for nb in write_editions(Path(tmp), solutions):
+        editions = write_editions(Path(tmp), solutions)
+        bar = tqdm(editions, desc="docs: executing notebooks", unit="notebook")
+        for nb in bar:  # minutes each: a bar, and the notebook's name on it
+            bar.set_postfix_str(nb.name)
             log.info("executing %s", nb.name)
             res = run_notebook(nb, dest / nb.name, {"smoke": True}, dest, timeout=timeout)
             if not res.ok:

@@ -40,6 +40,8 @@ NOT_INPUT: dict[str, str] = {
     "kept aside as results.csv.damaged, never parsed into numbers",
     "zeus_nb.course.grade._grade_one": "a submitted notebook, read by nbformat; unreadable is "
     "that submission's grade",
+    "zeus_nb.course.grade_report.read_ledger": "grades.json, which course grade wrote into "
+    "its output folder; a row it did not write is refused with a CourseError naming the file",
     "zeus_nb.course.markers.build": "the shipped notebooks (or the user's), read by nbformat",
     "zeus_nb.course.markers.edition_text": "a notebook, read by nbformat",
     "zeus_nb.course.slides.build_slides": "a notebook, read by nbformat",

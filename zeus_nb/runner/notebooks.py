@@ -7,7 +7,8 @@
   ``ZEUS_NB_RECORD_FILE`` (the sidecar of :func:`zeus_nb.record`) in the kernel's environment;
 * never raises for a failing notebook: the result says what failed, and the partially
   executed output notebook is kept for inspection;
-* writes the output notebook (and its records) under a temporary name (``NAME.ipynb.partial``)
+* writes the output notebook (and its records) under a temporary name (``NAME.partial.ipynb``,
+  an extension papermill accepts without a warning)
   and moves it into place only when the run returns, stamped with its outcome: an interrupted
   run never replaces a finished one, and a sweep's "done" state is read from that stamp.
 
@@ -300,7 +301,15 @@ class RunResult:
 #: Where a run's outcome is stamped in the output notebook's metadata: the "done" state of a
 #: sweep point is read from it, never from the file's existence.
 OUTCOME_KEY = "zeus_nb"
-PARTIAL = ".partial"  # suffix of a run's notebook and records while it runs
+PARTIAL = ".partial"  # suffix of a run's records while it runs (its notebook: PARTIAL_NOTEBOOK)
+# a run's notebook while it runs: NAME.partial.ipynb (papermill warns about other extensions);
+# readers of output folders skip such leftovers of a killed run
+PARTIAL_NOTEBOOK = ".partial.ipynb"
+
+
+def partial_of(out: Path) -> Path:
+    """Where the run of ``out`` (NAME.ipynb) writes its notebook until it returns."""
+    return out.with_name(out.name.removesuffix(".ipynb") + PARTIAL_NOTEBOOK)
 
 
 def is_complete(output: str | Path) -> bool:
@@ -382,7 +391,7 @@ def run_notebook(
     out.parent.mkdir(parents=True, exist_ok=True)
     # The run writes under temporary names; the finished result replaces the old one only when
     # the run returns, so Ctrl-C (or --force, then Ctrl-C) never loses a finished point.
-    partial = out.with_name(out.name + PARTIAL)
+    partial = partial_of(out)
     side = sidecar_of(out)
     partial_side = side.with_name(side.name + PARTIAL)
     partial.unlink(missing_ok=True)

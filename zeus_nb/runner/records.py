@@ -247,7 +247,8 @@ def _expand(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     for item in items:
         p = Path(item)
         if p.is_dir():
-            found += sorted(p.glob("*.ipynb"))
+            # not NAME.partial.ipynb: what a killed run left (runner.notebooks.PARTIAL_NOTEBOOK)
+            found += sorted(q for q in p.glob("*.ipynb") if not q.name.endswith(".partial.ipynb"))
             nbs = {q.stem for q in found}
             found += [
                 q

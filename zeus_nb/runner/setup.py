@@ -124,6 +124,29 @@ def _one_line_errors() -> None:
     shell.set_custom_exc((ZeusNbError,), show)
 
 
+# matplotlib's backends that only write files (its non-interactive built-ins)
+FILE_BACKENDS = frozenset({"agg", "cairo", "pdf", "pgf", "ps", "svg", "template"})
+
+
+def _inline_figures() -> None:
+    """In a Jupyter kernel, figures show as images even when the environment JupyterLab started
+    from names a non-interactive matplotlib backend (``MPLBACKEND=Agg``): with it, a figure a
+    widget displays would print as ``<Figure size 900x300 with 2 Axes>``. The kernel's inline
+    backend shows it (and papermill keeps it as a PNG output); an interactive backend a person
+    chose (``%matplotlib widget``) is left alone."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return  # a plain Python process or a terminal IPython: its backend is the person's
+    import matplotlib
+
+    if matplotlib.get_backend().lower() in FILE_BACKENDS:
+        shell.run_line_magic("matplotlib", "inline")
+
+
 def describe(system: GPUSystem) -> str:
     """One friendly line about the backend ``system`` measures."""
     names = sorted({g.name for g in system.gpus})
@@ -203,6 +226,7 @@ def notebook_setup(
     _seed = int(seed)  # the exercises' random cases follow the notebook's seed
     show_logs()
     _one_line_errors()
+    _inline_figures()
     if not quiet:
         why = f" ({'; '.join(m.split(';')[0] for m in notices)})" if notices else ""
         show_notice(describe(system) + why)

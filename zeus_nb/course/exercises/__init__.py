@@ -16,7 +16,7 @@ from zeus_nb.course.exercises import batch_size, measuring, parallel, power_limi
 from zeus_nb.course.exercises.base import Case, Mistake, use_seed
 from zeus_nb.tradeoff import zeus_cost
 
-__all__ = ["EXERCISES", "MISTAKES", "Case", "Mistake", "use_seed"]
+__all__ = ["EXERCISES", "MISTAKES", "UNITS", "Case", "Mistake", "use_seed"]
 
 # name -> (reference answer, cases); the cases are drawn afresh for the current seed
 EXERCISES: dict[str, tuple[Callable, Callable[[], list[Case]]]] = {
@@ -51,3 +51,12 @@ MISTAKES: dict[str, Callable[[], list[Mistake]]] = {
 }
 
 REFERENCES = frozenset(reference for reference, _ in EXERCISES.values())
+
+# name -> the unit of the answer, for the exercises whose answer is one physical quantity: a
+# wrong answer off by a power of 1000 (or by 3600) is named as a unit slip in this unit
+UNITS: dict[str, str] = {
+    "average_power": "W",
+    "energy_per_step": "J",
+    "zeus_cost": "J",
+    "iteration_energy": "J",
+}

@@ -62,8 +62,8 @@ def should_stop_mistakes() -> list[Mistake]:
         Mistake(
             "ignores beta",
             unless_none(lambda c, b, beta: c > b),
-            "a run may cost up to beta x the best cost before it stops: compare with "
-            "beta * best_cost",
+            "a run may cost up to beta x the best cost before it stops: compare with that "
+            "budget, not the best cost itself",
         ),
         Mistake(
             "the wrong way round",

@@ -5,7 +5,10 @@ from __future__ import annotations
 from zeus_nb.course.exercises.base import Case, Mistake, rng
 from zeus_nb.monitor import Measurement
 
-EVERY_GPU = "count the energy of every GPU: measurement.total_energy"
+EVERY_GPU = (
+    "the window's energy counts every GPU it measured, not only GPU 0: look at what the "
+    "measurement holds for all of them together"
+)
 
 
 def average_power_ref(m: Measurement) -> float:

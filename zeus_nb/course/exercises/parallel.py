@@ -233,4 +233,16 @@ def plan_within_mistakes() -> list[Mistake]:
             lambda ps, d: ps[min(fits(ps, d), key=lambda i: ps[i][1])],
             "return the plan's index (an int), not the plan itself",
         ),
+        Mistake(
+            "the most energy",
+            lambda ps, d: max(fits(ps, d), key=lambda i: ps[i][1]),
+            "that is the plan with the most energy among those in time: look for the least "
+            "(min, not max)",
+        ),
+        Mistake(
+            "the last plan in time",
+            lambda ps, d: max(fits(ps, d)),
+            "the last plan in the list that meets the deadline is not the cheapest: the plans "
+            "come in no order, so compare the energies of every plan in time",
+        ),
     ]

@@ -53,7 +53,7 @@ def zeus_cost_mistakes() -> list[Mistake]:
         Mistake(
             "no weights",
             lambda e, t, eta, p: e + p * t,
-            "weigh the two terms: eta x energy + (1 - eta) x max_power x time",
+            "weigh the two terms: eta weighs the energy and (1 - eta) the time term",
         ),
         Mistake("energy only", lambda e, t, eta, p: e, "the cost also counts time unless eta = 1"),
     ]
@@ -161,17 +161,17 @@ def energy_optimal_mistakes() -> list[Mistake]:
         Mistake(
             "the energy itself",
             lambda p: float(p.energy_j.min()),
-            "that is the least energy in J: return its power limit (the index), e.g. with idxmin",
+            "that is the least energy in J: return its power limit (the row's index label)",
         ),
         Mistake(
             "row position",
             lambda p: int(p.energy_j.to_numpy().argmin()),
-            "argmin gives the row's position; the power limit is the index label (idxmin)",
+            "argmin gives the row's position; the power limit is the row's index label",
         ),
         Mistake(
             "most energy",
             lambda p: float(p.energy_j.idxmax()),
-            "idxmax finds the most energy: the least is idxmin",
+            "idxmax finds the most energy: look for the least (min, not max)",
         ),
         Mistake(
             "first row",

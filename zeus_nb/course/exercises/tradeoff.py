@@ -31,6 +31,15 @@ def _walk(points: Sequence[tuple[float, float]], strict: bool) -> list[tuple[flo
     return front
 
 
+def _walk_up(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The loop with its comparison the wrong way round: keeps each point of higher energy."""
+    front: list[tuple[float, float]] = []
+    for t, e in sorted(points):
+        if not front or e > front[-1][1]:
+            front.append((t, e))
+    return front
+
+
 def pareto_cases() -> list[Case]:
     r = rng("pareto_front")
 
@@ -93,6 +102,12 @@ def pareto_mistakes() -> list[Mistake]:
             lambda ps: _walk(ps, strict=True),
             "the loop compares each point with the last one kept, which works only when the "
             "points come in order of time: sort them by time (then energy) before the loop",
+        ),
+        Mistake(
+            "comparison the wrong way round",
+            _walk_up,
+            "the comparison goes the wrong way: a slower point joins the front only when its "
+            "energy is lower than the last point kept, not higher",
         ),
     ]
 
@@ -230,5 +245,12 @@ def least_cost_mistakes() -> list[Mistake]:
                 cs, key=lambda c: zeus_cost(c[3], c[2], eta, max(x[1] for x in cs))
             ),
             "return only (batch_size, power_limit), not the whole row",
+        ),
+        Mistake(
+            "the highest cost",
+            lambda cs, eta: tuple(
+                max(cs, key=lambda c: zeus_cost(c[3], c[2], eta, max(x[1] for x in cs)))[:2]
+            ),
+            "that is the configuration with the highest cost: look for the least (min, not max)",
         ),
     ]
