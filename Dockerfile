@@ -16,7 +16,7 @@
 #       dask worker tcp://HOST:8786 --nthreads 1 --resources GPU=1
 #
 # Measuring energy needs only `--gpus all`. Changing power limits (the optimizers) also needs
-# `--cap-add SYS_ADMIN --user root` (and a volume for the power-limit record); see the README.
+# `--cap-add SYS_ADMIN --user root` (and a volume for the power-limit record); see docs/gpu.md.
 ARG VARIANT=gpu
 FROM nvidia/cuda:12.6.3-cudnn-runtime-ubuntu24.04 AS base-gpu
 FROM ubuntu:24.04 AS base-cpu

@@ -31,9 +31,15 @@ def test_torch_and_torchvision_must_be_a_pair(torch, vision, words):
         assert problem is None
         return
     assert words in problem and "operator torchvision::nms does not exist" in problem
-    assert "pip install 'torch==" in problem and "torchvision==0." in problem
+    assert "-m pip install " in problem and "'torch==" in problem and "torchvision==0." in problem
     if "cpu" in torch + vision:
-        assert stack.CPU_INDEX in problem  # the fix stays on the CPU wheels
+        assert stack.CPU_INDEX in problem  # the fix stays on the CPU wheels ...
+        # ... says it needs PyTorch's index, and gives one that does not
+        assert f"needs {stack.CPU_INDEX} to be reachable" in problem
+        assert "without that index" in problem and "install torch torchvision" in problem
+    else:
+        assert "download.pytorch.org" not in problem  # no index a default pair does not need
+    assert sys.executable in problem  # the pip of this environment, activated or not
 
 
 def _mismatched(monkeypatch) -> None:
@@ -49,7 +55,7 @@ def test_doctor_reports_a_mismatched_pair_with_its_fix(monkeypatch, capsys):
     assert main(["doctor", "--backend", "sim"]) == 1
     out = capsys.readouterr().out
     assert "torch 2.13.0+cpu, torchvision 0.29.1: do not match" in out
-    assert "pip install 'torch==2.13.0' 'torchvision==0.28.*' --index-url" in out
+    assert "install --force-reinstall 'torch==2.13.0' 'torchvision==0.28.*' --index-url" in out
     assert "cannot run here yet" in out
 
 

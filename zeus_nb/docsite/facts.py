@@ -121,12 +121,64 @@ def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+# Measured once, by hand (they depend on PyPI's wheels of the day, not on this package); every
+# document that gives an install size quotes this sentence.
+INSTALL_SIZES = {
+    "cuda": "5.1 GiB installed (torch 2.14.1 for CUDA 13.0, measured with `du`)",
+    "cpu": (
+        "torch 2.13.0 for Python 3.11 on Linux x86-64 is a 183 MiB download and 667 MiB "
+        "installed (measured from the wheel file)"
+    ),
+}
+
+
+def install_sizes_text() -> str:
+    return _wrap(
+        "On Linux pip takes PyTorch from PyPI with NVIDIA's CUDA libraries, even on a machine "
+        f"without a GPU: `torch`, `nvidia-*` and `triton` take {INSTALL_SIZES['cuda']}. "
+        "PyTorch's own CPU-only wheels, from `https://download.pytorch.org/whl/cpu`, are a few "
+        f"hundred MiB: {INSTALL_SIZES['cpu']}."
+    )
+
+
+# The sweeps the guides show: marker -> (notebook, its `-p NAME VALUES` pairs, --smoke).
+SWEEPS = {
+    "sweep-files-measuring": ("01", [["sim_gpu", "a40,v100"]], True),
+    "sweep-files-tradeoff": (
+        "03",
+        [["eta_knob", "0,0.5,1"], ["workload", "imagenet,cifar100"]],
+        True,
+    ),
+}
+
+
+def sweep_files_text(name: str) -> str:
+    """The files a guide's sweep writes, typed and named as ``zeus-nb sweep`` itself does."""
+    from zeus_nb.commands.sweep import build_grid
+    from zeus_nb.runner.notebooks import find_notebook, grid_points, point_file
+
+    number, pairs, smoke = SWEEPS[name]
+    notebook = find_notebook(number)
+    files = [
+        f"`{point_file(notebook, p, smoke)}.ipynb`"
+        for p in grid_points(build_grid(notebook, pairs))
+    ]
+    flags = " ".join(f"-p {k} {v}" for k, v in pairs)
+    return _wrap(
+        f"`zeus-nb sweep {number} {flags}{' --smoke' if smoke else ''}` writes {len(files)} "
+        f"notebooks, one per point: {_and(files)}"
+        f"{' (a smoke run ends in `~smoke`)' if smoke else ''}, and `results.csv`."
+    )
+
+
 def facts(repo: Path) -> dict[str, Callable[[], str]]:
     """Marker name -> what goes between its markers."""
     return {
         "commands": commands_text,
         "checks": checks_text,
         "simulated-gpus": lambda: simulated_text(repo),
+        "install-sizes": install_sizes_text,
+        **{name: lambda n=name: sweep_files_text(n) for name in SWEEPS},
     }
 
 
@@ -140,7 +192,13 @@ def render(text: str, repo: Path) -> str:
     return text
 
 
-DOCUMENTS = ("README.md", "docs/notebooks.md")
+DOCUMENTS = (
+    "README.md",
+    "docs/notebooks.md",
+    "docs/install.md",
+    "docs/instructors.md",
+    "docs/course/instructor-guide.md",
+)
 
 
 def sync(repo: Path) -> list[Path]:

@@ -114,13 +114,24 @@ def pair_problem(torch_version: str, vision_version: str) -> str | None:
             f"{v_local or 'default (PyPI)'} build"
         )
     cpu = t_local == "cpu" or v_local == "cpu"
-    index = f" --index-url {CPU_INDEX}" if cpu else ""
+    pip = f"{sys.executable} -m pip"
+    pair = f"'torch=={base}' '{want}'"
+    if cpu:
+        # PyTorch's CPU index is often unreachable where PyPI is (a proxy, a local mirror): give
+        # the fix that needs it as such, and one that takes both from pip's usual sources
+        fix = (
+            f"install the pair from one source: the CPU pair from PyTorch's own index (needs "
+            f"{CPU_INDEX} to be reachable): {pip} install --force-reinstall {pair} --index-url "
+            f"{CPU_INDEX}; or, without that index, PyPI's default (CUDA) pair, larger but it "
+            f"runs on a CPU too: {pip} uninstall -y torch torchvision && {pip} install torch "
+            f"torchvision"
+        )
+    else:
+        fix = f"install the pair from one source: {pip} install {pair}"
     return (
         f"torch {torch_version} and torchvision {vision_version} do not match "
         f"({'; '.join(why)}), which makes importing torchvision fail with `operator "
-        f"torchvision::nms does not exist`: install the pair from one index: pip install "
-        f"'torch=={base}' '{want}'"
-        f"{index}"
+        f"torchvision::nms does not exist`: {fix}"
     )
 
 
