@@ -58,3 +58,28 @@ def test_a_training_run_is_sized_to_finish_profiling(world_size, limits):
     assert sized.epochs * steps_per_epoch(sized, world_size) >= needed
     # and no larger than it must be: one epoch step fewer would not do
     assert sized.epochs * (steps_per_epoch(sized, world_size) - 1) < needed or size == 512
+
+
+def test_a_run_too_short_to_profile_says_so_and_names_no_limit(tmp_path, caplog):
+    """The FSDP example once printed "power limit 100 W" with profiling unfinished: the GPU's
+    limit at the end was one being profiled, not a choice."""
+    import logging
+
+    from zeus_nb.train.loop import run
+
+    system = device.create("sim")
+    config = TrainConfig(
+        epochs=1,
+        train_size=64,
+        val_size=32,
+        backend="sim",
+        progress=False,
+        results=str(tmp_path / "r.json"),
+        threads=1,
+    )
+    with caplog.at_level(logging.INFO, logger="zeus_nb.train.loop"):
+        r = run("single", config, system=system)
+    assert not r["profiling_done"] and r["optimal_power_limit_w"] is None
+    (done,) = [m for m in caplog.messages if m.startswith("done:")]
+    assert "no power limit chosen: profiling did not finish" in done
+    assert "W chosen" not in done
