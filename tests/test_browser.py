@@ -191,6 +191,10 @@ def _open_and_run_all(page, url: str) -> None:
             page.evaluate(RUN_ALL)
             stalled_since = time.monotonic()
         page.wait_for_timeout(1000)
+    # a cell shows its count before its last output arrives: wait (bounded) for an idle kernel
+    while not page.evaluate(KERNEL_READY):
+        assert time.monotonic() < deadline, "the kernel stayed busy after every cell ran"
+        page.wait_for_timeout(300)
 
 
 def _set_slider(page, slider, value: float) -> None:
@@ -424,6 +428,16 @@ def _run_next_cell(page, marker: str, *expect: str) -> str:
     return text
 
 
+def _wait_for_text(page, expect: str, index: int = -1, timeout: float = 60) -> str:
+    """The outputs' text (of cell ``index``, or all) once it holds ``expect``; bounded, since a
+    loaded machine delivers a cell's last output later than an idle one."""
+    deadline = time.monotonic() + timeout
+    while expect not in (text := page.evaluate(OUTPUT_TEXT, index)):
+        assert time.monotonic() < deadline, f"no {expect!r} in the outputs: {text[-500:]}"
+        page.wait_for_timeout(300)
+    return text
+
+
 def _printed_your_lines(page) -> list[str]:
     """Lines the notebook's code printed that say "your" (the check's "your turn" aside)."""
     lines = page.evaluate(OUTPUT_TEXT, -1).splitlines()
@@ -462,8 +476,7 @@ def test_exercise_answers_in_the_browser_get_fitting_feedback_and_honest_lines(l
         after = _run_next_cell(page, "def plan_within(", "picks the plan")
         assert "the reference plan_within picks" in after and "your plan_within" not in after
         # the measured live run equals its prediction: the notebook says why
-        text = page.evaluate(OUTPUT_TEXT, -1)
-        assert "the same frequency model the planner predicts with" in text
+        _wait_for_text(page, "the same frequency model the planner predicts with")
 
     _run_in_browser(lab, check)
 

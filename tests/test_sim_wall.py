@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ import zeus_nb
 from zeus_nb import device
 from zeus_nb.device import sim_wall
 from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.optimizer.power_limit import GlobalPowerLimitOptimizer, MaxSlowdownConstraint, Phase
 
 SCRIPT = Path(__file__).parent / "zeus_scripts" / "plo_wall_clock.py"
 
@@ -33,9 +35,9 @@ def test_real_time_is_stretched_by_the_trace_slowdown():
     for limit in (system.max_limit, low):
         system.gpus[0].set_power_limit(limit)
         monitor.begin_window(f"w{limit}")
-        start = time.monotonic()
+        start = sim_wall.own_time()  # real time less any wait for a CPU
         time.sleep(0.05)
-        real = time.monotonic() - start
+        real = sim_wall.own_time() - start
         m = monitor.end_window(f"w{limit}")
         times[limit] = m.time / real
         watts = system.step_cost(system.batch_size, limit)[1]
@@ -58,6 +60,7 @@ class FakeTime:
 def test_marked_steps_cost_the_calibrated_time_whatever_their_real_length(monkeypatch):
     fake = FakeTime()
     monkeypatch.setattr(sim_wall, "time", fake)
+    monkeypatch.setattr(sim_wall, "_waited", lambda: 0.0)
     system = device.use_simulated(gpu="v100", workload="imagenet", clock="wall")
     for length in (0.001, 0.003, 0.002, 0.001, 0.002):  # calibration at the maximum limit
         fake.now += length
@@ -90,6 +93,7 @@ def test_a_busy_machine_pausing_a_step_adds_nothing_to_it(monkeypatch):
     window reads the clock during it or not (below the hold)."""
     fake = FakeTime()
     monkeypatch.setattr(sim_wall, "time", fake)
+    monkeypatch.setattr(sim_wall, "_waited", lambda: 0.0)
     system = device.use_simulated(gpu="v100", workload="imagenet", clock="wall")
     for _ in range(sim_wall.CALIBRATION_STEPS):
         fake.now += 0.002
@@ -131,3 +135,124 @@ def test_unmodified_zeus_loop_picks_the_limit_the_trace_implies(factor):
         assert out.returncode == 0, out.stderr[-2000:]
         chosen.append(float(out.stdout.split()[-1]))
     assert chosen == [expected] * 5, (factor, chosen, expected)
+
+
+# --- load: the limit chosen on the wall clock is the trace's, beside busy processes ----------
+BUSY = "import time\nend = time.monotonic() + {limit}\nwhile time.monotonic() < end:\n    pass\n"
+
+
+@pytest.fixture
+def busy_machine():
+    """Four CPU-bound processes beside the test (each stops by itself after 300 s at most, and
+    the fixture kills them at the end)."""
+    procs = [subprocess.Popen([sys.executable, "-c", BUSY.format(limit=300)]) for _ in range(4)]
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait(timeout=30)
+
+
+def zeus_style_loop(factor: float, step_ends: bool, warmup_steps: int) -> tuple[float, list]:
+    """Zeus's documented loop on the wall clock: 10 steps of time.sleep(0.01) per epoch, Zeus's
+    restart at each epoch's end; with or without ``on_step_end``. (chosen W, measurements)"""
+    device.use_simulated(gpu="a40", workload="imagenet", clock="wall")
+    monitor = ZeusMonitor(gpu_indices=[0])
+    plo = GlobalPowerLimitOptimizer(
+        monitor, MaxSlowdownConstraint(factor), warmup_steps=warmup_steps, profile_steps=5
+    )
+    for _ in range(60):
+        plo.on_epoch_begin()
+        for _ in range(10):
+            plo.on_step_begin()
+            time.sleep(0.01)
+            if step_ends:
+                plo.on_step_end()
+        plo.on_epoch_end()
+        if plo.done:
+            break
+    plo.close()
+    assert plo.done, "profiling did not finish in 60 epochs"
+    return plo.optimal_power_limit, plo.measurements
+
+
+@pytest.mark.slow
+def test_a_busy_machine_chooses_the_limit_the_trace_implies(busy_machine):
+    """Once 225 W, 300 W, 225 W at load 6-8 where the trace implies 300 W: calibration steps
+    (real time) fell inside the first windows, and loops without on_step_end were not paced."""
+    assert all(p.poll() is None for p in busy_machine)  # the load is there
+    system = device.use_simulated(gpu="a40", workload="imagenet", clock="wall")
+    for factor in (1.0, 1.5):
+        expected = implied_limit(system, factor)
+        for step_ends in (True, False):
+            for warmup in (0, 2):
+                chosen, measured = zeus_style_loop(factor, step_ends, warmup)
+                assert chosen == expected, (factor, step_ends, warmup, chosen, measured)
+                # every window holds whole paced steps: its time over the maximum limit's
+                # window is exactly the trace's slowdown
+                top = next(m.time for m in measured if m.power_limit == system.max_limit)
+                for m in measured:
+                    ratio = m.time / top
+                    assert ratio == pytest.approx(system.slowdown(m.power_limit), rel=1e-9)
+
+
+def test_no_window_opens_while_the_wall_clock_calibrates(monkeypatch):
+    """Calibration steps cost real time, so the optimizer waits for pace_ready before its
+    first window; a loop without on_step_end is marked where each step begins."""
+    fake = FakeTime()
+    monkeypatch.setattr(sim_wall, "time", fake)
+    monkeypatch.setattr(sim_wall, "_waited", lambda: 0.0)
+    system = device.use_simulated(gpu="a40", workload="imagenet", clock="wall")
+    plo = GlobalPowerLimitOptimizer(
+        ZeusMonitor(gpu_indices=[0]), MaxSlowdownConstraint(1.0), warmup_steps=0
+    )
+    plo.on_epoch_begin()
+    begun = 0
+    while plo.phase != Phase.PROFILE:
+        plo.on_step_begin()  # no on_step_end: Zeus's loops may leave it out
+        begun += 1
+        fake.now += 0.5 if begun == 3 else 0.002  # a long pause in a calibration step
+        assert begun < 20
+    assert system.pace_ready() and system._pace.base == pytest.approx(0.002)
+    assert begun == sim_wall.CALIBRATION_STEPS + 1  # marked at begins 2..6; the window at 6
+    plo.close()
+
+
+def test_time_spent_waiting_for_a_cpu_is_not_the_loops(monkeypatch):
+    """A busy machine keeps the process off a CPU; the wall clock charges what it ran or slept."""
+    fake = FakeTime()
+    waited = [0.0]
+    monkeypatch.setattr(sim_wall, "time", fake)
+    monkeypatch.setattr(sim_wall, "_waited", lambda: waited[0])
+    monkeypatch.setattr(sim_wall, "_HAS_SCHEDSTAT", True)
+    system = device.use_simulated(gpu="v100", workload="imagenet", clock="wall")
+    t0 = system.clock()
+    fake.now += 0.5
+    waited[0] += 0.3  # 0.3 s of it on a run queue behind other processes
+    assert system.clock() - t0 == pytest.approx(0.2)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path(sim_wall.SCHEDSTAT).exists(), reason="no /proc/self/schedstat")
+def test_own_time_of_cpu_work_beside_busy_processes_is_its_idle_time(busy_machine):
+    """The same CPU work measures alike idle and beside four busy processes (on this 2-core
+    machine its real time grows about 3x; its own time within the tolerance below)."""
+
+    def work() -> tuple[float, float]:
+        real, own = time.monotonic(), sim_wall.own_time()
+        x = 0
+        for i in range(3_000_000):
+            x += i
+        return time.monotonic() - real, sim_wall.own_time() - own
+
+    for p in busy_machine:  # idle first: stop the load
+        p.send_signal(signal.SIGSTOP)
+    idle = min(work()[1] for _ in range(3))
+    for p in busy_machine:
+        p.send_signal(signal.SIGCONT)
+    time.sleep(0.5)
+    loaded = [work() for _ in range(3)]
+    own = min(o for _, o in loaded)
+    assert own == pytest.approx(idle, rel=0.5), (idle, loaded)

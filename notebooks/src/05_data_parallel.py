@@ -45,6 +45,7 @@ from zeus_nb.course import check
 from zeus_nb.optimizer import PowerLimitMeasurement
 from zeus_nb.plots import power_limit_profile
 from zeus_nb.runner.setup import counter_period
+from zeus_nb.train.config import TrainConfig, train_size_to_profile
 from zeus_nb.train.launch import launch
 
 if smoke:
@@ -76,6 +77,16 @@ options = dict(
     pl_step=pl_step,
     seed=seed,
 )
+# Work is counted in steps, never in seconds: enough steps for the optimizer to measure every
+# limit and choose, however busy the machine (adaptive profiling may stop early; not counted on).
+low_w, high_w = system.gpus[0].power_limit_constraints()
+profiled_size = train_size_to_profile(TrainConfig(**options), nproc, low_w, high_w)
+if data == "synthetic" and profiled_size > train_size:
+    print(
+        f"{train_size} images are too few steps to profile every limit from {high_w:g} W down to "
+        f"{low_w:g} W; training on {profiled_size} images"
+    )
+    train_size = options["train_size"] = profiled_size
 sim_env = {"ZEUS_NB_SIM_RANK_SPREAD": str(rank_spread), "ZEUS_NB_SIM_STRAGGLER": straggler}
 print(
     f"{nproc} processes on the {gpu_backend} backend: the {arch} model on {data} data, "
@@ -145,8 +156,14 @@ profile = [
     PowerLimitMeasurement(p["power_limit_w"], p["energy_j"], p["time_s"], p["num_gpus"])
     for p in dp["profile"]
 ]
+chosen_w = dp["optimal_power_limit_w"]  # None: profiling did not finish, no limit was chosen
 print(
-    f"chosen limit: {dp['optimal_power_limit_w']:g} W; the ranks ended at "
+    (
+        f"chosen limit: {chosen_w:g} W"
+        if chosen_w is not None
+        else f"no limit chosen: profiling did not finish ({len(profile)} limits measured)"
+    )
+    + "; the ranks ended at "
     + ", ".join(f"{w:g} W" for w in sorted(set(ranks.power_limit_w)))
 )
 if profile:
@@ -187,13 +204,15 @@ def slowdown_limit(profile: list[PowerLimitMeasurement], max_slowdown: float) ->
 slowdown_limit = check.slowdown_limit(slowdown_limit)
 my_limit = slowdown_limit(profile, max_slowdown) if profile else None
 if my_limit is not None:
-    chosen_w = dp["optimal_power_limit_w"]
     verdict = "the same limit" if my_limit == chosen_w else "a different limit"
     print(
         f"within {max_slowdown:g}x the time at {max(m.power_limit for m in profile):g} W: "
         f"{check.whose(slowdown_limit, 'slowdown_limit')} picks {my_limit:g} W, "
-        f"the optimizer chose {chosen_w:g} W "
-        f"({verdict})"
+        + (
+            f"the optimizer chose {chosen_w:g} W ({verdict})"
+            if chosen_w is not None
+            else "the optimizer chose none (its profiling did not finish)"
+        )
     )
 
 # %% [markdown]
@@ -243,8 +262,9 @@ if fsdp is not None:
 zeus_nb.record(
     "takeaway",
     f"{nproc} ranks: the job lasts as long as its slowest rank ({job_time:.1f} s) and uses the "
-    f"sum of their energies ({job_energy:.0f} J); the optimizer chose "
-    f"{dp['optimal_power_limit_w']:g} W and the ranks ended at "
+    f"sum of their energies ({job_energy:.0f} J); the optimizer "
+    + (f"chose {chosen_w:g} W" if chosen_w is not None else "chose no limit (profiling unfinished)")
+    + " and the ranks ended at "
     + ", ".join(f"{w:g} W" for w in sorted(set(ranks.power_limit_w))),
 )
 print(f"{len(zeus_nb.runner.records.recorded())} results recorded (zeus_nb.collect reads them)")

@@ -269,9 +269,11 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
         with self._lock:
             if self._pace.base is None:  # calibrating: real time is what the steps cost
                 self._charge(self._pace.elapsed())
-            # calibrated: the step costs its calibrated length, however long a busy machine
-            # paused it (only a reading mid-step, past the hold, counts real time)
-            self._charge(self._pace.mark())
+            self._charge(self._pace.mark())  # calibrated: its length, however long it paused
+
+    def pace_ready(self) -> bool:
+        """Whether a window opened now holds paced steps only (wall clock: calibrated)."""
+        return self.clock_mode != "wall" or self._pace.ready
 
     def slowdown(self, power_limit: float, batch_size: int | None = None) -> float:
         """The trace's time per step at ``power_limit`` over its time at the maximum limit."""

@@ -27,10 +27,23 @@ documented in docs/reliability.md: a machine so busy during the first
 :data:`CALIBRATION_STEPS` steps that most of them are paused (the calibrated length is then too
 long for every step, which scales times alike and keeps the ratios between limits), and a pause
 longer than the hold during which a window is read.
+
+"Real time" here is the monotonic clock less the time the process's main thread waited for a
+CPU (Linux's ``/proc/self/schedstat``; plain real time where it is missing): what the process ran
+or slept, not how long other processes kept it off a CPU. So the loop's own work (and its
+``time.sleep``) is what it costs, on an idle machine or beside busy processes alike: unmarked
+windows (a batch-size optimizer's epochs) compare the same numbers under load.
+
+Calibration steps cost their real time, so a window over one of them would compare a busy
+machine's pauses with the trace: the power-limit optimizer therefore opens no window before
+:attr:`WallPace.ready` (``GPUSystem.pace_ready``), and a loop that never calls ``on_step_end``
+gets its steps marked where the next one begins. Every window then holds whole paced steps
+only, and the limit it chooses is the trace's on any load.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 
@@ -39,19 +52,44 @@ HOLD = 20  # steps of calibrated length the clock may hold still waiting for the
 MIN_HOLD = 1.0  # ... and at least this many seconds: a busy machine's pauses are shorter
 
 
+SCHEDSTAT = "/proc/self/schedstat"  # the main thread: ns on a CPU, ns waiting for one, slices
+
+
+def _waited() -> float:
+    """Seconds the main thread has waited for a CPU (0 where the kernel does not say)."""
+    try:
+        with open(SCHEDSTAT) as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+_HAS_SCHEDSTAT = _waited() > 0 or os.path.exists(SCHEDSTAT)
+
+
+def own_time() -> float:
+    """Monotonic seconds less those spent waiting for a CPU: the process's own time."""
+    return time.monotonic() - (_waited() if _HAS_SCHEDSTAT else 0.0)
+
+
 class WallPace:
     """Turns real time into chargeable real seconds: stretched time, or whole paced steps."""
 
     def __init__(self) -> None:
-        self._last = time.monotonic()  # real time already accounted for (uncalibrated)
+        self._last = own_time()  # real time already accounted for (uncalibrated)
         self._step_start = self._last  # real time of the last mark
         self._samples: list[float] = []
         self.base: float | None = None  # real seconds one step costs, once calibrated
         self._over = 0.0  # real seconds of this step beyond the hold, already charged
 
+    @property
+    def ready(self) -> bool:
+        """Whether calibration is over: from now on every marked step costs :attr:`base`."""
+        return self.base is not None
+
     def elapsed(self) -> float:
         """Real seconds to charge since the previous call."""
-        now = time.monotonic()
+        now = own_time()
         if self.base is None:
             real, self._last = max(0.0, now - self._last), now
             return real
@@ -61,7 +99,7 @@ class WallPace:
 
     def mark(self) -> float:
         """A step ended (call after :meth:`elapsed`): real seconds to charge for it."""
-        now = time.monotonic()
+        now = own_time()
         if self.base is None:
             self._samples.append(now - self._step_start)
             self._step_start = self._last = now

@@ -103,6 +103,7 @@ SYSTEM_READS: dict[str, str] = {
     "zeus_nb.device.cpu.rapl.RAPLFile._open_counter": "a powercap sysfs counter (kernel)",
     "zeus_nb.device.cpu.get_current_cpu_index": "/proc/self/stat (kernel)",
     "zeus_nb.device.common.has_sys_admin": "/proc/self/status (kernel)",
+    "zeus_nb.device.sim_wall._waited": "/proc/self/schedstat (kernel)",
     "zeus_nb.course.reveal._member": "a file of the reveal.js or require.js package that npm "
     "fetched, copied byte for byte",
     "zeus_nb.course.reveal.vendor": "its own stamp of the vendored package versions",

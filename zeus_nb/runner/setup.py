@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 from zeus_nb import device
 from zeus_nb.device.base import GPUSystem
+from zeus_nb.device.sim_wall import own_time
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs import check_record
 from zeus_nb.inputs.kinds import NOTEBOOK_SETUP
@@ -169,6 +170,14 @@ def counter_period(system: GPUSystem) -> float:
     """
     period = system.energy_update_period
     return float(period) if math.isfinite(period) else 0.0
+
+
+def sizing_clock() -> float:
+    """Seconds to size work by where a counter period is the unit (notebooks 02 to 04 on real
+    GPUs): real time less the time this process waited for a CPU, so a busy machine sizes the
+    same windows as an idle one and a window sized under load still spans its updates when the
+    load falls."""
+    return own_time()
 
 
 def steps_spanning(seconds: float, step_s: float, at_least: int = 1) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from dataclasses import dataclass, fields
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.args import Parser, count, nonempty, only_with, real
 from zeus_nb.inputs.env import env
+from zeus_nb.optimizer.power_limit.states import steps_to_profile
 from zeus_nb.utils.validate import Quantity, number
 
 DEFAULT_MAX_SLOWDOWN = 1.1
@@ -100,6 +102,36 @@ def max_slowdown_factor(value: float | None = None) -> float:
     if not value >= 1.0:
         raise InputError(f"the maximum slowdown factor must be >= 1.0 (1.0 = none), got {value}")
     return number(value, "the maximum slowdown factor", SLOWDOWN, _SLOWDOWN_FIX)
+
+
+def steps_per_epoch(config: TrainConfig, world_size: int) -> int:
+    """Training steps of one rank per epoch on synthetic data (DistributedSampler's share,
+    batches not dropped, at most ``max_steps_per_epoch``)."""
+    share = math.ceil(config.train_size / world_size)
+    steps = math.ceil(share / config.batch_size)
+    cap = config.max_steps_per_epoch
+    return steps if cap is None else min(steps, cap)
+
+
+def train_size_to_profile(
+    config: TrainConfig, world_size: int, min_limit: float, max_limit: float
+) -> int:
+    """The least synthetic ``train_size`` (at least ``config.train_size``) whose run has steps
+    enough for the power-limit optimizer to measure every limit and choose, adaptive or not.
+
+    Work is sized in steps, never in seconds: the same run on a busy machine profiles the same
+    limits (an adaptive descent stops early on some measurements; this does not count on it).
+    """
+    needed = steps_to_profile(
+        min_limit,
+        max_limit,
+        config.pl_step,
+        config.wait_steps,
+        config.warmup_steps,
+        config.profile_steps,
+    )
+    per_epoch = math.ceil(needed / config.epochs)
+    return max(config.train_size, per_epoch * config.batch_size * world_size)
 
 
 def with_overrides(config: TrainConfig | None, overrides: dict[str, Any]) -> TrainConfig | None:

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from zeus_nb.optimizer.power_limit.states import steps_to_profile
 from zeus_nb.train import results as results_
 from zeus_nb.train.config import TrainConfig, max_slowdown_factor
 from zeus_nb.train.distributed import Context, gpu_system, setup, teardown, wrap_model
@@ -203,14 +204,38 @@ def _train(job: _Job) -> dict[str, Any]:
         path = results_.results_path(config, ctx.mode)
         results_.write(out, path)
         log.info(
-            "done: accuracy %.1f%%, %.1f s, %.0f J; power limit %g W; results in %s",
+            "done: accuracy %.1f%%, %.1f s, %.0f J; %s; results in %s",
             100 * out["accuracy"],
             out["time_s"],
             out["energy_j"],
-            out["power_limit_w"],
+            choice_summary(out, job),
             path,
         )
     return out
+
+
+def choice_summary(out: dict[str, Any], job: _Job) -> str:
+    """What the power-limit optimizer decided, never a limit it did not choose."""
+    if not job.config.power_limit_optimizer:
+        return f"power limit {out['power_limit_w']:g} W (optimizer off)"
+    if out["profiling_done"]:
+        return f"power limit {out['optimal_power_limit_w']:g} W chosen"
+    plo, config = job.plo, job.config
+    needed = steps_to_profile(
+        plo.min_limit,
+        plo.max_limit,
+        config.pl_step,
+        config.wait_steps,
+        config.warmup_steps,
+        config.profile_steps,
+    )
+    return (
+        f"no power limit chosen: profiling did not finish ({len(plo.measurements)} measured "
+        f"and {len(plo.abandoned)} ruled out of {len(plo.power_limits)} limits in "
+        f"{config.epochs * job.steps} steps; up to "
+        f"{needed} are needed: raise --epochs or --train-size, or lower --profile-steps / "
+        f"--warmup-steps); the GPU was at {out['power_limit_w']:g} W when training ended"
+    )
 
 
 def _epoch(job: _Job, epoch: int) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from pathlib import Path
 from zeus_nb.callback import Callback
 from zeus_nb.device.guard import PowerLimitGuard
 from zeus_nb.errors import CallbackOrderError, InputError, PowerLimitPermissionError
+from zeus_nb.optimizer.power_limit.pacing import StepPacer
 from zeus_nb.optimizer.power_limit.policy import AdaptivePolicy
 from zeus_nb.optimizer.power_limit.profile_file import ProfileKey, load_for, save_profile_or_warn
 from zeus_nb.optimizer.power_limit.selectors import OptimumSelector, PowerLimitMeasurement, ZeusCost
@@ -155,7 +156,7 @@ class GlobalPowerLimitOptimizer(Callback):
 
         system = getattr(monitor, "system", None)
         self._clock = system.clock if system is not None else None
-        self._mark_step = getattr(system, "mark_step", None)
+        self._pacer = StepPacer(system)  # step ends for the simulated wall clock
         self._guard = PowerLimitGuard(
             self.gpus,
             backend=getattr(system, "backend", None) or self.gpus[0].backend,
@@ -173,7 +174,6 @@ class GlobalPowerLimitOptimizer(Callback):
         self.profiling_energy = 0.0  # J on this rank's GPUs over the same span
         self._start: tuple[float, float] | None = None
         self._in_step = False  # between on_step_begin and on_step_end
-        self._step_ends = False  # whether the loop calls on_step_end (Zeus's loops need not)
 
         if self.profile_path is not None and self.profile_path.exists():
             self._load_profile(self.profile_path)
@@ -215,11 +215,8 @@ class GlobalPowerLimitOptimizer(Callback):
         self.current_power_limit = mw(watts)
 
     def _read(self) -> tuple[float, float]:
-        """(clock s, summed energy J) straight from the GPUs, for partial windows.
-
-        No CUDA sync here: work still queued only makes the partial readings smaller, so they
-        stay lower bounds of the full window and adaptive decisions stay on the safe side.
-        """
+        """(clock s, summed energy J) from the GPUs, for partial windows. No CUDA sync: queued
+        work only makes them smaller, lower bounds that keep adaptive decisions on the safe side."""
         now = self._clock() if self._clock is not None else 0.0
         return now, sum(g.energy() for g in self.gpus)
 
@@ -250,7 +247,7 @@ class GlobalPowerLimitOptimizer(Callback):
     # --- training-loop hooks: the transitions ----------------------------------------------------
     def _check_order(self, hook: str, begin: bool = False) -> None:
         """Refuse a hook out of order, where the loop calls on_step_end at all (Zeus's need not)."""
-        if self._in_step and self._step_ends:
+        if self._in_step and self._pacer.step_ends:  # Zeus's loops need not call on_step_end
             what = "twice without" if begin else "after on_step_begin() and before"
             raise CallbackOrderError(
                 f"{hook}() was called {what} on_step_end(); the power-limit optimizer's hooks go: "
@@ -265,6 +262,7 @@ class GlobalPowerLimitOptimizer(Callback):
     def on_epoch_end(self) -> None:
         """Call at the end of each epoch: an open limit restarts (Zeus) or pauses."""
         self._check_order("on_epoch_end")
+        self._pacer.epoch_end()
         s = self.state
         if self.resume_across_epochs:
             if isinstance(s, Profiling) and s.window is not None:
@@ -279,10 +277,11 @@ class GlobalPowerLimitOptimizer(Callback):
     def on_step_begin(self) -> None:
         """Call before each training step."""
         self._check_order("on_step_begin", begin=True)
+        self._pacer.begin()
         self._in_step = True
         s = self.state
         if isinstance(s, Ready):
-            s.steps -= 1
+            s.steps -= 1 if s.steps > 1 or self._pacer.ready() else 0  # no window: calibrating
             if s.steps <= 0:
                 if self._start is None:
                     self._start = self._read()
@@ -312,9 +311,8 @@ class GlobalPowerLimitOptimizer(Callback):
                 "on_step_end() was called without on_step_begin() before it; call "
                 "on_step_begin() before each training step and on_step_end() after it"
             )
-        self._in_step, self._step_ends = False, True
-        if self._mark_step is not None:
-            self._mark_step()
+        self._in_step = False
+        self._pacer.end()
         s = self.state
         if isinstance(s, Profiling) and s.window is not None:
             s.taken += 1

@@ -11,6 +11,7 @@ window) follow. ``Waiting`` and ``WarmingUp`` are earlier names of ``Ready`` and
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 
@@ -86,3 +87,21 @@ class Done:
 Waiting = Ready
 WarmingUp = Warmup
 State = Ready | Warmup | Profiling | Done
+
+
+def steps_to_profile(
+    min_limit: float,
+    max_limit: float,
+    pl_step: float = 25,
+    wait_steps: int = 1,
+    warmup_steps: int = 10,
+    profile_steps: int = 40,
+) -> int:
+    """Training steps the optimizer needs to profile every limit of ``min_limit..max_limit`` W
+    and choose (non-adaptive; adaptive profiling may need fewer, depending on what it measures).
+
+    Size a run by this, not by seconds: the last window closes where the next step begins, so
+    a run with one step fewer ends with no choice made, however fast the machine is.
+    """
+    limits = math.floor((max_limit - min_limit) / pl_step + 1e-9) + 1
+    return wait_steps + limits * (warmup_steps + profile_steps) + 1
