@@ -307,7 +307,7 @@ class BatchSizeOptimizer(Callback):
             value = float(metric)  # a Python, NumPy or PyTorch scalar
         except (TypeError, ValueError):
             value = None
-        if isinstance(metric, bool) or value is None:
+        if isinstance(metric, (bool, str, bytes)) or value is None:
             raise JobSpecError(
                 f"on_evaluate(metric={metric!r}): the metric must be a number (the validation "
                 "metric of this epoch)"

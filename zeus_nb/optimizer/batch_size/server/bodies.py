@@ -1,10 +1,11 @@
 """The server's HTTP boundary: request bodies and query values through the records' own checks.
 
 A body is read up to :data:`MAX_BODY_BYTES` (a larger one is answered 413 before it is read,
-or as soon as it passes the limit), parsed as strict JSON (``NaN`` and ``Infinity`` are no
-JSON numbers) and built into its record (:mod:`zeus_nb.optimizer.batch_size.common`), whose
-checks are the ones a Python caller meets: one validation for both sides. Every refusal is a
-:class:`BadRequest` that the router answers as 4xx JSON naming the field.
+or as soon as it passes the limit), parsed as JSON and built into its record
+(:mod:`zeus_nb.optimizer.batch_size.common`), whose checks are the ones a Python caller
+meets: one validation for both sides (``NaN``, which Python's JSON reads, is refused there
+with the field's name). Every refusal is a :class:`BadRequest` that the router answers as
+4xx JSON naming the field.
 """
 
 from __future__ import annotations
@@ -95,14 +96,10 @@ async def _answer(send: Send, status: int, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number; send finite numbers")
-
-
 def parse_body(raw: bytes, record: type[R], what: str) -> R:
     """``raw`` (JSON) as a ``record``, checked by the record itself; else a 422 naming why."""
     try:
-        data = json.loads(raw, parse_constant=_no_constant)
+        data = json.loads(raw)  # NaN and Infinity reach the record's check, which names the field
     except RecursionError:
         raise BadRequest(f"{what}: the JSON is nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as e:
