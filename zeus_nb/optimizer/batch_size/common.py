@@ -34,7 +34,9 @@ from zeus_nb.utils.validate import (
 )
 
 #: A job's max power: the sum of its GPUs' maximum limits (as the store keeps it).
-JOB_MAX_POWER = Quantity("max_power (all the job's GPUs)", "W", 1.0, 2e6, open_low=True)
+JOB_MAX_POWER = Quantity(
+    "max_power (all the job's GPUs)", "W", 1.0, 2e6, open_low=True, mistakes=POWER_LIMIT.mistakes
+)
 
 # Zeus's server routes, served by zeus_nb.optimizer.batch_size.server.router.
 REGISTER_JOB_URL = "/jobs"
