@@ -9,6 +9,10 @@ epoch, so every cycle adds one run to the job's history).
   own job (one job's requests take turns by design);
 * latency: the p50 and p99 of one request at 10 and at 1000 runs of the job's history.
 
+The two servers run at once and take turns: throughput is the best of ``--rounds`` turns each,
+and the timed latency cycles alternate between the servers one by one, so a change of the
+machine's load hits both alike.
+
 Printed: each figure per server, and the ratios zeus-nb / Zeus (throughput: higher is better;
 latency: lower is better) and 1000 / 10 runs per server (1.0: flat in the history).
 
@@ -197,37 +201,54 @@ def throughput(server: Server, clients: int, cycles: int, tag: str) -> float:
         t.join()
     elapsed = time.perf_counter() - t0
     if errors:
-        raise RuntimeError(f"{server.name}: {errors[0]}")
+        raise RuntimeError(f"{server.name}: {errors[0]!r}")
     return 2 * cycles * clients / elapsed
 
 
-def latency(server: Server, history: int, samples: int) -> dict[int, tuple[float, float]]:
-    """{runs of history: (p50, p99) of one request in ms} at 10 and ``history`` runs."""
-    out = {}
-    job = "lat-1"
-    with httpx.Client(base_url=server.url, timeout=120) as c:
-        register(c, job)
+def latency(servers: list[Server], history: int, samples: int) -> list[dict]:
+    """Per server, {runs of history: (p50, p99) of one request in ms} at 10 and ``history``
+    runs. The servers' timed cycles alternate one by one, so both meet the same load."""
+    out: list[dict] = [{} for _ in servers]
+    clients = [httpx.Client(base_url=s.url, timeout=120) for s in servers]
+    try:
+        for c in clients:
+            register(c, "lat-1")
         done = 0
         for level in (10, history):
-            while done < level:
-                cycle(c, job)
-                done += 1
-            times: list[float] = []
+            for c in clients:
+                for _ in range(level - done):
+                    cycle(c, "lat-1")
+            times: list[list[float]] = [[] for _ in servers]
             for _ in range(samples // 2):
-                cycle(c, job, times)
-            done += samples // 2
-            qs = statistics.quantiles(times, n=100)
-            out[level] = (1e3 * statistics.median(times), 1e3 * qs[98])
+                for c, t in zip(clients, times, strict=True):
+                    cycle(c, "lat-1", t)
+            done = level + samples // 2
+            for o, t in zip(out, times, strict=True):
+                o[level] = (1e3 * statistics.median(t), 1e3 * statistics.quantiles(t, n=100)[98])
+    finally:
+        for c in clients:
+            c.close()
     return out
 
 
-def measure(server: Server, args) -> dict:
-    result = {"server": server.name}
+def measure(servers: list[Server], args) -> list[dict]:
+    """Every figure of every server, the servers taking turns (best of ``--rounds``)."""
+    results = [{"server": s.name} for s in servers]
+    for server in servers:  # warm up: the first requests load modules and open connections
+        with httpx.Client(base_url=server.url, timeout=120) as c:
+            register(c, "warm-1")
+            for _ in range(5):
+                cycle(c, "warm-1")
     for clients in (1, 8):
         cycles = max(10, args.cycles // clients)
-        result[f"throughput_{clients}"] = throughput(server, clients, cycles, "a")
-    result["latency"] = latency(server, args.history, args.samples)
-    return result
+        for r in range(args.rounds):
+            for server, result in zip(servers, results, strict=True):
+                key = f"throughput_{clients}"
+                rate = throughput(server, clients, cycles, f"r{r}x")
+                result[key] = max(result.get(key, 0.0), rate)
+    for result, lat in zip(results, latency(servers, args.history, args.samples), strict=True):
+        result["latency"] = lat
+    return results
 
 
 def main() -> int:
@@ -235,6 +256,7 @@ def main() -> int:
     parser.add_argument("--history", type=int, default=1000, help="runs of history (and 10)")
     parser.add_argument("--cycles", type=int, default=200, help="get+report cycles per level")
     parser.add_argument("--samples", type=int, default=100, help="requests timed per level")
+    parser.add_argument("--rounds", type=int, default=2, help="throughput: best of N turns")
     parser.add_argument("--zeus", type=Path, default=Path("/tmp/zeus016"))
     parser.add_argument("--zeus-deps", type=Path, default=Path("/tmp/zeus016deps"))
     parser.add_argument("--json", action="store_true")
@@ -243,25 +265,21 @@ def main() -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        for start in (start_zeus_nb, start_zeus):
+        servers = [start_zeus_nb(folder)]
+        try:
             try:
-                server = (
-                    start(folder)
-                    if start is start_zeus_nb
-                    else start_zeus(folder, args.zeus, args.zeus_deps)
-                )
+                servers.append(start_zeus(folder, args.zeus, args.zeus_deps))
             except RuntimeError as e:
-                if start is start_zeus_nb:
-                    raise
                 why_not = f"Zeus 0.16's server cannot run here: {e}"
-                continue
             try:
-                results.append(measure(server, args))
+                results = measure(servers, args)
             except RuntimeError as e:
-                if server.name == "zeus-nb":
+                if len(servers) == 1 or "Zeus" not in str(e):
                     raise
                 why_not = f"Zeus 0.16's server failed during the benchmark: {e}"
-            finally:
+                results = measure(servers[:1], args)
+        finally:
+            for server in servers:
                 server.stop()
     if args.json:
         print(json.dumps({"results": results, "zeus": why_not, "load": load}, indent=1))
