@@ -283,7 +283,9 @@ def test_error_answers_say_what_is_wrong(server):
     wrong = _report(client, dict(trial, batch_size=512), 1.0, True)
     assert wrong.status_code == 400 and "no trial 1 at batch size 512" in wrong.json()["message"]
     negative = _report(client, trial, -1.0, True)
-    assert negative.status_code == 422 and "time = -1.0" in negative.json()["message"]
+    assert (
+        negative.status_code == 422 and "time: -1.0 is out of range" in negative.json()["message"]
+    )
     gone = client.patch(REPORT_END_URL, json=dict(trial, trial_number=99))
     assert gone.status_code == 404
     assert client.delete(DELETE_JOB_URL, params={"job_id": "cifar-served"}).status_code == 200

@@ -66,6 +66,8 @@ VARIABLES: dict[str, Variable] = {
         _v("ZEUS_NB_BSO_STORE", "text", "the batch-size optimizer's store (path or URL)"),
         _v("ZEUS_BSO_DATABASE_URL", "text", "the batch-size optimizer server's database"),
         _v("ZEUS_BSO_ECHO_SQL", "bool", "the batch-size optimizer server logs its SQL"),
+        _v("ZEUS_BSO_TRIAL_LEASE", "number", "seconds a handed-out trial counts as running "
+           "without a report", quantity=Quantity("trial lease", "s", 1.0, 3.2e7)),
         _v("ZEUS_BSO_LOG_LEVEL", "choice", "log level of the batch-size optimizer server",
            choices=("notset", "debug", "info", "warn", "warning", "error", "critical")),
         _v("ZEUS_NB_CHECKS", "choice", "exercise checks", choices=("strict", "lenient")),

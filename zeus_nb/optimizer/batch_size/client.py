@@ -65,6 +65,7 @@ from zeus_nb.optimizer.batch_size.common import (
     ReportResponse,
     TrainingResult,
     TrialId,
+    plausible_report,
 )
 from zeus_nb.optimizer.batch_size.exceptions import (
     JobSpecError,
@@ -302,6 +303,21 @@ class BatchSizeOptimizer(Callback):
             raise ZeusBSOOperationOrderError("call get_batch_size() before on_evaluate()")
         if self.training_finished:
             return
+        try:
+            value = float(metric)  # a Python, NumPy or PyTorch scalar
+        except (TypeError, ValueError):
+            value = None
+        if isinstance(metric, (bool, str, bytes)) or value is None:
+            raise JobSpecError(
+                f"on_evaluate(metric={metric!r}): the metric must be a number (the validation "
+                "metric of this epoch)"
+            )
+        if not math.isfinite(value):
+            raise JobSpecError(
+                f"on_evaluate(metric={metric!r}): the metric is not finite, so the run cannot "
+                "be judged against target_metric; nothing was reported. Check the evaluation "
+                "(a diverged loss?) and pass a finite number"
+            )
         self.cur_epoch += 1
         m = self.monitor.end_window(WINDOW)
         t, e = self._local[0] + m.time, self._local[1] + m.total_energy
@@ -397,8 +413,11 @@ def judge(bso, job: CreatedJob, result: TrainingResult) -> ReportResponse:
 
     The run goes on while its cost is within ``beta_knob`` x the cheapest successful run's,
     its metric has not reached the target and epochs are left. It converged if it stopped at
-    the target within the cost bound.
+    the target within the cost bound. A report whose energy over time no GPU of the job draws
+    is refused first (:func:`~zeus_nb.optimizer.batch_size.common.plausible_report`), by the
+    server and by a client that judges against a store alike.
     """
+    plausible_report(result, job)
     cost = bso.cost(result.time, result.energy)
     bound = bso.cost_threshold
     within = cost <= bound

@@ -17,8 +17,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Response, status
+from fastapi import Depends, FastAPI, Request, Response, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import TypeAdapter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from zeus_nb.errors import InputError, ZeusNbError
@@ -33,6 +35,12 @@ from zeus_nb.optimizer.batch_size.common import (
     ReportResponse,
     TrainingResult,
     TrialId,
+)
+from zeus_nb.optimizer.batch_size.server.bodies import (
+    BadRequest,
+    BodyLimit,
+    job_id_param,
+    parse_body,
 )
 from zeus_nb.optimizer.batch_size.server.database.db_connection import get_db_session
 from zeus_nb.optimizer.batch_size.server.exceptions import ZeusBSOServerBaseError
@@ -98,6 +106,13 @@ app = FastAPI(
 )
 
 
+def _body_schema(record: type) -> dict:
+    """The OpenAPI entry of a JSON body the route reads itself (see :mod:`.bodies`)."""
+    schema = TypeAdapter(record).json_schema(ref_template="#/components/schemas/{model}")
+    schema.pop("$defs", None)
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
 def _error(code: int, message: str) -> JSONResponse:
     return JSONResponse(status_code=code, content={"message": message})
 
@@ -109,6 +124,9 @@ async def _transaction(session: AsyncSession, work: Callable[[], Awaitable[Any]]
         await session.commit()
         return result
     except ZeusBSOServerBaseError as e:
+        await session.rollback()
+        return _error(e.status_code, e.message)
+    except BadRequest as e:
         await session.rollback()
         return _error(e.status_code, e.message)
     except InputError as e:
@@ -124,15 +142,25 @@ async def _transaction(session: AsyncSession, work: Callable[[], Awaitable[Any]]
         return _error(status.HTTP_500_INTERNAL_SERVER_ERROR, f"the server failed: {e}")
 
 
+async def _read(request: Request, record: type, what: str) -> Any:
+    """The request's body as ``record`` (:func:`.bodies.parse_body`)."""
+    return parse_body(await request.body(), record, what)
+
+
 @app.post(
     REGISTER_JOB_URL,
     responses={200: {"description": "registered already"}, 201: {"description": "registered"}},
     response_model=CreatedJob,
+    openapi_extra=_body_schema(JobSpecFromClient),
 )
 async def register_job(
-    job: JobSpecFromClient, response: Response, db_session: Session, prefix_locks: PrefixLocks
+    request: Request, response: Response, db_session: Session, prefix_locks: PrefixLocks
 ):
     """Register a job (201), or check that a registered one has these settings (200)."""
+    try:
+        job = await _read(request, JobSpecFromClient, "the job (POST /jobs)")
+    except BadRequest as e:
+        return _error(e.status_code, e.message)
 
     async def work():
         created, new = await BatchSizeService(db_session).register_job(job)
@@ -146,6 +174,10 @@ async def register_job(
 @app.delete(DELETE_JOB_URL)
 async def delete_job(job_id: str, db_session: Session, job_locks: JobLocks):
     """Forget a job and its runs (404 if there is no such job)."""
+    try:
+        job_id = job_id_param(job_id)
+    except BadRequest as e:
+        return _error(e.status_code, e.message)
     async with job_locks[job_id]:
         answer = await _transaction(
             db_session, lambda: BatchSizeService(db_session).delete_job(job_id)
@@ -154,9 +186,13 @@ async def delete_job(job_id: str, db_session: Session, job_locks: JobLocks):
     return answer
 
 
-@app.patch(REPORT_END_URL)
-async def end_trial(trial: TrialId, db_session: Session, job_locks: JobLocks):
+@app.patch(REPORT_END_URL, openapi_extra=_body_schema(TrialId))
+async def end_trial(request: Request, db_session: Session, job_locks: JobLocks):
     """End a trial whose run exits without a verdict (it counts as failed)."""
+    try:
+        trial = await _read(request, TrialId, "the trial (PATCH /trials)")
+    except BadRequest as e:
+        return _error(e.status_code, e.message)
     async with job_locks[trial.job_id]:
         return await _transaction(db_session, lambda: BatchSizeService(db_session).end_trial(trial))
 
@@ -164,12 +200,44 @@ async def end_trial(trial: TrialId, db_session: Session, job_locks: JobLocks):
 @app.get(GET_NEXT_BATCH_SIZE_URL, response_model=TrialId)
 async def predict(job_id: str, db_session: Session, job_locks: JobLocks):
     """The batch size of the job's next run, as a new trial."""
+    try:
+        job_id = job_id_param(job_id)
+    except BadRequest as e:
+        return _error(e.status_code, e.message)
     async with job_locks[job_id]:
         return await _transaction(db_session, lambda: BatchSizeService(db_session).predict(job_id))
 
 
-@app.post(REPORT_RESULT_URL, response_model=ReportResponse)
-async def report(result: TrainingResult, db_session: Session, job_locks: JobLocks):
+@app.post(
+    REPORT_RESULT_URL,
+    response_model=ReportResponse,
+    openapi_extra=_body_schema(TrainingResult),
+)
+async def report(request: Request, db_session: Session, job_locks: JobLocks):
     """Judge a run after an epoch: go on, or stop (and whether it reached the target)."""
+    try:
+        result = await _read(request, TrainingResult, "the report (POST /report)")
+    except BadRequest as e:
+        return _error(e.status_code, e.message)
     async with job_locks[result.job_id]:
         return await _transaction(db_session, lambda: BatchSizeService(db_session).report(result))
+
+
+@app.exception_handler(RequestValidationError)
+async def _invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    """FastAPI's own checks (a missing query value) as our JSON, never echoing the value (a
+    NaN or a lone surrogate could not be written as JSON)."""
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(x) for x in err.get("loc", ()) if x != "body") or "the request"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    return _error(422, "; ".join(parts) or "the request is not valid")
+
+
+@app.exception_handler(Exception)
+async def _failed(_request: Request, exc: Exception) -> JSONResponse:
+    log.error("the batch-size optimizer server failed", exc_info=exc)
+    return _error(500, f"the server failed: {type(exc).__name__}; see the server's log")
+
+
+app.add_middleware(BodyLimit)

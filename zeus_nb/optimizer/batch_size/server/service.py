@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 import math
 import secrets
+import time
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from zeus_nb.errors import InputError
 from zeus_nb.optimizer.batch_size.checks import checked_observation, validated_spec
 from zeus_nb.optimizer.batch_size.client import judge
 from zeus_nb.optimizer.batch_size.common import (
@@ -25,6 +25,7 @@ from zeus_nb.optimizer.batch_size.common import (
     TrainingResult,
     TrialId,
 )
+from zeus_nb.optimizer.batch_size.server.config import settings
 from zeus_nb.optimizer.batch_size.server.exceptions import (
     ZeusBSOJobConfigMismatchError,
     ZeusBSOServerNotFoundError,
@@ -32,7 +33,7 @@ from zeus_nb.optimizer.batch_size.server.exceptions import (
     ZeusBSOValueError,
 )
 from zeus_nb.optimizer.batch_size.server.jobs import Jobs, JobState, TrialRow
-from zeus_nb.optimizer.batch_size.server.policy import next_trial, policy_for
+from zeus_nb.optimizer.batch_size.server.policy import POLICIES, new_policy, next_trial
 from zeus_nb.optimizer.batch_size.store import JobSpec, Observation
 from zeus_nb.optimizer.batch_size.trials import DISPATCHED, FAILED, SUCCEEDED
 
@@ -41,6 +42,7 @@ __all__ = ["BatchSizeService", "store_spec"]
 log = logging.getLogger(__name__)
 
 ID_ATTEMPTS = 100  # fresh job ids tried before giving up (8 hex digits each)
+clock = time.time  # Unix seconds of leases (tests replace it)
 
 
 def store_spec(job: CreatedJob) -> JobSpec:
@@ -70,22 +72,13 @@ def _differences(known: CreatedJob, asked: CreatedJob) -> str:
     return "; ".join(f"{k}: registered {a[k]!r}, asked {b[k]!r}" for k in a if a[k] != b[k])
 
 
-def _checked_numbers(result: TrainingResult) -> None:
-    """A report's time, energy and metric: finite, and time and energy not negative."""
-    for name in ("time", "energy", "metric"):
-        value = getattr(result, name)
-        if not math.isfinite(value) or (name != "metric" and value < 0):
-            raise InputError(
-                f"the report of trial {result.trial_number} of job {result.job_id!r} has "
-                f"{name} = {value!r}; report the run's seconds, joules and metric so far"
-            )
-
-
 class BatchSizeService:
     """The server's operations on the jobs of one session's database."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncSession, lease: float | None = None) -> None:
         self.jobs = Jobs(session)
+        #: Seconds a dispatched trial counts as running without a report (``ZEUS_BSO_TRIAL_LEASE``).
+        self.lease = settings.trial_lease if lease is None else float(lease)
 
     async def register_job(self, job: JobSpecFromClient) -> tuple[CreatedJob, bool]:
         """Register ``job``; returns it with its id, and whether it is new.
@@ -110,7 +103,9 @@ class BatchSizeService:
                 f"the database has a job {job_id!r} that a client wrote directly, not through "
                 "this server; use another job_id"
             )
-        await self.jobs.create(created, store_spec(created))
+        spec = store_spec(created)
+        new_policy(spec, created)  # settings the policy refuses are never stored
+        await self.jobs.create(created, spec)
         log.info("registered job %s: batch sizes %s", job_id, created.batch_sizes)
         return created, True
 
@@ -124,24 +119,36 @@ class BatchSizeService:
         )
 
     async def _state(self, job_id: str, error: type) -> JobState:
-        state = await self.jobs.load(job_id)
-        if state is None:
+        """The job, after its trials whose lease ran out were ended as lost (failed)."""
+        if await self.jobs.record(job_id) is None:
             raise error(
                 f"unknown job {job_id!r}; register it first (POST /jobs, which the client's "
                 "constructor does)"
             )
+        lost = await self.jobs.expire(job_id, clock())
+        if lost:
+            log.warning(
+                "job %s: trial(s) %s sent no report for %g s (the lease): counted as lost",
+                job_id,
+                lost,
+                self.lease,
+            )
+        state = await self.jobs.load(job_id)
+        if state is None:
+            raise error(f"unknown job {job_id!r}; register it first (POST /jobs)")
         return state
 
     async def predict(self, job_id: str) -> TrialId:
         """Hand out the job's next trial: the batch size to train with and its number."""
         state = await self._state(job_id, ZeusBSOValueError)
-        bs, kind = next_trial(state, policy_for(state))
-        number = await self.jobs.add_trial(job_id, bs, kind)
+        policy, cheapest = await POLICIES.policy(self.jobs, state)
+        bs, kind = next_trial(state, policy, cheapest)
+        number = await self.jobs.add_trial(job_id, bs, kind, clock() + self.lease)
         log.info("job %s: trial %d trains at batch size %d (%s)", job_id, number, bs, kind)
         return TrialId(job_id=job_id, batch_size=int(bs), trial_number=number)
 
-    def _trial(self, state: JobState, trial: TrialId, error: type) -> TrialRow:
-        row = state.trial(trial.trial_number)
+    async def _trial(self, trial: TrialId, error: type) -> TrialRow:
+        row = await self.jobs.trial(trial.job_id, trial.trial_number)
         if row is None or row.batch_size != trial.batch_size:
             raise error(
                 f"job {trial.job_id!r} has no trial {trial.trial_number} at batch size "
@@ -153,22 +160,26 @@ class BatchSizeService:
     async def report(self, result: TrainingResult) -> ReportResponse:
         """Judge a run after an epoch; a run that stops is recorded (once)."""
         state = await self._state(result.job_id, ZeusBSOServiceBadOperationError)
-        trial = self._trial(state, result, ZeusBSOServiceBadOperationError)
+        trial = await self._trial(result, ZeusBSOServiceBadOperationError)
         if trial.status != DISPATCHED:
-            obs = None if trial.observation is None else state.observation(trial.observation)
+            obs = None
+            if trial.observation is not None:
+                obs = await self.jobs.observation(result.job_id, trial.observation)
             if obs is None:
                 raise ZeusBSOValueError(
                     f"trial {trial.number} of job {result.job_id!r} ended without a result "
-                    "(its run exited early); ask for a new batch size"
+                    f"(its run exited early, or sent no report for {self.lease:g} s, the "
+                    "trial lease); ask for a new batch size"
                 )
             return ReportResponse(
                 stop_train=True,
                 converged=obs.reached,
                 message=f"The result of trial {trial.number} is already reported.",
             )
-        _checked_numbers(result)
-        policy = policy_for(state)
+        policy, _ = await POLICIES.policy(self.jobs, state)
         response = judge(policy, state.job, result)
+        if not response.stop_train:
+            await self.jobs.renew(result.job_id, trial.number, clock() + self.lease)
         if response.stop_train:
             where = f"the report of trial {trial.number} of job {result.job_id!r}"
             obs = checked_observation(
@@ -197,14 +208,15 @@ class BatchSizeService:
 
     async def end_trial(self, trial: TrialId) -> None:
         """A trial that is still out ends as failed (its run exited without a verdict)."""
-        state = await self._state(trial.job_id, ZeusBSOServerNotFoundError)
-        row = self._trial(state, trial, ZeusBSOServerNotFoundError)
+        await self._state(trial.job_id, ZeusBSOServerNotFoundError)
+        row = await self._trial(trial, ZeusBSOServerNotFoundError)
         if row.status == DISPATCHED:
             await self.jobs.end_trial(trial.job_id, row.number, FAILED)
             log.info("job %s: trial %d ended without a result", trial.job_id, row.number)
 
     async def delete_job(self, job_id: str) -> None:
         """Forget a job and all its runs."""
+        POLICIES.forget(job_id)
         if not await self.jobs.delete(job_id):
             raise ZeusBSOServerNotFoundError(f"no job {job_id!r} to delete")
         log.info("deleted job %s", job_id)

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, InvalidRequestError, NoSuchModuleError
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
@@ -32,14 +33,57 @@ from zeus_nb.errors import InputError
 from zeus_nb.optimizer.batch_size.server.config import settings
 from zeus_nb.optimizer.batch_size.server.database.schema import Base
 from zeus_nb.optimizer.batch_size.server.exceptions import ZeusBSOServerRuntimeError
+from zeus_nb.optimizer.batch_size.store import StoreError
 
-__all__ = ["DatabaseSessionManager", "async_url", "get_db_session", "use_database"]
+__all__ = [
+    "DatabaseSessionManager",
+    "async_url",
+    "describe_failure",
+    "get_db_session",
+    "use_database",
+]
 
 log = logging.getLogger(__name__)
 
 SQLITE_TIMEOUT = 60.0  # s a write waits for another writer's lock
 # The async driver each synchronous URL scheme means here.
-_ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+psycopg"}
+_ASYNC_DRIVERS = {
+    "sqlite": "sqlite+aiosqlite",
+    "postgresql": "postgresql+psycopg",
+    "mysql": "mysql+aiomysql",
+    "mariadb": "mariadb+aiomysql",
+}
+#: The pip package of each async driver's module (what to install when it is missing).
+_DRIVER_PACKAGES = {
+    "aiosqlite": "aiosqlite",
+    "psycopg": "'psycopg[binary]'",
+    "asyncpg": "asyncpg",
+    "aiomysql": "aiomysql",
+    "asyncmy": "asyncmy",
+}
+
+
+def describe_failure(url: str, e: BaseException) -> str:
+    """One line for a database that failed to open or answer: where, what, what to do."""
+    from zeus_nb.optimizer.batch_size.store import sqlite_meaning
+
+    text = " ".join(str(getattr(e, "orig", None) or e).split())
+    low = text.lower()
+    if "connection refused" in low or "connect call failed" in low or "could not connect" in low:
+        return (
+            f"cannot connect to the database at {url} (connection refused); start the database "
+            "server, or fix the host and port in the URL"
+        )
+    if "password authentication" in low or "access denied" in low:
+        return f"the database at {url} refused the user or password; fix them in the URL"
+    if "not a database" in low or "malformed" in low:
+        return (
+            f"{url} is not a SQLite database (the file holds something else); give a new "
+            "file or the store file zeus-nb wrote"
+        )
+    if "unable to open" in low:
+        return f"cannot open the database {url} ({text}); check the path and its permissions"
+    return f"the database {url}: {sqlite_meaning(text)}"
 
 
 def async_url(location: str) -> str:
@@ -88,8 +132,30 @@ class DatabaseSessionManager:
         url = async_url(host)
         if make_url(url).get_backend_name() == "sqlite":
             kwargs.setdefault("connect_args", {}).setdefault("timeout", SQLITE_TIMEOUT)
-        self.url = make_url(url).render_as_string(hide_password=True)
-        self._engine: AsyncEngine | None = create_async_engine(url, **kwargs)
+        parsed = make_url(url)
+        self.url = parsed.render_as_string(hide_password=True)
+        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+            folder = Path(parsed.database).expanduser().parent
+            if not folder.is_dir():
+                raise StoreError(
+                    f"the folder {folder} of the database {self.url} does not exist; create it "
+                    "(mkdir -p) or give another path"
+                )
+        try:
+            self._engine: AsyncEngine | None = create_async_engine(url, **kwargs)
+        except ImportError as e:
+            module = (getattr(e, "name", None) or str(e)).split(".")[0]
+            package = _DRIVER_PACKAGES.get(module, module)
+            raise StoreError(
+                f"the database URL {self.url} needs the Python driver {module}, which is not "
+                f"installed: pip install {package} (or give another URL)"
+            ) from None
+        except (NoSuchModuleError, InvalidRequestError) as e:
+            raise StoreError(
+                f"the database URL {self.url} names a driver SQLAlchemy cannot use here "
+                f"({' '.join(str(e).split())[:160]}); give sqlite:///PATH or "
+                "postgresql://USER@HOST/DB"
+            ) from None
         if self._engine.dialect.name == "sqlite":
             _serialize_sqlite_writes(self._engine)
         self._sessionmaker: async_sessionmaker[AsyncSession] | None = async_sessionmaker(
@@ -127,6 +193,31 @@ class DatabaseSessionManager:
             raise
         finally:
             await session.close()
+
+    async def probe(self) -> None:
+        """Try the database as requests will: read the store's schema version (a newer store
+        is refused), take a write (rolled back), and lease the trials an older zeus-nb left
+        out (see :mod:`.schema`)."""
+        from sqlalchemy import delete, insert, select
+
+        from zeus_nb.optimizer.batch_size.server.config import settings as current
+        from zeus_nb.optimizer.batch_size.server.database.schema import SCHEMA_VERSION
+        from zeus_nb.optimizer.batch_size.server.jobs import Jobs
+        from zeus_nb.optimizer.batch_size.store import SCHEMA_COMPONENT, check_schema_version
+
+        c = SCHEMA_VERSION.c
+        async with self.session() as session:
+            found = await session.scalar(select(c.version).where(c.component == SCHEMA_COMPONENT))
+            if found is not None:
+                check_schema_version(found, self.url)
+            probe = f"{SCHEMA_COMPONENT}-start-up-probe"
+            await session.execute(insert(SCHEMA_VERSION).values(component=probe, version=0))
+            await session.execute(delete(SCHEMA_VERSION).where(c.component == probe))
+            await session.rollback()
+            leased = await Jobs(session).lease_unleased(time.time() + current.trial_lease)
+            await session.commit()
+        if leased:
+            log.info("%d trial(s) handed out before leases now have one", leased)
 
     async def create_tables(self) -> None:
         """Create the tables that do not exist yet (once per manager)."""

@@ -8,14 +8,26 @@
   the ``mab_*`` knobs...), as JSON, beside the store's own settings row in ``jobs``;
 * ``bso_server_trials``: what each trial was handed out as: an ``exploration`` of pruning, a
   ``concurrent`` run while an exploration was still out, or a ``mab`` (Thompson) choice. Only
-  explorations advance pruning, as in Zeus's server.
+  explorations advance pruning, as in Zeus's server;
+* ``bso_server_leases``: when each trial still out (dispatched) stops counting as running: a
+  trial whose lease ran out is lost (failed), so one run that never reports cannot hold
+  pruning for ever. A report renews the lease; an ended trial has none.
 
 Everything else (results, costs, which run reached the target) is the store's.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import ForeignKey, ForeignKeyConstraint, Integer, MetaData, String, Text
+from sqlalchemy import (
+    Float,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from zeus_nb.optimizer.batch_size import sql_store
@@ -28,6 +40,7 @@ __all__ = [
     "TRIALS",
     "Base",
     "ServerJob",
+    "ServerLease",
     "ServerTrial",
 ]
 
@@ -73,4 +86,19 @@ class ServerTrial(Base):
 
     __table_args__ = (
         ForeignKeyConstraint(["job", "trial_number"], ["trials.job", "trials.trial_number"]),
+    )
+
+
+class ServerLease(Base):
+    """The lease of a dispatched trial: Unix time (s) at which it counts as lost."""
+
+    __tablename__ = "bso_server_leases"
+
+    job: Mapped[str] = mapped_column(Text, primary_key=True)
+    trial_number: Mapped[int] = mapped_column(Integer, primary_key=True)
+    expires: Mapped[float] = mapped_column(Float, nullable=False)
+
+    __table_args__ = (
+        ForeignKeyConstraint(["job", "trial_number"], ["trials.job", "trials.trial_number"]),
+        Index("bso_server_leases_expiry", "job", "expires"),
     )
