@@ -18,7 +18,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "zeus_nb"
 # docs/architecture.md.
 LAYERS = [
     ("zeus_nb", 0),
-    ("zeus_nb._moved", 0),
     ("zeus_nb.errors", 0),
     ("zeus_nb.exception", 0),
     ("zeus_nb.callback", 0),

@@ -6,8 +6,7 @@ reaches every NVML call. Units are NVML's and Zeus's (mW, mJ, MHz); zeus-nb's he
 come from :class:`zeus_nb.device.base.GPU`. NVML errors become Zeus's classes with messages that
 say what to do (:func:`zeus_nb.device.gpu.translate.nvml_error`). :class:`NVIDIAGPUs` numbers GPUs
 as CUDA does (``CUDA_VISIBLE_DEVICES`` by index or UUID) and is zeus-nb's NVML GPU system
-(``NvmlSystem``); the old module path ``zeus_nb.device.nvml`` is this module. Like every GPU
-class, their public methods check numeric arguments (:func:`zeus_nb.inputs.api.checked_methods`)
+(``NvmlSystem``). Like every GPU class, their public methods check numeric arguments (:func:`zeus_nb.inputs.api.checked_methods`)
 before NVML sees them: a NaN or text clock is our error, never NVML's ``InvalidArgument``.
 """
 

@@ -132,7 +132,7 @@ def trace_profiles(gpu: str = "v100", noise: float = 0.03) -> list[tuple[str, Lo
     ``dataset/network/optimizer/batch size`` and sorted by those.
     """
     from zeus_nb.errors import TraceFormatError
-    from zeus_nb.traces import load_power_trace
+    from zeus_nb.data.traces import load_power_trace
 
     out = []
     trace = load_power_trace(gpu)
