@@ -200,14 +200,14 @@ def _factories():
     from zeus_nb.device.replay import ReplayGPU, ReplaySystem
     from zeus_nb.device.sim import SimulatedGPU, SimulatedSystem
     from zeus_nb.monitor.power import PowerMonitor
-    from zeus_nb.optimizer.batch_size.optimizer import BatchSizeOptimizer
+    from zeus_nb.optimizer.batch_size.optimizer import LocalBatchSizeOptimizer
 
     return {
         SimulatedSystem: lambda: device.use_simulated(),
         SimulatedGPU: lambda: device.use_simulated().gpu(0),
         ReplaySystem: lambda: ReplaySystem(str(LOG)),
         ReplayGPU: lambda: ReplaySystem(str(LOG)).gpu(0),
-        BatchSizeOptimizer: _bso,
+        LocalBatchSizeOptimizer: _bso,
         PowerMonitor: lambda: PowerMonitor(gpu_indices=[0], system=device.use_simulated()),
         # real GPUs, over the fake pynvml (and a fake zeusd) that the test installs for them
         NVIDIAGPUs: NVIDIAGPUs,

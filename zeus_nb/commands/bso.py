@@ -120,10 +120,10 @@ def _num(x):
 
 
 def run_simulate(args) -> int:
-    from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, PaperBatchSizeOptimizer
+    from zeus_nb.optimizer.batch_size import LocalBatchSizeOptimizer, PaperBatchSizeOptimizer
     from zeus_nb.optimizer.batch_size.simulator import simulate
 
-    policy = PaperBatchSizeOptimizer if args.policy == "paper" else BatchSizeOptimizer
+    policy = PaperBatchSizeOptimizer if args.policy == "paper" else LocalBatchSizeOptimizer
     result = simulate(
         args.workload,
         args.gpu,
