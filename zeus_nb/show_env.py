@@ -13,6 +13,8 @@ import os
 import platform
 import shutil
 
+from zeus_nb.inputs.registry import environ_read
+
 __all__ = ["SECTION_SEPARATOR", "show_env"]
 
 #: A line as wide as the terminal, between sections.
@@ -56,6 +58,7 @@ def _indented(report) -> list[str]:
     return lines + [f"  problem: {p}" for p in report.problems]
 
 
+@environ_read("CUDA_VISIBLE_DEVICES, shown as it is")
 def _devices() -> tuple[list[str], list[str]]:
     """(GPU section, CPU section) from ``zeus-nb doctor``'s parts."""
     from zeus_nb.device import doctor

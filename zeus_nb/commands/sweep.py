@@ -9,6 +9,7 @@ from pathlib import Path
 from zeus_nb.errors import InputError
 from zeus_nb.inputs import read_text
 from zeus_nb.inputs.args import ArgType, count, nonempty, only_with, scheduler_address, seconds
+from zeus_nb.inputs.registry import not_input
 from zeus_nb.utils.files import atomic_write
 
 
@@ -209,6 +210,10 @@ def run(args) -> int:
     return 0
 
 
+@not_input(
+    "results.csv zeus-nb wrote; an unreadable one is kept aside as "
+    "results.csv.damaged, never parsed into numbers"
+)
 def write_results(out_dir: Path, outputs: list[Path]):
     """Write ``results.csv``: this sweep's rows, plus rows other sweeps wrote there before.
 

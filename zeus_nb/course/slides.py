@@ -21,6 +21,7 @@ from typing import Any
 from zeus_nb.course.markers import CourseError, _collect
 from zeus_nb.course.slide_layout import HIDE_INPUT, SLIDE_KEY, lay_out, student_sources
 from zeus_nb.course.slide_notes import deck_notes
+from zeus_nb.inputs.registry import not_input, system_read
 from zeus_nb.inputs.table import read_ipynb
 from zeus_nb.utils.files import atomic_write
 
@@ -35,6 +36,7 @@ _STYLE_PARTS = (
 )
 
 
+@not_input("a notebook, read by nbformat")
 def executed_copy(
     path: Path,
     executed: str | os.PathLike | None,
@@ -86,6 +88,7 @@ def _exporter(reveal_url_prefix: str | None):
     return exporter
 
 
+@system_read("the JupyterLab theme installed with nbconvert")
 def _stylesheet(exporter: Any) -> str:
     """JupyterLab's cell styles as nbconvert ships them, written once beside the decks."""
     parts = []
@@ -107,6 +110,7 @@ def _template_roots(exporter: Any) -> list[str]:
     return roots
 
 
+@not_input("a notebook, read by nbformat")
 def build_slides(
     notebooks: Iterable[str | os.PathLike] | None = None,
     out_dir: str | os.PathLike = "slides",

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs import read_ipynb
+from zeus_nb.inputs.registry import environ_read, not_input, system_read
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,8 @@ class SiteBuild:
     course: list[str] = field(default_factory=list)  # pages of docs/course/, slides/index.md
 
 
+@not_input("the project's own guides (docs build from a checkout)")
+@system_read("the project's own guides (docs build from a checkout)")
 def _title(path: Path) -> str:
     """The first markdown ``# heading`` of a page or notebook, else the file's stem."""
     if path.suffix == ".ipynb":
@@ -64,6 +67,7 @@ def _title(path: Path) -> str:
     return path.stem.replace("_", " ")
 
 
+@environ_read("saves variables to restore them afterwards")
 @contextlib.contextmanager
 def _environ(**changes: str) -> Iterator[None]:
     saved = {k: os.environ.get(k) for k in changes}
@@ -120,6 +124,7 @@ def execute_notebooks(
     return done
 
 
+@not_input("a notebook execute_notebooks just wrote")
 def clean_executed(path: Path) -> None:
     """An executed notebook as a page shows it: no widget state (a static page cannot run the
     controls, and keeping it would make the page load a widget manager from the web) and no
@@ -132,6 +137,10 @@ def clean_executed(path: Path) -> None:
     path.with_suffix(".records.json").unlink(missing_ok=True)
 
 
+@not_input(
+    "executed notebooks, compared cell by cell with today's student edition; anything"
+    " else is refused"
+)
 def copy_executed(source: Path, dest: Path) -> list[Path]:
     """The executed student edition of every shipped notebook, taken from ``source`` (a folder
     :func:`execute_notebooks` filled, e.g. once per test session) instead of executing again.
@@ -213,6 +222,8 @@ def _course_pages(course: Path, notebooks: list[Path]) -> list[Path]:
     return pages + ([slides] if slides else [])
 
 
+@not_input("the project's own guides (docs build from a checkout)")
+@system_read("the project's own guides (docs build from a checkout)")
 def assemble(
     checkout: Path, src: Path, execute: bool = True, executed: Path | None = None
 ) -> tuple[list, SiteBuild]:

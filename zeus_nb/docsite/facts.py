@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from zeus_nb.inputs.registry import not_input, system_read
+
 WIDTH = 100
 
 
@@ -88,6 +90,8 @@ def _setup_gpu(source: str) -> str:
     return str(inspect.signature(notebook_setup).parameters["sim_gpu"].default)
 
 
+@not_input("the project's own notebook sources (a checkout)")
+@system_read("the project's own notebook sources (a checkout)")
 def simulated_gpus(repo: Path) -> dict[str, str]:
     """Notebook number -> the GPU it simulates without a real one (upper case: "A40")."""
     found = {}
@@ -143,6 +147,8 @@ def render(text: str, repo: Path) -> str:
 DOCUMENTS = ("README.md", "docs/notebooks.md")
 
 
+@not_input("the project's own README and guides (a checkout)")
+@system_read("the project's own README and guides (a checkout)")
 def sync(repo: Path) -> list[Path]:
     """Rewrite the facts in the README and the guides; the files that changed."""
     from zeus_nb.utils.files import atomic_write

@@ -33,6 +33,7 @@ from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs import read_ipynb
+from zeus_nb.inputs.registry import environ_read, not_input
 from zeus_nb.runner.execute import KERNEL
 from zeus_nb.runner.paths import PACKAGE_ROOT, NotebookNotFoundError, notebooks_dir
 
@@ -241,6 +242,7 @@ def point_file(notebook: str | Path, point: dict[str, Any], smoke: bool = False)
     return f"{stem}~smoke" if smoke else stem
 
 
+@not_input("an output notebook zeus-nb wrote; unreadable means not done")
 def same_point(output: str | Path, notebook: str | Path, parameters: dict[str, Any]) -> bool:
     """Whether ``output`` is a finished run of ``notebook`` with exactly ``parameters``.
 
@@ -303,6 +305,7 @@ OUTCOME_KEY = "zeus_nb"
 PARTIAL = ".partial"  # suffix of a run's notebook and records while it runs
 
 
+@not_input("an output notebook zeus-nb wrote; unreadable means not done")
 def is_complete(output: str | Path) -> bool:
     """Whether ``output`` is a notebook whose every cell ran to the end without an error.
 
@@ -329,6 +332,9 @@ def is_complete(output: str | Path) -> bool:
     )
 
 
+@not_input(
+    "the output notebook papermill just wrote, stamped with its outcome and moved into place"
+)
 def _stamp_outcome(partial: Path, out: Path, outcome: str) -> None:
     """Move a finished run's notebook into place, stamped with its outcome ("ok" or why not)."""
     import nbformat
@@ -344,6 +350,7 @@ def _stamp_outcome(partial: Path, out: Path, outcome: str) -> None:
     partial.unlink(missing_ok=True)
 
 
+@environ_read("PYTHONPATH, passed on to kernels")
 def kernel_environment(extra: dict[str, str] | None = None) -> contextlib.AbstractContextManager:
     """Environment papermill kernels inherit, restored afterwards.
 

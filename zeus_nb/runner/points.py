@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs.registry import environ_read, not_input, system_read
 from zeus_nb.inputs.table import MAX_NOTEBOOK_BYTES, read_bytes
 from zeus_nb.utils.files import atomic_write
 
@@ -35,6 +36,8 @@ class NotebookTask:
     kernel: str = "python3"
 
 
+@environ_read("CUDA_VISIBLE_DEVICES of the worker")
+@system_read("bytes of a notebook shipped to a worker")
 def execute_notebook_task(task: NotebookTask) -> dict[str, Any]:
     """Run on a worker: execute the notebook in a private folder and return its files."""
     from zeus_nb.runner.notebooks import run_notebook
@@ -266,6 +269,7 @@ def sweep_on_cluster(
 
 
 # --- notebook sweeps -------------------------------------------------------------------------
+@not_input("bytes of a notebook shipped to workers")
 def sweep_notebook_on_cluster(
     notebook: Path,
     todo: list[tuple[str, dict[str, Any], Path]],

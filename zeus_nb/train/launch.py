@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import read_json
 from zeus_nb.train import MODES
 from zeus_nb.utils.threads import thread_environment
@@ -120,6 +121,7 @@ def launch(
         return run_for_results(cmd, results, env, echo, timeout, "training", mode != "single")
 
 
+@not_input("the results JSON of the training it just ran")
 def run_for_results(
     cmd: list[str],
     results: Path,

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 
 from zeus_nb.errors import ExtraMissingError, ZeusNbError
+from zeus_nb.inputs.registry import environ_read
 
 DEBUG_ENV = "ZEUS_NB_DEBUG"
 
@@ -47,6 +48,7 @@ def describe_os_error(e: OSError) -> str:
     return f"{paths}: {(e.strerror or str(e)).lower()}" + (f"; {advice}" if advice else "")
 
 
+@environ_read("ZEUS_NB_DEBUG, read before any other input")
 def debug_requested(argv: list[str]) -> tuple[bool, list[str]]:
     """``--debug`` anywhere before a ``--`` (it is removed), or ``ZEUS_NB_DEBUG=1``."""
     end = argv.index("--") if "--" in argv else len(argv)

@@ -26,6 +26,7 @@ from zeus_nb.device.cpu.packages import (
 )
 from zeus_nb.device.cpu.rapl import RAPLCPUs, rapl_is_available
 from zeus_nb.errors import CpuEnergyError, CpuEnergyPermissionError
+from zeus_nb.inputs.registry import system_read
 
 #: The CPU manager :func:`get_cpus` handed out last (Zeus's singleton; tests may set it).
 _cpus: CPUs | None = None
@@ -52,6 +53,7 @@ def get_cpus() -> CPUs:
     return _cpus
 
 
+@system_read("/proc/self/stat (kernel)")
 def get_current_cpu_index(pid: int | str = "current") -> int:
     """The CPU package (socket) this process, or process ``pid``, is running on.
 

@@ -20,6 +20,7 @@ from typing import Any
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs import check_record, read_json, read_text, reader
 from zeus_nb.inputs.kinds import PL_MEASUREMENT
+from zeus_nb.inputs.registry import not_input
 from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement
 from zeus_nb.utils.boundary import describe_os_error
 from zeus_nb.utils.files import atomic_write, write_json
@@ -78,6 +79,10 @@ def _is_zeus(data: Any) -> bool:
     return isinstance(data, dict) and "format" not in data and "measurements" in data
 
 
+@not_input(
+    "a probe: any error means 'not Zeus's format', and load_profile then reads the "
+    "file through its schema"
+)
 def is_zeus_profile(path: Path) -> bool:
     """Whether ``path`` holds Zeus's profile format rather than zeus-nb's."""
     try:
@@ -211,6 +216,7 @@ def save_profile_or_warn(
         )
 
 
+@not_input("copies Zeus's file, which load_profile read and checked, beside it byte for byte")
 def upgrade_zeus_profile(
     path: Path,
     key: ProfileKey,

@@ -31,6 +31,7 @@ import random
 from dataclasses import dataclass, field
 
 from zeus_nb.errors import InputError
+from zeus_nb.inputs.api import unchecked_arguments
 from zeus_nb.monitor import Measurement
 from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement
 
@@ -131,8 +132,8 @@ def trace_profiles(gpu: str = "v100", noise: float = 0.03) -> list[tuple[str, Lo
     the same in a total, and only the ratios between limits, the trace's, matter. Labelled
     ``dataset/network/optimizer/batch size`` and sorted by those.
     """
-    from zeus_nb.errors import TraceFormatError
     from zeus_nb.data.traces import load_power_trace
+    from zeus_nb.errors import TraceFormatError
 
     out = []
     trace = load_power_trace(gpu)
@@ -158,6 +159,7 @@ def trace_profiles(gpu: str = "v100", noise: float = 0.03) -> list[tuple[str, Lo
     return out
 
 
+@unchecked_arguments("as SyntheticSystem")
 class SyntheticGPU:
     """The GPU interface the optimizer and its power-limit guard use, over a profile."""
 
@@ -188,6 +190,10 @@ class SyntheticGPU:
         return self._system.energy
 
 
+@unchecked_arguments(
+    "a teaching model built from checked profile numbers; its GPUs check limits "
+    "through GPU.check_power_limit"
+)
 @dataclass
 class SyntheticSystem:
     """A clock and an energy counter that advance one noisy step at a time.

@@ -29,6 +29,7 @@ from typing import Any
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs.args import ArgType, Parser, count, nonempty, real, seconds
 from zeus_nb.inputs.env import env
+from zeus_nb.inputs.registry import environ_read
 from zeus_nb.train.pipeline.layout import Layout, all_reduce_grads, setup_layout, teardown
 from zeus_nb.train.pipeline.results import describe, rank_record, write_results
 from zeus_nb.utils.boundary import run_main
@@ -194,6 +195,7 @@ class Trainer:
         return out
 
 
+@environ_read("saves ZEUS_NB_BACKEND to restore it afterwards")
 def run(config: PipelineConfig | None = None) -> dict[str, Any]:
     """Train (or profile) in this process, one rank of the pipeline; rank 0 writes the results."""
     config = config or PipelineConfig()
