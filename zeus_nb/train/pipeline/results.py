@@ -1,7 +1,9 @@
 """What a pipeline run reports: its description, each rank's record, the results JSON.
 
 Training (:mod:`~zeus_nb.train.pipeline.trainer`) and instruction profiling
-(:mod:`~zeus_nb.train.pipeline.profiling`) both end here, so neither imports the other.
+(:mod:`~zeus_nb.train.pipeline.profiling`) both end here. The trainer runs the profiler (it
+imports :mod:`.profiling` when a run profiles); the profiler never imports the trainer, and
+this module imports neither (the trainer only as a type).
 """
 
 from __future__ import annotations
