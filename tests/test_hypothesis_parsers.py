@@ -23,10 +23,9 @@ from zeus_nb.data.traces import POWER_COLUMNS, load_power_trace
 from zeus_nb.device.guard import read_state
 from zeus_nb.device.replay import load_profile_log
 from zeus_nb.errors import ZeusNbError
-from zeus_nb.inputs import check_record, read_table
+from zeus_nb.inputs import check_record, read_table, validate
 from zeus_nb.inputs.kinds import SCHEMAS
 from zeus_nb.runner.records import read_notebook
-from zeus_nb.utils import validate
 
 SETTINGS = settings(
     max_examples=80,

@@ -162,7 +162,7 @@ def _parameters_and_env(args) -> tuple[dict, dict[str, str]]:
 
 def run_build(args) -> int:
     from zeus_nb.course import build
-    from zeus_nb.utils.validate import writable_dir
+    from zeus_nb.inputs.validate import writable_dir
 
     writable_dir(args.output, "-o")
     built = build(args.notebooks or None, args.output)
@@ -179,7 +179,7 @@ def run_build(args) -> int:
 
 def run_verify(args) -> int:
     from zeus_nb.course import timings, timings_table, verify
-    from zeus_nb.utils.validate import writable_dir
+    from zeus_nb.inputs.validate import writable_dir
 
     params, env = _parameters_and_env(args)
     if Path(args.dir).is_dir():  # else verify() says the course folder is missing
@@ -205,7 +205,7 @@ def run_verify(args) -> int:
 def run_grade(args) -> int:
     from zeus_nb.course import CourseError, grade
     from zeus_nb.course import grade_report as report
-    from zeus_nb.utils.validate import writable_dir
+    from zeus_nb.inputs.validate import writable_dir
 
     params, env = _parameters_and_env(args)
     missing = [s for s in args.submissions if not Path(s).exists()]
@@ -270,8 +270,8 @@ def run_timings(args) -> int:
 
 def run_slides(args) -> int:
     from zeus_nb.course.slides import build_slides
+    from zeus_nb.inputs.validate import writable_dir
     from zeus_nb.utils.environ import temp_environ
-    from zeus_nb.utils.validate import writable_dir
 
     params, env = _parameters_and_env(args)
     writable_dir(args.output, "-o")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zeus_nb.inputs.args import count, nonempty, real
-from zeus_nb.utils.validate import POWER_LIMIT
+from zeus_nb.inputs.validate import POWER_LIMIT
 
 
 def register(sub) -> None:

@@ -143,6 +143,7 @@ def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
 
 
 def run(args) -> int:
+    from zeus_nb.inputs.validate import writable_dir
     from zeus_nb.runner.notebooks import (
         find_notebook,
         grid_points,
@@ -151,7 +152,6 @@ def run(args) -> int:
         run_notebook,
         same_point,
     )
-    from zeus_nb.utils.validate import writable_dir
 
     notebook = find_notebook(args.notebook)
     grid = build_grid(notebook, args.param)

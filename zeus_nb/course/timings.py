@@ -12,7 +12,7 @@ from zeus_nb.course.markers import CourseError
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import read_ipynb
-from zeus_nb.utils.validate import DURATION, number
+from zeus_nb.inputs.validate import DURATION, number
 
 
 @dataclass

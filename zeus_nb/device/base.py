@@ -320,7 +320,7 @@ class GPUSystem(GPUs):
         )
 
     def gpu(self, index: int) -> GPU:
-        from zeus_nb.utils.validate import integer
+        from zeus_nb.inputs.validate import integer
 
         index = integer(index, "GPU index", 0, 1 << 16, text_ok=False)
         for g in self.gpus:

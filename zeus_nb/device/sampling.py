@@ -74,7 +74,7 @@ class PowerSampler(ABC):
     """Collects a power timeline while running; a context manager."""
 
     def __init__(self, indices: list[int], period: float):
-        from zeus_nb.utils.validate import DURATION, number
+        from zeus_nb.inputs.validate import DURATION, number
 
         # NaN once passed "period <= 0" and sampled without end
         period = number(period, "sampling period", DURATION, "give seconds, e.g. 0.1", False)

@@ -37,7 +37,7 @@ from zeus_nb.device.sim_ranks import parse_straggler, rank_factors  # noqa: F401
 from zeus_nb.device.sim_wall import WallPace
 from zeus_nb.errors import InputError, SimulationError
 from zeus_nb.inputs.api import checked_methods
-from zeus_nb.utils.validate import CPU_TDP, DRAM_SIZE, NOISE, Quantity, integer, number, step_count
+from zeus_nb.inputs.validate import CPU_TDP, DRAM_SIZE, NOISE, Quantity, integer, number, step_count
 
 # (t0, t1, {gpu index: watts}) for every advance of the virtual clock.
 Listener = Callable[[float, float, dict[int, float]], None]

@@ -18,9 +18,9 @@ from pathlib import Path
 from zeus_nb.errors import TraceFormatError, WindowError
 from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import regular_file
+from zeus_nb.inputs.validate import DURATION, ENERGY, number
 from zeus_nb.monitor.energy import Measurement
 from zeus_nb.utils.framework import sync_execution
-from zeus_nb.utils.validate import DURATION, ENERGY, number
 
 logger = logging.getLogger(__name__)
 _GPU_COLUMN = re.compile(r"^gpu(\d+)_energy$")

@@ -22,7 +22,7 @@ from typing import Any
 
 from zeus_nb.inputs.env import env
 from zeus_nb.inputs.registry import environ_read
-from zeus_nb.utils.validate import integer
+from zeus_nb.inputs.validate import integer
 
 log = logging.getLogger(__name__)
 

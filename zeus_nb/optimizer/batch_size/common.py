@@ -19,9 +19,9 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
+from zeus_nb.inputs.validate import POWER_LIMIT
 from zeus_nb.optimizer.batch_size.exceptions import JobSpecError
 from zeus_nb.optimizer.records import Record
-from zeus_nb.utils.validate import POWER_LIMIT
 
 # Zeus's server routes, served by zeus_nb.optimizer.batch_size.server.router.
 REGISTER_JOB_URL = "/jobs"

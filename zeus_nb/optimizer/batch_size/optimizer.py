@@ -43,6 +43,7 @@ import numpy as np
 
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.api import checked_methods
+from zeus_nb.inputs.validate import POWER_LIMIT, integer, number
 from zeus_nb.optimizer.batch_size.checks import (
     checked_observation,
     device_max_power,
@@ -59,7 +60,6 @@ from zeus_nb.optimizer.batch_size.store import (
     StoreError,
 )
 from zeus_nb.utils.metric import zeus_cost
-from zeus_nb.utils.validate import POWER_LIMIT, integer, number
 
 if TYPE_CHECKING:
     import pandas as pd

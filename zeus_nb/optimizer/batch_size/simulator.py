@@ -47,9 +47,9 @@ from zeus_nb.data.traces import (
     target_epochs,
 )
 from zeus_nb.errors import InputError
+from zeus_nb.inputs.validate import integer
 from zeus_nb.optimizer.batch_size.optimizer import LocalBatchSizeOptimizer
 from zeus_nb.optimizer.batch_size.store import DEFAULT_EXPLORATION, JobSpec, MemoryStore
-from zeus_nb.utils.validate import integer
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -22,8 +22,8 @@ from pathlib import Path
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs.env import env
 from zeus_nb.inputs.registry import environ_read
+from zeus_nb.inputs.validate import integer
 from zeus_nb.optimizer.batch_size.trials import MemoryTrials
-from zeus_nb.utils.validate import integer
 
 STATE_DIR_ENV = "ZEUS_NB_STATE_DIR"
 DEFAULT_FILENAME = "bso.sqlite3"

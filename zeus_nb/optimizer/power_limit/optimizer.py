@@ -29,6 +29,7 @@ from pathlib import Path
 from zeus_nb.callback import Callback
 from zeus_nb.device.guard import PowerLimitGuard
 from zeus_nb.errors import CallbackOrderError, InputError, PowerLimitPermissionError
+from zeus_nb.inputs.validate import Quantity, integer, number
 from zeus_nb.optimizer.power_limit.policy import AdaptivePolicy
 from zeus_nb.optimizer.power_limit.profile_file import ProfileKey, load_for, save_profile_or_warn
 from zeus_nb.optimizer.power_limit.selectors import OptimumSelector, PowerLimitMeasurement, ZeusCost
@@ -44,7 +45,6 @@ from zeus_nb.optimizer.power_limit.states import (
     mw,
 )
 from zeus_nb.utils.framework import initialized_dist, reduce_time_energy
-from zeus_nb.utils.validate import Quantity, integer, number
 
 __all__ = ["Done", "GlobalPowerLimitOptimizer", "Phase", "Profiling", "Ready", "Waiting", "Warmup"]
 __all__ += ["WarmingUp"]
