@@ -16,10 +16,13 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zeus_nb.course import edition_text
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs.args import nonempty
 from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import MAX_NOTEBOOK_BYTES, read_bytes, read_text
+from zeus_nb.runner.notebooks import list_notebooks
+from zeus_nb.runner.paths import notebooks_dir
 from zeus_nb.utils.files import atomic_write
 
 DEFAULT_DIR = "zeus-nb-notebooks"
@@ -64,9 +67,6 @@ def copy_notebooks(
     A file already in ``dest`` is overwritten only if it is what an earlier copy wrote (the user
     did not edit it) or ``force`` is true.
     """
-    from zeus_nb.course import edition_text
-    from zeus_nb.runner.notebooks import list_notebooks
-    from zeus_nb.runner.paths import notebooks_dir
 
     src_dir = source or notebooks_dir()
     notebooks = list_notebooks(src_dir)

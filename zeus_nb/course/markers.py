@@ -14,6 +14,7 @@ from zeus_nb.course.check import FAILED_MARK, NOT_DONE_MARK, PASSED_MARK  # noqa
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import read_ipynb
+from zeus_nb.runner.notebooks import list_notebooks
 from zeus_nb.utils.files import atomic_write
 
 BEGIN = "# BEGIN SOLUTION"
@@ -151,8 +152,6 @@ class BuiltNotebook:
 def _collect(given: Iterable[str | os.PathLike] | None) -> list[Path]:
     paths = [Path(p) for p in given or []]
     if not paths:
-        from zeus_nb.runner.notebooks import list_notebooks
-
         shipped = list_notebooks()
         if not shipped:
             raise CourseError("no shipped notebooks found; pass notebook paths")

@@ -19,10 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.course.markers import CourseError, _collect
+from zeus_nb.course.reveal import vendor
 from zeus_nb.course.slide_layout import HIDE_INPUT, SLIDE_KEY, lay_out, student_sources
 from zeus_nb.course.slide_notes import deck_notes
 from zeus_nb.inputs.registry import not_input, system_read
 from zeus_nb.inputs.table import read_ipynb
+from zeus_nb.runner.notebooks import run_notebook
+from zeus_nb.utils.environ import temp_environ
 from zeus_nb.utils.files import atomic_write
 
 __all__ = ["SLIDE_KEY", "build_slides", "executed_copy"]
@@ -44,8 +47,6 @@ def executed_copy(
     parameters: Mapping[str, Any] | None,
 ) -> Any:
     """The executed notebook for ``path``: from the ``executed`` folder, else run here."""
-    from zeus_nb.runner.notebooks import run_notebook
-    from zeus_nb.utils.environ import temp_environ
 
     if executed is not None:
         found = Path(executed) / path.name
@@ -124,7 +125,6 @@ def build_slides(
     papermill ``parameters``. ``reveal_url_prefix``: load reveal.js from there instead of the copy
     put beside the decks (which needs ``npm`` once, to fetch it).
     """
-    from zeus_nb.course.reveal import vendor
 
     exporter = _exporter(reveal_url_prefix)
     params = dict(parameters or {})

@@ -14,6 +14,7 @@ from zeus_nb.course.timings import _duration
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import read_ipynb
+from zeus_nb.runner.notebooks import kernel_environment
 
 
 @dataclass
@@ -30,7 +31,6 @@ class Verification:
 
 def _environ(extra: Mapping[str, str] | None = None):
     """Environment for the papermill kernels: headless, importing this zeus_nb, plus ``extra``."""
-    from zeus_nb.runner.notebooks import kernel_environment
 
     return kernel_environment(dict(extra or {}))
 

@@ -27,9 +27,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zeus_nb.course import write_edition
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs import read_ipynb
 from zeus_nb.inputs.registry import environ_read, not_input, system_read
+from zeus_nb.runner.notebooks import list_notebooks, run_notebook
+from zeus_nb.utils.environ import temp_environ
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +87,6 @@ def _environ(**changes: str) -> Iterator[None]:
 
 def write_editions(dest: Path, solutions: bool = False) -> list[Path]:
     """The student edition (``solutions``: instructor edition) of each shipped notebook."""
-    from zeus_nb.course import write_edition
-    from zeus_nb.runner.notebooks import list_notebooks
 
     return write_edition(dest, solutions, list_notebooks())
 
@@ -100,10 +101,8 @@ def execute_notebooks(
     and no solution. Widget state is dropped from the outputs: a static page cannot run the
     controls, and keeping it would make each page load a widget manager from the web.
     """
-    from zeus_nb.runner.notebooks import run_notebook
 
     dest.mkdir(parents=True, exist_ok=True)
-    from zeus_nb.utils.environ import temp_environ
 
     done = []
     with (

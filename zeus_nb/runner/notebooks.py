@@ -31,11 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.errors import InputError, UsageError, ZeusNbError
 from zeus_nb.inputs import read_ipynb
 from zeus_nb.inputs.registry import environ_read, not_input
 from zeus_nb.runner.execute import KERNEL
 from zeus_nb.runner.paths import PACKAGE_ROOT, NotebookNotFoundError, notebooks_dir
+from zeus_nb.runner.records import sidecar_of
+from zeus_nb.utils.environ import temp_environ
+from zeus_nb.utils.files import atomic_write, move_into_place
 
 
 def list_notebooks(directory: Path | None = None) -> list[Path]:
@@ -272,7 +275,6 @@ def merge_parameters(given: dict[str, Any], set_by: dict[str, Any]) -> dict[str,
     A parameter set both ways is a usage error naming both, never silently one of them
     (``--smoke`` once overrode ``-p smoke false``).
     """
-    from zeus_nb.errors import UsageError
 
     merged = dict(given)
     for option, value in set_by.items():
@@ -339,8 +341,6 @@ def _stamp_outcome(partial: Path, out: Path, outcome: str) -> None:
     """Move a finished run's notebook into place, stamped with its outcome ("ok" or why not)."""
     import nbformat
 
-    from zeus_nb.utils.files import atomic_write
-
     try:
         nb = read_ipynb(partial, "output notebook")
     except (OSError, ZeusNbError):
@@ -357,7 +357,6 @@ def kernel_environment(extra: dict[str, str] | None = None) -> contextlib.Abstra
     Kernels run headless (controls step aside) and import this process's ``zeus_nb`` first;
     ``extra`` adds variables such as ``ZEUS_NB_RECORD_FILE`` or ``ZEUS_NB_BACKEND``.
     """
-    from zeus_nb.utils.environ import temp_environ
 
     path = os.pathsep.join(
         p for p in (str(PACKAGE_ROOT.parent), os.environ.get("PYTHONPATH", "")) if p
@@ -379,8 +378,6 @@ def run_notebook(
     ``cwd`` defaults to the output's directory; ``timeout`` is per cell, in seconds.
     """
     from zeus_nb.runner.execute import execute
-    from zeus_nb.runner.records import sidecar_of
-    from zeus_nb.utils.files import move_into_place
 
     nb = Path(notebook)
     # Absolute: the kernel runs in ``cwd``, so a relative record path would land below it again.

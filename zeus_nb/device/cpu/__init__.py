@@ -8,6 +8,7 @@ are importable from here.
 
 from __future__ import annotations
 
+from zeus_nb import device
 from zeus_nb.device.cpu.common import CPUs, SystemCPUs, ZeusCPUInitError
 from zeus_nb.device.cpu.packages import (
     CPU,
@@ -40,7 +41,6 @@ def get_cpus() -> CPUs:
     not readable by this user (the message says how to allow it).
     """
     global _cpus
-    from zeus_nb import device
 
     system = device.current()
     if _cpus is None or (isinstance(_cpus, SystemCPUs) and _cpus.system is not system):

@@ -56,6 +56,7 @@ import secrets
 from typing import Any
 
 from zeus_nb.callback import Callback
+from zeus_nb.device import get_gpus
 from zeus_nb.inputs.env import env
 from zeus_nb.optimizer.batch_size.common import (
     CreatedJob,
@@ -381,7 +382,6 @@ class BatchSizeOptimizer(Callback):
 def _device_gpus(monitor) -> tuple[list[str], float, int]:
     """(GPU model names, summed maximum power limit in W, count) of ``monitor.gpu_indices``,
     from :func:`zeus_nb.device.get_gpus`, as Zeus's client reads them."""
-    from zeus_nb.device import get_gpus
 
     indices = list(getattr(monitor, "gpu_indices", None) or [])
     if not indices:

@@ -26,7 +26,9 @@ import warnings
 import weakref
 from pathlib import Path
 
+import zeus_nb.optimizer.power_limit as package
 from zeus_nb.callback import Callback
+from zeus_nb.device.gpu import get_gpus
 from zeus_nb.device.guard import PowerLimitGuard
 from zeus_nb.errors import CallbackOrderError, InputError, PowerLimitPermissionError
 from zeus_nb.inputs.validate import Quantity, integer, number
@@ -59,7 +61,6 @@ WINDOW_PREFIX = "__GlobalPowerLimitOptimizer_"
 
 def _atexit():
     """The ``atexit`` module as this package holds it (Zeus's tests replace it there)."""
-    import zeus_nb.optimizer.power_limit as package
 
     return package.atexit
 
@@ -444,7 +445,6 @@ def _monitored_gpus(monitor) -> list:
     gpus = getattr(monitor, "gpus", None)
     if gpus is not None:
         return list(gpus)
-    from zeus_nb.device.gpu import get_gpus
 
     system = get_gpus(ensure_homogeneous=True)
     return [system.gpu(i) for i in monitor.gpu_indices]

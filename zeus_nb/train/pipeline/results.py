@@ -14,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zeus_nb.train.pipeline.models import table_parameters
 from zeus_nb.utils.files import atomic_write
 
 if TYPE_CHECKING:
@@ -24,7 +25,6 @@ log = logging.getLogger("zeus_nb.train.pipeline.trainer")  # one logger for the 
 
 def describe(trainer: Trainer) -> dict[str, Any]:
     """The run's model, layout, partition and configuration: the head of its results JSON."""
-    from zeus_nb.train.pipeline.models import table_parameters
 
     config, layout = trainer.config, trainer.layout
     return {

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 
+from zeus_nb.optimizer.batch_size.server.config import ZeusBsoSettings
 from zeus_nb.utils.boundary import needs_extra
 from zeus_nb.utils.logging import show_logs
 
@@ -29,7 +30,6 @@ def serve(
     with needs_extra("server", "the batch-size optimizer server"):
         import uvicorn
 
-        from zeus_nb.optimizer.batch_size.server.config import ZeusBsoSettings
         from zeus_nb.optimizer.batch_size.server.database.db_connection import use_database
         from zeus_nb.optimizer.batch_size.server.router import app
 
