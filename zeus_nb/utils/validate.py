@@ -2,7 +2,7 @@
 
 Validation moved to the input boundary (:mod:`zeus_nb.inputs.validate`). ``monitor/energy.py`` is
 being rewritten elsewhere; once that rewrite imports ``zeus_nb.inputs.validate``, delete this file
-(tests/test_architecture.py lists it as the one module allowed to re-export another).
+(docs/architecture.md says so too).
 """
 
 from zeus_nb.inputs.validate import integer
