@@ -7,99 +7,86 @@ below it; the package root ``zeus_nb`` only loads names lazily and counts as the
 
 from __future__ import annotations
 
-import ast
+import sys
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "zeus_nb"
+sys.path.insert(0, str(PACKAGE.parent / "tools"))
 
-# (module or package prefix, layer); the longest matching prefix decides. Mirrors the picture in
-# docs/architecture.md.
-LAYERS = [
-    ("zeus_nb", 0),
-    ("zeus_nb._moved", 0),
-    ("zeus_nb.errors", 0),
-    ("zeus_nb.exception", 0),
-    ("zeus_nb.callback", 0),
-    ("zeus_nb.utils", 0),
-    ("zeus_nb.data", 1),
-    ("zeus_nb.data.workloads", 0),
-    ("zeus_nb.device", 2),
-    ("zeus_nb.utils.zeusd", 2),  # Zeus's path; a client of a device daemon raising device errors
-    ("zeus_nb.monitor", 3),
-    ("zeus_nb.metric", 3),
-    ("zeus_nb.utils.testing", 3),
-    ("zeus_nb.optimizer", 4),
-    ("zeus_nb.tradeoff", 4),
-    ("zeus_nb._legacy", 5),
-    ("zeus_nb.train", 5),
-    ("zeus_nb.profile", 5),
-    ("zeus_nb.show_env", 5),
-    ("zeus_nb.plots", 6),
-    ("zeus_nb.widgets", 6),
-    ("zeus_nb.runner", 6),
-    ("zeus_nb.course", 7),
-    ("zeus_nb.docsite", 7),
-    ("zeus_nb.commands", 7),
-    ("zeus_nb.cli", 7),
-    ("zeus_nb.__main__", 7),
-]
+import layers  # noqa: E402 (tools/layers.py: LAYERS, the imports and the picture)
 
+LAYERS = layers.LAYERS
+modules = layers.modules
+layer = layers.layer
+_resolve = layers._resolve
 
-def modules() -> dict[str, Path]:
-    out = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        out[name] = path
-    return out
-
-
-def layer(name: str) -> int:
-    best = max((p for p, _ in LAYERS if name == p or name.startswith(p + ".")), key=len)
-    return dict(LAYERS)[best]
-
-
-def _resolve(target: str, known: dict[str, Path]) -> str | None:
-    while target and target not in known:
-        target = target.rpartition(".")[0]
-    return target or None
-
-
-def _type_checking_lines(tree: ast.AST) -> set[int]:
-    lines = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.body:
-                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
-    return lines
+# Imports of zeus_nb modules inside functions, each with its reason: an optional or heavy
+# dependency that the target loads, or an import that would run in a circle at load time.
+# Anything else belongs at the top of the module; a new one fails
+# test_imports_inside_functions_say_why until it is listed here (or moved up).
+INNER_IMPORTS: dict[tuple[str, str], str] = {
+    ("zeus_nb.commands.bso", "zeus_nb.optimizer.batch_size.server.serve"): "the server extra "
+    "(FastAPI, SQLAlchemy), only for `zeus-nb bso serve`",
+    ("zeus_nb.commands.perseus", "zeus_nb.optimizer.pipeline_frequency"): "scipy (the planner)",
+    ("zeus_nb.commands.sweep", "zeus_nb.runner.cluster"): "dask.distributed, only for executors",
+    ("zeus_nb.course.check", "zeus_nb.widgets"): "ipywidgets' kernel probe, only in a notebook; "
+    "tests replace widgets._interactive_kernel",
+    ("zeus_nb.course.grade", "zeus_nb.runner.execute"): "papermill/nbclient; the interrupt "
+    "tests replace runner.execute.execute",
+    ("zeus_nb.course.verify", "zeus_nb.runner.execute"): "as course.grade",
+    ("zeus_nb.runner.notebooks", "zeus_nb.runner.execute"): "as course.grade",
+    ("zeus_nb.device", "zeus_nb.device.sim"): "circle: the backends import zeus_nb.device when "
+    "they load; the chosen one loads on first use",
+    ("zeus_nb.device", "zeus_nb.device.gpu.nvidia"): "pynvml, and the same circle as device.sim",
+    ("zeus_nb.device", "zeus_nb.device.replay"): "the same circle as device.sim",
+    ("zeus_nb.device.base", "zeus_nb.device.guard"): "circle: the guard's settings import the "
+    "GPU interface (to be attached by the backends instead)",
+    ("zeus_nb.device.base", "zeus_nb.device.cpu.packages"): "circle: RAPL's CPU packages build "
+    "on the device interface",
+    ("zeus_nb.device.doctor", "zeus_nb.device.gpu.nvidia"): "pynvml, only to probe a real GPU",
+    ("zeus_nb.device.doctor", "zeus_nb.utils.stack"): "pip's view of the installed stack; tests "
+    "replace utils.stack",
+    ("zeus_nb.device.gpu", "zeus_nb.device"): "circle: Zeus's get_gpus() here returns the "
+    "package's current system, and zeus_nb.device imports device.gpu",
+    ("zeus_nb.docsite", "zeus_nb.docsite.apidoc"): "circle: apidoc imports the docsite package",
+    ("zeus_nb.docsite", "zeus_nb.runner.paths"): "tests replace runner.paths.source_checkout",
+    ("zeus_nb.monitor.energy", "zeus_nb.device.gpu"): "none: monitor/energy.py is being rewritten "
+    "elsewhere; move get_gpus to the top there",
+    ("zeus_nb.optimizer.batch_size.client", "zeus_nb.optimizer.batch_size.store_url"): "circle: "
+    "store_url loads the batch_size package, whose factory imports this module",
+    ("zeus_nb.optimizer.batch_size.optimizer", "zeus_nb.optimizer.batch_size.store_url"): "as "
+    "batch_size.client",
+    (
+        "zeus_nb.optimizer.batch_size.server.serve",
+        "zeus_nb.optimizer.batch_size.server.database.db_connection",
+    ): "SQLAlchemy, the server extra",
+    ("zeus_nb.optimizer.batch_size.server.serve", "zeus_nb.optimizer.batch_size.server.router"): (
+        "FastAPI, the server extra"
+    ),
+    ("zeus_nb.optimizer.batch_size.store_url", "zeus_nb.optimizer.batch_size.sql_store"): (
+        "SQLAlchemy, only for postgresql:// stores"
+    ),
+    (
+        "zeus_nb.optimizer.pipeline_frequency.solver",
+        "zeus_nb.optimizer.pipeline_frequency.lowtime_backend",
+    ): "scipy, and the backend imports the solver back",
+    ("zeus_nb.runner.points", "zeus_nb.runner.cluster"): "dask.distributed, only for executors",
+    ("zeus_nb.train.pipeline.cost", "zeus_nb.optimizer.pipeline_frequency"): "scipy (the planner)",
+    ("zeus_nb.train.pipeline.plan", "zeus_nb.optimizer.pipeline_frequency"): "scipy (the planner)",
+    ("zeus_nb.train.pipeline.trainer", "zeus_nb.train.pipeline.profiling"): "scipy, only when a "
+    "run profiles",
+    ("zeus_nb.widgets", "zeus_nb.plots.live"): "matplotlib, only when a live plot is drawn",
+}
 
 
 def edges() -> dict[str, set[str]]:
-    known = modules()
-    graph: dict[str, set[str]] = {name: set() for name in known}
-    for name, path in known.items():
-        tree = ast.parse(path.read_text())
-        skip = _type_checking_lines(tree)
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(tree):
-            if getattr(node, "lineno", None) in skip:
-                continue
-            targets = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join(up + ([node.module] if node.module else []))
-                targets = [f"{base}.{a.name}" for a in node.names] + [base]
-            for target in targets:
-                if target.startswith("zeus_nb"):
-                    resolved = _resolve(target, known)
-                    if resolved and resolved != name and resolved != "zeus_nb":
-                        graph[name].add(resolved)
+    """Every import of a zeus_nb module, at the top or inside a function (the root aside)."""
+    graph: dict[str, set[str]] = {name: set() for name in modules()}
+    for a, b, _, _ in layers.import_edges():
+        if b != "zeus_nb":
+            graph[a].add(b)
     return graph
 
 
@@ -158,3 +145,43 @@ def test_no_module_is_too_long_to_read(limit):
 def test_top_level_stays_a_few_entry_modules():
     flat = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(flat) <= 15, flat
+
+
+def test_imports_inside_functions_say_why():
+    inner = {(a, b) for a, b, _, in_function in layers.import_edges() if in_function}
+    unlisted = sorted(f"{a} imports {b}" for a, b in inner - set(INNER_IMPORTS))
+    assert not unlisted, (
+        "an import of a zeus_nb module inside a function: move it to the top of the module, or "
+        "list it in INNER_IMPORTS with its reason (an optional or heavy dependency, a circle): "
+        + "; ".join(unlisted)
+    )
+    stale = sorted(f"{a} -> {b}" for a, b in set(INNER_IMPORTS) - inner)
+    assert not stale, f"INNER_IMPORTS lists imports that are no longer inside functions: {stale}"
+    assert all(len(why.split()) >= 2 for why in INNER_IMPORTS.values())
+
+
+def test_the_picture_in_architecture_md_is_drawn_from_the_imports():
+    text = layers.DOC.read_text()
+    assert layers.current_picture(text) == layers.diagram(), (
+        "docs/architecture.md's picture is stale: run python tools/layers.py --write"
+    )
+
+
+def test_utils_import_nothing_above_them_but_zeus_mirrors():
+    above = sorted(
+        f"{a} imports {b}"
+        for a, b, _, _ in layers.import_edges()
+        if a.startswith("zeus_nb.utils.")
+        and layer(a) == layer("zeus_nb.utils")
+        and layer(b) > layer(a)
+    )
+    assert not above, above
+
+
+def test_boundary_marks_refuse_an_empty_reason():
+    from zeus_nb.inputs.api import unchecked_arguments
+    from zeus_nb.inputs.registry import environ_read, not_input, system_read
+
+    for mark in (not_input, system_read, environ_read, unchecked_arguments):
+        with pytest.raises(ValueError):
+            mark("  ")

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from zeus_nb import check
+from zeus_nb.course import check
 from zeus_nb.monitor import Measurement
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from zeus_nb import device
 from zeus_nb.cli import main
-from zeus_nb.device import nvml as nvml_backend
+from zeus_nb.device.gpu import nvidia as nvml_backend
 
 
 def test_doctor_without_gpu_uses_simulated_backend(capsys, fake_nvml):

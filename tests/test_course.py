@@ -297,7 +297,7 @@ def test_verify_catches_broken_courses(tmp_path):
     """A wrong solution fails loudly; a student edition runs to the end, each stub "not done"."""
     wrong = _write_nb(
         tmp_path / "in" / "wrong.ipynb",
-        "from zeus_nb import check",
+        "from zeus_nb.course import check",
         f"def zeus_cost(e, t, eta, p):\n    {BEGIN}\n    return e\n    {END}\n\n"
         "zeus_cost = check.zeus_cost(zeus_cost)",
     )

@@ -260,7 +260,7 @@ def test_nvml_errors_become_zeus_classes_with_our_messages(nvml, monkeypatch):
 
     nvml.set_device(0, set_error="NoPermission", energy_error="NotSupported", architecture=4)
     nvml.set_device(1, power_error="Timeout", clock_error="GpuIsLost")
-    monkeypatch.setattr("zeus_nb.device.nvml.has_sys_admin", lambda: False)
+    monkeypatch.setattr("zeus_nb.device.gpu.nvidia.has_sys_admin", lambda: False)
     gpus = get_gpus()
     with pytest.warns(UserWarning), pytest.raises(ZeusGPUNoPermissionError, match="SYS_ADMIN"):
         gpus.set_power_management_limit(0, 200000)

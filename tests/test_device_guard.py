@@ -134,13 +134,6 @@ def test_unknown_kind_is_refused_when_guarding():
         SettingsGuard(device.use_simulated().gpus, ["nope"])
 
 
-def test_old_import_path_is_the_same_guard():
-    from zeus_nb.optimizer import restore
-
-    assert restore.PowerLimitGuard is guard_mod.PowerLimitGuard
-    assert restore.power_limits_restored is guard_mod.power_limits_restored
-
-
 def test_gpus_that_do_not_outlive_the_process_get_no_state_file(tmp_path):
     from importlib import resources
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from zeus_nb import _diskcache
+from zeus_nb.utils import diskcache as _diskcache
 from zeus_nb.utils.diskcache import cached
 
 

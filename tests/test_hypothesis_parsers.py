@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from zeus_nb import device, validate
+from zeus_nb import device
 from zeus_nb.data.traces import POWER_COLUMNS, load_power_trace
 from zeus_nb.device.guard import read_state
 from zeus_nb.device.replay import load_profile_log
 from zeus_nb.errors import ZeusNbError
-from zeus_nb.inputs import check_record, read_table
+from zeus_nb.inputs import check_record, read_table, validate
 from zeus_nb.inputs.kinds import SCHEMAS
 from zeus_nb.runner.records import read_notebook
 

@@ -500,7 +500,7 @@ def test_no_gpu_notice_is_one_line_on_stdout_not_stderr(monkeypatch, capsys):
     """Without a GPU the fallback is information: part of the backend line, nothing on stderr."""
     import logging
 
-    from zeus_nb.device import nvml
+    from zeus_nb.device.gpu import nvidia as nvml
     from zeus_nb.errors import NoGPUError
 
     def no_gpu(*_a, **_k):

@@ -3,7 +3,7 @@
 import pytest
 
 from zeus_nb import device
-from zeus_nb.device import nvml as nvml_backend
+from zeus_nb.device.gpu import nvidia as nvml_backend
 from zeus_nb.errors import DeviceError, NoGPUError, PowerLimitPermissionError, UnsupportedError
 from zeus_nb.monitor import ZeusMonitor
 

@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 import zeus_nb
-from zeus_nb import cli, paths
+from zeus_nb import cli
 from zeus_nb.commands import lab
 from zeus_nb.commands.notebooks import RECORD, copy_notebooks
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.runner import paths
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(p.name for p in (REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -317,7 +318,7 @@ def test_sdist_and_wheel_carry_every_notebook(tmp_path):
 
 # --- optional extras ----------------------------------------------------------------------------
 def test_skip_unless_says_what_is_skipped_and_how_to_install(monkeypatch, capsys):
-    from zeus_nb import extras
+    from zeus_nb.utils import extras
 
     present = {"accelerate"}
     monkeypatch.setattr(

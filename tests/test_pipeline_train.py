@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from zeus_nb.train import pipeline_models as pm
+from zeus_nb.train.pipeline import models as pm
 from zeus_nb.train.pipeline.profile import (
     ProfileFileError,
     append_rows,

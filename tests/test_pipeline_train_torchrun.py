@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from zeus_nb.device.frequency import frequency_model
-from zeus_nb.train import pipeline_models as pm
+from zeus_nb.train.pipeline import models as pm
 from zeus_nb.train.pipeline.cost import InstructionWork
 from zeus_nb.train.pipeline.launch import command, launch
 from zeus_nb.train.pipeline.stages import partition, stage_work

@@ -235,7 +235,7 @@ def test_no_permission_is_refused_at_construction(fake_nvml, monkeypatch):
     assert fake_nvml.limits_w()[0] == 300.0
 
     fake_nvml.set_device(0, set_error=None)
-    monkeypatch.setattr("zeus_nb.device.nvml.has_sys_admin", lambda: False)
+    monkeypatch.setattr("zeus_nb.device.gpu.nvidia.has_sys_admin", lambda: False)
     with pytest.raises(PowerLimitPermissionError, match="root"):
         GlobalPowerLimitOptimizer(mon, verbose=False)
     assert fake_nvml.state["set_calls"] == []  # refused before touching anything

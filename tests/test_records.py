@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import zeus_nb
-from zeus_nb import records
+from zeus_nb.runner import records
 
 
 @pytest.fixture(autouse=True)

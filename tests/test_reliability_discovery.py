@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import zeus_nb
-from zeus_nb.inputs.registry import NOT_INPUT, READERS, SYSTEM_READS
+from zeus_nb.inputs.registry import READERS
 from zeus_nb.utils.files import OTHER_WRITES
 
 PACKAGE = Path(zeus_nb.__file__).parent
@@ -132,14 +132,46 @@ def _writes(fn: ast.AST) -> set[str]:
     return found
 
 
-def _decorated_reader(fn: ast.AST) -> bool:
+def _decorators(fn: ast.AST, mark: str) -> list[ast.AST]:
+    found = []
     for d in getattr(fn, "decorator_list", []):
         target = d.func if isinstance(d, ast.Call) else d
-        if (isinstance(target, ast.Name) and target.id == "reader") or (
-            isinstance(target, ast.Attribute) and target.attr == "reader"
+        if (isinstance(target, ast.Name) and target.id == mark) or (
+            isinstance(target, ast.Attribute) and target.attr == mark
         ):
-            return True
-    return False
+            found.append(d)
+    return found
+
+
+def _decorated_reader(fn: ast.AST) -> bool:
+    return bool(_decorators(fn, "reader"))
+
+
+def _marked(fn: ast.AST, *marks: str) -> bool:
+    """Whether ``fn`` carries one of the boundary's marks (``zeus_nb.inputs.registry``:
+    ``not_input``, ``system_read``, ``environ_read``) with its reason in words."""
+    return any(_decorators(fn, m) for m in marks)
+
+
+def test_every_mark_says_why_in_words():
+    """A mark is ``@not_input("why")`` (or ``system_read``/``environ_read``): the reason is a
+    literal sentence on the function itself, where a reader of the code sees it."""
+    bare = []
+    for module, tree in _modules():
+        for qualname, fn in _functions(tree, module):
+            for mark in ("not_input", "system_read", "environ_read"):
+                for d in _decorators(fn, mark):
+                    why = d.args[0] if isinstance(d, ast.Call) and len(d.args) == 1 else None
+                    ok = isinstance(why, ast.Constant) and isinstance(why.value, str)
+                    if not ok or len(why.value.split()) < 2:
+                        bare.append(f"{qualname} (@{mark})")
+    assert not bare, f"a boundary mark without its reason: {bare}"
+
+
+def _marked_functions(mark: str) -> set[str]:
+    return {
+        q for module, tree in _modules() for q, fn in _functions(tree, module) if _marked(fn, mark)
+    }  # fmt: skip
 
 
 # --- readers -----------------------------------------------------------------------------------
@@ -148,23 +180,21 @@ INPUT_READS = {"read_table", "read_json", "read_text", "read_bytes", "read_ipynb
 
 def test_every_function_that_reads_is_a_declared_reader_or_says_why_not():
     """Opening, reading or connecting outside ``zeus_nb.inputs`` needs ``@reader(SCHEMA)`` or
-    an entry in ``zeus_nb.inputs.registry.NOT_INPUT`` with the reason."""
+    the mark ``@not_input("why")`` (or ``@system_read("why")``) from ``zeus_nb.inputs.registry``."""
     undeclared, seen = [], set()
     for module, tree in _modules():
         for qualname, fn in _functions(tree, module):
             reads = _reads(fn)
             if {n for b, n in map(_name, _own_calls(fn)) if b in (None, "inputs")} & INPUT_READS:
-                seen.add(qualname)  # NOT_INPUT may also say why a boundary read is no input
+                seen.add(qualname)  # not_input may also say why a boundary read is no input
             if not reads:
                 continue
             seen.add(qualname)
-            if not _decorated_reader(fn) and qualname not in NOT_INPUT | SYSTEM_READS:
+            if not _decorated_reader(fn) and not _marked(fn, "not_input", "system_read"):
                 undeclared.append(f"{qualname} ({', '.join(sorted(reads))})")
     assert not undeclared, "read outside the input boundary: " + "; ".join(undeclared)
-    stale = sorted(
-        q for q in NOT_INPUT if q not in seen and not q.startswith("zeus_nb.utils.files.")
-    )
-    assert not stale, f"NOT_INPUT lists functions that read nothing (any more): {stale}"
+    stale = sorted(_marked_functions("not_input") - seen)
+    assert not stale, f"marked not_input but read nothing (any more): {stale}"
 
 
 def _calls_by_name(fn: ast.AST) -> set[str]:
@@ -174,8 +204,9 @@ def _calls_by_name(fn: ast.AST) -> set[str]:
 def test_every_file_opened_is_checked_to_be_a_regular_file_of_bounded_size():
     """A FIFO blocks a reader forever and ``/dev/zero`` never ends: a function that opens a file
     itself (not through ``read_bytes``/``read_text``/``read_json``/``read_table``/
-    ``read_ipynb``, which check it) must call ``regular_file`` first, or be listed in
-    ``SYSTEM_READS`` (kernel files, package data, the checkout, a private temporary folder)."""
+    ``read_ipynb``, which check it) must call ``regular_file`` first, or carry
+    ``@system_read("why")`` (kernel files, package data, the checkout, a private temporary
+    folder)."""
     unchecked, seen = [], set()
     for module, tree in _modules():
         for qualname, fn in _functions(tree, module):
@@ -183,17 +214,18 @@ def test_every_file_opened_is_checked_to_be_a_regular_file_of_bounded_size():
             if not reads:
                 continue
             seen.add(qualname)
-            if qualname in SYSTEM_READS:
+            if _marked(fn, "system_read"):
                 continue
             if "regular_file" not in _calls_by_name(fn):
                 unchecked.append(f"{qualname} ({', '.join(sorted(reads))})")
     assert not unchecked, "opens a file without regular_file(): " + "; ".join(unchecked)
-    assert not sorted(set(SYSTEM_READS) - seen), "SYSTEM_READS lists functions that open nothing"
+    stale = sorted(_marked_functions("system_read") - seen)
+    assert not stale, f"marked system_read but open nothing: {stale}"
 
 
 def _covered(q: str, fns: dict, callers: dict, seen: frozenset = frozenset()) -> bool:
     """Declared, or a private helper whose callers (in its module) are all covered."""
-    if _decorated_reader(fns[q]) or q in NOT_INPUT or q in SYSTEM_READS:
+    if _decorated_reader(fns[q]) or _marked(fns[q], "not_input", "system_read"):
         return True
     who = callers.get(q, set()) - seen - {q}
     return (
@@ -351,17 +383,19 @@ def _env_reads(fn: ast.AST) -> list[str]:
 
 
 def test_environment_variables_are_read_only_through_inputs_env():
-    from zeus_nb.inputs.registry import ENV_NOT_INPUT
-
-    problems = []
+    problems, seen = [], set()
     for module, tree in _modules():
         for qualname, fn in _functions(tree, module):
             reads = _env_reads(fn)
-            if reads and qualname not in ENV_NOT_INPUT:
+            if reads:
+                seen.add(qualname)
+            if reads and not _marked(fn, "environ_read"):
                 problems.append(f"{qualname}: {reads}")
     assert not problems, "read os.environ directly (use zeus_nb.inputs.env.env): " + "; ".join(
         problems
     )
+    stale = sorted(_marked_functions("environ_read") - seen)
+    assert not stale, f"marked environ_read but read no variable: {stale}"
 
 
 def test_every_variable_named_in_the_package_is_declared():
@@ -369,7 +403,7 @@ def test_every_variable_named_in_the_package_is_declared():
 
     named = set()
     for path in PACKAGE.rglob("*.py"):
-        # a name ending in "_" is a prefix (Zeus's ZEUS_PFO_<FIELD>), read where ENV_NOT_INPUT says
+        # a name ending in "_" is a prefix (Zeus's ZEUS_PFO_<FIELD>), read where environ_read says
         named |= set(re.findall(r"[\"'](ZEUS_[A-Z_]*[A-Z])[\"']", path.read_text()))
     assert named - set(VARIABLES) == set()
 

@@ -152,7 +152,7 @@ def test_executed_copies_must_be_todays_student_edition(tmp_path):
 
 
 def test_docs_build_outside_a_checkout_says_what_is_needed(monkeypatch, tmp_path):
-    from zeus_nb import paths
+    from zeus_nb.runner import paths
 
     monkeypatch.setattr(paths, "source_checkout", lambda: None)
     with pytest.raises(SiteBuildError, match="source checkout"):

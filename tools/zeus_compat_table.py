@@ -135,7 +135,7 @@ NOTES: dict[str, str] = {
     "zeus.monitor.__main__.energy": "`--duration S` stops it without Ctrl+C; on the simulated "
     "backend the GPU follows the wall clock there.",
     "zeus.utils.env.get_env": "Booleans also accept `1/0`, `yes/no`, `on/off`; errors name the "
-    "variable. The older path `zeus_nb.util.env` works too.",
+    "variable.",
     "zeus.optimizer.power_limit.GlobalPowerLimitOptimizer": "Zeus's states, transitions and "
     "sequence of limit changes by default; extra `adaptive=True` (skip limits that cannot win) "
     "and `resume_across_epochs=True` (pause a window over an epoch's end), which zeus-nb's own "

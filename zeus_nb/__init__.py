@@ -9,8 +9,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from zeus_nb import _moved
-
 __version__ = "0.1.0"
 
 # public name -> module that defines it
@@ -41,14 +39,10 @@ if TYPE_CHECKING:
 
 __all__ = sorted(_LAZY)
 
-_moved.install()  # old module paths (zeus_nb.check, zeus_nb.sweep, ...) keep importing
-
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        if f"{__name__}.{name}" in _moved.MOVED:  # an old module path: zeus_nb.records.recorded()
-            return importlib.import_module(f"{__name__}.{name}")
         raise AttributeError(f"module 'zeus_nb' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value

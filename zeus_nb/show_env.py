@@ -13,6 +13,14 @@ import os
 import platform
 import shutil
 
+import zeus_nb
+from zeus_nb.device import doctor
+from zeus_nb.device.soc import ZeusSoCInitError, get_soc
+from zeus_nb.errors import ZeusNbError
+from zeus_nb.inputs.registry import environ_read
+from zeus_nb.utils import framework
+from zeus_nb.utils.zeusd import ZeusdClient, ZeusdConfig
+
 __all__ = ["SECTION_SEPARATOR", "show_env"]
 
 #: A line as wide as the terminal, between sections.
@@ -21,7 +29,6 @@ SECTION_SEPARATOR = "-" * shutil.get_terminal_size().columns
 
 def _framework_line(label: str, name: str) -> str:
     """``label: version (with/without CUDA support)``, or ``not available``."""
-    from zeus_nb.utils import framework
 
     check = {
         "torch": framework.torch_is_available,
@@ -39,8 +46,6 @@ def _framework_line(label: str, name: str) -> str:
 
 
 def _packages() -> list[str]:
-    import zeus_nb
-
     return [
         f"  Python: {platform.python_version()}",
         f"  zeus-nb: {zeus_nb.__version__}",
@@ -56,9 +61,9 @@ def _indented(report) -> list[str]:
     return lines + [f"  problem: {p}" for p in report.problems]
 
 
+@environ_read("CUDA_VISIBLE_DEVICES, shown as it is")
 def _devices() -> tuple[list[str], list[str]]:
     """(GPU section, CPU section) from ``zeus-nb doctor``'s parts."""
-    from zeus_nb.device import doctor
 
     report, system = doctor.system_report()
     gpus = _indented(report)
@@ -70,8 +75,6 @@ def _devices() -> tuple[list[str], list[str]]:
 
 
 def _soc() -> list[str]:
-    from zeus_nb.device.soc import ZeusSoCInitError, get_soc
-
     try:
         soc = get_soc()
     except ZeusSoCInitError as e:
@@ -80,9 +83,6 @@ def _soc() -> list[str]:
 
 
 def _zeusd() -> list[str]:
-    from zeus_nb.errors import ZeusNbError
-    from zeus_nb.utils.zeusd import ZeusdClient, ZeusdConfig
-
     config = ZeusdConfig.from_env()
     if config is None:
         return ["  Not configured (ZEUSD_SOCK_PATH or ZEUSD_HOST_PORT is not set)."]

@@ -11,6 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from zeus_nb.data.traces import (
+    WORKLOADS,
+    default_batch_size,
+    get_workload,
+    load_power_trace,
+    tta_eta,
+)
 from zeus_nb.errors import InputError
 from zeus_nb.utils.metric import check_eta, zeus_cost
 
@@ -90,14 +97,6 @@ def potential_savings(
     target count. ``workloads`` defaults to every known workload the power trace has.
     """
     import pandas as pd
-
-    from zeus_nb.data.traces import (
-        WORKLOADS,
-        default_batch_size,
-        get_workload,
-        load_power_trace,
-        tta_eta,
-    )
 
     power = gpu if isinstance(gpu, pd.DataFrame) else load_power_trace(gpu)
     if workloads is None:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from zeus_nb.device.guard import power_limits_restored
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.env import env
 from zeus_nb.optimizer.power_limit.registry import SELECTORS as _REGISTRY
@@ -382,7 +383,6 @@ def power_limit_explorer(
     back afterwards, even if training fails; where this process may not change the limit, the
     epoch runs at the current one and says why. Headless, nothing is shown and nothing runs.
     """
-    from zeus_nb.device.guard import power_limits_restored
 
     limit = power_limit_slider(gpu, value=value, headless=headless)
 

@@ -44,8 +44,8 @@ from torchvision import transforms
 import zeus_nb
 from zeus_nb import widgets
 from zeus_nb.course import check
+from zeus_nb.inputs import validate
 from zeus_nb.runner.setup import counter_period, steps_spanning
-from zeus_nb.utils import validate
 
 epochs, steps_per_epoch, batch_size = validate.notebook_counts(
     epochs=epochs, steps_per_epoch=steps_per_epoch, batch_size=batch_size

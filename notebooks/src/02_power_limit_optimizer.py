@@ -48,6 +48,7 @@ import zeus_nb
 from zeus_nb import widgets
 from zeus_nb.course import check
 from zeus_nb.data.traces import default_batch_size, load_power_trace, resource_path
+from zeus_nb.inputs import validate
 from zeus_nb.optimizer import (
     Energy,
     GlobalPowerLimitOptimizer,
@@ -58,7 +59,6 @@ from zeus_nb.optimizer import (
 from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
 from zeus_nb.plots import power_limit_profile
 from zeus_nb.runner.setup import counter_period, sizing_clock, steps_spanning
-from zeus_nb.utils import validate
 
 (warmup_steps,) = validate.notebook_counts(low=0, warmup_steps=warmup_steps)
 profile_steps, epochs, steps_per_epoch = validate.notebook_counts(

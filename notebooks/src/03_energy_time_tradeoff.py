@@ -45,6 +45,7 @@ from zeus_nb import widgets
 from zeus_nb.course import check
 from zeus_nb.data.traces import tta_eta
 from zeus_nb.errors import InputError
+from zeus_nb.inputs import validate
 from zeus_nb.plots import energy_time_scatter, savings_bars, trace_tradeoff_figure
 from zeus_nb.plots.tradeoff import in_plot_units
 from zeus_nb.runner.setup import counter_period, sizing_clock
@@ -52,7 +53,6 @@ from zeus_nb.runner.sweep import run_sweep
 from zeus_nb.tradeoff import min_cost, pareto_front, potential_savings
 from zeus_nb.train.demos import small_classifier
 from zeus_nb.train.sweep_fn import repeated_to_span, synthetic_images, torch_train_fn
-from zeus_nb.utils import validate
 
 batch_sizes = validate.number_list(live_batch_sizes, "live_batch_sizes", integers=True)
 (max_epochs,) = validate.notebook_counts(max_epochs=max_epochs)

@@ -40,6 +40,7 @@ import pandas as pd
 
 import zeus_nb
 from zeus_nb.course import check
+from zeus_nb.inputs import validate
 from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, PaperBatchSizeOptimizer
 from zeus_nb.optimizer.batch_size.simulator import simulate
 from zeus_nb.optimizer.batch_size.store import MemoryStore
@@ -47,7 +48,6 @@ from zeus_nb.plots import bso_costs, bso_posterior
 from zeus_nb.runner.setup import counter_period, sizing_clock
 from zeus_nb.train.demos import small_classifier
 from zeus_nb.train.sweep_fn import repeated_to_span, synthetic_images, torch_train_fn
-from zeus_nb.utils import validate
 
 compare_seeds, live_recurrences, max_epochs = validate.notebook_counts(
     compare_seeds=compare_seeds, live_recurrences=live_recurrences, max_epochs=max_epochs

@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from zeus_nb._legacy._concurrent import simulate_group
 from zeus_nb._legacy._replay import (
     MAX_TRIES,
     HistoryEntry,
@@ -148,7 +149,6 @@ class Simulator:
         reach the policy when runs end. Entries come in the order runs end, their time and
         energy scaled by the runtime ratio. See :mod:`zeus_nb._legacy._concurrent`.
         """
-        from zeus_nb._legacy._concurrent import simulate_group
 
         if job.default_bs is None:
             raise InputError(f"{job} has no default batch size; pass default_bs= to Job")

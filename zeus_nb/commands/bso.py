@@ -6,8 +6,16 @@ from __future__ import annotations
 import json
 import math
 
+from zeus_nb.errors import InputError
 from zeus_nb.inputs.args import ArgType, count, nonempty, real
-from zeus_nb.optimizer.batch_size.simulator import MAX_RECURRENCES
+from zeus_nb.optimizer.batch_size import (
+    BatchSizeOptimizer,
+    LocalBatchSizeOptimizer,
+    PaperBatchSizeOptimizer,
+)
+from zeus_nb.optimizer.batch_size.simulator import MAX_RECURRENCES, simulate
+from zeus_nb.optimizer.batch_size.store import StoreError, StoreNotFoundError
+from zeus_nb.optimizer.batch_size.store_url import describe, open_store
 
 
 def _beta(text: str) -> float:
@@ -16,8 +24,6 @@ def _beta(text: str) -> float:
         return math.inf
     value = real(low=1.0)(text)
     if value <= 1.0:
-        from zeus_nb.errors import InputError
-
         raise InputError(f"the value: {text!r} is out of range; expected > 1, or inf")
     return value
 
@@ -120,10 +126,7 @@ def _num(x):
 
 
 def run_simulate(args) -> int:
-    from zeus_nb.optimizer.batch_size import BatchSizeOptimizer, PaperBatchSizeOptimizer
-    from zeus_nb.optimizer.batch_size.simulator import simulate
-
-    policy = PaperBatchSizeOptimizer if args.policy == "paper" else BatchSizeOptimizer
+    policy = PaperBatchSizeOptimizer if args.policy == "paper" else LocalBatchSizeOptimizer
     result = simulate(
         args.workload,
         args.gpu,
@@ -191,10 +194,6 @@ def _json_default(o):
 
 
 def run_show(args) -> int:
-    from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
-    from zeus_nb.optimizer.batch_size.store import StoreError, StoreNotFoundError
-    from zeus_nb.optimizer.batch_size.store_url import describe, open_store
-
     try:
         store = open_store(args.store, create=False)  # reading never creates a store
     except StoreNotFoundError as e:

@@ -6,7 +6,13 @@ import errno
 import sys
 from pathlib import Path
 
+from zeus_nb.course import CourseError, build, grade, timings, timings_table, verify
+from zeus_nb.course import grade_report as report
+from zeus_nb.course.slides import build_slides
 from zeus_nb.inputs.args import count, nonempty, seconds
+from zeus_nb.inputs.validate import writable_dir
+from zeus_nb.runner.notebooks import merge_parameters, parse_value
+from zeus_nb.utils.environ import temp_environ
 from zeus_nb.utils.files import atomic_write
 
 PATH = nonempty("path")
@@ -148,8 +154,6 @@ def _execution_options(p) -> None:
 
 
 def _parameters_and_env(args) -> tuple[dict, dict[str, str]]:
-    from zeus_nb.runner.notebooks import merge_parameters, parse_value
-
     # a Python literal, else text; true/false/yes/no are booleans (never the truthy text "no")
     params = {name: parse_value(value, None, name) for name, value in args.parameter}
     env = {}
@@ -161,9 +165,6 @@ def _parameters_and_env(args) -> tuple[dict, dict[str, str]]:
 
 
 def run_build(args) -> int:
-    from zeus_nb.course import build
-    from zeus_nb.utils.validate import writable_dir
-
     writable_dir(args.output, "-o")
     built = build(args.notebooks or None, args.output)
     out = Path(args.output)
@@ -178,9 +179,6 @@ def run_build(args) -> int:
 
 
 def run_verify(args) -> int:
-    from zeus_nb.course import timings, timings_table, verify
-    from zeus_nb.utils.validate import writable_dir
-
     params, env = _parameters_and_env(args)
     if Path(args.dir).is_dir():  # else verify() says the course folder is missing
         writable_dir(args.output or Path(args.dir) / "executed", "-o")
@@ -203,10 +201,6 @@ def run_verify(args) -> int:
 
 
 def run_grade(args) -> int:
-    from zeus_nb.course import CourseError, grade
-    from zeus_nb.course import grade_report as report
-    from zeus_nb.utils.validate import writable_dir
-
     params, env = _parameters_and_env(args)
     missing = [s for s in args.submissions if not Path(s).exists()]
     if missing:  # checked before the output folder is made
@@ -257,8 +251,6 @@ def run_grade(args) -> int:
 
 
 def run_timings(args) -> int:
-    from zeus_nb.course import CourseError, timings, timings_table
-
     if args.output and Path(args.output).is_dir():
         raise IsADirectoryError(errno.EISDIR, "Is a directory", args.output)
     problems: list[str] = []  # each unreadable notebook is named; the others still timed
@@ -275,10 +267,6 @@ def run_timings(args) -> int:
 
 
 def run_slides(args) -> int:
-    from zeus_nb.course.slides import build_slides
-    from zeus_nb.utils.environ import temp_environ
-    from zeus_nb.utils.validate import writable_dir
-
     params, env = _parameters_and_env(args)
     writable_dir(args.output, "-o")
     with temp_environ(**env):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from zeus_nb import device
 from zeus_nb.inputs.args import count, nonempty, real
-from zeus_nb.utils.validate import POWER_LIMIT
+from zeus_nb.inputs.validate import POWER_LIMIT
+from zeus_nb.monitor import ZeusMonitor
 
 
 def register(sub) -> None:
@@ -28,9 +30,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from zeus_nb import device
-    from zeus_nb.monitor import ZeusMonitor
-
     system = device.use_simulated(gpu=args.gpu, workload=args.workload)
     monitor = ZeusMonitor(gpu_indices=[0])
     if args.power_limit is not None:

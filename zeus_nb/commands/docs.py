@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zeus_nb.docsite import build_site
 from zeus_nb.inputs.args import nonempty
+from zeus_nb.utils.boundary import needs_extra
 
 
 def register(sub) -> None:
@@ -46,12 +48,9 @@ def register(sub) -> None:
 def run_build(args) -> int:
     import logging
 
-    from zeus_nb.utils.boundary import needs_extra
-
     with needs_extra("docs", "zeus-nb docs build"):
         import mkdocs.commands.build  # noqa: F401  (checked before anything is written)
         import mkdocs.config  # noqa: F401
-    from zeus_nb.docsite import build_site
 
     logging.getLogger("zeus_nb.docsite").setLevel(logging.INFO)
     if not logging.getLogger().handlers:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from zeus_nb.device.doctor import diagnose
+
 
 def register(sub) -> None:
     p = sub.add_parser("doctor", help="list GPUs, backend and permissions; changes nothing")
@@ -10,8 +12,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from zeus_nb.device.doctor import diagnose
-
     report = diagnose(args.backend)
     print(report)
     return 0 if report.usable else 1

@@ -16,9 +16,13 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zeus_nb.course import edition_text
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs.args import nonempty
+from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import MAX_NOTEBOOK_BYTES, read_bytes, read_text
+from zeus_nb.runner.notebooks import list_notebooks
+from zeus_nb.runner.paths import notebooks_dir
 from zeus_nb.utils.files import atomic_write
 
 DEFAULT_DIR = "zeus-nb-notebooks"
@@ -40,6 +44,10 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+@not_input(
+    "the copy record zeus-nb writes itself; unreadable means 'no record' (every copy "
+    "is then kept as edited)"
+)
 def _read_record(dest: Path) -> dict[str, str]:
     try:
         data = json.loads(read_text(dest / RECORD, "copy record"))
@@ -49,6 +57,7 @@ def _read_record(dest: Path) -> dict[str, str]:
     return files if isinstance(files, dict) else {}
 
 
+@not_input("compares the user's copy byte for byte")
 def copy_notebooks(
     dest: str | Path, force: bool = False, source: Path | None = None, solutions: bool = False
 ) -> CopyReport:
@@ -58,9 +67,6 @@ def copy_notebooks(
     A file already in ``dest`` is overwritten only if it is what an earlier copy wrote (the user
     did not edit it) or ``force`` is true.
     """
-    from zeus_nb.course import edition_text
-    from zeus_nb.runner.notebooks import list_notebooks
-    from zeus_nb.runner.paths import notebooks_dir
 
     src_dir = source or notebooks_dir()
     notebooks = list_notebooks(src_dir)

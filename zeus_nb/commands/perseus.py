@@ -6,7 +6,7 @@ import json
 
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.args import ArgType, count, nonempty, seconds
-from zeus_nb.utils.validate import Quantity, number
+from zeus_nb.inputs.validate import Quantity, number
 
 
 def _weights(text: str) -> list[float]:

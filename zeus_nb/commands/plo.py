@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from zeus_nb.device.replay import load_profile_log
 from zeus_nb.inputs.args import count, nonempty, only_with, real
 from zeus_nb.optimizer.power_limit import registry
+from zeus_nb.optimizer.replay import replay_optimizer
 
 CLI_SELECTORS = tuple(spec.cli_name for spec in registry.SELECTORS.values())
 
@@ -63,9 +65,6 @@ def make_selector(name: str, eta: float, factor: float):
 
 def run_replay(args) -> int:
     import json
-
-    from zeus_nb.device.replay import load_profile_log
-    from zeus_nb.optimizer.replay import replay_optimizer
 
     selector = make_selector(args.selector, args.eta, args.factor)
     log = load_profile_log(args.log, run=args.run)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
+from zeus_nb.device.guard import state_dir
+from zeus_nb.device.recovery import restore_from_state_files
 from zeus_nb.inputs.args import nonempty
 
 
@@ -28,9 +30,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from zeus_nb.device.guard import state_dir
-    from zeus_nb.device.recovery import restore_from_state_files
-
     folder = Path(args.state_dir).expanduser() if args.state_dir else state_dir()
     if folder.exists() and not folder.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(folder))

@@ -9,6 +9,21 @@ from pathlib import Path
 from zeus_nb.errors import InputError
 from zeus_nb.inputs import read_text
 from zeus_nb.inputs.args import ArgType, count, nonempty, only_with, scheduler_address, seconds
+from zeus_nb.inputs.registry import not_input
+from zeus_nb.inputs.validate import writable_dir
+from zeus_nb.runner.notebooks import (
+    declared_type,
+    find_notebook,
+    grid_points,
+    merge_parameters,
+    notebook_parameters,
+    parse_values,
+    point_file,
+    run_notebook,
+    same_point,
+)
+from zeus_nb.runner.points import sweep_notebook_on_cluster
+from zeus_nb.runner.records import collect
 from zeus_nb.utils.files import atomic_write
 
 
@@ -127,7 +142,6 @@ def executor_from_args(args):
 
 def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
     """The grid from ``-p NAME VALUES`` pairs, typed and checked against the notebook's cell."""
-    from zeus_nb.runner.notebooks import declared_type, notebook_parameters, parse_values
 
     declared = notebook_parameters(notebook)
     grid: dict[str, list] = {}
@@ -142,16 +156,6 @@ def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
 
 
 def run(args) -> int:
-    from zeus_nb.runner.notebooks import (
-        find_notebook,
-        grid_points,
-        merge_parameters,
-        point_file,
-        run_notebook,
-        same_point,
-    )
-    from zeus_nb.utils.validate import writable_dir
-
     notebook = find_notebook(args.notebook)
     grid = build_grid(notebook, args.param)
     merge_parameters(grid, {"--smoke": True} if args.smoke else {})  # -p smoke and --smoke
@@ -184,8 +188,6 @@ def run(args) -> int:
             failed.append((label, res.error))
             print(f"[{i}/{len(points)}] {label}: FAILED: {res.error}", flush=True)
     if executor is not None and todo:
-        from zeus_nb.runner.points import sweep_notebook_on_cluster
-
         failed = sweep_notebook_on_cluster(
             notebook,
             todo,
@@ -209,6 +211,10 @@ def run(args) -> int:
     return 0
 
 
+@not_input(
+    "results.csv zeus-nb wrote; an unreadable one is kept aside as "
+    "results.csv.damaged, never parsed into numbers"
+)
 def write_results(out_dir: Path, outputs: list[Path]):
     """Write ``results.csv``: this sweep's rows, plus rows other sweeps wrote there before.
 
@@ -221,8 +227,6 @@ def write_results(out_dir: Path, outputs: list[Path]):
 
     import pandas as pd
     from filelock import FileLock
-
-    from zeus_nb.runner.records import collect
 
     table = collect(outputs) if outputs else pd.DataFrame(columns=["notebook", "status"])
     csv = out_dir / "results.csv"

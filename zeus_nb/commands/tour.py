@@ -9,6 +9,10 @@ import time
 
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.args import nonempty, seconds
+from zeus_nb.inputs.validate import writable_dir
+from zeus_nb.runner.notebooks import find_notebook, list_notebooks, run_notebook
+from zeus_nb.runner.record_units import unit_of
+from zeus_nb.runner.records import read_notebook
 
 
 def register(sub) -> None:
@@ -77,11 +81,6 @@ def _short(value) -> str:
 
 
 def run(args) -> int:
-    from zeus_nb.runner.notebooks import find_notebook, list_notebooks, run_notebook
-    from zeus_nb.runner.record_units import unit_of
-    from zeus_nb.runner.records import read_notebook
-    from zeus_nb.utils.validate import writable_dir
-
     if args.only:
         notebooks = [find_notebook(n.strip()) for n in args.only.split(",") if n.strip()]
     else:

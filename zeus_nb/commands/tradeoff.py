@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
+from zeus_nb.data.traces import get_workload, load_train_trace, tta_eta
 from zeus_nb.inputs.args import nonempty
+from zeus_nb.tradeoff import pareto_front, potential_savings
 
 
 def register(sub) -> None:
@@ -46,14 +48,10 @@ def _common(p) -> None:
 
 
 def _train(args):
-    from zeus_nb.data.traces import load_train_trace
-
     return None if args.train_trace is None else load_train_trace(args.train_trace)
 
 
 def run_savings(args) -> int:
-    from zeus_nb.tradeoff import potential_savings
-
     table = potential_savings(args.gpu, train_trace=_train(args))
     if args.json:
         return _print_json(
@@ -86,9 +84,6 @@ def _print_json(frame, **columns) -> int:
 
 
 def run_pareto(args) -> int:
-    from zeus_nb.data.traces import get_workload, tta_eta
-    from zeus_nb.tradeoff import pareto_front
-
     wl = get_workload(args.workload)
     front = pareto_front(tta_eta(wl.dataset, args.gpu, train_trace=_train(args)))
     if args.json:

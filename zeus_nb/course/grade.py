@@ -13,6 +13,7 @@ from zeus_nb.course.feedback import CellResult, exercise_report, exercise_title
 from zeus_nb.course.markers import EXERCISE_TAG, CourseError, strip_outputs
 from zeus_nb.course.verify import _environ
 from zeus_nb.errors import InputError
+from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import read_ipynb
 
 
@@ -45,6 +46,7 @@ def _unique_output(out: Path, path: Path, taken: set[Path]) -> Path:
     return target
 
 
+@not_input("a submitted notebook, read by nbformat; unreadable is that submission's grade")
 def _grade_one(
     path: Path,
     target: Path,

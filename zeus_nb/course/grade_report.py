@@ -24,6 +24,7 @@ from filelock import FileLock
 
 from zeus_nb.course.grade import ExerciseResult
 from zeus_nb.course.markers import CourseError
+from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.source import read_json
 from zeus_nb.utils.files import atomic_write
 
@@ -54,6 +55,10 @@ class StudentTotal:
         return self.counts["passed"]
 
 
+@not_input(
+    "grades.json, which course grade wrote into its output folder; a row it did not write is"
+    " refused with a CourseError naming the file"
+)
 def read_ledger(path: Path) -> list[ExerciseResult]:
     """The grades an earlier ``course grade`` wrote into this folder (none if it is new)."""
     if not path.exists():

@@ -12,7 +12,9 @@ from typing import Any
 
 from zeus_nb.course.check import FAILED_MARK, NOT_DONE_MARK, PASSED_MARK  # noqa: F401 (re-exported)
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import read_ipynb
+from zeus_nb.runner.notebooks import list_notebooks
 from zeus_nb.utils.files import atomic_write
 
 BEGIN = "# BEGIN SOLUTION"
@@ -150,8 +152,6 @@ class BuiltNotebook:
 def _collect(given: Iterable[str | os.PathLike] | None) -> list[Path]:
     paths = [Path(p) for p in given or []]
     if not paths:
-        from zeus_nb.runner.notebooks import list_notebooks
-
         shipped = list_notebooks()
         if not shipped:
             raise CourseError("no shipped notebooks found; pass notebook paths")
@@ -173,6 +173,7 @@ def _collect(given: Iterable[str | os.PathLike] | None) -> list[Path]:
     return found
 
 
+@not_input("the shipped notebooks (or the user's), read by nbformat")
 def build(
     notebooks: Iterable[str | os.PathLike] | None = None, out_dir: str | os.PathLike = "course"
 ) -> list[BuiltNotebook]:
@@ -236,6 +237,7 @@ def edition(nb: Any, solutions: bool = False, name: str = "notebook") -> Any:
     return solution if solutions else student
 
 
+@not_input("a notebook, read by nbformat")
 def edition_text(path: str | os.PathLike, solutions: bool = False) -> str:
     """The student (or instructor) edition of the notebook file ``path``, as ``.ipynb`` text.
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from zeus_nb.course.markers import CourseError
 from zeus_nb.inputs.env import env
+from zeus_nb.inputs.registry import system_read
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ def _tarball(name: str, version: str, cache: Path) -> Path:
     return path
 
 
+@system_read("a file of the reveal.js or require.js package that npm fetched, copied byte for byte")
 def _member(tarball: Path, member: str) -> bytes:
     with tarfile.open(tarball, "r:gz") as tar:
         found = tar.extractfile(member)
@@ -88,6 +90,7 @@ def _without_font_import(css: bytes) -> bytes:
     return "".join(ln for ln in lines if not ln.lstrip().startswith("@import")).encode("utf-8")
 
 
+@system_read("its own stamp of the vendored package versions")
 def vendor(out_dir: str | os.PathLike, cache: Path | None = None) -> list[Path]:
     """Put reveal.js and require.js into ``out_dir`` (kept if already there); the files."""
     out = Path(out_dir)

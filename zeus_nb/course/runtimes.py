@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from zeus_nb.inputs.registry import system_read
 from zeus_nb.utils.files import atomic_write
 
 TABLE = Path(__file__).resolve().parents[1] / "resources" / "run_times.json"
@@ -27,6 +28,7 @@ HEADER_END = "run-time table)."
 MODES = ("full", "smoke")
 
 
+@system_read("package data: the run-time table the tour benchmark wrote")
 def load(path: Path = TABLE) -> dict[str, Any]:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
@@ -166,6 +168,7 @@ def render_docs(text: str, table: dict[str, Any]) -> str:
     return text
 
 
+@system_read("the project's own README and guides (a checkout)")
 def sync(repo: Path, table: dict[str, Any] | None = None) -> list[Path]:
     """Rewrite the README, the notebook sources' headers and docs/notebooks.md from the table.
 

@@ -15,6 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from zeus_nb.course import runtimes
+from zeus_nb.course.exercises import EXERCISES, MISTAKES
+from zeus_nb.course.exercises.base import use_seed
+from zeus_nb.runner import setup
+
 # notebook stem -> {section heading (without the #s) -> the teacher's note}
 SECTIONS: dict[str, dict[str, str]] = {
     "01_measuring_energy": {
@@ -175,7 +180,6 @@ SECTIONS: dict[str, dict[str, str]] = {
 
 def title_note(stem: str) -> str:
     """The first slide's note: run times from the one table and what to prepare."""
-    from zeus_nb.course import runtimes
 
     table = runtimes.load()
     times = table["notebooks"].get(stem)
@@ -191,9 +195,6 @@ def title_note(stem: str) -> str:
 
 def exercise_note(name: str) -> str:
     """What the check of exercise ``name`` tries and the hint each known mistake gets."""
-    from zeus_nb.course.exercises import EXERCISES, MISTAKES
-    from zeus_nb.course.exercises.base import use_seed
-    from zeus_nb.runner import setup
 
     saved = setup._seed
     use_seed(0)
@@ -240,8 +241,6 @@ def deck_notes(stem: str):
         if key == "title":
             return title_note(stem)
         if key.startswith("check:"):
-            from zeus_nb.course.exercises import EXERCISES
-
             name = key.removeprefix("check:")
             return exercise_note(name) if name in EXERCISES else None
         return section_note(stem, key)

@@ -20,9 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.course.markers import CourseError, _collect
+from zeus_nb.course.reveal import vendor
 from zeus_nb.course.slide_layout import HIDE_INPUT, SLIDE_KEY, lay_out, student_sources
 from zeus_nb.course.slide_notes import deck_notes
+from zeus_nb.inputs.registry import not_input, system_read
 from zeus_nb.inputs.table import read_ipynb
+from zeus_nb.runner.notebooks import run_notebook
+from zeus_nb.utils.environ import temp_environ
 from zeus_nb.utils.files import atomic_write
 
 __all__ = ["SLIDE_KEY", "build_slides", "executed_copy"]
@@ -36,6 +40,7 @@ _STYLE_PARTS = (
 )
 
 
+@not_input("a notebook, read by nbformat")
 def executed_copy(
     path: Path,
     executed: str | os.PathLike | None,
@@ -43,8 +48,6 @@ def executed_copy(
     parameters: Mapping[str, Any] | None,
 ) -> Any:
     """The executed notebook for ``path``: from the ``executed`` folder, else run here."""
-    from zeus_nb.runner.notebooks import run_notebook
-    from zeus_nb.utils.environ import temp_environ
 
     if executed is not None:
         found = Path(executed) / path.name
@@ -87,6 +90,7 @@ def _exporter(reveal_url_prefix: str | None):
     return exporter
 
 
+@system_read("the JupyterLab theme installed with nbconvert")
 def _stylesheet(exporter: Any) -> str:
     """JupyterLab's cell styles as nbconvert ships them, written once beside the decks."""
     parts = []
@@ -108,6 +112,7 @@ def _template_roots(exporter: Any) -> list[str]:
     return roots
 
 
+@not_input("a notebook, read by nbformat")
 def build_slides(
     notebooks: Iterable[str | os.PathLike] | None = None,
     out_dir: str | os.PathLike = "slides",
@@ -124,7 +129,6 @@ def build_slides(
     papermill ``parameters``. ``reveal_url_prefix``: load reveal.js from there instead of the copy
     put beside the decks (which needs ``npm`` once, to fetch it).
     """
-    from zeus_nb.course.reveal import vendor
 
     exporter = _exporter(reveal_url_prefix)
     params = dict(parameters or {})

@@ -10,8 +10,9 @@ from typing import Any
 
 from zeus_nb.course.markers import CourseError
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import read_ipynb
-from zeus_nb.utils.validate import DURATION, number
+from zeus_nb.inputs.validate import DURATION, number
 
 
 @dataclass
@@ -22,6 +23,7 @@ class Timing:
     parameters: dict[str, Any]
 
 
+@not_input("an executed notebook; its run time is checked there")
 def _duration(path: Path) -> float | None:
     try:
         nb = read_ipynb(path, "executed notebook")
@@ -92,6 +94,7 @@ def timings(paths: Iterable[str | os.PathLike], problems: list[str] | None = Non
     return rows
 
 
+@not_input("an executed notebook, read by nbformat")
 def _papermill_metadata(path: Path) -> dict:
     """The ``papermill`` metadata of one notebook, or a :class:`CourseError` naming it."""
     try:

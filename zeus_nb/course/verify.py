@@ -12,7 +12,9 @@ from zeus_nb.course.feedback import exercise_results
 from zeus_nb.course.markers import VERSIONS, CourseError
 from zeus_nb.course.timings import _duration
 from zeus_nb.errors import InputError
+from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import read_ipynb
+from zeus_nb.runner.notebooks import kernel_environment
 
 
 @dataclass
@@ -29,7 +31,6 @@ class Verification:
 
 def _environ(extra: Mapping[str, str] | None = None):
     """Environment for the papermill kernels: headless, importing this zeus_nb, plus ``extra``."""
-    from zeus_nb.runner.notebooks import kernel_environment
 
     return kernel_environment(dict(extra or {}))
 
@@ -76,6 +77,7 @@ def _run_version(
     return judge_executed(output, version, name)
 
 
+@not_input("an executed notebook, read by nbformat")
 def judge_executed(output: Path, version: str, name: str | None = None) -> Verification:
     """Judge an already executed notebook as ``version`` ("student" or "solution"): every
     exercise passed, or every exercise "not done yet" (see :func:`execute_version`). A run that

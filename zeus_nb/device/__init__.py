@@ -29,8 +29,8 @@ from pathlib import Path
 
 from zeus_nb.device.base import FROM_ENV, GPU, GPUSystem, PowerSampler, PowerTimeline
 from zeus_nb.errors import InputError, NoGPUError, TraceFormatError
+from zeus_nb.inputs import validate
 from zeus_nb.inputs.env import env
-from zeus_nb.utils import validate
 
 __all__ = [
     "GPU",

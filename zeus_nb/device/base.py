@@ -28,7 +28,8 @@ from zeus_nb.device.gpu.common import (
 )
 from zeus_nb.device.sampling import PowerIntegrator, PowerSampler, PowerTimeline
 from zeus_nb.device.watts import POWER_DOMAINS, WattHelpers
-from zeus_nb.errors import InputError
+from zeus_nb.errors import InputError, SimulationError
+from zeus_nb.inputs.validate import integer
 
 if TYPE_CHECKING:
     from zeus_nb.device.cpu.packages import CPU
@@ -311,7 +312,6 @@ class GPUSystem(GPUs):
         one would measure nothing (0 s, 0 J) and say nothing."""
         if self.replaced_by is None or getattr(self, "steps_taken", 0) != self._steps_when_replaced:
             return
-        from zeus_nb.errors import SimulationError
 
         raise SimulationError(
             f"this {self.backend} GPU system was replaced as the current one (use_simulated(), "
@@ -320,8 +320,6 @@ class GPUSystem(GPUs):
         )
 
     def gpu(self, index: int) -> GPU:
-        from zeus_nb.utils.validate import integer
-
         index = integer(index, "GPU index", 0, 1 << 16, text_ok=False)
         for g in self.gpus:
             if g.index == index:

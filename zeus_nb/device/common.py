@@ -14,6 +14,8 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+from zeus_nb.inputs.registry import system_read
+
 __all__ = ["CAP_SYS_ADMIN", "DeprecatedAliasABCMeta", "deprecated_alias", "has_sys_admin"]
 
 #: Bit of CAP_SYS_ADMIN in a Linux capability mask.
@@ -22,6 +24,7 @@ CAP_SYS_ADMIN = 21
 _ALIAS_MARK = "_deprecated_alias"
 
 
+@system_read("/proc/self/status (kernel)")
 def has_sys_admin() -> bool:
     """Whether this process holds CAP_SYS_ADMIN (what NVML needs to set power limits and clocks).
 

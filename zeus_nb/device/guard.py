@@ -48,6 +48,7 @@ from zeus_nb.device.settings import (  # noqa: F401 (the setting kinds, importab
     state_dir,
 )
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.inputs.registry import environ_read
 from zeus_nb.utils.files import atomic_write
 
 if TYPE_CHECKING:
@@ -144,6 +145,7 @@ class SettingsGuard:
             for (i, kind), value in (self.originals or {}).items()
         ]
 
+    @environ_read("CUDA_VISIBLE_DEVICES recorded as is")
     def _write_state(self) -> Path | None:
         folder = state_dir()
         state = {

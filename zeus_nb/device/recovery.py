@@ -14,6 +14,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from zeus_nb import device
 from zeus_nb.device.settings import FORMAT, LEGACY_FORMAT, SETTING_KINDS, _kind, state_dir
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs import check_record, read_json, reader
@@ -74,8 +75,6 @@ def read_state(path: Path) -> dict:
 
 
 def _restore_file(path: Path, state: dict) -> RestoreResult:
-    from zeus_nb import device
-
     system = device.create(
         state.get("backend") or "auto", cuda_visible_devices=state.get("cuda_visible_devices")
     )

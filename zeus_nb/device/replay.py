@@ -24,7 +24,7 @@ from zeus_nb.inputs import read_table, reader
 from zeus_nb.inputs.api import checked_methods
 from zeus_nb.inputs.kinds import MONITOR_LOG
 from zeus_nb.inputs.kinds import window_limit as _window_limit
-from zeus_nb.utils.validate import integer, step_count
+from zeus_nb.inputs.validate import integer, step_count
 
 _ENERGY = re.compile(r"^gpu(\d+)_energy$")
 

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from zeus_nb.inputs.validate import DURATION, number
+
 if TYPE_CHECKING:
     from zeus_nb.device.base import GPUSystem
 
@@ -74,8 +76,6 @@ class PowerSampler(ABC):
     """Collects a power timeline while running; a context manager."""
 
     def __init__(self, indices: list[int], period: float):
-        from zeus_nb.utils.validate import DURATION, number
-
         # NaN once passed "period <= 0" and sampled without end
         period = number(period, "sampling period", DURATION, "give seconds, e.g. 0.1", False)
         self.timeline = PowerTimeline(period, {i: [] for i in indices})

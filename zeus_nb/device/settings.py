@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.inputs import validate
 from zeus_nb.inputs.env import env
-from zeus_nb.utils import validate
-from zeus_nb.utils.validate import number
+from zeus_nb.inputs.registry import environ_read
+from zeus_nb.inputs.validate import number
 
 if TYPE_CHECKING:
     from zeus_nb.device.base import GPU
@@ -98,6 +99,7 @@ def _kind(name: str) -> SettingKind:
         ) from None
 
 
+@environ_read("XDG_CACHE_HOME, a standard folder variable")
 def state_dir() -> Path:
     """Folder of the state files (not created here)."""
     folder = env(STATE_DIR_ENV)

@@ -32,12 +32,14 @@ from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
 from zeus_nb.device.base import milli as _mw
 from zeus_nb.device.cpu.packages import CPU, SimulatedCPU
 from zeus_nb.device.frequency import Work
+from zeus_nb.device.sampling import ThreadSampler
 from zeus_nb.device.sim_clocks import SimulatedClocks
 from zeus_nb.device.sim_ranks import parse_straggler, rank_factors  # noqa: F401 (re-exported)
+from zeus_nb.device.sim_sampler import SimSampler
 from zeus_nb.device.sim_wall import WallPace
 from zeus_nb.errors import InputError, SimulationError
 from zeus_nb.inputs.api import checked_methods
-from zeus_nb.utils.validate import CPU_TDP, DRAM_SIZE, NOISE, Quantity, integer, number, step_count
+from zeus_nb.inputs.validate import CPU_TDP, DRAM_SIZE, NOISE, Quantity, integer, number, step_count
 
 # (t0, t1, {gpu index: watts}) for every advance of the virtual clock.
 Listener = Callable[[float, float, dict[int, float]], None]
@@ -442,9 +444,6 @@ class SimulatedSystem(SimulatedClocks, GPUSystem):
 
     def power_sampler(self, indices: list[int], period: float) -> PowerSampler:
         if self.clock_mode == "wall":
-            from zeus_nb.device.sampling import ThreadSampler  # power() on a real-time grid
-
             return ThreadSampler(self, indices, period)
-        from zeus_nb.device.sim_sampler import SimSampler
 
         return SimSampler(self, indices, period)

@@ -47,6 +47,8 @@ import os
 import statistics
 import time
 
+from zeus_nb.inputs.registry import system_read
+
 CALIBRATION_STEPS = 5
 HOLD = 20  # steps of calibrated length the clock may hold still waiting for the next mark
 MIN_HOLD = 1.0  # ... and at least this many seconds: a busy machine's pauses are shorter
@@ -55,6 +57,7 @@ MIN_HOLD = 1.0  # ... and at least this many seconds: a busy machine's pauses ar
 SCHEDSTAT = "/proc/self/schedstat"  # the main thread: ns on a CPU, ns waiting for one, slices
 
 
+@system_read("/proc/self/schedstat (kernel)")
 def _waited() -> float:
     """Seconds the main thread has waited for a CPU (0 where the kernel does not say)."""
     try:

@@ -12,6 +12,7 @@ import warnings
 from zeus_nb.device.gpu.common import ZeusGPUInvalidArgError, ZeusGPUNotSupportedError
 from zeus_nb.device.sampling import PowerIntegrator
 from zeus_nb.errors import DeviceError, UnsupportedError
+from zeus_nb.inputs.validate import POWER_LIMIT, integer, number
 
 __all__ = ["POWER_DOMAINS", "WattHelpers"]
 
@@ -53,7 +54,6 @@ class WattHelpers:
 
     def check_power_limit(self, watts: float) -> float:
         """Validate a requested limit against the constraints; returns it as float."""
-        from zeus_nb.utils.validate import POWER_LIMIT, number
 
         w = number(watts, f"power limit of GPU {self.index}", text_ok=False)  # finite, a number
         lo, hi = self.power_limit_constraints()
@@ -136,7 +136,6 @@ class WattHelpers:
 
     def check_clock(self, mhz: int) -> int:
         """Validate a requested SM clock against :meth:`supported_clocks`; returns it as int."""
-        from zeus_nb.utils.validate import integer
 
         f = integer(mhz, f"SM clock of GPU {self.index} (MHz)", 0, 10**6, text_ok=False)
         clocks = self.supported_clocks()

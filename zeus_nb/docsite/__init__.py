@@ -28,8 +28,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
+from zeus_nb.course import write_edition
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs import read_ipynb
+from zeus_nb.inputs.registry import environ_read, not_input, system_read
+from zeus_nb.runner.notebooks import list_notebooks, run_notebook
+from zeus_nb.utils.environ import temp_environ
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +55,8 @@ class SiteBuild:
     course: list[str] = field(default_factory=list)  # pages of docs/course/, slides/index.md
 
 
+@not_input("the project's own guides (docs build from a checkout)")
+@system_read("the project's own guides (docs build from a checkout)")
 def _title(path: Path) -> str:
     """The first markdown ``# heading`` of a page or notebook, else the file's stem."""
     if path.suffix == ".ipynb":
@@ -65,6 +73,7 @@ def _title(path: Path) -> str:
     return path.stem.replace("_", " ")
 
 
+@environ_read("saves variables to restore them afterwards")
 @contextlib.contextmanager
 def _environ(**changes: str) -> Iterator[None]:
     saved = {k: os.environ.get(k) for k in changes}
@@ -81,8 +90,6 @@ def _environ(**changes: str) -> Iterator[None]:
 
 def write_editions(dest: Path, solutions: bool = False) -> list[Path]:
     """The student edition (``solutions``: instructor edition) of each shipped notebook."""
-    from zeus_nb.course import write_edition
-    from zeus_nb.runner.notebooks import list_notebooks
 
     return write_edition(dest, solutions, list_notebooks())
 
@@ -97,12 +104,8 @@ def execute_notebooks(
     and no solution. Widget state is dropped from the outputs: a static page cannot run the
     controls, and keeping it would make each page load a widget manager from the web.
     """
-    from tqdm.auto import tqdm
-
-    from zeus_nb.runner.notebooks import run_notebook
 
     dest.mkdir(parents=True, exist_ok=True)
-    from zeus_nb.utils.environ import temp_environ
 
     done = []
     with (
@@ -126,6 +129,7 @@ def execute_notebooks(
     return done
 
 
+@not_input("a notebook execute_notebooks just wrote")
 def clean_executed(path: Path) -> None:
     """An executed notebook as a page shows it: no widget state (a static page cannot run the
     controls, and keeping it would make the page load a widget manager from the web) and no
@@ -176,6 +180,10 @@ def _title_of(nb) -> str | None:
     return None
 
 
+@not_input(
+    "executed notebooks, compared cell by cell with today's student edition; anything"
+    " else is refused"
+)
 def copy_executed(source: Path, dest: Path) -> list[Path]:
     """The executed student edition of every shipped notebook, taken from ``source`` (a folder
     :func:`execute_notebooks` filled, e.g. once per test session) instead of executing again.
@@ -257,6 +265,8 @@ def _course_pages(course: Path, notebooks: list[Path]) -> list[Path]:
     return pages + ([slides] if slides else [])
 
 
+@not_input("the project's own guides (docs build from a checkout)")
+@system_read("the project's own guides (docs build from a checkout)")
 def assemble(
     checkout: Path, src: Path, execute: bool = True, executed: Path | None = None
 ) -> tuple[list, SiteBuild]:

@@ -14,6 +14,12 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from zeus_nb.cli import build_parser
+from zeus_nb.course.check import EXERCISES
+from zeus_nb.inputs.registry import not_input, system_read
+from zeus_nb.runner.setup import notebook_setup
+from zeus_nb.utils.files import atomic_write
+
 WIDTH = 100
 
 
@@ -38,8 +44,6 @@ def commands() -> dict[str, list[str]]:
     """Every ``zeus-nb`` command and its sub-commands, as the parser has them."""
     import argparse
 
-    from zeus_nb.cli import build_parser
-
     def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):
@@ -57,8 +61,6 @@ def commands_text() -> str:
 
 
 def checks_text() -> str:
-    from zeus_nb.course.check import EXERCISES
-
     names = ", ".join(f"`check.{n}`" for n in EXERCISES)
     return _wrap(f"Each of the {len(EXERCISES)} checks ({names})")
 
@@ -67,8 +69,6 @@ def _setup_gpu(source: str) -> str:
     """The GPU a notebook simulates: its ``notebook_setup(..., sim_gpu=...)`` argument (a
     parameter's default when it names one), else notebook_setup's own default."""
     import inspect
-
-    from zeus_nb.runner.setup import notebook_setup
 
     tree = ast.parse(source)
     defaults = {
@@ -88,6 +88,8 @@ def _setup_gpu(source: str) -> str:
     return str(inspect.signature(notebook_setup).parameters["sim_gpu"].default)
 
 
+@not_input("the project's own notebook sources (a checkout)")
+@system_read("the project's own notebook sources (a checkout)")
 def simulated_gpus(repo: Path) -> dict[str, str]:
     """Notebook number -> the GPU it simulates without a real one (upper case: "A40")."""
     found = {}
@@ -201,9 +203,10 @@ DOCUMENTS = (
 )
 
 
+@not_input("the project's own README and guides (a checkout)")
+@system_read("the project's own README and guides (a checkout)")
 def sync(repo: Path) -> list[Path]:
     """Rewrite the facts in the README and the guides; the files that changed."""
-    from zeus_nb.utils.files import atomic_write
 
     changed = []
     for rel in DOCUMENTS:

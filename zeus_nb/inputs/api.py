@@ -124,10 +124,15 @@ def checked_methods(cls: T) -> T:
     return cls
 
 
-#: Public classes of the device layer and the optimizers that are not checked here, and why
-#: (tests/test_reliability_contracts.py fails for any other).
-UNCHECKED_CLASSES: dict[str, str] = {
-    "zeus_nb.optimizer.power_limit.synthetic.SyntheticSystem": "a teaching model built from "
-    "checked profile numbers; its GPUs check limits through GPU.check_power_limit",
-    "zeus_nb.optimizer.power_limit.synthetic.SyntheticGPU": "as SyntheticSystem",
-}
+def unchecked_arguments(why: str) -> Callable[[T], T]:
+    """Mark a public class of the device layer or the optimizers whose arguments are not checked
+    here, saying ``why`` (tests/test_reliability_contracts.py fails for any other unchecked one).
+    """
+    if not why.strip():
+        raise ValueError("unchecked_arguments needs the reason, in words")
+
+    def mark(cls: T) -> T:
+        cls.__unchecked_arguments__ = why  # type: ignore[attr-defined]
+        return cls
+
+    return mark

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zeus_nb.errors import InputError
-from zeus_nb.utils.validate import DURATION, Quantity, integer, number
+from zeus_nb.inputs.validate import DURATION, Quantity, integer, number
 
 __all__ = [
     "ArgType",

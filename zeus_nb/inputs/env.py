@@ -16,7 +16,7 @@ from typing import Any
 
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.schema import Column
-from zeus_nb.utils.validate import CPU_TDP, DRAM_SIZE, NOISE, Quantity
+from zeus_nb.inputs.validate import CPU_TDP, DRAM_SIZE, NOISE, Quantity
 
 __all__ = ["VARIABLES", "Variable", "env", "is_set"]
 

@@ -3,7 +3,7 @@
 Each schema says what its columns or fields may hold; :mod:`zeus_nb.inputs.table` and
 :func:`~zeus_nb.inputs.schema.check_record` enforce it, and ``tests/test_reliability_battery.py``
 feeds every reader of every schema the same battery of bad files. Ranges come from
-:mod:`zeus_nb.utils.validate`: wide enough for any real GPU, tight enough that 1000x off is not.
+:mod:`zeus_nb.inputs.validate`: wide enough for any real GPU, tight enough that 1000x off is not.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 
 from zeus_nb.data.workloads import WORKLOADS  # the workloads' sample counts
+from zeus_nb.inputs import validate as v
 from zeus_nb.inputs.schema import Column, Ratio, Row, RowCheck, Schema, Spread
-from zeus_nb.utils import validate as v
-from zeus_nb.utils.validate import AVERAGE_POWER, DURATION, ENERGY, POWER_LIMIT, Quantity
+from zeus_nb.inputs.validate import AVERAGE_POWER, DURATION, ENERGY, POWER_LIMIT, Quantity
 
 # --- shared columns ---------------------------------------------------------------------------
 BATCH_SIZE = Column("batch_size", "integer", low=1, high=10**7)

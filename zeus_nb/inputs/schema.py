@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zeus_nb.errors import InputError, TraceFormatError
-from zeus_nb.utils.validate import AVERAGE_POWER, Quantity, integer, number
+from zeus_nb.inputs.validate import AVERAGE_POWER, Quantity, integer, number
 
 __all__ = ["Check", "Column", "Ratio", "Row", "RowCheck", "Schema", "Spread", "check_record"]
 

@@ -7,7 +7,7 @@
   ``energy_monitor_{gpu,cpu,dram}_energy_joules`` grow by the energy measured and are pushed every
   ``update_period`` seconds, and once more at ``end_window``.
 - :class:`PowerGauge`: while a window is open, the gauge ``power_monitor_gpu_power_watts`` is set
-  to the latest :class:`~zeus_nb.power_monitor.PowerMonitor` reading and pushed every
+  to the latest :class:`~zeus_nb.monitor.power.PowerMonitor` reading and pushed every
   ``update_period`` seconds, and once more at ``end_window``.
 
 Series carry the labels ``window`` (the window's name) and ``index`` (the device index), and the
@@ -53,7 +53,7 @@ from zeus_nb.metric.windows import (  # Counter, Gauge, Histogram: Zeus's module
     energy_counters,
 )
 from zeus_nb.monitor import ZeusMonitor
-from zeus_nb.power_monitor import PowerMonitor  # noqa: F401 (Zeus's module has this name)
+from zeus_nb.monitor.power import PowerMonitor  # noqa: F401 (Zeus's module has this name)
 from zeus_nb.utils import multiprocessing as mp
 
 __all__ = [
@@ -305,7 +305,7 @@ class EnergyCumulativeCounter(_PeriodicMetric):
 
 
 class PowerGauge(_PeriodicMetric):
-    """GPU power (W) as a Prometheus gauge, set from a :class:`~zeus_nb.power_monitor.PowerMonitor`.
+    """GPU power (W) as a Prometheus gauge, set from a :class:`~zeus_nb.monitor.power.PowerMonitor`.
 
     Args:
         gpu_indices: GPUs to watch.

@@ -23,7 +23,7 @@ from zeus_nb.metric.windows import (
     wait,
 )
 from zeus_nb.monitor import ZeusMonitor
-from zeus_nb.power_monitor import PowerMonitor
+from zeus_nb.monitor.power import PowerMonitor
 from zeus_nb.utils import multiprocessing as mp
 
 log = logging.getLogger("zeus_nb.metric")

@@ -16,7 +16,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from zeus_nb.monitor import ZeusMonitor
-from zeus_nb.power_monitor import PowerMonitor
+from zeus_nb.monitor.power import PowerMonitor
 
 log = logging.getLogger("zeus_nb.metric")
 

@@ -16,6 +16,8 @@ from datetime import datetime
 
 from zeus_nb.device.base import POWER_DOMAINS
 from zeus_nb.inputs.args import Parser, count, seconds
+from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.monitor.power import DEFAULT_UPDATE_PERIOD, PowerMonitor
 from zeus_nb.utils.boundary import run_main
 
 
@@ -31,7 +33,6 @@ def energy(
     backend: str | None = None,
 ) -> None:
     """Print the time and energy of one window from now until Ctrl+C or ``duration`` s."""
-    from zeus_nb.monitor import ZeusMonitor
 
     monitor = ZeusMonitor(gpu_indices, backend=backend)
     monitor.begin_window("zeus_nb.monitor.energy")
@@ -54,7 +55,6 @@ def power(
     backend: str | None = None,
 ) -> None:
     """Print power every ``update_period`` s until Ctrl+C or ``duration`` s, then the totals."""
-    from zeus_nb.monitor.power import DEFAULT_UPDATE_PERIOD, PowerMonitor
 
     # The energy is integrated from the samples between start and end, so sample at least every
     # 0.1 s whatever the printing period: at one sample per printed line, a run as long as one

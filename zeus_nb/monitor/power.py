@@ -28,7 +28,7 @@ from zeus_nb import device
 from zeus_nb.device.base import POWER_DOMAINS, GPUSystem
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.api import checked_methods
-from zeus_nb.utils.validate import DURATION, number
+from zeus_nb.inputs.validate import DURATION, number
 
 log = logging.getLogger(__name__)
 

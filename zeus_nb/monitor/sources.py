@@ -12,9 +12,10 @@ import logging
 import sys
 from collections.abc import Iterator, Sequence
 
+import zeus_nb.device.cpu as cpu
 from zeus_nb import device
 from zeus_nb.device.base import GPU, GPUSystem
-from zeus_nb.device.cpu.common import CPUs, EmptyCPUs, SystemCPUs
+from zeus_nb.device.cpu.common import CPUs, EmptyCPUs, SystemCPUs, ZeusCPUInitError
 from zeus_nb.device.exception import ZeusBaseCPUError
 from zeus_nb.device.gpu.common import GPUs
 from zeus_nb.errors import CpuEnergyError, InputError
@@ -50,14 +51,10 @@ class MonitoredGPUs(GPUs):
 def _cpus_of(system: GPUSystem) -> CPUs:
     """Zeus's CPU manager of ``system``: the process's (``get_cpus()``) for the current one."""
     if system is device.peek():
-        import zeus_nb.device.cpu as cpu
-
         return cpu.get_cpus()
     try:
         return SystemCPUs(system)
     except CpuEnergyError as e:
-        from zeus_nb.device.cpu.common import ZeusCPUInitError
-
         raise ZeusCPUInitError(str(e)) from e
 
 

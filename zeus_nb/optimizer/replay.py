@@ -11,6 +11,7 @@ from pathlib import Path
 
 from zeus_nb.device.replay import ProfileLog, ReplayGPU, ReplaySystem, load_profile_log
 from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.optimizer.power_limit import GlobalPowerLimitOptimizer
 
 __all__ = [
     "ProfileLog",
@@ -55,7 +56,6 @@ def replay_optimizer(
     Returns the finished optimizer: ``measurements``, ``optimal_power_limit``, ``abandoned``,
     ``profiling_time`` and ``profiling_energy`` say what it saw and spent.
     """
-    from zeus_nb.optimizer.power_limit import GlobalPowerLimitOptimizer
 
     system = ReplaySystem(log, steps_per_window=profile_steps)
     plo = GlobalPowerLimitOptimizer(

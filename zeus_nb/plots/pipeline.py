@@ -8,6 +8,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from zeus_nb.data.traces import default_batch_size, load_power_trace
+from zeus_nb.device.frequency import fit_table
 from zeus_nb.errors import InputError
 from zeus_nb.plots._common import save_figure
 
@@ -164,8 +166,6 @@ def frequency_fit(
     Time per epoch and average power over the power limit, measured (dots) and modelled (lines),
     for ``curves`` given as (dataset, batch size) (default: each dataset's default batch size).
     """
-    from zeus_nb.data.traces import default_batch_size, load_power_trace
-    from zeus_nb.device.frequency import fit_table
 
     df = fit_table(gpu)
     if curves is None:

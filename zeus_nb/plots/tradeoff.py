@@ -13,8 +13,11 @@ from typing import TYPE_CHECKING
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 
+from zeus_nb.data.traces import default_batch_size, get_workload, load_power_trace, tta_eta
 from zeus_nb.errors import InputError
 from zeus_nb.plots._common import save_figure
+from zeus_nb.runner.sweep import load_results
+from zeus_nb.tradeoff import min_cost, pareto_front
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -100,7 +103,6 @@ def energy_time_scatter(
     ``time`` and ``energy`` columns for that); where those are unknown (traces) they are left out
     and counted in the title.
     """
-    from zeus_nb.tradeoff import pareto_front
 
     _check(data, ("batch_size", "power_limit", "tta", "eta"))
     ok = data.dropna(subset=["tta", "eta"])
@@ -240,7 +242,6 @@ def _annotate_default(ax, ok, failed, batch_size, top, scales, all_e) -> None:
 
 def _annotate_best(ax, ok, eta_knob, scales) -> None:
     """Point at the least-cost configuration for ``eta_knob``."""
-    from zeus_nb.tradeoff import min_cost
 
     ts, es = scales
     what = "least energy" if eta_knob == 1.0 else f"least cost (eta={eta_knob:g})"
@@ -310,7 +311,6 @@ def trace_tradeoff_figure(
     path: str | Path | None = None,
 ) -> Figure:
     """The energy-time scatter of a traced workload on a traced GPU (default ResNet-50, V100)."""
-    from zeus_nb.data.traces import default_batch_size, get_workload, load_power_trace, tta_eta
 
     wl = get_workload(workload)
     power = load_power_trace(gpu)
@@ -335,8 +335,6 @@ def sweep_tradeoff_figure(
 ) -> Figure:
     """The energy-time scatter of a live sweep (a results file or ``load_results`` table)."""
     import pandas as pd
-
-    from zeus_nb.runner.sweep import load_results
 
     table = results if isinstance(results, pd.DataFrame) else load_results(results)
     return energy_time_scatter(

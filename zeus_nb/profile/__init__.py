@@ -44,10 +44,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from zeus_nb.errors import InputError
+from zeus_nb.inputs.validate import DURATION, ENERGY, Quantity, integer, number
 from zeus_nb.monitor.energy import ZeusMonitor
 from zeus_nb.profile.results import SweepReport, SweepResult, TrialResult
 from zeus_nb.profile.trials import Profiler
-from zeus_nb.utils.validate import DURATION, ENERGY, Quantity, integer, number
 
 __all__ = [
     "SweepReport",

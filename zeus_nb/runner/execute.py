@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zeus_nb.inputs.registry import system_read
 from zeus_nb.utils.threads import thread_environment
 
 KERNEL = "python3"
@@ -93,6 +94,7 @@ def _quiet_shutdown(running: dict[str, bool], log: Any = None) -> type:
     return QuietShutdownKernelManager
 
 
+@system_read("the last lines of a kernel's own log, shown as text")
 def _tail(path: Path, lines: int = 5) -> str:
     """The last lines of the kernel's log, for a report of why it stopped."""
     try:

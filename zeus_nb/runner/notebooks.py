@@ -32,10 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.errors import InputError, UsageError, ZeusNbError
 from zeus_nb.inputs import read_ipynb
+from zeus_nb.inputs.registry import environ_read, not_input
 from zeus_nb.runner.execute import KERNEL
 from zeus_nb.runner.paths import PACKAGE_ROOT, NotebookNotFoundError, notebooks_dir
+from zeus_nb.runner.records import sidecar_of
+from zeus_nb.utils.environ import temp_environ
+from zeus_nb.utils.files import atomic_write, move_into_place
 
 
 def list_notebooks(directory: Path | None = None) -> list[Path]:
@@ -242,6 +246,7 @@ def point_file(notebook: str | Path, point: dict[str, Any], smoke: bool = False)
     return f"{stem}~smoke" if smoke else stem
 
 
+@not_input("an output notebook zeus-nb wrote; unreadable means not done")
 def same_point(output: str | Path, notebook: str | Path, parameters: dict[str, Any]) -> bool:
     """Whether ``output`` is a finished run of ``notebook`` with exactly ``parameters``.
 
@@ -271,7 +276,6 @@ def merge_parameters(given: dict[str, Any], set_by: dict[str, Any]) -> dict[str,
     A parameter set both ways is a usage error naming both, never silently one of them
     (``--smoke`` once overrode ``-p smoke false``).
     """
-    from zeus_nb.errors import UsageError
 
     merged = dict(given)
     for option, value in set_by.items():
@@ -312,6 +316,7 @@ def partial_of(out: Path) -> Path:
     return out.with_name(out.name.removesuffix(".ipynb") + PARTIAL_NOTEBOOK)
 
 
+@not_input("an output notebook zeus-nb wrote; unreadable means not done")
 def is_complete(output: str | Path) -> bool:
     """Whether ``output`` is a notebook whose every cell ran to the end without an error.
 
@@ -338,11 +343,12 @@ def is_complete(output: str | Path) -> bool:
     )
 
 
+@not_input(
+    "the output notebook papermill just wrote, stamped with its outcome and moved into place"
+)
 def _stamp_outcome(partial: Path, out: Path, outcome: str) -> None:
     """Move a finished run's notebook into place, stamped with its outcome ("ok" or why not)."""
     import nbformat
-
-    from zeus_nb.utils.files import atomic_write
 
     try:
         nb = read_ipynb(partial, "output notebook")
@@ -353,13 +359,13 @@ def _stamp_outcome(partial: Path, out: Path, outcome: str) -> None:
     partial.unlink(missing_ok=True)
 
 
+@environ_read("PYTHONPATH, passed on to kernels")
 def kernel_environment(extra: dict[str, str] | None = None) -> contextlib.AbstractContextManager:
     """Environment papermill kernels inherit, restored afterwards.
 
     Kernels run headless (controls step aside) and import this process's ``zeus_nb`` first;
     ``extra`` adds variables such as ``ZEUS_NB_RECORD_FILE`` or ``ZEUS_NB_BACKEND``.
     """
-    from zeus_nb.utils.environ import temp_environ
 
     path = os.pathsep.join(
         p for p in (str(PACKAGE_ROOT.parent), os.environ.get("PYTHONPATH", "")) if p
@@ -381,8 +387,6 @@ def run_notebook(
     ``cwd`` defaults to the output's directory; ``timeout`` is per cell, in seconds.
     """
     from zeus_nb.runner.execute import execute
-    from zeus_nb.runner.records import sidecar_of
-    from zeus_nb.utils.files import move_into_place
 
     nb = Path(notebook)
     # Absolute: the kernel runs in ``cwd``, so a relative record path would land below it again.

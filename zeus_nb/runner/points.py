@@ -18,8 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zeus_nb import device
+from zeus_nb.device.guard import power_limits_restored
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs.registry import environ_read, not_input, system_read
 from zeus_nb.inputs.table import MAX_NOTEBOOK_BYTES, read_bytes
+from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.runner.notebooks import run_notebook
+from zeus_nb.runner.records import sidecar_of
 from zeus_nb.utils.files import atomic_write
 
 
@@ -35,10 +41,10 @@ class NotebookTask:
     kernel: str = "python3"
 
 
+@environ_read("CUDA_VISIBLE_DEVICES of the worker")
+@system_read("bytes of a notebook shipped to a worker")
 def execute_notebook_task(task: NotebookTask) -> dict[str, Any]:
     """Run on a worker: execute the notebook in a private folder and return its files."""
-    from zeus_nb.runner.notebooks import run_notebook
-    from zeus_nb.runner.records import sidecar_of
 
     with tempfile.TemporaryDirectory(prefix="zeus-nb-point-") as d:
         src = Path(d) / task.notebook_name
@@ -59,7 +65,6 @@ def execute_notebook_task(task: NotebookTask) -> dict[str, Any]:
 
 def write_notebook_result(output: Path, result: dict[str, Any]) -> None:
     """Client side: store a point's executed notebook (and its sidecar first)."""
-    from zeus_nb.runner.records import sidecar_of
 
     side = sidecar_of(output)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -73,7 +78,6 @@ def write_notebook_result(output: Path, result: dict[str, Any]) -> None:
 
 def simulated_settings() -> dict[str, Any] | None:
     """The current simulated GPU's settings, so workers simulate the same GPU (or None)."""
-    from zeus_nb import device
 
     system = device._current
     if system is None or getattr(system, "backend", None) != "sim":
@@ -90,7 +94,6 @@ def simulated_settings() -> dict[str, Any] | None:
 
 def use_settings(settings: dict[str, Any] | None) -> None:
     """On a worker: simulate the client's GPU (one simulated GPU per worker), if it had one."""
-    from zeus_nb import device
 
     if settings is not None:
         device.use_simulated(num_gpus=1, **settings)
@@ -167,8 +170,6 @@ class ConfigTask:
 
 def train_config_task(task: ConfigTask) -> dict[str, Any]:
     """Run on a worker: set the limit on this worker's GPU, train, restore, return the row."""
-    from zeus_nb.device.guard import power_limits_restored
-    from zeus_nb.monitor import ZeusMonitor
 
     use_settings(task.simulated)
     monitor = ZeusMonitor(gpu_indices=task.gpu_indices)
@@ -241,7 +242,6 @@ def sweep_on_cluster(
 
     ``record(row)`` writes one finished configuration (the sweep's results file, in the client).
     """
-    from zeus_nb import device
 
     target, cap, higher, gpu_indices = params
     if device.resolve_backend() == "sim":
@@ -266,6 +266,7 @@ def sweep_on_cluster(
 
 
 # --- notebook sweeps -------------------------------------------------------------------------
+@not_input("bytes of a notebook shipped to workers")
 def sweep_notebook_on_cluster(
     notebook: Path,
     todo: list[tuple[str, dict[str, Any], Path]],

@@ -32,6 +32,7 @@ from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs import check_record, read_json, reader
 from zeus_nb.inputs.env import env
 from zeus_nb.inputs.kinds import RECORDS_SIDECAR
+from zeus_nb.inputs.registry import environ_read, not_input
 from zeus_nb.utils.files import atomic_write
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ def _plain(value: Any, where: str) -> Any:
     )
 
 
+@environ_read("JPY_SESSION_NAME (Jupyter's), a file name")
 def _default_sidecar() -> Path | None:
     if _sidecar is not None:
         return _sidecar
@@ -193,6 +195,10 @@ def _read_sidecar(path: Path) -> dict[str, Any]:
     return check_record(data, RECORDS_SIDECAR, str(path))["records"]
 
 
+@not_input(
+    "a notebook, read by nbformat; unreadable is a ZeusNbError naming it "
+    "(records.collect reports it and reads the others)"
+)
 def _read_ipynb(path: Path):
     try:
         return inputs.read_ipynb(path, "executed notebook")

@@ -17,17 +17,23 @@ which backend it runs on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from zeus_nb import device
+from zeus_nb.data.traces import get_workload, load_train_trace
+from zeus_nb.device.guard import power_limits_restored
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs import check_record, read_text, reader
 from zeus_nb.inputs.kinds import SWEEP_RESULT
 from zeus_nb.inputs.table import check_rows
+from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.runner.points import measure_configuration, sweep_on_cluster
 from zeus_nb.utils.files import append_rows, repair_tail
 
 if TYPE_CHECKING:
@@ -138,8 +144,6 @@ def _settings(
 ) -> tuple[float, int, bool]:
     """Target, epoch cap and direction: the given values, else the traced workload's defaults."""
     if workload is not None:
-        from zeus_nb.data.traces import get_workload
-
         wl = get_workload(workload)
         target_metric = wl.target_metric if target_metric is None else target_metric
         max_epochs = wl.max_epochs if max_epochs is None else max_epochs
@@ -183,8 +187,6 @@ def _train_one(
     monitor, train_fn: TrainFn, bs: int, pl: float, target: float, cap: int, higher: bool
 ) -> dict:
     """Train one configuration at power limit ``pl`` here; its record, logged."""
-    from zeus_nb.runner.points import measure_configuration
-
     for g in monitor.gpus:
         g.set_power_limit(pl)
     row = measure_configuration(monitor, train_fn, bs, pl, target, cap, higher)
@@ -233,34 +235,71 @@ def run_sweep(
     Returns the results of the whole grid (earlier runs included) as :func:`load_results` does.
     The power limits in force before the sweep are restored afterwards, also on errors.
     """
-    from zeus_nb.device.guard import power_limits_restored
-    from zeus_nb.monitor import ZeusMonitor
-
     target, cap, higher = _settings(workload, target_metric, max_epochs, higher_is_better)
     grid = _grid(batch_sizes, power_limits)
     path = Path(results_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     done = _done_keys(path, target, cap)
+    todo = [k for k in grid if k not in done]
+    params = (target, cap, higher)
     if executor is not None:
-        from zeus_nb.runner.points import sweep_on_cluster
+        _sweep_on_workers(train_fn, path, grid, todo, params, gpu_indices, executor, progress)
+    else:
+        _sweep_here(train_fn, path, grid, todo, params, gpu_indices, progress)
+    return load_results(path, grid)
 
-        todo = [k for k in grid if k not in done]
-        params = (target, cap, higher, gpu_indices)
-        sweep_on_cluster(
-            train_fn,
-            todo,
-            params,
-            lambda row: _append(path, row),
-            executor,
-            progress,
-            len(grid) - len(todo),
-        )
-        return load_results(path, grid)
+
+def _sweep_on_workers(
+    train_fn: TrainFn,
+    path: Path,
+    grid: list[tuple[int, float]],
+    todo: list[tuple[int, float]],
+    params: tuple[float, int, bool],
+    gpu_indices: list[int] | None,
+    executor,
+    progress: bool,
+) -> None:
+    """Dask dispatch: workers train, this process alone appends each finished row."""
+    sweep_on_cluster(
+        train_fn,
+        todo,
+        (*params, gpu_indices),
+        lambda row: _append(path, row),
+        executor,
+        progress,
+        len(grid) - len(todo),
+    )
+
+
+@contextlib.contextmanager
+def _progress_bar(show: bool, total: int, initial: int) -> Iterator[Any]:
+    """A tqdm bar over configurations, or None when ``show`` is False; closed on the way out."""
+    if not show:
+        yield None
+        return
+    from tqdm.auto import tqdm  # heavy-ish; a sweep without a bar does not load it
+
+    bar = tqdm(total=total, initial=initial, desc="sweep", unit="config")
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+def _sweep_here(
+    train_fn: TrainFn,
+    path: Path,
+    grid: list[tuple[int, float]],
+    todo: list[tuple[int, float]],
+    params: tuple[float, int, bool],
+    gpu_indices: list[int] | None,
+    progress: bool,
+) -> None:
+    """The training loop in this process: every limit checked first, each row appended at once."""
     monitor = ZeusMonitor(gpu_indices=gpu_indices)
     for _, pl in grid:  # validate every limit before changing anything
         for g in monitor.gpus:
             g.check_power_limit(pl)
-    todo = [k for k in grid if k not in done]
     if len(todo) < len(grid):
         log.info(
             "resuming %s: %d of %d configurations already done",
@@ -268,28 +307,21 @@ def run_sweep(
             len(grid) - len(todo),
             len(grid),
         )
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(grid), initial=len(grid) - len(todo), desc="sweep", unit="config")
     # Limits come back afterwards (errors, Ctrl-C and SIGTERM included). Only changed limits are
     # set back, so a permission error on the first change surfaces as it is.
-    try:
-        with power_limits_restored(monitor.gpus, backend=monitor.system.backend):
-            for bs, pl in todo:
-                if (bs, pl) in _recorded(path):
-                    log.info("batch size %d at %g W was recorded by another sweep", bs, pl)
-                else:
-                    if bar is not None:
-                        bar.set_postfix_str(f"batch {bs}, {pl:g} W")
-                    _append(path, _train_one(monitor, train_fn, bs, pl, target, cap, higher))
+    with (
+        _progress_bar(progress, len(grid), len(grid) - len(todo)) as bar,
+        power_limits_restored(monitor.gpus, backend=monitor.system.backend),
+    ):
+        for bs, pl in todo:
+            if (bs, pl) in _recorded(path):
+                log.info("batch size %d at %g W was recorded by another sweep", bs, pl)
+            else:
                 if bar is not None:
-                    bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-    return load_results(path, grid)
+                    bar.set_postfix_str(f"batch {bs}, {pl:g} W")
+                _append(path, _train_one(monitor, train_fn, bs, pl, *params))
+            if bar is not None:
+                bar.update(1)
 
 
 def load_results(path: str | Path, grid: Iterable[tuple[int, float]] | None = None) -> pd.DataFrame:
@@ -329,9 +361,6 @@ def trace_train_fn(
     reproduces the traced TTA and ETA. Batch sizes without a recorded run raise ValueError.
     ``step_delay`` (s) sleeps once per epoch, to make demos visibly progress.
     """
-    from zeus_nb import device
-    from zeus_nb.data.traces import get_workload, load_train_trace
-
     wl = get_workload(workload)
     train = load_train_trace() if train_trace is None else train_trace
     rows = train[

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from zeus_nb.inputs.env import env
+from zeus_nb.inputs.registry import environ_read
 
 try:  # the cluster extra; without it the plugins are plain classes nobody registers
     from distributed.diagnostics.plugin import WorkerPlugin
@@ -20,6 +21,7 @@ except ImportError:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
+@environ_read("CUDA_VISIBLE_DEVICES, parsed there")
 def _visible_gpus() -> list[str]:
     text = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
     return [g.strip() for g in text.split(",") if g.strip()]

@@ -10,6 +10,7 @@ from typing import Any
 
 from zeus_nb.inputs.env import env
 from zeus_nb.train.config import TrainConfig, config_from_args, with_overrides
+from zeus_nb.train.loop import run
 from zeus_nb.utils.boundary import run_main
 
 log = logging.getLogger(__name__)
@@ -20,7 +21,6 @@ def trainer(mode: str) -> Callable[..., dict[str, Any]]:
 
     def train(config: TrainConfig | None = None, **overrides: Any) -> dict[str, Any]:
         """Run training in this process; keyword overrides replace fields of ``config``."""
-        from zeus_nb.train.loop import run
 
         return run(mode, with_overrides(config, overrides))
 
@@ -43,7 +43,6 @@ def show_progress_lines() -> None:
 def main(mode: str, argv: list[str] | None = None) -> int:
     """Command-line entry inside the one error boundary (:mod:`zeus_nb.utils.boundary`):
     errors that say what to do are one line naming the input, exit status 2."""
-    from zeus_nb.train.loop import run
 
     show_progress_lines()
 

@@ -11,8 +11,8 @@ from typing import Any
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.args import Parser, count, nonempty, only_with, real
 from zeus_nb.inputs.env import env
+from zeus_nb.inputs.validate import Quantity, number
 from zeus_nb.optimizer.power_limit.states import steps_to_profile
-from zeus_nb.utils.validate import Quantity, number
 
 DEFAULT_MAX_SLOWDOWN = 1.1
 

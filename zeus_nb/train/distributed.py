@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from zeus_nb import device as zeus_device
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs.env import env
 from zeus_nb.train import MODES
@@ -92,11 +93,9 @@ def gpu_system(backend: str | None, ctx: Context) -> GPUSystem:
     each rank of a data-parallel job gets its own, whose simulated noise is seeded by its rank,
     as real GPUs would differ.
     """
-    from zeus_nb import device
-
     if not ctx.distributed:
-        return device.current(backend)
-    return device.create(backend, seed_offset=ctx.rank)
+        return zeus_device.current(backend)
+    return zeus_device.create(backend, seed_offset=ctx.rank)
 
 
 def teardown(ctx: Context, ok: bool = True) -> None:

@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import read_json
 from zeus_nb.train import MODES
+from zeus_nb.train.config import OPTIMIZER_OPTIONS, TrainConfig
 from zeus_nb.utils.threads import thread_environment
 
 _OFF_SWITCHES = {
@@ -49,7 +51,6 @@ class TrainingTimedOut(TrainingFailed):
 
 def command(mode: str, nproc: int = 1, **options: Any) -> list[str]:
     """The command line that runs ``mode`` with ``options`` (TrainConfig field names)."""
-    from zeus_nb.train.config import TrainConfig
 
     if mode not in MODES:
         raise InputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -62,7 +63,6 @@ def command(mode: str, nproc: int = 1, **options: Any) -> list[str]:
     if mode != "single" and "gpu" in options:
         raise InputError("gpu= applies to single-process runs; DDP/FSDP use one GPU per rank")
     TrainConfig(**options)  # validate values here, with a clear error, not in the subprocess
-    from zeus_nb.train.config import OPTIMIZER_OPTIONS
 
     idle = [f for f in OPTIMIZER_OPTIONS if f in options]
     if options.get("power_limit_optimizer") is False and idle:
@@ -120,6 +120,7 @@ def launch(
         return run_for_results(cmd, results, env, echo, timeout, "training", mode != "single")
 
 
+@not_input("the results JSON of the training it just ran")
 def run_for_results(
     cmd: list[str],
     results: Path,

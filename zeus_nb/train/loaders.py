@@ -6,6 +6,7 @@ import math
 import os
 from typing import TYPE_CHECKING
 
+from zeus_nb.data.datasets import SYNTHETIC, make_datasets
 from zeus_nb.utils.framework import all_sum
 
 if TYPE_CHECKING:
@@ -15,7 +16,6 @@ if TYPE_CHECKING:
 
 def datasets(config: TrainConfig):
     """The configured datasets: an ImageNet-layout folder, or the synthetic set."""
-    from zeus_nb.data.datasets import SYNTHETIC, make_datasets
 
     synthetic = {}
     if str(config.data) == SYNTHETIC:

@@ -18,12 +18,18 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from zeus_nb.data.datasets import SYNTHETIC, check_imagenet_folder
+from zeus_nb.monitor import ZeusMonitor
+from zeus_nb.optimizer import GlobalPowerLimitOptimizer
+from zeus_nb.optimizer.power_limit import MaxSlowdownConstraint
 from zeus_nb.optimizer.power_limit.states import steps_to_profile
 from zeus_nb.train import results as results_
 from zeus_nb.train.config import TrainConfig, max_slowdown_factor
 from zeus_nb.train.distributed import Context, gpu_system, setup, teardown, wrap_model
 from zeus_nb.train.loaders import datasets, evaluate, loaders
+from zeus_nb.train.models import build_model
 from zeus_nb.utils.framework import all_sum, reduce_time_energy
+from zeus_nb.utils.threads import local_processes, use_threads
 
 if TYPE_CHECKING:
     from zeus_nb.device import GPUSystem
@@ -53,8 +59,6 @@ class _NoOptimizer:
 def _power_limit_optimizer(monitor, config: TrainConfig, factor: float, verbose: bool):
     if not config.power_limit_optimizer:
         return _NoOptimizer()
-    from zeus_nb.optimizer import GlobalPowerLimitOptimizer
-    from zeus_nb.optimizer.power_limit import MaxSlowdownConstraint
 
     return GlobalPowerLimitOptimizer(
         monitor,
@@ -95,10 +99,6 @@ class _Job:
 def _prepare(config: TrainConfig, ctx: Context, system: GPUSystem, factor: float) -> _Job:
     """Data, model, optimizer and monitor of this rank; the power-limit optimizer comes last."""
     import torch
-
-    from zeus_nb.monitor import ZeusMonitor
-    from zeus_nb.train.models import build_model
-    from zeus_nb.utils.threads import local_processes, use_threads
 
     # the same seed on every rank: FSDP2 shards each rank's own copy, so they must agree
     torch.manual_seed(config.seed)
@@ -143,7 +143,6 @@ def run(
     ``system`` is the GPU system to measure and control; by default the process's current one
     for ``config.backend`` (single process) or a fresh one per rank (DDP, FSDP).
     """
-    from zeus_nb.data.datasets import SYNTHETIC, check_imagenet_folder
 
     config = config or TrainConfig()
     if str(config.data) != SYNTHETIC:

@@ -19,7 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from zeus_nb import device as zdevice
+from zeus_nb.data.datasets import synthetic_datasets
 from zeus_nb.errors import InputError
+from zeus_nb.train.loaders import accuracy_counts
 
 if TYPE_CHECKING:
     import torch
@@ -38,7 +41,6 @@ def synthetic_images(
     accuracy in about 2 epochs at batch size 32, 3 at 128, and not within 5 at 512: like real
     data, large batches need more epochs.
     """
-    from zeus_nb.data.datasets import synthetic_datasets
 
     if num_samples < 10 or num_classes < 2:
         raise InputError("need at least 10 samples and 2 classes")
@@ -113,9 +115,6 @@ def torch_train_fn(
     """
     import torch
     from torch.utils.data import DataLoader
-
-    from zeus_nb import device as zdevice
-    from zeus_nb.train.loaders import accuracy_counts
 
     optimizers: dict[str, Any] = {
         "adadelta": torch.optim.Adadelta,

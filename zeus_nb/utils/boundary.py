@@ -19,6 +19,9 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 
 from zeus_nb.errors import ExtraMissingError, ZeusNbError
+from zeus_nb.inputs.registry import environ_read
+from zeus_nb.utils.extras import MODULES, install_hint
+from zeus_nb.utils.stack import explain
 
 DEBUG_ENV = "ZEUS_NB_DEBUG"
 
@@ -47,6 +50,7 @@ def describe_os_error(e: OSError) -> str:
     return f"{paths}: {(e.strerror or str(e)).lower()}" + (f"; {advice}" if advice else "")
 
 
+@environ_read("ZEUS_NB_DEBUG, read before any other input")
 def debug_requested(argv: list[str]) -> tuple[bool, list[str]]:
     """``--debug`` anywhere before a ``--`` (it is removed), or ``ZEUS_NB_DEBUG=1``."""
     end = argv.index("--") if "--" in argv else len(argv)
@@ -104,7 +108,6 @@ def run_main(
 def _environment_cause(e: BaseException) -> str | None:
     """The installation problem behind ``e`` (e.g. a torch and torchvision that do not match),
     or None when nothing known explains it."""
-    from zeus_nb.utils.stack import explain
 
     try:
         return explain(e)
@@ -115,7 +118,6 @@ def _environment_cause(e: BaseException) -> str | None:
 @contextlib.contextmanager
 def needs_extra(extra: str, what: str) -> Iterator[None]:
     """Turn a missing module of ``extra`` into one line: what needs it and the pip command."""
-    from zeus_nb.utils.extras import MODULES, install_hint
 
     try:
         yield

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from zeus_nb.inputs.env import env
+from zeus_nb.inputs.registry import environ_read, not_input
 from zeus_nb.inputs.table import read_text
 from zeus_nb.utils.files import atomic_write
 
@@ -29,6 +30,7 @@ T = TypeVar("T")
 OFF = ("off", "0", "false", "no")
 
 
+@environ_read("XDG_CACHE_HOME, a standard folder variable")
 def cache_dir() -> Path | None:
     """Where results are kept; None when the cache is turned off."""
     folder = env("ZEUS_NB_CACHE_DIR")
@@ -46,6 +48,7 @@ def digest(key: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+@not_input("zeus-nb's own cache; unreadable means recompute")
 def cached(
     name: str,
     key: Any,

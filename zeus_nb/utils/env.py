@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 from typing import TypeVar, cast
 
+from zeus_nb.inputs.registry import environ_read
+
 T = TypeVar("T")
 
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 
+@environ_read("Zeus's get_env API: any variable a caller names")
 def get_env(name: str, valtype: type[T], default: T | None = None) -> T:
     """The environment variable ``name`` converted to ``valtype``.
 

@@ -6,7 +6,10 @@ import contextlib
 import os
 from collections.abc import Iterator
 
+from zeus_nb.inputs.registry import environ_read
 
+
+@environ_read("saves variables to restore them afterwards")
 @contextlib.contextmanager
 def temp_environ(**changes: str | None) -> Iterator[None]:
     """Set (or, with ``None``, unset) environment variables for the ``with`` body only.

@@ -29,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from zeus_nb.inputs.table import check_rows, complete_row
+
 log = logging.getLogger(__name__)
 
 __all__ = [
@@ -188,7 +190,6 @@ def end_with_newline(path: str | Path, complete: Callable[[str], bool] | None = 
 def repair_tail(path: str | Path, schema: Any, header: list[str] | None = None) -> str | None:
     """:func:`end_with_newline` that keeps a last row ``schema``'s reader accepts (CSV under
     ``header``, or a JSON line when ``header`` is None) and cuts one it would refuse."""
-    from zeus_nb.inputs.table import check_rows, complete_row
 
     where = str(path)
 
@@ -216,7 +217,6 @@ def append_rows(
     is repaired first (:func:`end_with_newline`, keeping it if it is complete); then the rows go
     out in one write (:func:`append_line`). Returns the checked rows.
     """
-    from zeus_nb.inputs.table import check_rows
 
     rows = check_rows(text, schema, header, str(path), keys)
     repair_tail(path, schema, header)

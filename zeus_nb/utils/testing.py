@@ -16,10 +16,11 @@ import re
 from pathlib import Path
 
 from zeus_nb.errors import TraceFormatError, WindowError
+from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import regular_file
+from zeus_nb.inputs.validate import DURATION, ENERGY, number
 from zeus_nb.monitor.energy import Measurement
 from zeus_nb.utils.framework import sync_execution
-from zeus_nb.utils.validate import DURATION, ENERGY, number
 
 logger = logging.getLogger(__name__)
 _GPU_COLUMN = re.compile(r"^gpu(\d+)_energy$")
@@ -71,6 +72,10 @@ class ReplayZeusMonitor:
         self.ongoing_windows: list[str] = []
         logger.info("replaying %s for GPUs %s", self.log_file, self.gpu_indices)
 
+    @not_input(
+        "Zeus's own power log format; each value is checked there (finite, in range) "
+        "and a bad line is named"
+    )
     @staticmethod
     def _read(path: Path) -> tuple[list[str], int]:
         """The log's header and the byte offset of its first row."""
@@ -88,6 +93,10 @@ class ReplayZeusMonitor:
             )
         return header, len(first)
 
+    @not_input(
+        "the next row of the same log, read as windows end; each value is checked by "
+        "end_window (finite, in range)"
+    )
     def _next_row(self, key: str) -> dict[str, str]:
         """The next complete row of the log (read now, so rows written since count)."""
         regular_file(self.log_file, "ZeusMonitor log", max_bytes=None)  # one line is read

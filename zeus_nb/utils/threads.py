@@ -21,7 +21,8 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from zeus_nb.inputs.env import env
-from zeus_nb.utils.validate import integer
+from zeus_nb.inputs.registry import environ_read
+from zeus_nb.inputs.validate import integer
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,10 @@ def count_parameters(model: Any) -> int:
     return sum(p.numel() for p in params()) if callable(params) else 0
 
 
+@environ_read(
+    "OMP_NUM_THREADS, torch's and BLAS's own variable, checked there, and zeus-nb's "
+    "mark of its own default"
+)
 def from_environment() -> str | None:
     """``OMP_NUM_THREADS`` as the user set it; None where unset, empty or zeus-nb's default."""
     value = os.environ.get(THREADS_VAR, "").strip()

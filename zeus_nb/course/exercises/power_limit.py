@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from zeus_nb.course.exercises.base import Case, Mistake, draw, rng, separating
+from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement as M
 
 WEIGHTS = "the cost is eta x energy + (1 - eta) x max_power x time, both terms in joules"
 
@@ -198,8 +199,6 @@ def _slowdown_shortcuts(profile: Sequence[Any]) -> list[float]:
 
 
 def slowdown_limit_cases() -> list[Case]:
-    from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement as M
-
     r = rng("slowdown_limit")
     budget = (
         "the answer is the lowest limit whose time is at most max_slowdown x the time at the "

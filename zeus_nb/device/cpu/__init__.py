@@ -8,6 +8,7 @@ are importable from here.
 
 from __future__ import annotations
 
+from zeus_nb import device
 from zeus_nb.device.cpu.common import CPUs, SystemCPUs, ZeusCPUInitError
 from zeus_nb.device.cpu.packages import (
     CPU,
@@ -26,6 +27,7 @@ from zeus_nb.device.cpu.packages import (
 )
 from zeus_nb.device.cpu.rapl import RAPLCPUs, rapl_is_available
 from zeus_nb.errors import CpuEnergyError, CpuEnergyPermissionError
+from zeus_nb.inputs.registry import system_read
 
 #: The CPU manager :func:`get_cpus` handed out last (Zeus's singleton; tests may set it).
 _cpus: CPUs | None = None
@@ -39,7 +41,6 @@ def get_cpus() -> CPUs:
     not readable by this user (the message says how to allow it).
     """
     global _cpus
-    from zeus_nb import device
 
     system = device.current()
     if _cpus is None or (isinstance(_cpus, SystemCPUs) and _cpus.system is not system):
@@ -52,6 +53,7 @@ def get_cpus() -> CPUs:
     return _cpus
 
 
+@system_read("/proc/self/stat (kernel)")
 def get_current_cpu_index(pid: int | str = "current") -> int:
     """The CPU package (socket) this process, or process ``pid``, is running on.
 

@@ -35,6 +35,7 @@ from zeus_nb.device.cpu.common import CpuDramMeasurement
 from zeus_nb.device.exception import ZeusBaseCPUError
 from zeus_nb.errors import CpuEnergyError
 from zeus_nb.inputs.env import env
+from zeus_nb.inputs.registry import system_read
 from zeus_nb.utils.zeusd import ZeusdUnsupportedError, zeusd_reason
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,7 @@ def rapl_is_available() -> bool:
     return bool(package_indices(rapl_dir()))
 
 
+@system_read("a powercap sysfs counter (kernel), not user input")
 def _read_uj(path: str) -> float:
     """A counter file's value; errors are zeus-nb's CPU errors that say what to do."""
     try:
@@ -216,6 +218,7 @@ class RaplWraparoundTracker:
         return self._tally.wraps_for(reading_uj)
 
 
+@system_read("Linux powercap sysfs (kernel), not user input")
 def _read_zone_file(path: str, what: str) -> str:
     try:
         with open(path) as f:
@@ -249,6 +252,7 @@ class RAPLFile:
         self._wraparound_tracker: RaplWraparoundTracker | None = None
         self._wraparound_tracker_init_lock = threading.Lock()
 
+    @system_read("a powercap sysfs counter (kernel)")
     def _open_counter(self) -> str | bytes:
         """The counter's first value; keeps a descriptor of the file for later reads."""
         path = self.energy_uj_path

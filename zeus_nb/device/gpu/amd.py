@@ -31,6 +31,7 @@ from typing import Any
 
 import zeus_nb.device.gpu.common as c
 from zeus_nb.errors import UnsupportedError
+from zeus_nb.inputs.registry import environ_read
 
 __all__ = ["AMDGPU", "AMDGPUs", "AMDUnsupportedError", "amdsmi_is_available"]
 
@@ -125,6 +126,7 @@ def amdsmi_is_available() -> bool:
     return True
 
 
+@environ_read("HIP_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES, parsed there")
 def visible_hip_indices(count: int) -> list[int]:
     """HIP indices of the GPUs this process sees: ``HIP_VISIBLE_DEVICES``, else
     ``CUDA_VISIBLE_DEVICES`` (as ROCm's PyTorch reads it), else all ``count``."""

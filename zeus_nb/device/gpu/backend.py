@@ -9,6 +9,7 @@ itself.
 
 from __future__ import annotations
 
+from zeus_nb import device
 from zeus_nb.device.base import GPU, GPUSystem
 from zeus_nb.device.gpu.common import GPU as ZeusGPU
 
@@ -16,8 +17,6 @@ __all__ = ["BackendGPU", "BackendGPUs"]
 
 
 def _system(system: GPUSystem | None) -> GPUSystem:
-    from zeus_nb import device
-
     return system if system is not None else device.current()
 
 

@@ -6,9 +6,9 @@ reaches every NVML call. Units are NVML's and Zeus's (mW, mJ, MHz); zeus-nb's he
 come from :class:`zeus_nb.device.base.GPU`. NVML errors become Zeus's classes with messages that
 say what to do (:func:`zeus_nb.device.gpu.translate.nvml_error`). :class:`NVIDIAGPUs` numbers GPUs
 as CUDA does (``CUDA_VISIBLE_DEVICES`` by index or UUID) and is zeus-nb's NVML GPU system
-(``NvmlSystem``); the old module path ``zeus_nb.device.nvml`` is this module. Like every GPU
-class, their public methods check numeric arguments (:func:`zeus_nb.inputs.api.checked_methods`)
-before NVML sees them: a NaN or text clock is our error, never NVML's ``InvalidArgument``.
+(``NvmlSystem``). Like every GPU class, their public methods check numeric arguments
+(:func:`zeus_nb.inputs.api.checked_methods`) before NVML sees them: a NaN or text clock is our
+error, never NVML's ``InvalidArgument``.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from zeus_nb.device.gpu.zeusd import ZeusdSettersMixin
 from zeus_nb.device.sampling import PowerIntegrator, ThreadSampler  # noqa: F401 - old path
 from zeus_nb.errors import NO_PERMISSION_HINT, ZeusNbError
 from zeus_nb.inputs.api import checked_methods
+from zeus_nb.inputs.registry import environ_read
 
 __all__ = [
     "FROM_ENV",
@@ -298,6 +299,7 @@ class ZeusdNVIDIAGPU(ZeusdSettersMixin, NVIDIAGPU):
     """
 
 
+@environ_read("CUDA_VISIBLE_DEVICES, parsed there")
 def visible_nvml_indices(
     count: int, cuda_visible_devices: str | None = FROM_ENV
 ) -> list[int | str]:

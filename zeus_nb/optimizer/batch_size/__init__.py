@@ -9,9 +9,10 @@ use), Zeus's client modules: :mod:`.client` (with :mod:`.remote`, its requests t
 :mod:`.common` (``JobSpec``, exported here as in Zeus) and :mod:`.exceptions`, and Zeus's
 optimizer server, :mod:`.server` (never imported from here: it needs the ``server`` extra).
 
-``BatchSizeOptimizer(job_name, store, ...)`` is the recurrence-level optimizer;
-``BatchSizeOptimizer(monitor, server_url, job, rank=0)`` (Zeus's call) returns Zeus's in-training
-client, :class:`.client.BatchSizeOptimizer`.
+``BatchSizeOptimizer`` (:mod:`.factory`) builds the optimizer for the call:
+``BatchSizeOptimizer(job_name, store, ...)`` the recurrence-level
+:class:`.optimizer.LocalBatchSizeOptimizer`; ``BatchSizeOptimizer(monitor, server_url, job,
+rank=0)`` (Zeus's call) Zeus's in-training client, :class:`.client.BatchSizeOptimizer`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-# Loading the client lets the recurrence-level class take Zeus's call shape too.
-from zeus_nb.optimizer.batch_size import client  # noqa: F401
 from zeus_nb.optimizer.batch_size.common import JobSpec
 from zeus_nb.optimizer.batch_size.explorer import PruningExplorer
-from zeus_nb.optimizer.batch_size.optimizer import VARIANCE_PRIOR_WEIGHT, BatchSizeOptimizer
+from zeus_nb.optimizer.batch_size.factory import BatchSizeOptimizer
+from zeus_nb.optimizer.batch_size.optimizer import VARIANCE_PRIOR_WEIGHT, LocalBatchSizeOptimizer
 from zeus_nb.optimizer.batch_size.paper import PaperBatchSizeOptimizer
 from zeus_nb.optimizer.batch_size.sqlite_store import SQLiteStore
 from zeus_nb.optimizer.batch_size.store import (
@@ -47,6 +47,7 @@ __all__ = [
     "VARIANCE_PRIOR_WEIGHT",
     "BatchSizeOptimizer",
     "JobSpec",
+    "LocalBatchSizeOptimizer",
     "MemoryStore",
     "Observation",
     "PaperBatchSizeOptimizer",

@@ -13,6 +13,7 @@ import logging
 import math
 from dataclasses import asdict, replace
 
+from zeus_nb import device
 from zeus_nb.errors import DeviceError, InputError, NoGPUError
 from zeus_nb.inputs import check_record
 from zeus_nb.inputs.kinds import FAILED_OBSERVATION, JOB_SPEC, OBSERVATION, STORED_RUN
@@ -112,7 +113,6 @@ def spec_from_json(text: str, where: str = "a stored job") -> JobSpec:
 
 def device_max_power() -> float:
     """The current GPU's maximum power limit: what an unset ``max_power`` means."""
-    from zeus_nb import device
 
     return float(device.current().gpu(0).power_limit_constraints()[1])
 

@@ -55,8 +55,8 @@ import math
 import secrets
 from typing import Any
 
-import zeus_nb.optimizer.batch_size.optimizer as recurrences
 from zeus_nb.callback import Callback
+from zeus_nb.device import get_gpus
 from zeus_nb.inputs.env import env
 from zeus_nb.optimizer.batch_size.common import (
     CreatedJob,
@@ -75,6 +75,7 @@ from zeus_nb.optimizer.batch_size.exceptions import (
     ZeusBSORuntimError,
     ZeusBSOTrainFailError,
 )
+from zeus_nb.optimizer.batch_size.optimizer import LocalBatchSizeOptimizer
 from zeus_nb.optimizer.batch_size.remote import ServerConnection, server_base
 from zeus_nb.optimizer.batch_size.store import JobSpec as StoreJobSpec
 from zeus_nb.optimizer.batch_size.trials import FAILED, SUCCEEDED
@@ -218,7 +219,7 @@ class BatchSizeOptimizer(Callback):
                 job_id,
             )
         try:
-            self._bso = recurrences.BatchSizeOptimizer(_store_spec(spec, job_id), self._store)
+            self._bso = LocalBatchSizeOptimizer(_store_spec(spec, job_id), self._store)
         except ValueError as e:
             raise JobSpecError(f"job {job_id!r}: {e}") from e
         return CreatedJob.parse_obj({**spec.dict(), "job_id": job_id})
@@ -397,7 +398,6 @@ class BatchSizeOptimizer(Callback):
 def _device_gpus(monitor) -> tuple[list[str], float, int]:
     """(GPU model names, summed maximum power limit in W, count) of ``monitor.gpu_indices``,
     from :func:`zeus_nb.device.get_gpus`, as Zeus's client reads them."""
-    from zeus_nb.device import get_gpus
 
     indices = list(getattr(monitor, "gpu_indices", None) or [])
     if not indices:
@@ -436,8 +436,6 @@ def judge(bso, job: CreatedJob, result: TrainingResult) -> ReportResponse:
         message = f"the target was not reached in max_epochs={job.max_epochs}"
     return ReportResponse(stop_train=True, converged=reached and within, message=message)
 
-
-recurrences.zeus_client = BatchSizeOptimizer  # the recurrence-level class takes Zeus's call too
 
 # zeus-nb's earlier names
 TrainingBatchSizeOptimizer = BatchSizeOptimizer

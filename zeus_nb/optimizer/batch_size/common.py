@@ -21,9 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zeus_nb.errors import InputError
-from zeus_nb.optimizer.batch_size.exceptions import JobSpecError
-from zeus_nb.optimizer.records import Record
-from zeus_nb.utils.validate import (
+from zeus_nb.inputs.validate import (
     COUNTER_PERIOD,
     DURATION,
     ENERGY,
@@ -32,6 +30,8 @@ from zeus_nb.utils.validate import (
     integer,
     number,
 )
+from zeus_nb.optimizer.batch_size.exceptions import JobSpecError
+from zeus_nb.optimizer.records import Record
 
 #: A job's max power: the sum of its GPUs' maximum limits (as the store keeps it).
 JOB_MAX_POWER = Quantity(
@@ -54,7 +54,7 @@ MAX_BATCH_SIZES = 1024
 MAX_EPOCHS = 10**6
 MAX_TRIALS = 2**31 - 1
 MAX_SEED = 2**32 - 1
-#: A report's time and energy, per :mod:`zeus_nb.utils.validate`'s ranges (0 is a run that
+#: A report's time and energy, per :mod:`zeus_nb.inputs.validate`'s ranges (0 is a run that
 #: failed before it started); a metric or prior is any finite number.
 _TIME = Quantity("time", "s", 0.0, DURATION.high)
 _ENERGY = ENERGY
@@ -285,7 +285,7 @@ def plausible_report(result: TrainingResult, job: GpuConfig) -> None:
 
     The job's ``max_power`` sums its GPUs' maximum limits; a run draws at most 1.5x that on
     average (a limit is enforced over about a second), plus one update of the energy counter
-    (:data:`~zeus_nb.utils.validate.COUNTER_PERIOD`) at that power: 1e7 J in 10 s on one GPU is
+    (:data:`~zeus_nb.inputs.validate.COUNTER_PERIOD`) at that power: 1e7 J in 10 s on one GPU is
     a unit mistake, never a run that reached its target.
     """
     cap = 1.5 * job.max_power

@@ -26,7 +26,7 @@ Cost = eta x energy + (1 - eta) x MaxPower x time (:func:`zeus_nb.tradeoff.zeus_
 **Early stopping**: a run whose cost would pass beta x the cheapest successful run so far is
 stopped and counts as not reaching the target (beta = inf disables this). The GPU power limit is
 chosen **just in time** per batch size: the first run of a batch size profiles the limits and
-:meth:`BatchSizeOptimizer.set_power_limit` records the least-cost one for later runs.
+:meth:`LocalBatchSizeOptimizer.set_power_limit` records the least-cost one for later runs.
 
 Every decision is a pure function of the job's settings and its observation log, and the random
 draw of recurrence *n* is seeded by (seed, n): any process that reads the same log makes the same
@@ -43,6 +43,7 @@ import numpy as np
 
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.api import checked_methods
+from zeus_nb.inputs.validate import POWER_LIMIT, integer, number
 from zeus_nb.optimizer.batch_size.checks import (
     checked_observation,
     device_max_power,
@@ -59,19 +60,18 @@ from zeus_nb.optimizer.batch_size.store import (
     StoreError,
 )
 from zeus_nb.utils.metric import zeus_cost
-from zeus_nb.utils.validate import POWER_LIMIT, integer, number
 
 if TYPE_CHECKING:
     import pandas as pd
 
 # How many observations the pooled variance prior of an arm is worth (see
-# BatchSizeOptimizer._arm_posterior). Weights 2 to 8 did about equally well on the Zeus traces
+# LocalBatchSizeOptimizer._arm_posterior). Weights 2 to 8 did about equally well on the Zeus traces
 # (300 paired seeds, within their noise); 8 had the best mean relative saving there. The prior
 # matters most for arms with two or three runs.
 VARIANCE_PRIOR_WEIGHT = 8.0
 
 __all__ = [
-    "BatchSizeOptimizer",
+    "LocalBatchSizeOptimizer",
     "JobSpec",
     "MemoryStore",
     "Observation",
@@ -80,25 +80,8 @@ __all__ = [
 ]
 
 
-#: Zeus's client class; :mod:`zeus_nb.optimizer.batch_size.client` sets it when it loads (the
-#: package imports it), so this module does not import the client that builds on it.
-zeus_client: type | None = None
-
-
-def _zeus_call(args: tuple, kwargs: dict) -> bool:
-    """Whether the arguments are Zeus's client call shape ``(monitor, server_url, job, rank)``.
-
-    The recurrence-level shape starts with a job name or a store ``JobSpec``; Zeus's with a
-    monitor (or names ``monitor=``, ``server_url=``, ``rank=``).
-    """
-    if {"monitor", "server_url", "rank"} & set(kwargs):
-        return True
-    first = args[0] if args else kwargs.get("job")
-    return first is not None and not isinstance(first, (str, JobSpec))
-
-
 @checked_methods
-class BatchSizeOptimizer:
+class LocalBatchSizeOptimizer:
     """Learns the cost-optimal batch size of a recurring job, one recurrence at a time.
 
     ``job`` is a :class:`JobSpec` or a job name; with a name, pass ``batch_sizes`` and
@@ -109,27 +92,17 @@ class BatchSizeOptimizer:
     ``$ZEUS_NB_BSO_STORE``, else the SQLite file at the default location (see
     :mod:`zeus_nb.optimizer.batch_size.store_url`).
 
-    Called Zeus's way, ``BatchSizeOptimizer(monitor, server_url=STORE_URL, job=JobSpec(...),
-    rank=0)``, it returns Zeus's in-training client,
-    :class:`zeus_nb.optimizer.batch_size.client.BatchSizeOptimizer` (``get_batch_size``,
-    ``on_train_begin``, ``on_evaluate``, ``training_finished``, ``trial_number``), with
-    ``JobSpec`` from :mod:`zeus_nb.optimizer.batch_size.common`.
+    :func:`zeus_nb.optimizer.batch_size.BatchSizeOptimizer` builds this class for that call
+    shape and Zeus's in-training client for Zeus's (:mod:`.factory`).
 
     A recurrence::
 
-        bso = BatchSizeOptimizer("nightly-resnet", store=..., batch_sizes=[64, 128, 256],
+        bso = LocalBatchSizeOptimizer("nightly-resnet", store=..., batch_sizes=[64, 128, 256],
                                  default_batch_size=128)
         bs = bso.next_batch_size()
         ... train with bs; stop when bso.should_stop(time=t, energy=e) ...
         bso.report(bs, time=t, energy=e, reached=hit_target)
     """
-
-    def __new__(cls, *args, **kwargs):
-        if not _zeus_call(args, kwargs):
-            return super().__new__(cls)
-        if zeus_client is None:  # only if this module was loaded outside its package
-            raise RuntimeError("import zeus_nb.optimizer.batch_size for Zeus's call shape")
-        return zeus_client(*args, **kwargs)
 
     def __init__(
         self,

@@ -8,13 +8,13 @@ from dataclasses import replace
 import numpy as np
 
 from zeus_nb.errors import InputError
-from zeus_nb.optimizer.batch_size.optimizer import BatchSizeOptimizer
+from zeus_nb.optimizer.batch_size.optimizer import LocalBatchSizeOptimizer
 from zeus_nb.optimizer.batch_size.store import JobSpec, Observation
 
 __all__ = ["PaperBatchSizeOptimizer"]
 
 
-class PaperBatchSizeOptimizer(BatchSizeOptimizer):
+class PaperBatchSizeOptimizer(LocalBatchSizeOptimizer):
     """The same pruning, with the Thompson step as the Zeus paper runs it: a baseline.
 
     Full-width draws (``exploration`` 1), each arm's own maximum-likelihood cost variance with
@@ -76,7 +76,7 @@ class PaperBatchSizeOptimizer(BatchSizeOptimizer):
         return posterior, math.sqrt(1.0 / precision)
 
     def next_batch_size(self) -> int:
-        """As :meth:`BatchSizeOptimizer.next_batch_size`, after the static explorations."""
+        """As :meth:`LocalBatchSizeOptimizer.next_batch_size`, after the static explorations."""
         if self.num_explorations and self.phase == "thompson":
             cold = [b for b in self.survivors if self._arm_stats(b)[0] < self.num_explorations]
             if cold:

@@ -47,9 +47,9 @@ from zeus_nb.data.traces import (
     target_epochs,
 )
 from zeus_nb.errors import InputError
-from zeus_nb.optimizer.batch_size.optimizer import BatchSizeOptimizer
+from zeus_nb.inputs.validate import integer
+from zeus_nb.optimizer.batch_size.optimizer import LocalBatchSizeOptimizer
 from zeus_nb.optimizer.batch_size.store import DEFAULT_EXPLORATION, JobSpec, MemoryStore
-from zeus_nb.utils.validate import integer
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -195,7 +195,7 @@ class SimulationResult:
     seed: int
     recurrences: int
     history: pd.DataFrame
-    optimizer: BatchSizeOptimizer = field(repr=False)
+    optimizer: LocalBatchSizeOptimizer = field(repr=False)
 
     @property
     def baseline_energy(self) -> float:
@@ -386,7 +386,7 @@ def simulate(
     train_trace: str | Path | None = None,
     exploration: float = DEFAULT_EXPLORATION,
     accounting: str = "step",
-    optimizer: type[BatchSizeOptimizer] = BatchSizeOptimizer,
+    optimizer: type[LocalBatchSizeOptimizer] = LocalBatchSizeOptimizer,
 ) -> SimulationResult:
     """Simulate ``recurrences`` recurrences (default 2 x |batch sizes| x |power limits|).
 

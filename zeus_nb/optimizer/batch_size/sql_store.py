@@ -46,6 +46,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from zeus_nb.inputs import reader
 from zeus_nb.inputs.kinds import JOB_SPEC, STORED_RUN
+from zeus_nb.inputs.registry import system_read
 from zeus_nb.optimizer.batch_size.checks import spec_from_json, stored_observation
 from zeus_nb.optimizer.batch_size.store import (
     SCHEMA_COMPONENT,
@@ -154,6 +155,10 @@ class SQLStore:
     database without the tables raises :class:`StoreNotFoundError`.
     """
 
+    @system_read(
+        "a database server reached by URL, not a file (open_store sends SQLite paths "
+        "to SQLiteStore, which checks them)"
+    )
     @reader(STORED_RUN, JOB_SPEC)
     def __init__(
         self,

@@ -21,8 +21,9 @@ from pathlib import Path
 
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs.env import env
+from zeus_nb.inputs.registry import environ_read
+from zeus_nb.inputs.validate import integer
 from zeus_nb.optimizer.batch_size.trials import MemoryTrials
-from zeus_nb.utils.validate import integer
 
 STATE_DIR_ENV = "ZEUS_NB_STATE_DIR"
 DEFAULT_FILENAME = "bso.sqlite3"
@@ -162,6 +163,7 @@ class Observation:
     power_limit: float | None = None
 
 
+@environ_read("LOCALAPPDATA and XDG_CACHE_HOME")
 def default_path() -> Path:
     """``$ZEUS_NB_STATE_DIR/bso.sqlite3``, else ``bso.sqlite3`` in the user's cache directory."""
     folder = env(STATE_DIR_ENV)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError
+from zeus_nb.inputs.registry import environ_read, not_input
 from zeus_nb.inputs.table import read_text
 from zeus_nb.optimizer.records import Record
 from zeus_nb.utils.env import get_env
@@ -45,6 +46,9 @@ def _at_least(name: str, value: Any, low: int) -> None:
         raise PFORecordError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
+@environ_read(
+    "Zeus's ZEUS_PFO_<FIELD> settings (any field of PFOServerSettings), JSON parsed there"
+)
 def _env_json(name: str, default: Any) -> Any:
     raw = os.environ.get(ENV_PREFIX + name.upper())
     if raw is None:
@@ -213,6 +217,10 @@ def _dump(items: list[Record], path: Path) -> None:
     write_json(path, [item.dict() for item in items], indent=None)
 
 
+@not_input(
+    "a JSON list that save_prof, save_sched or save_ranks wrote; each item is checked"
+    " by its record class (parse_obj)"
+)
 def _load(kind: type, path: Path) -> list:
     try:
         data = json.loads(read_text(path, f"saved {kind.__name__} list"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from zeus_nb import device
 from zeus_nb.device.base import GPU
 from zeus_nb.device.guard import SettingsGuard
 
@@ -40,8 +41,6 @@ class FrequencyController:
         start_at_max: bool = True,
     ) -> None:
         if gpu is None:
-            from zeus_nb import device
-
             gpu = device.current(backend).gpu(device_id)
         self.device_id = device_id
         self.gpu = gpu

@@ -19,6 +19,7 @@ from pathlib import Path
 from zeus_nb.errors import TraceFormatError
 from zeus_nb.inputs import read_table, read_text, reader
 from zeus_nb.inputs.kinds import INSTRUCTION_PROFILE
+from zeus_nb.inputs.registry import not_input
 from zeus_nb.utils.files import atomic_write, write_json
 
 COLUMNS = ("stage", "instruction", "frequency", "time", "energy")
@@ -102,6 +103,10 @@ def write_sidecar(path: str | Path, metadata: list[str], **fields: object) -> Pa
     return write_json(sidecar_path(path), {**doc, **fields})
 
 
+@not_input(
+    "the metadata JSON zeus-nb writes beside a profile: text lines only, anything "
+    "else is refused there"
+)
 def read_sidecar(path: str | Path) -> list[str]:
     """The metadata lines beside the profile at ``path`` (none when there is no sidecar)."""
     side = sidecar_path(path)
@@ -120,6 +125,7 @@ def read_sidecar(path: str | Path) -> list[str]:
     return [str(line) for line in lines]
 
 
+@not_input("parses lines a caller read; load_profile reads files through the same schema")
 def parse_profile(
     lines: Iterable[str], src: str = "<profile>", p2p_power: float | None = None
 ) -> InstructionProfile:

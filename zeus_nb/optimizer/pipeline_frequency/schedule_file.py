@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlparse
 
 from zeus_nb.errors import InputError
 from zeus_nb.inputs import read_text
+from zeus_nb.inputs.registry import not_input
 
 Schedule = list[tuple[str, int]]
 
@@ -88,6 +89,10 @@ def parse_schedules(data: object, where: str) -> list[Schedule]:
     return [_pairs(stage, f"{where}: schedule {i}") for i, stage in enumerate(data)]
 
 
+@not_input(
+    "Zeus's schedule file; each entry is checked there (an instruction name and an "
+    "integer clock of 1 to 10000 MHz)"
+)
 def load_schedules(server_url: str | Path) -> list[Schedule]:
     """Read the schedule file ``server_url`` names (see the module docstring)."""
     path = schedule_path(server_url)

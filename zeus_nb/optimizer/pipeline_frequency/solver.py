@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.inputs.validate import DURATION, integer, number
 from zeus_nb.optimizer.pipeline_frequency.cost_model import cost_scale, instruction_models
 from zeus_nb.optimizer.pipeline_frequency.plan_table import PlanTable, pareto_rows
 from zeus_nb.optimizer.pipeline_frequency.profile import InstructionProfile
 from zeus_nb.optimizer.pipeline_frequency.schedule import FrequencyPlan, Timeline, evaluate
 from zeus_nb.optimizer.pipeline_frequency.tradeoff import Activity, tradeoff_durations
-from zeus_nb.utils.validate import DURATION, integer, number
 
 logger = logging.getLogger(__name__)
 

@@ -26,9 +26,12 @@ import warnings
 import weakref
 from pathlib import Path
 
+import zeus_nb.optimizer.power_limit as package
 from zeus_nb.callback import Callback
+from zeus_nb.device.gpu import get_gpus
 from zeus_nb.device.guard import PowerLimitGuard
 from zeus_nb.errors import CallbackOrderError, InputError, PowerLimitPermissionError
+from zeus_nb.inputs.validate import Quantity, integer, number
 from zeus_nb.optimizer.power_limit.pacing import StepPacer
 from zeus_nb.optimizer.power_limit.policy import AdaptivePolicy
 from zeus_nb.optimizer.power_limit.profile_file import ProfileKey, load_for, save_profile_or_warn
@@ -45,7 +48,6 @@ from zeus_nb.optimizer.power_limit.states import (
     mw,
 )
 from zeus_nb.utils.framework import initialized_dist, reduce_time_energy
-from zeus_nb.utils.validate import Quantity, integer, number
 
 __all__ = ["Done", "GlobalPowerLimitOptimizer", "Phase", "Profiling", "Ready", "Waiting", "Warmup"]
 __all__ += ["WarmingUp"]
@@ -60,7 +62,6 @@ WINDOW_PREFIX = "__GlobalPowerLimitOptimizer_"
 
 def _atexit():
     """The ``atexit`` module as this package holds it (Zeus's tests replace it there)."""
-    import zeus_nb.optimizer.power_limit as package
 
     return package.atexit
 
@@ -442,7 +443,6 @@ def _monitored_gpus(monitor) -> list:
     gpus = getattr(monitor, "gpus", None)
     if gpus is not None:
         return list(gpus)
-    from zeus_nb.device.gpu import get_gpus
 
     system = get_gpus(ensure_homogeneous=True)
     return [system.gpu(i) for i in monitor.gpu_indices]

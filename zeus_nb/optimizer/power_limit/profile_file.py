@@ -20,10 +20,11 @@ from typing import Any
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs import check_record, read_json, read_text, reader
 from zeus_nb.inputs.kinds import PL_MEASUREMENT
+from zeus_nb.inputs.registry import not_input
+from zeus_nb.inputs.validate import POWER_LIMIT, number
 from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement
 from zeus_nb.utils.boundary import describe_os_error
 from zeus_nb.utils.files import atomic_write, write_json
-from zeus_nb.utils.validate import POWER_LIMIT, number
 
 logger = logging.getLogger("zeus_nb.optimizer.power_limit.optimizer")  # the optimizer's lines
 
@@ -78,6 +79,10 @@ def _is_zeus(data: Any) -> bool:
     return isinstance(data, dict) and "format" not in data and "measurements" in data
 
 
+@not_input(
+    "a probe: any error means 'not Zeus's format', and load_profile then reads the "
+    "file through its schema"
+)
 def is_zeus_profile(path: Path) -> bool:
     """Whether ``path`` holds Zeus's profile format rather than zeus-nb's."""
     try:
@@ -125,7 +130,7 @@ def _load_zeus(path: Path, data: dict, key: ProfileKey) -> list[PowerLimitMeasur
 def load_profile(path: Path, key: ProfileKey) -> tuple[list[PowerLimitMeasurement], str | None]:
     """(measurements, the selector repr it was pruned for or None) of a profile matching ``key``.
 
-    Every number is checked (:mod:`zeus_nb.utils.validate`); a damaged profile is refused with a
+    Every number is checked (:mod:`zeus_nb.inputs.validate`); a damaged profile is refused with a
     :class:`ProfileError` naming the field, never applied.
     """
     try:
@@ -211,6 +216,7 @@ def save_profile_or_warn(
         )
 
 
+@not_input("copies Zeus's file, which load_profile read and checked, beside it byte for byte")
 def upgrade_zeus_profile(
     path: Path,
     key: ProfileKey,

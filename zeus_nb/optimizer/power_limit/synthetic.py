@@ -30,7 +30,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from zeus_nb.errors import InputError
+from zeus_nb.data.traces import load_power_trace
+from zeus_nb.device.replay import load_profile_log
+from zeus_nb.errors import InputError, TraceFormatError
+from zeus_nb.inputs.api import unchecked_arguments
 from zeus_nb.monitor import Measurement
 from zeus_nb.optimizer.power_limit.selectors import PowerLimitMeasurement
 
@@ -104,8 +107,6 @@ class LoggedProfile(SyntheticProfile):
 
     @classmethod
     def from_log(cls, path, noise: float, steps_per_window: int = 40) -> LoggedProfile:
-        from zeus_nb.device.replay import load_profile_log
-
         log = load_profile_log(path)
         limits = log.power_limits
         strides = {round(a - b, 6) for a, b in zip(limits, limits[1:], strict=False)}
@@ -131,8 +132,6 @@ def trace_profiles(gpu: str = "v100", noise: float = 0.03) -> list[tuple[str, Lo
     the same in a total, and only the ratios between limits, the trace's, matter. Labelled
     ``dataset/network/optimizer/batch size`` and sorted by those.
     """
-    from zeus_nb.errors import TraceFormatError
-    from zeus_nb.traces import load_power_trace
 
     out = []
     trace = load_power_trace(gpu)
@@ -158,6 +157,7 @@ def trace_profiles(gpu: str = "v100", noise: float = 0.03) -> list[tuple[str, Lo
     return out
 
 
+@unchecked_arguments("as SyntheticSystem")
 class SyntheticGPU:
     """The GPU interface the optimizer and its power-limit guard use, over a profile."""
 
@@ -188,6 +188,10 @@ class SyntheticGPU:
         return self._system.energy
 
 
+@unchecked_arguments(
+    "a teaching model built from checked profile numbers; its GPUs check limits "
+    "through GPU.check_power_limit"
+)
 @dataclass
 class SyntheticSystem:
     """A clock and an energy counter that advance one noisy step at a time.

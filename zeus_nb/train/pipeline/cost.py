@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 
+from zeus_nb.data.traces import get_workload
+from zeus_nb.device.frequency import Work, calibrate
 from zeus_nb.errors import InputError
 from zeus_nb.utils.diskcache import cached
 
@@ -67,8 +69,6 @@ class InstructionWork:
     """Turns an instruction's FLOPs into frequency-model work for a bundled simulated GPU."""
 
     def __init__(self, gpu: str = "a40"):
-        from zeus_nb.data.traces import get_workload
-        from zeus_nb.device.frequency import Work, calibrate
         from zeus_nb.optimizer.pipeline_frequency import split_step
 
         dataset, batch_size = REFERENCE_WORKLOAD

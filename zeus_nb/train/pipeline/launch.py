@@ -20,11 +20,11 @@ from typing import Any
 
 from zeus_nb.errors import InputError
 from zeus_nb.train.launch import run_for_results
+from zeus_nb.train.pipeline.trainer import PipelineConfig
 
 
 def command(nproc: int, **options: Any) -> list[str]:
     """The torchrun command line for ``options`` (:class:`PipelineConfig` field names)."""
-    from zeus_nb.train.pipeline.trainer import PipelineConfig
 
     if nproc < 1:
         raise InputError(f"nproc must be >= 1, got {nproc}")

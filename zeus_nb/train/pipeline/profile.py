@@ -21,6 +21,7 @@ from pathlib import Path
 from zeus_nb.errors import InputError, TraceFormatError, ZeusNbError
 from zeus_nb.inputs import read_table, reader
 from zeus_nb.inputs.kinds import INSTRUCTION_PROFILE
+from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import read_text
 from zeus_nb.optimizer.pipeline_frequency.profile import sidecar_path, write_sidecar
 from zeus_nb.utils import files
@@ -63,6 +64,10 @@ def clocks_to_profile(path: Path, clocks: list[int], stages: int) -> list[int]:
     ]
 
 
+@not_input(
+    "an older profile being resumed, which existing_keys read through "
+    "INSTRUCTION_PROFILE first; only its # lines move"
+)
 def uncomment(path: Path) -> None:
     """Move the leading ``#`` lines of an older profile into ``PATH.json`` (kept if present)."""
     lines = read_text(path, "instruction profile").splitlines(keepends=True)

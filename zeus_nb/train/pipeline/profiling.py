@@ -13,7 +13,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from zeus_nb.device.guard import SettingsGuard
 from zeus_nb.train.pipeline.profile import append_rows, clocks_to_profile, parse_clocks
+from zeus_nb.train.pipeline.results import describe, write_results
+from zeus_nb.utils.framework import gather
 
 log = logging.getLogger(__name__)
 
@@ -96,10 +99,6 @@ def _save(path: Path, rows: list, metadata: dict, written: int) -> tuple[int, li
 def profile(trainer) -> dict[str, Any]:
     """Profile the clocks still missing from the CSV; rank 0 returns a summary and writes it."""
     import torch.distributed as dist
-
-    from zeus_nb.device.guard import SettingsGuard
-    from zeus_nb.train.pipeline.results import describe, write_results
-    from zeus_nb.utils.framework import gather
 
     config, layout = trainer.config, trainer.layout
     path = profile_path(trainer)

@@ -1,7 +1,9 @@
 """What a pipeline run reports: its description, each rank's record, the results JSON.
 
 Training (:mod:`~zeus_nb.train.pipeline.trainer`) and instruction profiling
-(:mod:`~zeus_nb.train.pipeline.profiling`) both end here, so neither imports the other.
+(:mod:`~zeus_nb.train.pipeline.profiling`) both end here. The trainer runs the profiler (it
+imports :mod:`.profiling` when a run profiles); the profiler never imports the trainer, and
+this module imports neither (the trainer only as a type).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zeus_nb.train.pipeline.models import table_parameters
 from zeus_nb.utils.files import atomic_write
 
 if TYPE_CHECKING:
@@ -22,7 +25,6 @@ log = logging.getLogger("zeus_nb.train.pipeline.trainer")  # one logger for the 
 
 def describe(trainer: Trainer) -> dict[str, Any]:
     """The run's model, layout, partition and configuration: the head of its results JSON."""
-    from zeus_nb.train.pipeline.models import table_parameters
 
     config, layout = trainer.config, trainer.layout
     return {

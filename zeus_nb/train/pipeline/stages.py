@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zeus_nb.errors import ZeusNbError
-from zeus_nb.train.pipeline.models import ModelConfig, build_layers, reset_parameters
+from zeus_nb.train.pipeline.models import ModelConfig, build_layers, reset_parameters, sample_batch
 
 PARTITION_METHODS = ("parameters", "uniform", "layers:N0,N1,...")
 
@@ -123,8 +123,6 @@ def stage_work(config: ModelConfig, layers: range, microbatch_size: int) -> Stag
     import torch
     from torch import nn
     from torch.utils.flop_counter import FlopCounterMode
-
-    from zeus_nb.train.pipeline.models import sample_batch
 
     modules = build_layers(config, device="meta")
     x, _ = sample_batch(config, microbatch_size, device="meta")

@@ -26,13 +26,22 @@ import sys
 from dataclasses import dataclass, fields
 from typing import Any
 
+from zeus_nb import device as zdevice
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs.args import ArgType, Parser, count, nonempty, real, seconds
 from zeus_nb.inputs.env import env
+from zeus_nb.inputs.registry import environ_read
+from zeus_nb.train.cli import show_progress_lines
+from zeus_nb.train.pipeline import models as pm
+from zeus_nb.train.pipeline.clock import InstructionClock, TimestampLink, instrumented_stage
+from zeus_nb.train.pipeline.cost import work_model_for
 from zeus_nb.train.pipeline.layout import Layout, all_reduce_grads, setup_layout, teardown
+from zeus_nb.train.pipeline.models import sample_batch
+from zeus_nb.train.pipeline.plan import apply_plan, plan_here
 from zeus_nb.train.pipeline.results import describe, rank_record, write_results
+from zeus_nb.train.pipeline.stages import PARTITION_METHODS, build_stage, partition, stage_work
 from zeus_nb.utils.boundary import run_main
-from zeus_nb.utils.framework import gather
+from zeus_nb.utils.framework import gather, reduce_time_energy
 from zeus_nb.utils.threads import local_processes, use_threads
 
 log = logging.getLogger(__name__)
@@ -99,12 +108,6 @@ class Trainer:
         import torch
         from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
 
-        from zeus_nb import device as zdevice
-        from zeus_nb.train.pipeline import models as pm  # noqa: I001
-        from zeus_nb.train.pipeline.clock import InstructionClock, TimestampLink, instrumented_stage
-        from zeus_nb.train.pipeline.cost import work_model_for
-        from zeus_nb.train.pipeline.stages import build_stage, partition, stage_work
-
         self.config, self.layout = config, layout
         self.model_config = pm.get_config(config.model)
         self.partition = partition(
@@ -147,8 +150,6 @@ class Trainer:
         """One training iteration; returns the mean microbatch loss."""
         import torch
 
-        from zeus_nb.train.pipeline.models import sample_batch
-
         g = torch.Generator().manual_seed(
             self.config.seed * 1_000_003 + step * 1009 + self.layout.replica
         )
@@ -182,7 +183,6 @@ class Trainer:
 
     def measure(self, steps: range) -> list[dict[str, float]]:
         """Run ``steps``; each one's iteration time (max over ranks) and energy (sum)."""
-        from zeus_nb.utils.framework import reduce_time_energy
 
         out = []
         for step in steps:
@@ -194,10 +194,10 @@ class Trainer:
         return out
 
 
+@environ_read("saves ZEUS_NB_BACKEND to restore it afterwards")
 def run(config: PipelineConfig | None = None) -> dict[str, Any]:
     """Train (or profile) in this process, one rank of the pipeline; rank 0 writes the results."""
     config = config or PipelineConfig()
-    from zeus_nb import device as zdevice
 
     saved = os.environ.get("ZEUS_NB_BACKEND")
     if config.backend is not None:
@@ -227,7 +227,6 @@ def run(config: PipelineConfig | None = None) -> dict[str, Any]:
 
 def train(trainer: Trainer) -> dict[str, Any]:
     """``max_steps`` iterations; measured: ``num_prof_steps`` after ``num_warmup_steps``."""
-    from zeus_nb.train.pipeline.plan import apply_plan, plan_here
 
     config = trainer.config
     plan = None
@@ -277,8 +276,6 @@ _bool = ArgType("true or false", _bool_value, ("", "maybe", "2"))
 
 
 def parser() -> argparse.ArgumentParser:
-    from zeus_nb.train.pipeline.stages import PARTITION_METHODS
-
     d = PipelineConfig()
     p = Parser(
         prog="zeus_nb.train.pipeline",
@@ -336,7 +333,6 @@ def config_from_args(argv: list[str] | None = None) -> PipelineConfig:
 def main(argv: list[str] | None = None) -> int:
     """``torchrun ... -m zeus_nb.train.pipeline`` inside the one error boundary
     (:mod:`zeus_nb.utils.boundary`): a user's mistake is one line per rank, exit status 2."""
-    from zeus_nb.train.cli import show_progress_lines
 
     show_progress_lines()
 

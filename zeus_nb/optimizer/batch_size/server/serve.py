@@ -18,6 +18,7 @@ import socket
 import sys
 
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.optimizer.batch_size.server.config import ZeusBsoSettings, default_url
 from zeus_nb.optimizer.batch_size.store import default_path
 from zeus_nb.utils.boundary import needs_extra
 from zeus_nb.utils.logging import show_logs
@@ -103,7 +104,6 @@ def serve(
     with needs_extra("server", "the batch-size optimizer server"):
         import uvicorn
 
-        from zeus_nb.optimizer.batch_size.server.config import ZeusBsoSettings, default_url
         from zeus_nb.optimizer.batch_size.server.database.db_connection import use_database
         from zeus_nb.optimizer.batch_size.server.router import app
 

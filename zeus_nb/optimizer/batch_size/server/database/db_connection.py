@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from zeus_nb.errors import InputError
+from zeus_nb.inputs.registry import not_input, system_read
 from zeus_nb.optimizer.batch_size.server.config import settings
 from zeus_nb.optimizer.batch_size.server.database.schema import Base
 from zeus_nb.optimizer.batch_size.server.exceptions import ZeusBSOServerRuntimeError
@@ -127,6 +128,16 @@ class DatabaseSessionManager:
     ``engine_kwargs`` go to :func:`sqlalchemy.ext.asyncio.create_async_engine` (``echo``...).
     """
 
+    @not_input(
+        "the batch-size optimizer server's own database (a zeus-nb store); every row "
+        "server.jobs reads is checked there through JOB_SPEC and STORED_RUN, as the "
+        "stores do"
+    )
+    @system_read(
+        "the server's database, reached by URL (Zeus's settings name it, as a "
+        "database server's or an SQLite file's); a session that cannot open it fails "
+        "with our error"
+    )
     def __init__(self, host: str, engine_kwargs: dict[str, Any] | None = None) -> None:
         kwargs = dict(engine_kwargs or {})
         url = async_url(host)
