@@ -15,8 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from zeus_nb.cli import build_parser
+from zeus_nb.commands.sweep import build_grid
 from zeus_nb.course.check import EXERCISES
 from zeus_nb.inputs.registry import not_input, system_read
+from zeus_nb.runner.notebooks import find_notebook, grid_points, point_file
 from zeus_nb.runner.setup import notebook_setup
 from zeus_nb.utils.files import atomic_write
 
@@ -156,9 +158,6 @@ SWEEPS = {
 
 def sweep_files_text(name: str) -> str:
     """The files a guide's sweep writes, typed and named as ``zeus-nb sweep`` itself does."""
-    from zeus_nb.commands.sweep import build_grid
-    from zeus_nb.runner.notebooks import find_notebook, grid_points, point_file
-
     number, pairs, smoke = SWEEPS[name]
     notebook = find_notebook(number)
     files = [

@@ -31,10 +31,17 @@ from sqlalchemy.ext.asyncio import (
 
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.registry import not_input, system_read
+from zeus_nb.optimizer.batch_size.server import config
 from zeus_nb.optimizer.batch_size.server.config import settings
-from zeus_nb.optimizer.batch_size.server.database.schema import Base
+from zeus_nb.optimizer.batch_size.server.database.schema import SCHEMA_VERSION, Base
 from zeus_nb.optimizer.batch_size.server.exceptions import ZeusBSOServerRuntimeError
-from zeus_nb.optimizer.batch_size.store import StoreError
+from zeus_nb.optimizer.batch_size.server.jobs import Jobs
+from zeus_nb.optimizer.batch_size.store import (
+    SCHEMA_COMPONENT,
+    StoreError,
+    check_schema_version,
+    sqlite_meaning,
+)
 
 __all__ = [
     "DatabaseSessionManager",
@@ -66,8 +73,6 @@ _DRIVER_PACKAGES = {
 
 def describe_failure(url: str, e: BaseException) -> str:
     """One line for a database that failed to open or answer: where, what, what to do."""
-    from zeus_nb.optimizer.batch_size.store import sqlite_meaning
-
     text = " ".join(str(getattr(e, "orig", None) or e).split())
     low = text.lower()
     if "connection refused" in low or "connect call failed" in low or "could not connect" in low:
@@ -211,11 +216,6 @@ class DatabaseSessionManager:
         out (see :mod:`.schema`)."""
         from sqlalchemy import delete, insert, select
 
-        from zeus_nb.optimizer.batch_size.server.config import settings as current
-        from zeus_nb.optimizer.batch_size.server.database.schema import SCHEMA_VERSION
-        from zeus_nb.optimizer.batch_size.server.jobs import Jobs
-        from zeus_nb.optimizer.batch_size.store import SCHEMA_COMPONENT, check_schema_version
-
         c = SCHEMA_VERSION.c
         async with self.session() as session:
             found = await session.scalar(select(c.version).where(c.component == SCHEMA_COMPONENT))
@@ -225,7 +225,7 @@ class DatabaseSessionManager:
             await session.execute(insert(SCHEMA_VERSION).values(component=probe, version=0))
             await session.execute(delete(SCHEMA_VERSION).where(c.component == probe))
             await session.rollback()
-            leased = await Jobs(session).lease_unleased(time.time() + current.trial_lease)
+            leased = await Jobs(session).lease_unleased(time.time() + config.settings.trial_lease)
             await session.commit()
         if leased:
             log.info("%d trial(s) handed out before leases now have one", leased)
