@@ -40,6 +40,9 @@ class StubGPU:
     def power(self) -> float:
         return self.watts
 
+    def get_power_management_limit_constraints(self) -> tuple[int, int]:
+        return 200_000, 700_000  # mW, an H100's
+
 
 def reader_at(clock: Clock, gpu: StubGPU) -> counter.CounterReader:
     r = counter.CounterReader(gpu, clock=clock)  # type: ignore[arg-type]
@@ -75,7 +78,7 @@ def test_a_step_is_shared_out_by_power_and_marks_add_up_to_it():
     ab, final = r.energy_between(a, b)
     bc, _ = r.energy_between(b, c)
     ac, _ = r.energy_between(a, c)
-    assert final and ab + bc == pytest.approx(ac)  # back-to-back windows add up
+    assert final == counter.SHARED and ab + bc == pytest.approx(ac)  # back-to-back windows add up
     # power integral over the step: 300 W x 20 ms + 1 ms ramp to 100 W + 100 W x 79 ms
     whole = 300 * 0.02 + 200 * 0.001 + 100 * 0.079
     assert ab == pytest.approx(10.0 * 300 * 0.01 / whole)  # its share of the counter's 10 J
@@ -96,7 +99,7 @@ def test_an_unfinished_step_is_estimated_from_power_scaled_to_the_counter():
     clock.now = 0.56
     b = r.mark()
     joules, final = r.energy_between(a, b)
-    assert not final and joules == pytest.approx(0.5 * 200 * 0.04, rel=1e-6)
+    assert final == counter.ESTIMATED and joules == pytest.approx(0.5 * 200 * 0.04, rel=1e-6)
     assert r.estimate(b) == pytest.approx(50 + 0.5 * 200 * 0.06, rel=1e-6)
 
 
@@ -116,7 +119,7 @@ def test_a_window_with_power_drawn_is_never_zero_even_inside_one_step():
     with r._lock:
         r._step(0.2, 30.0)
     joules, final = r.energy_between(a, b)
-    assert final and joules == pytest.approx(15.0 * 0.001 / 0.1, rel=1e-6)
+    assert final == counter.SHARED and joules == pytest.approx(15.0 * 0.001 / 0.1, rel=1e-6)
 
 
 # --- the monitor over the timed fake ---------------------------------------------------------
@@ -154,10 +157,10 @@ def test_background_reads_leave_the_callers_thread_alone(h100):
 
 def test_auto_times_the_first_reads_then_reads_slow_counters_in_the_background(h100):
     mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=h100())
+    assert main_reads() == 2 and mon._readers  # two timed reads of ~2.8 ms as it was built
     mon.begin_window("probe")
-    probe = mon.end_window("probe")  # two timed reads of ~2.8 ms: real readings, and slow
-    assert main_reads() == 2 and mon._readers
-    assert probe.gpu_energy[0] > 0  # a counter that did not move: power x time instead
+    probe = mon.end_window("probe")
+    assert probe.gpu_energy[0] > 0  # never 0 J while the GPU draws power
     t0 = time.perf_counter()
     for i in range(50):
         mon.begin_window(f"w{i}")
@@ -169,22 +172,71 @@ def test_auto_times_the_first_reads_then_reads_slow_counters_in_the_background(h
 
 def test_auto_keeps_zeus_reads_where_the_counter_is_cheap(h100):
     mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=h100(read_cost=0.0))
+    probed = main_reads()  # the monitor timed the counter as it was built
     warnings.simplefilter("ignore")  # Zeus's semantics: a window inside one step reads 0 J
     for i in range(5):
         mon.begin_window(f"w{i}")
         m = mon.end_window(f"w{i}")
         assert m.energy_method == {0: counter.COUNTER}
-    assert main_reads() == 10 and not mon._readers  # one read per window edge, as Zeus
+    assert main_reads() - probed == 10 and not mon._readers  # one read per edge, as Zeus
 
 
 BURSTY = [(0.024, timed_nvml.BUSY_W), (0.005, timed_nvml.IDLE_W)]  # 24 ms at 693 W, 5 at 127 W
+
+
+def wait_for_grid(mon: ZeusMonitor, seconds: float = 10.0) -> counter.CounterReader:
+    """The monitor's reader once it knows where its counter steps (tight brackets seen)."""
+    reader = mon._readers[0]
+    deadline = time.perf_counter() + seconds
+    while not reader.grid.ready and time.perf_counter() < deadline:
+        time.sleep(0.05)
+    return reader
+
+
+def timed(call, *args, **kw):
+    """(clock before, clock after, result): the window edge lies in between."""
+    t0 = time.perf_counter()
+    out = call(*args, **kw)
+    return t0, time.perf_counter(), out
+
+
+def edge_tolerance(reader: counter.CounterReader, how: str, shape: float) -> float:
+    """J one window edge may be off, from the physics of the counter and the power readings.
+
+    A final edge (SHARED) has its counter step placed within the reader's tight bracket
+    ``W`` (three least reads and 1 ms), so it is off by at most max power x W, plus ``shape``:
+    how far the true energy within a step can stray from its share by power readings. An
+    estimate is within one counter step's energy (max power x the period) of the truth.
+    """
+    p_max = timed_nvml.BUSY_W
+    if how == counter.SHARED:
+        return p_max * reader._tight() + shape
+    return p_max * reader.period + shape
+
+
+def bursty_shape(phases, reading_period: float, period: float) -> float:
+    """J the share of a step by power readings can stray from what was drawn, per edge.
+
+    Within one cycle of the load the drawn energy departs from a straight line by at most
+    the burst's excess over the average; readings that are ``reading_period`` averages vary
+    by (max - min) of those averages, which over a step of ``period`` is that x period.
+    """
+    cycle = sum(d for d, _ in phases)
+    mean = sum(d * w for d, w in phases) / cycle
+    excess = max(d * abs(w - mean) for d, w in phases)
+    load = timed_nvml._Load(phases, 0.0)
+    averages = [
+        (load.energy(x + reading_period) - load.energy(x)) / reading_period
+        for x in (i * cycle / 200 for i in range(200))
+    ]
+    return 2 * excess + (max(averages) - min(averages)) * period
 
 
 def test_short_windows_are_never_zero_and_add_up_to_the_window_around_them(h100):
     # power readings that are 50 ms averages, as the H100's changed every 50-100 ms
     system = h100(phases=BURSTY, reading_period=0.05)
     mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=system, energy_reads="background")
-    time.sleep(0.25)  # the reader has seen a step or two
+    wait_for_grid(mon)
     mon.begin_window("around")
     parts = []
     for i in range(30):
@@ -193,24 +245,46 @@ def test_short_windows_are_never_zero_and_add_up_to_the_window_around_them(h100)
         parts.append(mon.end_window(f"step{i}"))
     around = mon.end_window("around", wait_for_counter=True)
     assert all(p.gpu_energy[0] > 0 for p in parts)
+    # the parts returned at once are power estimates scaled to the counter (labelled so); the
+    # window around them is the counter's: they differ by power vs counter over the span, and
+    # power readings here are exact 50 ms averages, so by the burst shape at each of 60 edges
+    # at most, but summed they telescope: 2 edges' worth plus the gaps between the windows
     total = sum(p.gpu_energy[0] for p in parts)
-    assert total == pytest.approx(around.gpu_energy[0], rel=0.05)
-    assert around.energy_method == {0: counter.SHARED}
+    shape = bursty_shape(BURSTY, 0.05, timed_nvml.PERIOD_H100)
+    assert abs(total - around.gpu_energy[0]) <= 2 * shape + 0.05 * around.gpu_energy[0]
+    assert all(p.energy_method[0] in (counter.ESTIMATED, counter.SHARED) for p in parts)
     assert any(p.approximate == [0] for p in parts)  # ended before the next step: estimated
 
 
-def test_a_long_window_agrees_with_the_counter(h100):
+@pytest.mark.parametrize("busy_threads", [0, 4])
+def test_a_long_window_agrees_with_the_counter(h100, busy_threads):
+    """Beside threads holding the GIL the reader is starved; its window stays as exact as the
+    label says (tolerance: :func:`edge_tolerance`, from the counter's physics)."""
     system = h100(phases=BURSTY, reading_period=0.05)
     mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=system, energy_reads="background")
-    time.sleep(0.25)
-    t0 = time.perf_counter()
-    mon.begin_window("long")
-    time.sleep(1.0)
-    t1 = time.perf_counter()
-    m = mon.end_window("long", wait_for_counter=True)  # waits for the step after its end
-    drawn = timed_nvml.true_energy(0, t0, t1)
-    assert m.gpu_energy[0] == pytest.approx(drawn, rel=0.01)
-    assert m.energy_method == {0: counter.SHARED} and m.approximate == []
+    reader = wait_for_grid(mon)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            pass
+
+    spinners = [threading.Thread(target=spin, daemon=True) for _ in range(busy_threads)]
+    for t in spinners:
+        t.start()
+    try:
+        b0, b1, _ = timed(mon.begin_window, "long")
+        time.sleep(1.0)
+        e0, e1, m = timed(mon.end_window, "long", wait_for_counter=True)
+    finally:
+        stop.set()
+    # the window's own edges lie between the clock readings around each call
+    low, high = timed_nvml.true_energy(0, b1, e0), timed_nvml.true_energy(0, b0, e1)
+    how = m.energy_method[0]
+    shape = bursty_shape(BURSTY, 0.05, timed_nvml.PERIOD_H100)
+    tol = 2 * edge_tolerance(reader, how, shape)
+    assert low - tol <= m.gpu_energy[0] <= high + tol, (m, how, low, high, tol)
+    assert how in counter.EXACT or m.approximate == [0]
 
 
 def test_power_readings_that_disagree_with_the_counter_are_scaled_to_it(h100):
