@@ -9,6 +9,9 @@ and whose counter moves every 100 ms. Nothing here is timed against a target: th
 
 from __future__ import annotations
 
+import logging
+import math
+import random
 import threading
 import time
 import warnings
@@ -18,6 +21,7 @@ import timed_nvml
 
 from zeus_nb.device import counter
 from zeus_nb.device.gpu.nvidia import NVIDIAGPUs
+from zeus_nb.errors import WindowError
 from zeus_nb.monitor import ZeusMonitor
 
 
@@ -298,3 +302,166 @@ def test_power_readings_that_disagree_with_the_counter_are_scaled_to_it(h100):
     t1 = time.perf_counter()
     m = mon.end_window("w")  # not waited for: its tail is a power estimate, scaled
     assert m.gpu_energy[0] == pytest.approx(timed_nvml.true_energy(0, t0, t1), rel=0.05)
+
+
+# --- a starved reader, driven by hand (a clock the test controls) ----------------------------
+class SimCounter:
+    """A counter that steps every ``period`` s from ``phase`` on, at a constant ``watts``."""
+
+    def __init__(self, watts: float = 693.0, period: float = 0.1, phase: float = 0.037):
+        self.watts, self.period, self.phase = watts, period, phase
+
+    def joules(self, t: float) -> float:
+        k = math.floor((t - self.phase) / self.period)
+        return self.watts * (self.phase + k * self.period)
+
+    def drawn(self, t0: float, t1: float) -> float:
+        return self.watts * (t1 - t0)
+
+
+def calm_reads(r, clock, sim, t0: float, t1: float, cost: float) -> None:
+    """Reads as an unhindered reader makes them: back to back from two reads before each step."""
+    k = math.ceil((t0 - sim.phase) / sim.period)
+    while (s := sim.phase + k * sim.period) < t1:
+        a = s - 2 * cost + 0.0003
+        for _ in range(3):
+            sample(r, clock, a, sim.watts)
+            r.observe(a, a + cost, sim.joules(a + cost))
+            a += cost
+        k += 1
+
+
+def starved_reads(r, clock, sim, t0, t1, cost, rng, marks) -> None:
+    """Reads 50-350 ms apart (several steps in a gap), each returning up to 25 ms after its
+    value was taken (the thread waited for the GIL); window edges in between."""
+    t = t0
+    while t < t1:
+        t += rng.uniform(0.05, 0.35)
+        for _ in range(rng.randint(0, 3)):
+            clock.now = t + rng.uniform(0, 0.04)
+            marks.append(r.mark())
+        sample(r, clock, t, sim.watts)
+        value_at = t + cost
+        r.observe(t, value_at + rng.uniform(0, 0.025), sim.joules(value_at))
+        t = value_at + 0.025
+
+
+def driven_reader(watts: float = 693.0):
+    clock, gpu = Clock(), StubGPU()
+    gpu.watts = watts
+    return counter.CounterReader(gpu, clock=clock), clock, SimCounter(watts)  # type: ignore[arg-type]
+
+
+def test_a_starved_reader_places_late_steps_on_the_counters_grid():
+    """Tolerance per final edge: max power x the tight bracket W (three least reads + 1 ms),
+    the most a step placed by tight brackets or their grid can be off; per estimated edge, one
+    counter step (max power x period). Power is constant: power readings add no error."""
+    rng = random.Random(7)
+    r, clock, sim = driven_reader()
+    cost = 0.0028
+    calm_reads(r, clock, sim, 0.0, 1.0, cost)
+    assert r.grid.ready and r.grid.period == pytest.approx(sim.period, abs=1e-4)
+    marks: list = []
+    starved_reads(r, clock, sim, 1.0, 4.0, cost, rng, marks)
+    calm_reads(r, clock, sim, 4.0, 4.3, cost)  # the last edges get their step
+    final = 0
+    for a, b in zip(marks, marks[1:], strict=False):
+        joules, how = r.energy_between(a, b)
+        per_edge = sim.watts * (r._tight() if how == counter.SHARED else r.period)
+        assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * per_edge, (a.t, b.t, how)
+        final += how == counter.SHARED
+    assert final >= 0.8 * (len(marks) - 1)  # the grid placed most late steps exactly
+
+
+def test_a_counter_jump_beyond_max_power_is_rejected_and_logged_once(caplog):
+    r, clock, sim = driven_reader()
+    calm_reads(r, clock, sim, 0.0, 1.0, 0.0028)
+    clock.now = 1.02
+    a = r.mark()
+    r.observe(1.05, 1.0528, sim.joules(1.0528) + 1e6)  # 1e9 mJ more than drawn
+    r.observe(1.08, 1.0828, sim.joules(1.0828) + 2e6)  # and again
+    clock.now = 1.09
+    b = r.mark()
+    joules, how = r.energy_between(a, b)
+    assert how == counter.REJECTED
+    assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * sim.watts * r.period
+    warned = [x for x in caplog.records if x.levelno == logging.WARNING and "jumped" in x.message]
+    assert len(warned) == 1
+
+
+def test_a_counter_going_back_is_rejected():
+    r, clock, sim = driven_reader()
+    calm_reads(r, clock, sim, 0.0, 1.0, 0.0028)
+    clock.now = 1.02
+    a = r.mark()
+    r.observe(1.05, 1.0528, sim.joules(1.0528) - 200)
+    calm_reads(r, clock, sim, 1.1, 1.5, 0.0028)
+    clock.now = 1.45
+    b = r.mark()
+    joules, how = r.energy_between(a, b)
+    assert how == counter.REJECTED and joules > 0
+    assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * sim.watts * r.period
+
+
+def test_a_stalled_read_is_flagged(caplog):
+    r, clock, sim = driven_reader()
+    calm_reads(r, clock, sim, 0.0, 1.0, 0.0028)
+    clock.now = 1.02
+    a = r.mark()
+    clock.now = 2.5
+    b = r.mark()
+    r.observe(1.03, 3.03, sim.joules(2.0))  # a read that took 2 s
+    calm_reads(r, clock, sim, 3.1, 3.5, 0.0028)
+    joules, how = r.energy_between(a, b)
+    assert how == counter.STALLED
+    assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * sim.watts * r.period
+    assert any("stall" in x.message or "took" in x.message for x in caplog.records)
+
+
+def test_threads_opening_the_first_windows_at_once_share_one_reader(h100):
+    system = h100()
+    monitors: list[ZeusMonitor] = []
+    results: list = []
+    go = threading.Barrier(8)
+
+    def work(i: int) -> None:
+        go.wait()
+        mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=system)
+        monitors.append(mon)
+        for j in range(3):
+            mon.begin_window(f"w{i}.{j}")
+            time.sleep(0.03)
+            results.append(mon.end_window(f"w{i}.{j}"))
+
+    threads = [threading.Thread(target=work, args=(i,), name=f"user{i}") for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    users = sum(n for name, n in timed_nvml.counter_reads.items() if name.startswith("user"))
+    assert users == 2  # the two timed reads that chose the background reader, once
+    assert len({id(m._readers[0]) for m in monitors}) == 1
+    assert all(m.energy_method[0] != counter.COUNTER for m in results)
+
+
+def test_two_threads_ending_one_window_get_one_measurement_and_one_window_error(h100):
+    mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=h100(read_cost=0.0))
+    warnings.simplefilter("ignore")
+    for _ in range(50):
+        mon.begin_window("shared")
+        go = threading.Barrier(2)
+        outcomes: list = []
+
+        def end(go=go, outcomes=outcomes):
+            go.wait()
+            try:
+                outcomes.append(mon.end_window("shared"))
+            except WindowError as e:
+                outcomes.append(e)
+
+        threads = [threading.Thread(target=end) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(type(o).__name__ for o in outcomes) == ["Measurement", "WindowError"]

@@ -87,6 +87,7 @@ STALLED = "counter + power estimate (a counter read stalled)"
 REJECTED = "power estimate (a counter reading was rejected)"
 #: The labels of exact measurements; every other label is an estimate.
 EXACT = (COUNTER, SHARED)
+_RANK = {SHARED: 0, ESTIMATED: 1, STALLED: 2, REJECTED: 3}  # a window takes its worst edge's
 
 
 class Mark:
@@ -248,7 +249,8 @@ class CounterReader:
         self._anchor_lo = 0.0  # the earliest the anchor's step can have been
         self._anchor_how = SHARED  # how the anchor was placed (SHARED: within a tight bracket)
         self._stepped = False  # whether the anchor is a counter step (not just the first read)
-        self._last: Read | None = None  # the latest read (raw counter J)
+        self._last: Read | None = None  # the latest good read (raw counter J)
+        self._suspect: Read | None = None  # a rejected read: a new base if the next agrees
         self._offset = 0.0  # added to raw readings after a rejected one (J)
         self._breaks: list[tuple[float, float, str]] = []  # spans windows cannot be exact over
         self._noted: set[str] = set()
@@ -281,9 +283,8 @@ class CounterReader:
         with self._lock:
             ea, ha = self._energy_at(a)
             eb, hb = self._energy_at(b)
-            how = ha if ha != SHARED else hb
-            if how == SHARED:
-                how = self._break_between(a.t, b.t) or SHARED
+            brk = self._break_between(a.t, b.t) or SHARED
+            how = max(ha, hb, brk, key=_RANK.__getitem__)
         return max(0.0, eb - ea), how
 
     def estimate(self, mark: Mark) -> float:
@@ -344,7 +345,7 @@ class CounterReader:
             if cost < self.least_cost:
                 self.least_cost = cost
             read = Read(a, b, raw_joules)
-            last, self._last = self._last, read
+            last = self._last
             stalled = cost > max(STALL_S, self.period / 2)
             if stalled:
                 self._note(
@@ -352,30 +353,41 @@ class CounterReader:
                 )
                 self._breaks.append((a, b, STALLED))
             if last is None or self._anchor is None:
+                self._last = read
                 self._anchor = ((a + b) / 2, raw_joules)
                 self._anchor_lo = a - MAX_PERIOD_S
                 return
+            why = self._implausible(last, read)
+            suspect, self._suspect = self._suspect, None
+            if why is not None and suspect is not None and self._implausible(suspect, read) is None:
+                self._rebase(suspect)  # the counter moved to a new base and stays there
+                last, why = self._last, None
+            if why is not None:  # keep the last good reading: a single bad read is dropped
+                self._note("rejected", "%s; windows over it are power estimates", why)
+                self._breaks.append((self._anchor[0], b, REJECTED))
+                self._suspect = read
+                return
+            self._last = read
             if raw_joules == last.joules:
                 return
-            delta = raw_joules - last.joules
-            span = b - self._anchor_lo
-            if delta < 0:
-                self._reject(read, f"the counter went back by {-delta:.3f} J")
-            elif self.max_watts is not None and delta > JUMP_MARGIN * self.max_watts * span + 1:
-                self._reject(
-                    read,
-                    f"the counter jumped by {delta:.3f} J in at most {span:.3f} s (over "
-                    f"{self.max_watts:g} W x {JUMP_MARGIN:g})",
-                )
-            else:
-                s, lo, how = self._place(last, read, delta)
-                if stalled:
-                    how = STALLED
-                self._step(s, raw_joules + self._offset, how, lo)
+            s, lo, how = self._place(last, read, raw_joules - last.joules)
+            self._step(s, raw_joules + self._offset, STALLED if stalled else how, lo)
 
-    def _reject(self, read: Read, why: str) -> None:
-        """A reading the counter's physics rule out: continue from power (lock held)."""
-        self._note("rejected", "%s; windows over it are power estimates", why)
+    def _implausible(self, last: Read, read: Read) -> str | None:
+        """Why ``read`` cannot follow ``last`` on a counter of this GPU, or None."""
+        delta = read.joules - last.joules
+        if delta < 0:
+            return f"the counter went back by {-delta:.3f} J"
+        span = read.b - min(self._anchor_lo, last.a)
+        if self.max_watts is not None and delta > JUMP_MARGIN * self.max_watts * span + 1:
+            return (
+                f"the counter jumped by {delta:.3f} J in at most {span:.3f} s (over "
+                f"{self.max_watts:g} W x {JUMP_MARGIN:g})"
+            )
+        return None
+
+    def _rebase(self, read: Read) -> None:
+        """The counter restarted from ``read``'s value: continue from power (lock held)."""
         s0, e0 = self._anchor  # type: ignore[misc]
         mid = (read.a + read.b) / 2
         ratio = self._ratio()
@@ -388,7 +400,7 @@ class CounterReader:
             else:
                 m.energy, m.how = e0 + ratio * self._power.integral(s0, m.t), REJECTED
         self._pending = keep
-        self._breaks.append((s0, mid, REJECTED))
+        self._last = read
         self._anchor, self._anchor_lo, self._stepped = (mid, est), read.a - MAX_PERIOD_S, False
         self._stepped_cond.notify_all()
 
