@@ -19,7 +19,7 @@ import warnings
 import pytest
 import timed_nvml
 
-from zeus_nb.device import counter
+from zeus_nb.device import counter, counter_registry
 from zeus_nb.device.gpu.nvidia import NVIDIAGPUs
 from zeus_nb.errors import WindowError
 from zeus_nb.monitor import ZeusMonitor
@@ -140,7 +140,7 @@ def h100(monkeypatch):
         return NVIDIAGPUs()
 
     yield system
-    for reader in list(counter._readers.values()):
+    for reader in list(counter_registry._readers.values()):
         reader.stop()
 
 

@@ -15,8 +15,8 @@ caller's clock and one power reading, a few microseconds. The cumulative energy 
 
 Every mark resolves to one value, so back-to-back windows add up to the window around them, and
 a window during which the GPU drew power never measures 0 J. One reader serves every monitor of
-a process that measures the GPU (:func:`acquire`), and whether a GPU's counter is read so or on
-the caller's thread is decided once per GPU, under a lock (:func:`choose`).
+a process that measures the GPU, and whether a GPU's counter is read so or on the caller's
+thread is decided once per GPU, under a lock (:mod:`zeus_nb.device.counter_registry`).
 
 A starved or late reader (a busy machine, threads holding the GIL) must not move energy between
 windows: each read is timed before and after, a step seen between back-to-back reads is placed in
@@ -31,16 +31,15 @@ cause is logged once as a warning.
 
 from __future__ import annotations
 
-import atexit
-import bisect
 import collections
 import logging
 import math
 import statistics
 import threading
 import time
-import weakref
 from typing import TYPE_CHECKING, NamedTuple
+
+from zeus_nb.device.counter_track import PowerTrack, StepGrid
 
 if TYPE_CHECKING:
     from zeus_nb.device.base import GPU
@@ -60,8 +59,6 @@ DEFAULT_PERIOD_S = 0.1
 MAX_PERIOD_S = 1.0
 #: Complete steps whose counter/power ratio calibrates estimates.
 CALIBRATION_STEPS = 10
-#: Tightly bracketed steps the grid is fitted to, and how many it needs first.
-GRID_POINTS, GRID_MIN_POINTS = 32, 3
 #: A bracket of two back-to-back reads is "tight" up to TIGHT_READS least read costs plus
 #: TIGHT_SLACK_S: an H100's reads took 2.6-3.0 ms (1 in 200 more), so two of them and the
 #: Python between fit in 3 least costs and 1 ms.
@@ -103,118 +100,6 @@ class Mark:
     @property
     def final(self) -> bool:
         return self.how == SHARED
-
-
-class PowerTrack:
-    """Power readings (time, W), sorted, with the running integral of them (J) at each.
-
-    Between readings power is linear; before the first and after the last it is held flat.
-    Adding a reading at the end is O(1) and the integral up to any time O(log n), so a window
-    edge costs the same however many edges a counter step holds.
-    """
-
-    def __init__(self) -> None:
-        self.t: list[float] = []
-        self.p: list[float] = []
-        self.cum: list[float] = []
-
-    def add(self, t: float, watts: float) -> None:
-        ts = self.t
-        if not ts or t >= ts[-1]:
-            self.cum.append(self.cum[-1] + (t - ts[-1]) * (watts + self.p[-1]) / 2 if ts else 0.0)
-            ts.append(t)
-            self.p.append(watts)
-            return
-        k = bisect.bisect_right(ts, t)  # late: insert, then redo the running integral after it
-        ts.insert(k, t)
-        self.p.insert(k, watts)
-        self.cum.insert(k, 0.0)
-        for i in range(max(k, 1), len(ts)):
-            self.cum[i] = self.cum[i - 1] + (ts[i] - ts[i - 1]) * (self.p[i] + self.p[i - 1]) / 2
-
-    def at(self, t: float) -> float:
-        """The running integral (J) at time ``t``."""
-        ts, ps, cum = self.t, self.p, self.cum
-        k = bisect.bisect_right(ts, t) - 1
-        if k < 0:
-            return -(ts[0] - t) * ps[0]
-        if k == len(ts) - 1:
-            return cum[k] + (t - ts[k]) * ps[k]
-        t0, t1, p0 = ts[k], ts[k + 1], ps[k]
-        p = p0 + (ps[k + 1] - p0) * (t - t0) / (t1 - t0) if t1 > t0 else p0
-        return cum[k] + (t - t0) * (p0 + p) / 2
-
-    def integral(self, a: float, b: float) -> float:
-        """J of power readings between times ``a`` and ``b`` (0 before any reading)."""
-        return self.at(b) - self.at(a) if self.t and b > a else 0.0
-
-    def forget_before(self, t: float) -> None:
-        """Drop readings before ``t`` but the last one, which still bounds ``t``."""
-        cut = max(0, bisect.bisect_left(self.t, t) - 1)
-        del self.t[:cut], self.p[:cut], self.cum[:cut]
-
-
-class StepGrid:
-    """Where the counter steps: ``phase + k * period``, fitted to steps bracketed tightly.
-
-    A step seen between two back-to-back reads is known to within their span (a few ms); one
-    seen after a long gap (a starved or late reader) is only known to lie in the gap. Counters
-    step on a regular clock (an H100's every 100 ms), so the tight brackets give the grid, and
-    a step seen late goes to the grid point the gap holds.
-    """
-
-    def __init__(self) -> None:
-        self.points: collections.deque[tuple[float, float]] = collections.deque(maxlen=GRID_POINTS)
-        self.phase = 0.0
-        self.period = 0.0  # 0: not fitted yet
-        self.resid = 0.0  # the largest residual of the fit (s)
-        self.k_span = 0
-
-    @property
-    def ready(self) -> bool:
-        return self.period > 0 and len(self.points) >= GRID_MIN_POINTS
-
-    def index(self, t: float) -> float:
-        return (t - self.phase) / self.period
-
-    def at(self, k: int) -> float:
-        return self.phase + k * self.period
-
-    def error(self, k: int) -> float:
-        """How far grid point ``k`` may lie from the truth (s): residuals plus extrapolation."""
-        last = self.index(self.points[-1][0])
-        slope = 2 * self.resid / max(self.k_span, 1)
-        return self.resid + abs(k - last) * slope
-
-    def add(self, t: float, half: float, guess: float) -> None:
-        """A step bracketed within ``t`` +- ``half``; a point off the grid restarts it.
-        ``guess``: the period as the gaps between steps say, until the grid is fitted."""
-        if self.ready:
-            k = round(self.index(t))
-            if abs(self.at(k) - t) > half + self.error(k) + half:
-                self.points.clear()
-                self.period = 0.0
-        self.points.append((t, half))
-        self._fit(self.period or guess)
-
-    def _fit(self, guess: float) -> None:
-        pts = [t for t, _ in self.points]
-        if len(pts) < 2 or guess <= 0:
-            return
-        ks = [round((t - pts[0]) / guess) for t in pts]
-        n = len(ks)
-        mk, mt = sum(ks) / n, sum(pts) / n
-        var = sum((k - mk) ** 2 for k in ks)
-        if var == 0:
-            return
-        period = sum((k - mk) * (t - mt) for k, t in zip(ks, pts, strict=True)) / var
-        if period <= 0:
-            return
-        phase = mt - period * mk
-        self.resid = max(abs(phase + period * k - t) for k, t in zip(ks, pts, strict=True))
-        self.k_span = max(ks) - min(ks)
-        # the phase at the latest point, so that indices near now stay small
-        self.phase, self.period = phase + period * ks[-1], period
 
 
 class Read(NamedTuple):
@@ -562,72 +447,3 @@ def _max_watts(gpu) -> float | None:
         return gpu.get_power_management_limit_constraints()[1] / 1000.0
     except Exception:
         return None
-
-
-_readers: weakref.WeakKeyDictionary[GPU, CounterReader] = weakref.WeakKeyDictionary()
-_registry_lock = threading.Lock()
-
-
-def acquire(gpu: GPU) -> CounterReader:
-    """The process's running reader of ``gpu``'s counter (started on first use)."""
-    with _registry_lock:
-        reader = _readers.get(gpu)
-        if reader is None or reader._stop.is_set():
-            reader = _readers[gpu] = CounterReader(gpu)
-        reader._users += 1
-        reader.start()
-        return reader
-
-
-def release(reader: CounterReader) -> None:
-    """One user less; the reader stops when no monitor uses it any more."""
-    with _registry_lock:
-        reader._users -= 1
-        if reader._users <= 0:
-            reader._stop.set()
-            if _readers.get(reader.gpu) is reader:
-                del _readers[reader.gpu]
-
-
-_choices: weakref.WeakKeyDictionary[GPU, bool] = weakref.WeakKeyDictionary()
-
-
-def choose(gpu: GPU, mode: str, reads: int = 2) -> bool:
-    """Whether ``gpu``'s counter is read in the background (``mode``: auto, sync, background).
-
-    ``auto`` times ``reads`` reads, once per GPU and process, under a lock: however many
-    threads or monitors ask at once, a GPU has one answer and at most one reader.
-    """
-    if mode != "auto":
-        return mode == "background"
-    with _registry_lock:
-        slow = _choices.get(gpu)
-        if slow is None:
-            costs = []
-            for _ in range(reads):
-                t0 = time.perf_counter()
-                gpu.get_total_energy_consumption()
-                costs.append(time.perf_counter() - t0)
-            slow = _choices[gpu] = min(costs) > SLOW_READ_S
-            if slow:
-                log.info(
-                    "GPU %d: its energy counter is read in the background (reads took %s)",
-                    gpu.index,
-                    ", ".join(f"{c * 1e3:.2f} ms" for c in costs),
-                )
-        return slow
-
-
-def known_slow(gpu: GPU) -> bool:
-    """Whether a reader of ``gpu`` already runs (another monitor found its counter slow)."""
-    with _registry_lock:
-        reader = _readers.get(gpu)
-        return reader is not None and not reader._stop.is_set()
-
-
-@atexit.register
-def _stop_all() -> None:
-    with _registry_lock:
-        readers = list(_readers.values())
-    for reader in readers:
-        reader._stop.set()

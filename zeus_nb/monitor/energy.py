@@ -26,7 +26,7 @@ from time import time
 from types import MappingProxyType
 
 from zeus_nb import device
-from zeus_nb.device import counter
+from zeus_nb.device import counter, counter_registry
 from zeus_nb.device.base import GPUSystem, PowerSampler
 from zeus_nb.device.gpu.common import GPUs
 from zeus_nb.errors import InputError, WindowError
@@ -144,9 +144,9 @@ class ZeusMonitor:
         self._readers: dict[int, counter.CounterReader] = {}
         if self._counted:
             for g in self._counters:
-                if counter.choose(g, energy_reads, PROBE_READS):
-                    self._readers[g.index] = reader = counter.acquire(g)
-                    weakref.finalize(self, counter.release, reader)
+                if counter_registry.choose(g, energy_reads, PROBE_READS):
+                    self._readers[g.index] = reader = counter_registry.acquire(g)
+                    weakref.finalize(self, counter_registry.release, reader)
         self._direct = [  # (index, read mJ, GPU whose read names the error)
             (g.index, g.counter_reader(), g)
             for g in self._counters
