@@ -165,13 +165,11 @@ def test_auto_times_the_first_reads_then_reads_slow_counters_in_the_background(h
     mon.begin_window("probe")
     probe = mon.end_window("probe")
     assert probe.gpu_energy[0] > 0  # never 0 J while the GPU draws power
-    t0 = time.perf_counter()
     for i in range(50):
         mon.begin_window(f"w{i}")
         mon.end_window(f"w{i}")
-    per_pair = (time.perf_counter() - t0) / 50
-    assert main_reads() == 2  # no counter read on the caller's thread since
-    assert per_pair < 1e-3  # far below one counter read (2.6 ms at least)
+    # no counter read on the caller's thread since (its cost: benchmarks/bench_monitor.py)
+    assert main_reads() == 2
 
 
 def test_auto_keeps_zeus_reads_where_the_counter_is_cheap(h100):
@@ -218,6 +216,15 @@ def edge_tolerance(reader: counter.CounterReader, how: str, shape: float) -> flo
     return p_max * reader.period + shape
 
 
+def window_tolerance(reader, how: str, shape: float, span: float) -> float:
+    """J a window may be off: two edges (:func:`edge_tolerance`); over a stalled read or a
+    rejected reading the counter was not seen, and nothing bounds the window better than
+    max power x the ``span`` its edges may cover."""
+    if how in (counter.STALLED, counter.REJECTED):
+        return timed_nvml.BUSY_W * span
+    return 2 * edge_tolerance(reader, how, shape)
+
+
 def bursty_shape(phases, reading_period: float, period: float) -> float:
     """J the share of a step by power readings can stray from what was drawn, per edge.
 
@@ -256,7 +263,7 @@ def test_short_windows_are_never_zero_and_add_up_to_the_window_around_them(h100)
     total = sum(p.gpu_energy[0] for p in parts)
     shape = bursty_shape(BURSTY, 0.05, timed_nvml.PERIOD_H100)
     assert abs(total - around.gpu_energy[0]) <= 2 * shape + 0.05 * around.gpu_energy[0]
-    assert all(p.energy_method[0] in (counter.ESTIMATED, counter.SHARED) for p in parts)
+    assert all(p.energy_method[0] in counter.EXACT or p.approximate == [0] for p in parts)
     assert any(p.approximate == [0] for p in parts)  # ended before the next step: estimated
 
 
@@ -286,7 +293,7 @@ def test_a_long_window_agrees_with_the_counter(h100, busy_threads):
     low, high = timed_nvml.true_energy(0, b1, e0), timed_nvml.true_energy(0, b0, e1)
     how = m.energy_method[0]
     shape = bursty_shape(BURSTY, 0.05, timed_nvml.PERIOD_H100)
-    tol = 2 * edge_tolerance(reader, how, shape)
+    tol = window_tolerance(reader, how, shape, e1 - b0)
     assert low - tol <= m.gpu_energy[0] <= high + tol, (m, how, low, high, tol)
     assert how in counter.EXACT or m.approximate == [0]
 
@@ -373,7 +380,8 @@ def test_a_starved_reader_places_late_steps_on_the_counters_grid():
     assert final >= 0.8 * (len(marks) - 1)  # the grid placed most late steps exactly
 
 
-def test_a_counter_jump_beyond_max_power_is_rejected_and_logged_once(caplog):
+def test_a_counter_jump_beyond_max_power_is_rejected_and_logged_once(caplog, monkeypatch):
+    monkeypatch.setattr(counter, "_noted", set())  # causes are logged once per process
     r, clock, sim = driven_reader()
     calm_reads(r, clock, sim, 0.0, 1.0, 0.0028)
     clock.now = 1.02
@@ -403,7 +411,8 @@ def test_a_counter_going_back_is_rejected():
     assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * sim.watts * r.period
 
 
-def test_a_stalled_read_is_flagged(caplog):
+def test_a_stalled_read_is_flagged(caplog, monkeypatch):
+    monkeypatch.setattr(counter, "_noted", set())
     r, clock, sim = driven_reader()
     calm_reads(r, clock, sim, 0.0, 1.0, 0.0028)
     clock.now = 1.02
@@ -415,7 +424,8 @@ def test_a_stalled_read_is_flagged(caplog):
     joules, how = r.energy_between(a, b)
     assert how == counter.STALLED
     assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * sim.watts * r.period
-    assert any("stall" in x.message or "took" in x.message for x in caplog.records)
+    stalls = [x for x in caplog.records if "took 2.000 s" in x.message]
+    assert [x.levelno for x in stalls] == [logging.WARNING]
 
 
 def test_threads_opening_the_first_windows_at_once_share_one_reader(h100):

@@ -84,6 +84,7 @@ STALLED = "counter + power estimate (a counter read stalled)"
 REJECTED = "power estimate (a counter reading was rejected)"
 #: The labels of exact measurements; every other label is an estimate.
 EXACT = (COUNTER, SHARED)
+_noted: set[tuple[int, str]] = set()  # (GPU index, cause) already logged as a warning
 _RANK = {SHARED: 0, ESTIMATED: 1, STALLED: 2, REJECTED: 3}  # a window takes its worst edge's
 
 
@@ -138,7 +139,6 @@ class CounterReader:
         self._suspect: Read | None = None  # a rejected read: a new base if the next agrees
         self._offset = 0.0  # added to raw readings after a rejected one (J)
         self._breaks: list[tuple[float, float, str]] = []  # spans windows cannot be exact over
-        self._noted: set[str] = set()
         self._power = PowerTrack()  # readings since the anchor (and the one before it)
         self._pending: list[Mark] = []
         self._gaps: collections.deque[float] = collections.deque(maxlen=9)
@@ -216,9 +216,10 @@ class CounterReader:
         return None
 
     def _note(self, cause: str, message: str, *args) -> None:
-        """Log a cause of estimates once per reader as a warning, then at debug level."""
-        level = logging.DEBUG if cause in self._noted else logging.WARNING
-        self._noted.add(cause)
+        """Log a cause of estimates once per GPU and process as a warning, then as debug."""
+        key = (self.gpu.index, cause)
+        level = logging.DEBUG if key in _noted else logging.WARNING
+        _noted.add(key)
         log.log(level, "GPU %d: " + message, self.gpu.index, *args)
 
     # --- readings ---------------------------------------------------------------------------
@@ -255,8 +256,9 @@ class CounterReader:
             self._last = read
             if raw_joules == last.joules:
                 return
-            s, lo, how = self._place(last, read, raw_joules - last.joules)
-            self._step(s, raw_joules + self._offset, STALLED if stalled else how, lo)
+            s, _, how = self._place(last, read, raw_joules - last.joules)
+            # the step came after ``last`` began: whatever its placement, a bound for the next
+            self._step(s, raw_joules + self._offset, STALLED if stalled else how, last.a)
 
     def _implausible(self, last: Read, read: Read) -> str | None:
         """Why ``read`` cannot follow ``last`` on a counter of this GPU, or None."""
