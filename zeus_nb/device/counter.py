@@ -60,8 +60,7 @@ MAX_PERIOD_S = 1.0
 #: Complete steps whose counter/power ratio calibrates estimates.
 CALIBRATION_STEPS = 10
 #: A bracket of two back-to-back reads is "tight" up to TIGHT_READS least read costs plus
-#: TIGHT_SLACK_S: an H100's reads took 2.6-3.0 ms (1 in 200 more), so two of them and the
-#: Python between fit in 3 least costs and 1 ms.
+#: TIGHT_SLACK_S (an H100's reads took 2.6-3.0 ms, 1 in 200 more: two and the Python between).
 TIGHT_READS, TIGHT_SLACK_S = 3, 1e-3
 #: A counter read longer than this (or half a period) is a stall: what it read is placed
 #: by power and windows over it are estimates (an H100's slowest read of 200 took 16.8 ms).
@@ -322,8 +321,7 @@ class CounterReader:
         first = max(k_lo, k_sure)
         last_k = math.floor(grid.index(hi + eps))
         cands = list(range(first, last_k + 1))
-        # final only where the grid is known to a tight bracket's width
-        how = ESTIMATED if eps > tight else SHARED
+        how = ESTIMATED if eps > tight else SHARED  # final: grid known to a tight width
         if not cands:
             return (lo + hi) / 2, lo, ESTIMATED
         if len(cands) == 1:

@@ -47,24 +47,33 @@ def release(reader: CounterReader) -> None:
 
 
 _choices: weakref.WeakKeyDictionary[GPU, bool] = weakref.WeakKeyDictionary()
+_costs: weakref.WeakKeyDictionary[GPU, list[float]] = weakref.WeakKeyDictionary()
+_probe_lock = threading.Lock()  # held across a timed read: one thread times a GPU at a time
 
 
-def choose(gpu: GPU, mode: str, reads: int = 2) -> bool:
-    """Whether ``gpu``'s counter is read in the background (``mode``: auto, sync, background).
-
-    ``auto`` times ``reads`` reads, once per GPU and process, under a lock: however many
-    threads or monitors ask at once, a GPU has one answer and at most one reader.
-    """
+def decided(gpu: GPU, mode: str) -> bool | None:
+    """Whether ``gpu``'s counter is read in the background (``mode``: auto, sync,
+    background); None while ``auto`` has not timed enough of its reads (:func:`probe`)."""
     if mode != "auto":
         return mode == "background"
-    with _registry_lock:
-        slow = _choices.get(gpu)
-        if slow is None:
-            costs = []
-            for _ in range(reads):
-                t0 = time.perf_counter()
-                gpu.get_total_energy_consumption()
-                costs.append(time.perf_counter() - t0)
+    return _choices.get(gpu)
+
+
+def probe(gpu: GPU, reads: int = 2) -> float | None:
+    """One of a window edge's reads of ``gpu``'s counter (J), timed to choose how to read it.
+
+    The first ``reads`` reads of a GPU, in the process, are the windows' own (Zeus's reads: its
+    tests count them), timed under a lock, so however many threads or monitors open their first
+    windows at once, a GPU gets one answer and at most one reader. None: already decided.
+    """
+    with _probe_lock:
+        if gpu in _choices:
+            return None
+        t0 = time.perf_counter()
+        joules = gpu.get_total_energy_consumption() / 1000.0
+        costs = _costs.setdefault(gpu, [])
+        costs.append(time.perf_counter() - t0)
+        if len(costs) >= reads:
             slow = _choices[gpu] = min(costs) > SLOW_READ_S
             if slow:
                 log.info(
@@ -72,7 +81,7 @@ def choose(gpu: GPU, mode: str, reads: int = 2) -> bool:
                     gpu.index,
                     ", ".join(f"{c * 1e3:.2f} ms" for c in costs),
                 )
-        return slow
+        return joules
 
 
 @atexit.register

@@ -142,19 +142,26 @@ class ZeusMonitor:
             kwargs = {} if self.system is device.peek() else {"system": self.system}
             self.power_monitor = PowerMonitor(gpu_indices=old, update_period=None, **kwargs)
         self._readers: dict[int, counter.CounterReader] = {}
-        if self._counted:
-            for g in self._counters:
-                if counter_registry.choose(g, energy_reads, PROBE_READS):
-                    self._readers[g.index] = reader = counter_registry.acquire(g)
-                    weakref.finalize(self, counter_registry.release, reader)
+        self._methods = MappingProxyType(dict.fromkeys(self.gpu_indices, counter.COUNTER))
+        self._settle()
+
+    def _settle(self) -> None:
+        """Build each GPU's reader as decided so far, and the edge read over them."""
+        undecided = []
+        for g in self._counters if self._counted else []:
+            slow = counter_registry.decided(g, self.energy_reads)
+            if slow is None:
+                undecided.append(g)
+            elif slow and g.index not in self._readers:
+                self._readers[g.index] = reader = counter_registry.acquire(g)
+                weakref.finalize(self, counter_registry.release, reader)
         self._direct = [  # (index, read mJ, GPU whose read names the error)
             (g.index, g.counter_reader(), g)
             for g in self._counters
             if self._counted and g.index not in self._readers
         ]
         self._plain = self._counted and not self._readers and self.power_monitor is None
-        self._methods = MappingProxyType(dict.fromkeys(self.gpu_indices, counter.COUNTER))
-        self._read = self._reader()
+        self._read = self._probing(undecided) if undecided else self._reader()
 
     @property
     def persist_power_limits(self) -> bool:
@@ -192,6 +199,29 @@ class ZeusMonitor:
         self._states.clear()
 
     # --- reading ----------------------------------------------------------------------------
+    def _probing(self, undecided: list) -> Callable[[], MeasurementState]:
+        """The edge read while ``auto`` still times the first reads of some GPUs' counters."""
+        pending = {g.index: g for g in undecided}
+
+        def probing() -> MeasurementState:
+            marks = {i: r.mark() for i, r in self._readers.items()} or None
+            now = time()
+            energy = {}
+            for i, read_mj, gpu in self._direct:
+                joules = counter_registry.probe(gpu, PROBE_READS) if i in pending else None
+                if joules is None and i in pending:  # decided meanwhile: read as decided now
+                    self._settle()
+                    return self._read()
+                energy[i] = read_mj() / 1000.0 if joules is None else joules
+            for i, m in (marks or {}).items():
+                energy[i] = self._readers[i].estimate(m)
+            state = MeasurementState(now, energy, *self._read_cpus(), marks)
+            if all(counter_registry.decided(g, "auto") is not None for g in undecided):
+                self._settle()
+            return state
+
+        return probing
+
     def _reader(self) -> Callable[[], MeasurementState]:
         """The one read of a window edge: the clock and every GPU's (and CPU's) energy."""
         cpus = bool(self.cpu_indices)
@@ -327,8 +357,8 @@ class ZeusMonitor:
                 if wait:
                     reader.wait(b)
                 gpu[i], how[i] = reader.energy_between(a, b)
-            elif i in g0 and i in g1:
-                gpu[i], how[i] = g1[i] - g0[i], default
+            elif i in g0 and i in g1:  # b alone: the window began before its reader did
+                gpu[i], how[i] = g1[i] - g0[i], counter.ESTIMATED if b is not None else default
         if self.power_monitor is not None:
             energy = self.power_monitor.get_energy(start.time, end.time)
             for i in self.power_monitor.gpu_indices:
