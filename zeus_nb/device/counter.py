@@ -16,7 +16,7 @@ caller's clock and one power reading, a few microseconds. The cumulative energy 
 Every mark resolves to one value, so back-to-back windows add up to the window around them, and
 a window during which the GPU drew power never measures 0 J. One reader serves every monitor of
 a process that measures the GPU, and whether a GPU's counter is read so or on the caller's
-thread is decided once per GPU, under a lock (:mod:`zeus_nb.device.counter_registry`).
+thread is decided once per GPU and process, under a lock (:mod:`zeus_nb.device.counter_registry`).
 
 A starved or late reader (a busy machine, threads holding the GIL) must not move energy between
 windows: each read is timed before and after, a step seen between back-to-back reads is placed in

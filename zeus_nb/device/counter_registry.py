@@ -1,8 +1,9 @@
 """One background counter reader per GPU and process, and the choice of reading a GPU so.
 
 Whether a GPU's counter is slow enough to read in the background is decided once per GPU and
-process, under a lock (:func:`choose`); however many threads or monitors open windows at once,
-a GPU then has one :class:`~zeus_nb.device.counter.CounterReader` (:func:`acquire`).
+process, from its first two reads, under a lock (:func:`probe`); however many threads or
+monitors open windows at once, a GPU then has one :class:`~zeus_nb.device.counter.CounterReader`
+(:func:`acquire`).
 """
 
 from __future__ import annotations
