@@ -118,6 +118,10 @@ def fake_nvml_lines(args: argparse.Namespace) -> None:
     os.environ["ZEUS_NB_FAKE_NVML_STATE"] = str(state)
     # its reads stand for instant ones (a JSON round trip is no driver's cost): read them as Zeus
     os.environ["ZEUS_NB_ENERGY_READS"] = "sync"
+    # the fake CPUs before any system looks CPUs up (a machine without /sys/class/powercap
+    # would otherwise have none, or fewer than the two measured here)
+    root = fake_powercap.make_tree(tmp / "powercap", packages=2)
+    os.environ["ZEUS_NB_POWERCAP_ROOT"] = str(root)
     device.reset()
     # The file-backed fake keeps its state in a JSON file: zeus-nb plus file I/O.
     nvml_us = median_pair_us(
@@ -125,8 +129,6 @@ def fake_nvml_lines(args: argparse.Namespace) -> None:
     )
     print(f"fake NVML: {nvml_us:.1f} us per window pair (1 GPU, file-backed test double)")
 
-    root = fake_powercap.make_tree(tmp / "powercap", packages=2)
-    os.environ["ZEUS_NB_POWERCAP_ROOT"] = str(root)
     with_cpus = ZeusMonitor(gpu_indices=[0], cpu_indices=[0, 1], backend="nvml")
     cpu_us = median_pair_us(with_cpus, args.pairs // 10)
     rapl_us = median_rapl_us(with_cpus, args.pairs)

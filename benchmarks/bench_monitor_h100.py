@@ -8,12 +8,17 @@ synchronously at both ends, as Zeus reads it, is off by up to one 100 ms step at
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import random
 import statistics
+import subprocess
 import sys
 import time
 import warnings
 from pathlib import Path
+
+from zeus_nb.device import counter
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 BURSTY = [(0.024, 693.0), (0.005, 127.0)]  # W; one 29 ms step of notebook 01 (shape assumed)
@@ -55,6 +60,48 @@ def _zeus(fake):
     return getattr(zeus, "__version__", "0.16"), Zeus(gpu_indices=[0], cpu_indices=[])
 
 
+@contextlib.contextmanager
+def _busy(processes: int):
+    """``processes`` Python processes spinning beside this one (a busy machine)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(processes)]
+    try:
+        time.sleep(0.5)
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+
+
+def _tolerance_pct(fake, seconds: float) -> float:
+    """The error a final 2 s window may have (%), from the counter's physics: at each edge the
+    step is placed within the reader's tight bracket W (three least reads + 1 ms, as
+    zeus_nb.device.counter says), max power x W, plus how far the drawn energy within a step
+    strays from its share by power readings (the burst's excess and the spread of the 50 ms
+    averages over a step); as tests/test_counter_reader.py derives it."""
+    least = fake.READ_COST_H100[1]
+    w = counter.TIGHT_READS * least + counter.TIGHT_SLACK_S
+    cycle = sum(d for d, _ in BURSTY)
+    mean = sum(d * p for d, p in BURSTY) / cycle
+    excess = max(d * abs(p - mean) for d, p in BURSTY)
+    load = fake._Load(BURSTY, 0.0)
+    averages = [
+        (load.energy(x + READINGS) - load.energy(x)) / READINGS
+        for x in (i * cycle / 200 for i in range(200))
+    ]
+    shape = 2 * excess + (max(averages) - min(averages)) * fake.PERIOD_H100
+    per_edge = fake.BUSY_W * w + shape
+    return 100 * 2 * per_edge / (mean * seconds)
+
+
+def _median_interval(values: list[float], rounds: int = 2000) -> tuple[float, float]:
+    """A 95 % bootstrap interval of the median of ``values``."""
+    rng = random.Random(0)
+    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(rounds))
+    return medians[int(0.025 * rounds)], medians[int(0.975 * rounds) - 1]
+
+
 def _verdict(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
@@ -76,8 +123,11 @@ def _timed(call, *args, **kw) -> tuple[float, float, object]:
     return t0, time.perf_counter(), out
 
 
-def _long_windows(fake, ours, zeus, count: int, seconds: float) -> dict[str, list[float]]:
-    """Relative errors (%) of ``seconds``-long windows against what the GPU drew."""
+def _long_windows(
+    fake, ours, zeus, count: int, seconds: float, labels: list[str]
+) -> dict[str, list[float]]:
+    """Relative errors (%) of ``seconds``-long windows against what the GPU drew; the waited
+    windows' labels (energy_method) go to ``labels``."""
     errors: dict[str, list[float]] = {"ours": [], "ours, waited": [], "zeus": []}
     for _ in range(count):
         edges = {"ours": [ours.begin_window, ours.end_window]}
@@ -101,6 +151,8 @@ def _long_windows(fake, ours, zeus, count: int, seconds: float) -> dict[str, lis
             t1 = a if name == "ours, waited" else (a + b) / 2
             drawn = fake.true_energy(0, starts[name], t1)
             errors[name].append(100 * (m.gpu_energy[0] / drawn - 1))
+            if name == "ours, waited":
+                labels.append(m.energy_method[0])
     return errors
 
 
@@ -191,15 +243,27 @@ def h100_section(args) -> None:
         line += f" (target <= 50 us: {_verdict(ours_us <= 50)})"
     print(line)
 
-    errors = _long_windows(fake, ours, zeus, 3, 2.0)
-    worst = {k: max(map(abs, v)) for k, v in errors.items() if v}
-    print(
-        f"  2 s windows against the counter (3 windows, worst |error|): zeus-nb "
-        f"{worst['ours']:.3f} % as returned at once, {worst['ours, waited']:.3f} % with "
-        "wait_for_counter=True"
-        + (f"; Zeus {worst['zeus']:.3f} %" if "zeus" in worst else "")
-        + f" (target within 0.5 %: {_verdict(worst['ours'] <= 0.5)})"
-    )
+    tol = _tolerance_pct(fake, 2.0)
+    for label, busy in (("idle", 0), ("beside 4 busy processes", 4)):
+        labels: list[str] = []
+        with _busy(busy):
+            errors = _long_windows(fake, ours, zeus, 3, 2.0, labels)
+        worst = {k: max(map(abs, v)) for k, v in errors.items() if v}
+        finals = [
+            abs(e)
+            for e, how in zip(errors["ours, waited"], labels, strict=True)
+            if how in counter.EXACT
+        ]
+        worst_final = max(finals, default=0.0)
+        print(
+            f"  2 s windows against the counter, {label} (3 windows, worst |error|): zeus-nb "
+            f"{worst['ours']:.3f} % as returned at once, {worst['ours, waited']:.3f} % with "
+            "wait_for_counter=True"
+            + (f"; Zeus {worst['zeus']:.3f} %" if "zeus" in worst else "")
+            + f" (target within 0.5 %: {_verdict(worst['ours'] <= 0.5)}; derived tolerance of "
+            f"a final window {tol:.3f} %; {len(finals)} of {len(labels)} waited windows "
+            f"labelled final, worst {worst_final:.3f} %: {_verdict(worst_final <= tol)})"
+        )
 
     err, zeros = _short_windows(ours, 50, 0.02)
     line = (
@@ -218,7 +282,7 @@ def h100_section(args) -> None:
     del ours
     gc.collect()
     iterations = _calibrate(0.029)
-    steps, pairs = 10, 20
+    steps, pairs = 10, 40
     rounds: dict[str, list[float]] = {"ours": [], "zeus": []}
     for _ in range(pairs):
         base = _loop_step_s(steps, iterations)
@@ -235,10 +299,11 @@ def h100_section(args) -> None:
             )
     share = _reader_share(fake, 3.0)
     added = 100 * statistics.median(rounds["ours"])
+    lo, hi = (100 * x for x in _median_interval(rounds["ours"]))
     line = (
         f"  a 29 ms step of Python work with a window around each step: zeus-nb adds "
-        f"{added:+.2f} % to a step (median of {pairs} paired runs of {steps} steps; target <= 1 %: "
-        f"{_verdict(added <= 1)})"
+        f"{added:+.2f} % to a step (median of {pairs} paired runs of {steps} steps, 95 % "
+        f"interval {lo:+.2f} .. {hi:+.2f} %; target <= 1 %: {_verdict(hi <= 1)})"
     )
     if rounds["zeus"]:
         line += f"; Zeus adds {100 * statistics.median(rounds['zeus']):+.2f} %"

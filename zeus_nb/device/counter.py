@@ -15,19 +15,31 @@ caller's clock and one power reading, a few microseconds. The cumulative energy 
 
 Every mark resolves to one value, so back-to-back windows add up to the window around them, and
 a window during which the GPU drew power never measures 0 J. One reader serves every monitor of
-a process that measures the GPU (:func:`acquire`).
+a process that measures the GPU, and whether a GPU's counter is read so or on the caller's
+thread is decided once per GPU and process, under a lock (:mod:`zeus_nb.device.counter_registry`).
+
+A starved or late reader (a busy machine, threads holding the GIL) must not move energy between
+windows: each read is timed before and after, a step seen between back-to-back reads is placed in
+that tight bracket, those brackets fit the counter's regular grid (:class:`StepGrid`), and a step
+seen after a long gap goes to the grid point the gap holds (several points: the counter's new
+value counts up to the last one, and power shares it out). A reading the counter's physics rule
+out (it went back; it jumped more than the GPU's highest power limit can draw in the time) is
+rejected, and a read that stalled is flagged: windows over either, or over a step placed more
+loosely than a tight bracket, are labelled estimates (``Measurement.energy_method``), and each
+cause is logged once as a warning.
 """
 
 from __future__ import annotations
 
-import atexit
-import bisect
 import collections
 import logging
+import math
+import statistics
 import threading
 import time
-import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
+
+from zeus_nb.device.counter_track import PowerTrack, StepGrid
 
 if TYPE_CHECKING:
     from zeus_nb.device.base import GPU
@@ -41,95 +53,91 @@ SLOW_READ_S = 1e-3
 #: (docs/measuring.md), and each wake of the reader costs the caller's thread a turn of the GIL,
 #: so it wakes for counter steps only.
 POWER_PERIOD_S = 0.05
-#: How long before the next counter step is due, besides half a read, the reader starts reading
-#: the counter (back to back until it moves): none, so that most steps take one read. A step
-#: seen only after a pause is placed where the period puts it, within the pause (an H100's steps
-#: came 97-102 ms apart).
-LEAD_S = 0.0
 #: Counter period assumed until two steps were seen (an H100's is 100 ms).
 DEFAULT_PERIOD_S = 0.1
+#: The longest counter period believed (s): bounds how early a first reading's step can be.
+MAX_PERIOD_S = 1.0
 #: Complete steps whose counter/power ratio calibrates estimates.
 CALIBRATION_STEPS = 10
+#: A bracket of two back-to-back reads is "tight" up to TIGHT_READS least read costs plus
+#: TIGHT_SLACK_S (an H100's reads took 2.6-3.0 ms, 1 in 200 more: two and the Python between).
+TIGHT_READS, TIGHT_SLACK_S = 3, 1e-3
+#: A counter read longer than this (or half a period) is a stall: what it read is placed
+#: by power and windows over it are estimates (an H100's slowest read of 200 took 16.8 ms).
+STALL_S = 0.05
+#: A step larger than this x the GPU's highest power limit x the time it can span is no
+#: energy the GPU drew (power briefly above the limit is allowed for).
+JUMP_MARGIN = 1.5
+#: A power reading whose call took longer than this has no known time and is left out.
+POWER_WIDTH_S = 5e-3
+#: wait_for_counter waits this many periods (plus reads and slack) for the next step.
+WAIT_PERIODS, WAIT_SLACK_S = 5, 0.5
+#: Spans of rejected or stalled readings remembered (windows over them are estimates).
+MAX_BREAKS = 64
 
 # How a window's energy was obtained (Measurement.energy_method values).
 COUNTER = "counter"  # synchronous counter reads at both edges (Zeus's way)
-SHARED = "counter, shared out by power"  # counter steps on both sides of each edge: final
-ESTIMATED = "counter + power estimate"  # an edge after the last counter step: approximate
+SHARED = "counter, shared out by power"  # steps placed within a tight bracket: final
+ESTIMATED = "counter + power estimate"  # an edge after the last step, or a step placed loosely
+STALLED = "counter + power estimate (a counter read stalled)"
+REJECTED = "power estimate (a counter reading was rejected)"
+#: The labels of exact measurements; every other label is an estimate.
+EXACT = (COUNTER, SHARED)
+_noted: set[tuple[int, str]] = set()  # (GPU index, cause) already logged as a warning
+_RANK = {SHARED: 0, ESTIMATED: 1, STALLED: 2, REJECTED: 3}  # a window takes its worst edge's
 
 
 class Mark:
     """A window edge: the reader's clock and, once known, the cumulative energy there (J)."""
 
-    __slots__ = ("energy", "final", "t")
+    __slots__ = ("energy", "how", "t")
 
     def __init__(self, t: float):
         self.t = t
         self.energy: float | None = None  # set when the counter step after it arrived
-        self.final = False  # whether that energy is shared out between two known steps
+        self.how = ESTIMATED  # how that energy was obtained (SHARED: final)
+
+    @property
+    def final(self) -> bool:
+        return self.how == SHARED
 
 
-class PowerTrack:
-    """Power readings (time, W), sorted, with the running integral of them (J) at each.
+class Read(NamedTuple):
+    """One counter read: it began at ``a``, returned at ``b``; the value is from in between."""
 
-    Between readings power is linear; before the first and after the last it is held flat.
-    Adding a reading at the end is O(1) and the integral up to any time O(log n), so a window
-    edge costs the same however many edges a counter step holds.
-    """
-
-    def __init__(self) -> None:
-        self.t: list[float] = []
-        self.p: list[float] = []
-        self.cum: list[float] = []
-
-    def add(self, t: float, watts: float) -> None:
-        ts = self.t
-        if not ts or t >= ts[-1]:
-            self.cum.append(self.cum[-1] + (t - ts[-1]) * (watts + self.p[-1]) / 2 if ts else 0.0)
-            ts.append(t)
-            self.p.append(watts)
-            return
-        k = bisect.bisect_right(ts, t)  # late: insert, then redo the running integral after it
-        ts.insert(k, t)
-        self.p.insert(k, watts)
-        self.cum.insert(k, 0.0)
-        for i in range(max(k, 1), len(ts)):
-            self.cum[i] = self.cum[i - 1] + (ts[i] - ts[i - 1]) * (self.p[i] + self.p[i - 1]) / 2
-
-    def at(self, t: float) -> float:
-        """The running integral (J) at time ``t``."""
-        ts, ps, cum = self.t, self.p, self.cum
-        k = bisect.bisect_right(ts, t) - 1
-        if k < 0:
-            return -(ts[0] - t) * ps[0]
-        if k == len(ts) - 1:
-            return cum[k] + (t - ts[k]) * ps[k]
-        t0, t1, p0 = ts[k], ts[k + 1], ps[k]
-        p = p0 + (ps[k + 1] - p0) * (t - t0) / (t1 - t0) if t1 > t0 else p0
-        return cum[k] + (t - t0) * (p0 + p) / 2
-
-    def integral(self, a: float, b: float) -> float:
-        """J of power readings between times ``a`` and ``b`` (0 before any reading)."""
-        return self.at(b) - self.at(a) if self.t and b > a else 0.0
-
-    def forget_before(self, t: float) -> None:
-        """Drop readings before ``t`` but the last one, which still bounds ``t``."""
-        cut = max(0, bisect.bisect_left(self.t, t) - 1)
-        del self.t[:cut], self.p[:cut], self.cum[:cut]
+    a: float
+    b: float
+    joules: float
 
 
 class CounterReader:
-    """Reads one GPU's energy counter (J) on a daemon thread; see the module docstring."""
+    """Reads one GPU's energy counter (J) on a daemon thread; see the module docstring.
+
+    :meth:`observe` takes each read (the thread's, or a test's with a clock it controls): it
+    checks the reading against the counter's physics (never back; a step at most the GPU's
+    max power limit x the time it can span, with margin), places the step (:class:`StepGrid`),
+    and shares it out among the window edges it spans.
+    """
 
     def __init__(self, gpu: GPU, clock=time.perf_counter):
         self.gpu = gpu
         self.clock = clock
         self.period = DEFAULT_PERIOD_S
         self.read_cost = 0.0  # the latest counter read's duration
+        self.least_cost = float("inf")  # the least read duration seen
         self.error: Exception | None = None
+        self.max_watts = _max_watts(gpu)
+        self.grid = StepGrid()
         self._lock = threading.Lock()
         self._stepped_cond = threading.Condition(self._lock)  # notified at each counter step
         self._anchor: tuple[float, float] | None = None  # (time, J) of the last step (or 1st read)
+        self._anchor_lo = 0.0  # the earliest the anchor's step can have been
+        self._anchor_how = SHARED  # how the anchor was placed (SHARED: within a tight bracket)
         self._stepped = False  # whether the anchor is a counter step (not just the first read)
+        self._last: Read | None = None  # the latest good read (raw counter J)
+        self._suspect: Read | None = None  # a rejected read: a new base if the next agrees
+        self._offset = 0.0  # added to raw readings after a rejected one (J)
+        self._breaks: list[tuple[float, float, str]] = []  # spans windows cannot be exact over
         self._power = PowerTrack()  # readings since the anchor (and the one before it)
         self._pending: list[Mark] = []
         self._gaps: collections.deque[float] = collections.deque(maxlen=9)
@@ -142,20 +150,26 @@ class CounterReader:
 
     # --- the caller's side ------------------------------------------------------------------
     def mark(self) -> Mark:
-        """A window edge now: the clock and one power reading, no counter read."""
+        """A window edge now: the clock (taken first: the edge is when the caller asked) and
+        one power reading, no counter read."""
+        t = self.clock()
         watts = self.gpu.power()
-        m = Mark(self.clock())
+        t1 = self.clock()
+        m = Mark(t)
         with self._lock:
-            self._power.add(m.t, watts)
+            if t1 - t <= POWER_WIDTH_S:  # a reading whose time is known; else only the edge
+                self._power.add((t + t1) / 2, watts)
             self._pending.append(m)
         return m
 
-    def energy_between(self, a: Mark, b: Mark) -> tuple[float, bool]:
-        """(J between marks ``a`` and ``b``, whether final); never negative."""
+    def energy_between(self, a: Mark, b: Mark) -> tuple[float, str]:
+        """(J between marks ``a`` and ``b``, never negative; how it was obtained)."""
         with self._lock:
-            ea, fa = self._energy_at(a)
-            eb, fb = self._energy_at(b)
-        return max(0.0, eb - ea), fa and fb
+            ea, ha = self._energy_at(a)
+            eb, hb = self._energy_at(b)
+            brk = self._break_between(a.t, b.t) or SHARED
+            how = max(ha, hb, brk, key=_RANK.__getitem__)
+        return max(0.0, eb - ea), how
 
     def estimate(self, mark: Mark) -> float:
         """The cumulative energy (J) at ``mark`` as known now."""
@@ -164,9 +178,11 @@ class CounterReader:
 
     def wait(self, mark: Mark, timeout: float | None = None) -> bool:
         """Wait until the counter step after ``mark`` arrived (it is then shared out)."""
-        limit = 3 * self.period + 4 * self.read_cost + 0.05 if timeout is None else timeout
+        limit = WAIT_PERIODS * self.period + 4 * self.read_cost + WAIT_SLACK_S
         with self._stepped_cond:
-            return self._stepped_cond.wait_for(lambda: mark.energy is not None, limit)
+            return self._stepped_cond.wait_for(
+                lambda: mark.energy is not None, limit if timeout is None else timeout
+            )
 
     @property
     def ready(self) -> bool:
@@ -179,57 +195,198 @@ class CounterReader:
         powered = sum(p for _, p in self._ratios)
         return joules / powered if joules > 0 and powered > 0 else 1.0
 
-    def _energy_at(self, m: Mark) -> tuple[float, bool]:
+    def _energy_at(self, m: Mark) -> tuple[float, str]:
         if m.energy is not None:
-            return m.energy, m.final
+            return m.energy, m.how
         power = self._power
         if self._anchor is None:  # not read yet: power alone, from the first reading on
-            return self._ratio() * power.integral(power.t[0], m.t), False
+            return self._ratio() * power.integral(power.t[0], m.t), ESTIMATED
         s, e = self._anchor
         if m.t >= s:
-            return e + self._ratio() * power.integral(s, m.t), False
-        return e - self._ratio() * power.integral(m.t, s), False
+            return e + self._ratio() * power.integral(s, m.t), ESTIMATED
+        return e - self._ratio() * power.integral(m.t, s), ESTIMATED
 
-    # --- the reader's side ------------------------------------------------------------------
-    def _step(self, s: float, joules: float) -> None:
+    def _break_between(self, a: float, b: float) -> str | None:
+        for t0, t1, how in reversed(self._breaks):
+            if t1 >= a and t0 <= b:
+                return how
+            if t1 < a:
+                return None
+        return None
+
+    def _note(self, cause: str, message: str, *args) -> None:
+        """Log a cause of estimates once per GPU and process as a warning, then as debug."""
+        key = (self.gpu.index, cause)
+        level = logging.DEBUG if key in _noted else logging.WARNING
+        _noted.add(key)
+        log.log(level, "GPU %d: " + message, self.gpu.index, *args)
+
+    # --- readings ---------------------------------------------------------------------------
+    def observe(self, a: float, b: float, raw_joules: float) -> None:
+        """A counter read that began at ``a`` and returned ``raw_joules`` at ``b``."""
+        cost = b - a
+        self.read_cost = cost
+        with self._lock:
+            if cost < self.least_cost:
+                self.least_cost = cost
+            read = Read(a, b, raw_joules)
+            last = self._last
+            stalled = cost > max(STALL_S, self.period / 2)
+            if stalled:
+                self._note(
+                    "stall", "a counter read took %.3f s; windows over it are estimates", cost
+                )
+                self._breaks.append((a, b, STALLED))
+            if last is None or self._anchor is None:
+                self._last = read
+                self._anchor = ((a + b) / 2, raw_joules)
+                self._anchor_lo = a - MAX_PERIOD_S
+                return
+            why = self._implausible(last, read)
+            suspect, self._suspect = self._suspect, None
+            if why is not None and suspect is not None and self._implausible(suspect, read) is None:
+                self._rebase(suspect)  # the counter moved to a new base and stays there
+                last, why = self._last, None
+            if why is not None:  # keep the last good reading: a single bad read is dropped
+                self._note("rejected", "%s; windows over it are power estimates", why)
+                self._breaks.append((self._anchor[0], b, REJECTED))
+                self._suspect = read
+                return
+            self._last = read
+            if raw_joules == last.joules:
+                return
+            s, _, how = self._place(last, read, raw_joules - last.joules)
+            # the step came after ``last`` began: whatever its placement, a bound for the next
+            self._step(s, raw_joules + self._offset, STALLED if stalled else how, last.a)
+
+    def _implausible(self, last: Read, read: Read) -> str | None:
+        """Why ``read`` cannot follow ``last`` on a counter of this GPU, or None."""
+        delta = read.joules - last.joules
+        if delta < 0:
+            return f"the counter went back by {-delta:.3f} J"
+        span = read.b - min(self._anchor_lo, last.a)
+        if self.max_watts is not None and delta > JUMP_MARGIN * self.max_watts * span + 1:
+            return (
+                f"the counter jumped by {delta:.3f} J in at most {span:.3f} s (over "
+                f"{self.max_watts:g} W x {JUMP_MARGIN:g})"
+            )
+        return None
+
+    def _rebase(self, read: Read) -> None:
+        """The counter restarted from ``read``'s value: continue from power (lock held)."""
+        s0, e0 = self._anchor  # type: ignore[misc]
+        mid = (read.a + read.b) / 2
+        ratio = self._ratio()
+        est = e0 + ratio * self._power.integral(s0, mid)
+        self._offset = est - read.joules
+        keep = []
+        for m in self._pending:
+            if m.t > mid:
+                keep.append(m)
+            else:
+                m.energy, m.how = e0 + ratio * self._power.integral(s0, m.t), REJECTED
+        self._pending = keep
+        self._last = read
+        self._anchor, self._anchor_lo, self._stepped = (mid, est), read.a - MAX_PERIOD_S, False
+        self._stepped_cond.notify_all()
+
+    def _place(self, last: Read, cur: Read, delta: float) -> tuple[float, float, str]:
+        """(time of the step between ``last`` and ``cur``, its earliest, how exact) (lock held).
+
+        The step came after ``last`` began and before ``cur`` returned. A tight bracket (two
+        reads back to back) places it at its middle; a wider one at the grid point it holds;
+        where the gap holds several grid points the counter stepped several times, and the
+        last one it can have counted is where its value belongs (the power between is shared
+        out as for one step); where which one is unclear, power decides and the edges it
+        resolves are estimates.
+        """
+        lo = last.a
+        if self._stepped:
+            lo = max(lo, self._anchor[0] + 0.5 * self.grid.period if self.grid.ready else lo)
+        hi = cur.b
+        width = hi - lo
+        tight = self._tight()
+        if width <= tight:
+            mid = (lo + hi) / 2
+            self.grid.add(mid, width / 2, self.period)
+            return mid, lo, SHARED
+        grid = self.grid
+        if not grid.ready:
+            due = self._anchor[0] + self.period if self._stepped else (lo + hi) / 2
+            return min(max(due, lo), hi), lo, ESTIMATED
+        k_lo = math.ceil(grid.index(lo))
+        k_hi = math.floor(grid.index(hi))
+        eps = grid.error(k_hi)
+        k_sure = math.floor(grid.index(cur.a - eps))  # passed before ``cur`` began
+        first = max(k_lo, k_sure)
+        last_k = math.floor(grid.index(hi + eps))
+        cands = list(range(first, last_k + 1))
+        how = ESTIMATED if eps > tight else SHARED  # final: grid known to a tight width
+        if not cands:
+            return (lo + hi) / 2, lo, ESTIMATED
+        if len(cands) == 1:
+            s = min(max(grid.at(cands[0]), lo), hi)
+            return s, s - eps, how
+        s0 = self._anchor[0]
+        ratio = self._ratio()
+
+        def miss(k: int) -> float:
+            return abs(ratio * self._power.integral(s0, grid.at(k)) - delta)
+
+        best = min(cands, key=miss)
+        s = min(max(grid.at(best), lo), hi)
+        return s, lo, ESTIMATED
+
+    def _tight(self) -> float:
+        """The widest bracket that still places a step tightly (s)."""
+        least = self.least_cost if self.least_cost < float("inf") else 0.0
+        return TIGHT_READS * least + TIGHT_SLACK_S
+
+    def _step(self, s: float, joules: float, how: str = SHARED, lo: float | None = None) -> None:
         """A counter step at time ``s`` to ``joules``: resolve the marks before it (lock held)."""
         s0, e0 = self._anchor  # type: ignore[misc]
         power, ratio = self._power, self._ratio()
         whole = power.integral(s0, s)
         if self._stepped:
             self._gaps.append(s - s0)
-            self.period = sorted(self._gaps)[len(self._gaps) // 2]
+            self.period = self.grid.period if self.grid.ready else statistics.median(self._gaps)
             if whole > 0:
                 self._ratios.append((joules - e0, whole))
+        exact = how if self._anchor_how == SHARED else self._anchor_how
         keep = []
         for m in self._pending:
             if m.t > s:
                 keep.append(m)
-            elif self._stepped and m.t >= s0:  # inside a complete step: shared out, final
+            elif self._stepped and m.t >= s0:  # inside a complete step: shared out
                 part = power.integral(s0, m.t)
                 share = part / whole if whole > 0 else (m.t - s0) / max(s - s0, 1e-9)
-                m.energy, m.final = e0 + (joules - e0) * share, True
+                m.energy, m.how = e0 + (joules - e0) * share, exact
             else:  # before the first step seen: back from it by power
-                m.energy = joules - ratio * power.integral(m.t, s)
+                m.energy, m.how = joules - ratio * power.integral(m.t, s), ESTIMATED
         self._pending = keep
         power.forget_before(s)
-        self._anchor, self._stepped = (s, joules), True
+        self._anchor, self._anchor_how, self._stepped = (s, joules), how, True
+        self._anchor_lo = s if lo is None else lo
+        del self._breaks[: max(0, len(self._breaks) - MAX_BREAKS)]
         self._stepped_cond.notify_all()
 
+    # --- the thread -------------------------------------------------------------------------
     def _run(self) -> None:
-        last: float | None = None  # counter value of the previous read (J)
-        prev: tuple[float, float] | None = None  # (start, end) of the previous read
         failures = 0
+        read = self.gpu.counter_reader()
         while not self._stop.is_set():
             now = self.clock()
-            lead = LEAD_S + 0.5 * self.read_cost
-            due = self._anchor is None or not self._stepped or now >= self._due() - lead
-            if not due:  # sleep until the next step is due (each wake costs the caller the GIL)
-                self._stop.wait(max(0.0005, self._due() - lead - now))
+            # begin a read early enough to end before the step: the next read then brackets it
+            lead = 2 * self.least_cost if self.least_cost < 1.0 else 0.0
+            if self.grid.ready:
+                lead += self.grid.error(round(self.grid.index(self._due())))
+            due = self._due()
+            if self._stepped and now < due - lead:  # sleep until the next step is due
+                self._stop.wait(max(0.0005, due - lead - now))
                 continue
             try:
                 a = self.clock()
-                joules = self.gpu.get_total_energy_consumption() / 1000.0
+                joules = read() / 1000.0
                 b = self.clock()
                 failures = 0
             except Exception as e:  # keep estimating from power; say why once
@@ -239,28 +396,11 @@ class CounterReader:
                 self.error = e
                 self._stop.wait(min(1.0, 0.01 * 2**failures))
                 continue
-            self.read_cost = b - a
+            self.observe(a, b, joules)
             if b - self._power_seen() >= POWER_PERIOD_S:
                 self._sample_power()
-            with self._lock:
-                if self._anchor is None:
-                    self._anchor = ((a + b) / 2, joules)
-                elif joules != last and prev is not None:
-                    self._step(self._step_time(prev, (a, b)), joules)
-            last, prev = joules, (a, b)
             if self._stepped and self.clock() > self._due() + 3 * self.period:
                 self._stop.wait(self.period / 4)  # a counter that stopped moving: read less
-
-    def _step_time(self, before: tuple[float, float], after: tuple[float, float]) -> float:
-        """When the counter moved, between a read of its old value and one of its new value.
-
-        Back-to-back reads pin it to the middle of the two; after a pause (the reader waits for
-        the next step), the step is where the period says, within the pause (lock held).
-        """
-        lo, hi = (before[0] + before[1]) / 2, (after[0] + after[1]) / 2
-        if after[0] - before[1] <= self.read_cost + 1e-3 or not self._stepped:
-            return (lo + hi) / 2
-        return min(max(self._due(), lo), hi)
 
     def _power_seen(self) -> float:
         """When power was last read (by the reader or at a window edge)."""
@@ -268,16 +408,25 @@ class CounterReader:
         return ts[-1] if ts else float("-inf")
 
     def _due(self) -> float:
-        return self._anchor[0] + self.period if self._anchor is not None else 0.0
+        """When the next step is due: the grid's next point after the anchor, else a period on."""
+        if self._anchor is None:
+            return 0.0
+        s = self._anchor[0]
+        grid = self.grid
+        if grid.ready:
+            return grid.at(math.floor(grid.index(s) + 0.5) + 1)
+        return s + self.period
 
     def _sample_power(self) -> None:
         try:
+            t0 = self.clock()
             watts = self.gpu.power()
+            t1 = self.clock()
         except Exception:  # the counter read reports errors; a missed sample is harmless
             return
-        t = self.clock()
-        with self._lock:
-            self._power.add(t, watts)
+        if t1 - t0 <= POWER_WIDTH_S:  # a reading whose time is not known is left out
+            with self._lock:
+                self._power.add((t0 + t1) / 2, watts)
 
     def start(self) -> None:
         if self._thread is None:
@@ -292,41 +441,9 @@ class CounterReader:
             self._thread.join(timeout=1.0)
 
 
-_readers: weakref.WeakKeyDictionary[GPU, CounterReader] = weakref.WeakKeyDictionary()
-_registry_lock = threading.Lock()
-
-
-def acquire(gpu: GPU) -> CounterReader:
-    """The process's running reader of ``gpu``'s counter (started on first use)."""
-    with _registry_lock:
-        reader = _readers.get(gpu)
-        if reader is None or reader._stop.is_set():
-            reader = _readers[gpu] = CounterReader(gpu)
-        reader._users += 1
-        reader.start()
-        return reader
-
-
-def release(reader: CounterReader) -> None:
-    """One user less; the reader stops when no monitor uses it any more."""
-    with _registry_lock:
-        reader._users -= 1
-        if reader._users <= 0:
-            reader._stop.set()
-            if _readers.get(reader.gpu) is reader:
-                del _readers[reader.gpu]
-
-
-def known_slow(gpu: GPU) -> bool:
-    """Whether a reader of ``gpu`` already runs (another monitor found its counter slow)."""
-    with _registry_lock:
-        reader = _readers.get(gpu)
-        return reader is not None and not reader._stop.is_set()
-
-
-@atexit.register
-def _stop_all() -> None:
-    with _registry_lock:
-        readers = list(_readers.values())
-    for reader in readers:
-        reader._stop.set()
+def _max_watts(gpu) -> float | None:
+    """The GPU's highest power limit (W), which bounds a counter step; None where unknown."""
+    try:
+        return gpu.get_power_management_limit_constraints()[1] / 1000.0
+    except Exception:
+        return None

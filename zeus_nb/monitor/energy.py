@@ -22,11 +22,11 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from time import perf_counter, time
+from time import time
 from types import MappingProxyType
 
 from zeus_nb import device
-from zeus_nb.device import counter
+from zeus_nb.device import counter, counter_registry
 from zeus_nb.device.base import GPUSystem, PowerSampler
 from zeus_nb.device.gpu.common import GPUs
 from zeus_nb.errors import InputError, WindowError
@@ -125,12 +125,14 @@ class ZeusMonitor:
             if sync_execution_with == "jax"
             else self.system.sync_function(self.gpu_indices)
         )
-        self._states: dict[str, MeasurementState | tuple[float, int]] = {}
+        self._states: dict[str, MeasurementState] = {}
         self._warned: set[str] = set()
         self._log = (
             MonitorLog(Path(log_file), self._header(), self) if log_file is not None else None
         )
-        # Real GPUs: Zeus's reads (wall clock, counters); others: their system's snapshot.
+        # One reader per GPU, chosen here: real GPUs' counters on the caller's thread where
+        # cheap (Zeus's reads), on the process's background reader where slow, integrated
+        # power where there is no counter; other systems answer in one snapshot.
         self._counted = self.system.windows_read_counters
         self._snapshot = None if self._counted else self.system.snapshot_reader(list(self.gpus))
         old = [g.index for g in self.gpus if self._counted and not g.supports_energy_counter()]
@@ -139,16 +141,27 @@ class ZeusMonitor:
         if old:
             kwargs = {} if self.system is device.peek() else {"system": self.system}
             self.power_monitor = PowerMonitor(gpu_indices=old, update_period=None, **kwargs)
-        self._probe: dict[int, list[float]] = {g.index: [] for g in self._counters}
         self._readers: dict[int, counter.CounterReader] = {}
-        # Once every counter proved cheap to read: (index, read mJ) of each, read directly.
-        self._fast: list[tuple[int, Callable[[], int]]] | None = None
-        self._one: tuple[int, Callable[[], int]] | None = None  # the same, for one GPU
         self._methods = MappingProxyType(dict.fromkeys(self.gpu_indices, counter.COUNTER))
-        if self._counted and energy_reads != "sync":
-            for g in self._counters:
-                if energy_reads == "background" or counter.known_slow(g):
-                    self._background(g)
+        self._settle()
+
+    def _settle(self) -> None:
+        """Build each GPU's reader as decided so far, and the edge read over them."""
+        undecided = []
+        for g in self._counters if self._counted else []:
+            slow = counter_registry.decided(g, self.energy_reads)
+            if slow is None:
+                undecided.append(g)
+            elif slow and g.index not in self._readers:
+                self._readers[g.index] = reader = counter_registry.acquire(g)
+                weakref.finalize(self, counter_registry.release, reader)
+        self._direct = [  # (index, read mJ, GPU whose read names the error)
+            (g.index, g.counter_reader(), g)
+            for g in self._counters
+            if self._counted and g.index not in self._readers
+        ]
+        self._plain = self._counted and not self._readers and self.power_monitor is None
+        self._read = self._probing(undecided) if undecided else self._reader()
 
     @property
     def persist_power_limits(self) -> bool:
@@ -186,63 +199,71 @@ class ZeusMonitor:
         self._states.clear()
 
     # --- reading ----------------------------------------------------------------------------
-    def _background(self, gpu) -> None:
-        """Read ``gpu``'s counter on the process's background reader from now on."""
-        reader = self._readers[gpu.index] = counter.acquire(gpu)
-        weakref.finalize(self, counter.release, reader)
-        log.info(
-            "GPU %d: its energy counter is read in the background (a read took %s)",
-            gpu.index,
-            ", ".join(f"{d * 1e3:.2f} ms" for d in self._probe.get(gpu.index, [])) or "-",
-        )
+    def _probing(self, undecided: list) -> Callable[[], MeasurementState]:
+        """The edge read while ``auto`` still times the first reads of some GPUs' counters."""
+        pending = {g.index: g for g in undecided}
 
-    def _counter_j(self, gpu) -> float:
-        """One counter read (J), timed while choosing how to read this GPU."""
-        probe = self._probe[gpu.index]
-        if len(probe) >= PROBE_READS:
-            return gpu.get_total_energy_consumption() / 1000.0
-        t0 = perf_counter()
-        joules = gpu.get_total_energy_consumption() / 1000.0
-        probe.append(perf_counter() - t0)
-        slow = len(probe) == PROBE_READS and min(probe) > counter.SLOW_READ_S
-        if slow and self.energy_reads == "auto" and gpu.index not in self._readers:
-            self._background(gpu)
-        if (
-            not self._readers
-            and self.power_monitor is None
-            and all(len(p) >= PROBE_READS for p in self._probe.values())
-        ):
-            self._fast = [(g.index, g.counter_reader()) for g in self._counters]
-            self._one = self._fast[0] if len(self._fast) == 1 else None
-        return joules
-
-    def _state(self) -> MeasurementState:
-        """The clock and every counter now (a window's start, or its end)."""
-        one, fast = self._one, self._fast
-        if fast is not None:  # Zeus's reads: the wall clock, then each counter
+        def probing() -> MeasurementState:
+            marks = {i: r.mark() for i, r in self._readers.items()} or None
             now = time()
-            try:
-                if one is not None:
-                    energy = {one[0]: one[1]() / 1000.0}
-                else:
-                    energy = {i: read() / 1000.0 for i, read in fast}
-            except Exception:  # read again the slow way, whose error names the GPU and the fix
-                energy = {g.index: g.get_total_energy_consumption() / 1000.0 for g in self.gpus}
-            if self.cpu_indices:
-                return MeasurementState(now, energy, *self._read_cpus())
-            return MeasurementState(now, energy)
+            energy = {}
+            for i, read_mj, gpu in self._direct:
+                joules = counter_registry.probe(gpu, PROBE_READS) if i in pending else None
+                if joules is None and i in pending:  # decided meanwhile: read as decided now
+                    self._settle()
+                    return self._read()
+                energy[i] = read_mj() / 1000.0 if joules is None else joules
+            for i, m in (marks or {}).items():
+                energy[i] = self._readers[i].estimate(m)
+            state = MeasurementState(now, energy, *self._read_cpus(), marks)
+            if all(counter_registry.decided(g, "auto") is not None for g in undecided):
+                self._settle()
+            return state
+
+        return probing
+
+    def _reader(self) -> Callable[[], MeasurementState]:
+        """The one read of a window edge: the clock and every GPU's (and CPU's) energy."""
+        cpus = bool(self.cpu_indices)
         if not self._counted:
-            now, gpu = self._snapshot()
-            energy = dict(zip(self.gpu_indices, gpu, strict=True))
-            cpu, dram = self._read_cpus()
-            return MeasurementState(now, energy, cpu, dram)
-        marks = {i: r.mark() for i, r in self._readers.items()}
-        now = time()
-        energy = {g.index: self._counter_j(g) for g in self._counters if g.index not in marks}
-        for i, m in marks.items():
-            energy[i] = self._readers[i].estimate(m)
-        cpu, dram = self._read_cpus()
-        return MeasurementState(now, energy, cpu, dram, marks)
+            snapshot, indices = self._snapshot, self.gpu_indices
+
+            def snap() -> MeasurementState:
+                now, gpu = snapshot()
+                cpu, dram = self._read_cpus()
+                return MeasurementState(now, dict(zip(indices, gpu, strict=True)), cpu, dram)
+
+            return snap
+        if self._plain and len(self._direct) == 1 and not cpus:  # the usual case, as Zeus
+            (i, read_mj, gpu) = self._direct[0]
+
+            def one() -> MeasurementState:
+                now = time()
+                try:
+                    return MeasurementState(now, {i: read_mj() / 1000.0})
+                except Exception:  # read the slow way: its error names the GPU and the fix
+                    return MeasurementState(now, {i: gpu.get_total_energy_consumption() / 1000.0})
+
+            return one
+        direct, readers = self._direct, self._readers
+
+        def read() -> MeasurementState:
+            marks = {i: r.mark() for i, r in readers.items()} if readers else None
+            now = time()
+            energy = {}
+            for i, read_mj, gpu in direct:
+                try:
+                    energy[i] = read_mj() / 1000.0
+                except Exception:  # read the slow way: its error names the GPU and the fix
+                    energy[i] = gpu.get_total_energy_consumption() / 1000.0
+            if marks:
+                for i, m in marks.items():
+                    energy[i] = readers[i].estimate(m)
+            if cpus:
+                return MeasurementState(now, energy, *self._read_cpus(), marks)
+            return MeasurementState(now, energy, None, None, marks)
+
+        return read
 
     def _read_cpus(self) -> tuple[dict[int, float] | None, dict[int, float] | None]:
         cpu: dict[int, float] = {}
@@ -258,27 +279,20 @@ class ZeusMonitor:
     @property
     def measurement_states(self) -> StatesView:
         """The open windows: name -> :class:`MeasurementState` (its start), as Zeus's."""
-        return StatesView(self._states, self._one[0] if self._one is not None else None)
+        return StatesView(self._states)
 
     def begin_window(self, key: str, sync_execution: bool | None = None, restart: bool = False):
         """Start window ``key``. ``restart=True`` discards an open window of that name first."""
         states = self._states
         if key in states and not restart:
-            raise WindowError(
-                f"Measurement window {key!r} already exists: it is already open; end it first, "
-                "or pass restart=True to begin it again (e.g. when re-running a notebook cell)"
-            )
+            raise WindowError(_exists(key))
         if self.sync_execution if sync_execution is None else sync_execution:
             self._sync()
-        one = self._one
-        if one is not None and not self.cpu_indices:  # the usual case: (time, mJ) and no more
-            now = time()
-            try:
-                states[key] = (now, one[1]())
-                return
-            except Exception:  # read again the slow way: its error names the GPU and the fix
-                pass
-        states[key] = self._state()
+        state = self._read()
+        if restart:
+            states[key] = state
+        elif states.setdefault(key, state) is not state:  # another thread began it meanwhile
+            raise WindowError(_exists(key))
 
     def end_window(
         self,
@@ -295,53 +309,35 @@ class ZeusMonitor:
         ``wait_for_counter=True`` waits (about one counter period) for the next step instead.
         """
         states = self._states
-        start = states.get(key)
+        start = states.pop(key, None)  # one thread gets it, however many end it at once
         if start is None:
             opened = ", ".join(repr(k) for k in states) or "none"
             raise WindowError(
                 f"Measurement window {key!r} does not exist: {key!r} was never begun (open "
-                f"windows: {opened}), or has ended; call begin_window first"
+                f"windows: {opened}), or has ended (another thread may have ended it); call "
+                "begin_window first"
             )
         if cancel:
-            del states[key]
             return Measurement(0.0, dict.fromkeys(self.gpu_indices, 0.0))
-        if self.sync_execution if sync_execution is None else sync_execution:
-            self._sync()
-        one, now, mj = self._one, 0.0, None
-        if one is not None and type(start) is tuple:  # the usual case, read as it began
-            now = time()
-            try:
-                mj = one[1]()
-            except Exception:  # read again the slow way: its error names the GPU and the fix
-                start = StatesView.state(start, one[0])
-        if mj is not None:
-            del states[key]
-            gpu, how = {one[0]: (mj - start[1]) / 1000.0}, self._methods
-            if not gpu[one[0]]:
-                how = dict(how)
-                self._zero_energy(gpu, how, now - start[0])
-            m = Measurement(now - start[0], gpu, None, None, None, how)
-        else:
-            start = StatesView.state(start, self.gpu_indices[0])
-            end = self._state()  # before forgetting the window: a failed read can be retried
-            del states[key]
-            m = self._measurement(start, end, wait_for_counter)
+        try:
+            if self.sync_execution if sync_execution is None else sync_execution:
+                self._sync()
+            end = self._read()
+        except BaseException:
+            states.setdefault(key, start)  # a failed read can be retried
+            raise
+        m = self._measurement(start, end, wait_for_counter)
         if self._log is not None:
-            began = start[0] if type(start) is tuple else start.time
-            self._log.write(key, began, m.time, [m.gpu_energy[i] for i in self.gpu_indices])
+            self._log.write(key, start.time, m.time, [m.gpu_energy[i] for i in self.gpu_indices])
         return m
 
     def _measurement(
         self, start: MeasurementState, end: MeasurementState, wait: bool
     ) -> Measurement:
         elapsed = end.time - start.time
-        if self._fast is not None and start.marks is None and end.marks is None:
-            g0, g1 = start.gpu_energy, end.gpu_energy
-            one = self._one
-            if one is not None:
-                gpu = {one[0]: g1[one[0]] - g0[one[0]]}
-            else:
-                gpu = {i: g1[i] - g0[i] for i in self.gpu_indices}
+        g0, g1 = start.gpu_energy, end.gpu_energy
+        if self._plain:  # Zeus's reads: counter differences
+            gpu = {i: g1[i] - g0[i] for i in g0}
             how = self._methods
             if 0.0 in gpu.values():
                 how = dict(how)
@@ -349,10 +345,10 @@ class ZeusMonitor:
             if start.cpu_energy is None:
                 return Measurement(elapsed, gpu, None, None, None, how)
             return Measurement(elapsed, gpu, *cpu_delta(start, end), None, how)
-        gpu: dict[int, float] = {}
-        how: dict[int, str] = {}
+        gpu = {}
+        how = {}
         backend = self.system.backend
-        default = counter.COUNTER if self._counted else f"{backend} counter"
+        default = counter.COUNTER if self._counted else _METHOD.get(backend, f"{backend} counter")
         starts, ends = start.marks or {}, end.marks or {}
         for i in self.gpu_indices:
             a, b = starts.get(i), ends.get(i)
@@ -360,11 +356,9 @@ class ZeusMonitor:
                 reader = self._readers[i]
                 if wait:
                     reader.wait(b)
-                gpu[i], final = reader.energy_between(a, b)
-                how[i] = counter.SHARED if final else counter.ESTIMATED
-            elif i in start.gpu_energy and i in end.gpu_energy:  # b: began before the switch
-                gpu[i] = end.gpu_energy[i] - start.gpu_energy[i]
-                how[i] = counter.ESTIMATED if b is not None else _METHOD.get(backend, default)
+                gpu[i], how[i] = reader.energy_between(a, b)
+            elif i in g0 and i in g1:  # b alone: the window began before its reader did
+                gpu[i], how[i] = g1[i] - g0[i], counter.ESTIMATED if b is not None else default
         if self.power_monitor is not None:
             energy = self.power_monitor.get_energy(start.time, end.time)
             for i in self.power_monitor.gpu_indices:
@@ -429,3 +423,10 @@ class ZeusMonitor:
 
 
 _METHOD = {"sim": "simulated counter", "replay": "replayed log"}
+
+
+def _exists(key: str) -> str:
+    return (
+        f"Measurement window {key!r} already exists: it is already open; end it first, "
+        "or pass restart=True to begin it again (e.g. when re-running a notebook cell)"
+    )

@@ -1,10 +1,8 @@
 """A window's measurement (Zeus's ``Measurement``), an open window's start (Zeus's
 ``MeasurementState``) and the view of all of them. ``zeus_nb.monitor.energy`` exports both.
 
-A monitor keeps the start of its usual window (one GPU read as Zeus reads it, no CPUs) as a bare
-``(time, mJ)`` pair, which costs nothing to make; :class:`StatesView` is the monitor's
-``measurement_states`` and hands each start out as a :class:`MeasurementState` in J, as Zeus's
-monitor does.
+Every open window's start is a :class:`MeasurementState` (J); :class:`StatesView` is the
+monitor's ``measurement_states``, a live view of them, as Zeus's monitor has.
 """
 
 from __future__ import annotations
@@ -53,7 +51,7 @@ class Measurement:
         return [i for i, how in (self.energy_method or {}).items() if how not in _EXACT]
 
 
-_EXACT = (counter.COUNTER, counter.SHARED, "simulated counter", "replayed log")
+_EXACT = (*counter.EXACT, "simulated counter", "replayed log")
 
 
 @dataclass(slots=True)
@@ -74,18 +72,11 @@ class MeasurementState:
 class StatesView(MutableMapping):
     """Window name -> :class:`MeasurementState`, over a monitor's own records of them."""
 
-    def __init__(self, states: dict, gpu_index: int | None) -> None:
+    def __init__(self, states: dict[str, MeasurementState]) -> None:
         self._states = states
-        self._gpu = gpu_index
-
-    @staticmethod
-    def state(record, gpu_index: int | None) -> MeasurementState:
-        if type(record) is tuple:  # (time, mJ) of the monitor's one GPU
-            return MeasurementState(record[0], {gpu_index: record[1] / 1000.0})
-        return record
 
     def __getitem__(self, key: str) -> MeasurementState:
-        return self.state(self._states[key], self._gpu)
+        return self._states[key]
 
     def __setitem__(self, key: str, value: MeasurementState) -> None:
         self._states[key] = value

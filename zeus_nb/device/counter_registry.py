@@ -1,0 +1,93 @@
+"""One background counter reader per GPU and process, and the choice of reading a GPU so.
+
+Whether a GPU's counter is slow enough to read in the background is decided once per GPU and
+process, from its first two reads, under a lock (:func:`probe`); however many threads or
+monitors open windows at once, a GPU then has one :class:`~zeus_nb.device.counter.CounterReader`
+(:func:`acquire`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+import weakref
+from typing import TYPE_CHECKING
+
+from zeus_nb.device.counter import SLOW_READ_S, CounterReader
+
+if TYPE_CHECKING:
+    from zeus_nb.device.base import GPU
+
+log = logging.getLogger(__name__)
+
+_readers: weakref.WeakKeyDictionary[GPU, CounterReader] = weakref.WeakKeyDictionary()
+_registry_lock = threading.Lock()
+
+
+def acquire(gpu: GPU) -> CounterReader:
+    """The process's running reader of ``gpu``'s counter (started on first use)."""
+    with _registry_lock:
+        reader = _readers.get(gpu)
+        if reader is None or reader._stop.is_set():
+            reader = _readers[gpu] = CounterReader(gpu)
+        reader._users += 1
+        reader.start()
+        return reader
+
+
+def release(reader: CounterReader) -> None:
+    """One user less; the reader stops when no monitor uses it any more."""
+    with _registry_lock:
+        reader._users -= 1
+        if reader._users <= 0:
+            reader._stop.set()
+            if _readers.get(reader.gpu) is reader:
+                del _readers[reader.gpu]
+
+
+_choices: weakref.WeakKeyDictionary[GPU, bool] = weakref.WeakKeyDictionary()
+_costs: weakref.WeakKeyDictionary[GPU, list[float]] = weakref.WeakKeyDictionary()
+_probe_lock = threading.Lock()  # held across a timed read: one thread times a GPU at a time
+
+
+def decided(gpu: GPU, mode: str) -> bool | None:
+    """Whether ``gpu``'s counter is read in the background (``mode``: auto, sync,
+    background); None while ``auto`` has not timed enough of its reads (:func:`probe`)."""
+    if mode != "auto":
+        return mode == "background"
+    return _choices.get(gpu)
+
+
+def probe(gpu: GPU, reads: int = 2) -> float | None:
+    """One of a window edge's reads of ``gpu``'s counter (J), timed to choose how to read it.
+
+    The first ``reads`` reads of a GPU, in the process, are the windows' own (Zeus's reads: its
+    tests count them), timed under a lock, so however many threads or monitors open their first
+    windows at once, a GPU gets one answer and at most one reader. None: already decided.
+    """
+    with _probe_lock:
+        if gpu in _choices:
+            return None
+        t0 = time.perf_counter()
+        joules = gpu.get_total_energy_consumption() / 1000.0
+        costs = _costs.setdefault(gpu, [])
+        costs.append(time.perf_counter() - t0)
+        if len(costs) >= reads:
+            slow = _choices[gpu] = min(costs) > SLOW_READ_S
+            if slow:
+                log.info(
+                    "GPU %d: its energy counter is read in the background (reads took %s)",
+                    gpu.index,
+                    ", ".join(f"{c * 1e3:.2f} ms" for c in costs),
+                )
+        return joules
+
+
+@atexit.register
+def _stop_all() -> None:
+    with _registry_lock:
+        readers = list(_readers.values())
+    for reader in readers:
+        reader._stop.set()

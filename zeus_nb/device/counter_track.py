@@ -1,0 +1,127 @@
+"""Timelines a background counter reader keeps: power readings and the counter's step grid.
+
+:class:`PowerTrack` integrates power readings so that a counter step can be shared out among the
+window edges inside it; :class:`StepGrid` learns where a counter steps (a regular clock, an H100's
+every 100 ms) from steps seen between back-to-back reads, so that a step seen late is placed where
+it happened (:mod:`zeus_nb.device.counter`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+
+#: Tightly bracketed steps the grid is fitted to, and how many it needs first.
+GRID_POINTS, GRID_MIN_POINTS = 32, 3
+
+
+class PowerTrack:
+    """Power readings (time, W), sorted, with the running integral of them (J) at each.
+
+    Between readings power is linear; before the first and after the last it is held flat.
+    Adding a reading at the end is O(1) and the integral up to any time O(log n), so a window
+    edge costs the same however many edges a counter step holds.
+    """
+
+    def __init__(self) -> None:
+        self.t: list[float] = []
+        self.p: list[float] = []
+        self.cum: list[float] = []
+
+    def add(self, t: float, watts: float) -> None:
+        ts = self.t
+        if not ts or t >= ts[-1]:
+            self.cum.append(self.cum[-1] + (t - ts[-1]) * (watts + self.p[-1]) / 2 if ts else 0.0)
+            ts.append(t)
+            self.p.append(watts)
+            return
+        k = bisect.bisect_right(ts, t)  # late: insert, then redo the running integral after it
+        ts.insert(k, t)
+        self.p.insert(k, watts)
+        self.cum.insert(k, 0.0)
+        for i in range(max(k, 1), len(ts)):
+            self.cum[i] = self.cum[i - 1] + (ts[i] - ts[i - 1]) * (self.p[i] + self.p[i - 1]) / 2
+
+    def at(self, t: float) -> float:
+        """The running integral (J) at time ``t``."""
+        ts, ps, cum = self.t, self.p, self.cum
+        k = bisect.bisect_right(ts, t) - 1
+        if k < 0:
+            return -(ts[0] - t) * ps[0]
+        if k == len(ts) - 1:
+            return cum[k] + (t - ts[k]) * ps[k]
+        t0, t1, p0 = ts[k], ts[k + 1], ps[k]
+        p = p0 + (ps[k + 1] - p0) * (t - t0) / (t1 - t0) if t1 > t0 else p0
+        return cum[k] + (t - t0) * (p0 + p) / 2
+
+    def integral(self, a: float, b: float) -> float:
+        """J of power readings between times ``a`` and ``b`` (0 before any reading)."""
+        return self.at(b) - self.at(a) if self.t and b > a else 0.0
+
+    def forget_before(self, t: float) -> None:
+        """Drop readings before ``t`` but the last one, which still bounds ``t``."""
+        cut = max(0, bisect.bisect_left(self.t, t) - 1)
+        del self.t[:cut], self.p[:cut], self.cum[:cut]
+
+
+class StepGrid:
+    """Where the counter steps: ``phase + k * period``, fitted to steps bracketed tightly.
+
+    A step seen between two back-to-back reads is known to within their span (a few ms); one
+    seen after a long gap (a starved or late reader) is only known to lie in the gap. Counters
+    step on a regular clock (an H100's every 100 ms), so the tight brackets give the grid, and
+    a step seen late goes to the grid point the gap holds.
+    """
+
+    def __init__(self) -> None:
+        self.points: collections.deque[tuple[float, float]] = collections.deque(maxlen=GRID_POINTS)
+        self.phase = 0.0
+        self.period = 0.0  # 0: not fitted yet
+        self.resid = 0.0  # the largest residual of the fit (s)
+        self.k_span = 0
+
+    @property
+    def ready(self) -> bool:
+        return self.period > 0 and len(self.points) >= GRID_MIN_POINTS
+
+    def index(self, t: float) -> float:
+        return (t - self.phase) / self.period
+
+    def at(self, k: int) -> float:
+        return self.phase + k * self.period
+
+    def error(self, k: int) -> float:
+        """How far grid point ``k`` may lie from the truth (s): residuals plus extrapolation."""
+        last = self.index(self.points[-1][0])
+        slope = 2 * self.resid / max(self.k_span, 1)
+        return self.resid + abs(k - last) * slope
+
+    def add(self, t: float, half: float, guess: float) -> None:
+        """A step bracketed within ``t`` +- ``half``; a point off the grid restarts it.
+        ``guess``: the period as the gaps between steps say, until the grid is fitted."""
+        if self.ready:
+            k = round(self.index(t))
+            if abs(self.at(k) - t) > half + self.error(k) + half:
+                self.points.clear()
+                self.period = 0.0
+        self.points.append((t, half))
+        self._fit(self.period or guess)
+
+    def _fit(self, guess: float) -> None:
+        pts = [t for t, _ in self.points]
+        if len(pts) < 2 or guess <= 0:
+            return
+        ks = [round((t - pts[0]) / guess) for t in pts]
+        n = len(ks)
+        mk, mt = sum(ks) / n, sum(pts) / n
+        var = sum((k - mk) ** 2 for k in ks)
+        if var == 0:
+            return
+        period = sum((k - mk) * (t - mt) for k, t in zip(ks, pts, strict=True)) / var
+        if period <= 0:
+            return
+        phase = mt - period * mk
+        self.resid = max(abs(phase + period * k - t) for k, t in zip(ks, pts, strict=True))
+        self.k_span = max(ks) - min(ks)
+        # the phase at the latest point, so that indices near now stay small
+        self.phase, self.period = phase + period * ks[-1], period
