@@ -469,12 +469,15 @@ widgets.power_limit_explorer(
 # ## Results
 
 # %%
-zeus_nb.record("replay_log", log_path.name)
-zeus_nb.record("replay_choices", choices)
-zeus_nb.record("replay_profile", profile.reset_index())
-zeus_nb.record("zeus_cost_by_hand", by_hand)
-zeus_nb.record("slowdown_choices", dict(zip(slowdown.factor, slowdown.limit_w, strict=True)))
-zeus_nb.record("live_selector", repr(live_selector))
+replayed = "real: NVIDIA A40 (the replayed profiling log)"
+zeus_nb.record("replay_log", log_path.name, gpu=replayed)
+zeus_nb.record("replay_choices", choices, gpu=replayed)
+zeus_nb.record("replay_profile", profile.reset_index(), gpu=replayed)
+zeus_nb.record("zeus_cost_by_hand", by_hand, gpu=replayed)
+zeus_nb.record(
+    "slowdown_choices", dict(zip(slowdown.factor, slowdown.limit_w, strict=True)), gpu=replayed
+)
+zeus_nb.record("live_selector", repr(live_selector), gpu=live_gpu)
 zeus_nb.record("live_choice", plo.optimal_power_limit, gpu=live_gpu)
 zeus_nb.record("live_limits_per_epoch", limits_seen, gpu=live_gpu)
 zeus_nb.record(

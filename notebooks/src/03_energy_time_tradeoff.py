@@ -287,16 +287,18 @@ fig = savings_bars(savings)
 # ## Results
 
 # %%
-zeus_nb.record("trace_configurations", len(trace))
+traced = f"real: {trace_gpu} (Zeus's published traces)"
+zeus_nb.record("trace_configurations", len(trace), gpu=traced)
 zeus_nb.record(
     "trace_front",
     [[int(b), float(p)] for b, p in zip(front.batch_size, front.power_limit, strict=True)],
+    gpu=traced,
 )
 zeus_nb.record("student_front_size", len(mine))
 best = optimum.value  # the latest choice of the eta_knob slider
 zeus_nb.record("eta_knob", knob.value)
-zeus_nb.record("optimum", [int(best.batch_size), float(best.power_limit)])
-zeus_nb.record("optimum_by_eta", along)
+zeus_nb.record("optimum", [int(best.batch_size), float(best.power_limit)], gpu=traced)
+zeus_nb.record("optimum_by_eta", along, gpu=traced)
 zeus_nb.record("live_power_limits", power_limits, gpu=live_source)
 zeus_nb.record("live_configurations", len(live), gpu=live_source)
 zeus_nb.record(
@@ -312,7 +314,7 @@ zeus_nb.record(
     gpu=live_source,
 )
 for column in ("best_batch_size_ratio", "best_power_limit_ratio", "best_both_ratio"):
-    zeus_nb.record(column, dict(zip(savings.workload, savings[column], strict=True)))
+    zeus_nb.record(column, dict(zip(savings.workload, savings[column], strict=True)), gpu=traced)
 zeus_nb.record(
     "takeaway",
     f"tuning batch size and power limit together needs {savings.best_both_ratio.min():.0%} to "

@@ -154,7 +154,7 @@ class NVIDIAGPU(GPU):
                 if found is not None or not isinstance(error, ZeusGPUNoPermissionError):
                     raise error from e
                 found = self._access = access.refused(self.gpu_index, what)
-                log.info("GPU %d: %s", self.index, found.why)
+                log.debug("GPU %d: %s", self.index, found.why)
                 if found.mode == access.READ_ONLY:
                     raise access.read_only_error(self.index, what, setting) from e
             else:
