@@ -376,6 +376,8 @@ def nvmlDeviceSetPowerManagementLimit(handle: _Handle, limit_mw: int) -> None:
         _refuse_setter(state, d.get("set_error"))
         if not d["min_mw"] <= limit_mw <= d["max_mw"]:
             raise _ERRORS["InvalidArgument"]()
+        if d["limit_mw"] == int(limit_mw):
+            return  # the limit it has: NVML accepts, nothing changes (set_calls lists changes)
         settle(d, time.time())  # the energy so far was drawn at the old limit
         d["limit_mw"] = int(limit_mw)
         state["set_calls"].append([handle.index, int(limit_mw)])

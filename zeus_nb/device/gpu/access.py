@@ -13,7 +13,11 @@ again. Readings never depend on any of this: they stay on the GPU.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from zeus_nb.device.gpu.common import ZeusGPUClockPermissionError, ZeusGPUNoPermissionError
 from zeus_nb.errors import NO_PERMISSION_HINT, ZeusNbError
@@ -26,11 +30,16 @@ __all__ = [
     "ZEUSD",
     "Access",
     "ZeusdUnavailableError",
+    "can_change",
+    "change",
+    "probe",
     "read_only_error",
     "refused",
     "unavailable",
     "zeusd_configured",
 ]
+
+log = logging.getLogger(__name__)
 
 DIRECT, ZEUSD, READ_ONLY = "direct", "zeusd", "read-only"
 
@@ -108,3 +117,58 @@ def read_only_error(index: int, what: str, setting: str | None = None) -> ZeusGP
         else NO_PERMISSION_HINT.replace("power limits", setting)
     )
     return cls(f"GPU {index}: {what}: {hint}; or {ZEUSD_HINT}")
+
+
+def change(
+    gpu: Any,
+    what: str,
+    attempt: Callable[[], None],
+    through_zeusd: Callable[[ZeusdClient, list[int]], object],
+    setting: str | None = None,
+) -> None:
+    """Change a setting of ``gpu`` (its ``_access`` holds what was found): ``attempt()`` (the
+    NVML call, raising Zeus's errors) until NVML refuses one, then through zeusd when one is
+    configured; on a read-only GPU, one line without asking NVML again."""
+    found = gpu._access
+    if found is None or found.mode == DIRECT:
+        try:
+            attempt()
+        except ZeusGPUNoPermissionError as e:
+            if found is not None:
+                raise
+            found = gpu._access = refused(gpu.gpu_index, what)
+            log.debug("GPU %d: %s", gpu.index, found.why)
+            if found.mode == READ_ONLY:
+                raise read_only_error(gpu.index, what, setting) from e
+        else:
+            if found is None:
+                gpu._access = Access(DIRECT, "NVML accepts its setters")
+            return
+    if found.mode == READ_ONLY:
+        raise read_only_error(gpu.index, what, setting)
+    try:
+        through_zeusd(found.client, [gpu.gpu_index])
+    except ZeusNbError as e:
+        raise unavailable(gpu.index, what, e) from e
+
+
+def probe(gpu: Any) -> Access:
+    """What :func:`change` finds for ``gpu``, asked by writing back the power limit it has
+    (no change) where nothing was found yet; a read-only GPU refuses that too."""
+    if gpu._access is None:
+        with contextlib.suppress(ZeusGPUNoPermissionError):
+            gpu._write_power_limit(gpu.get_power_management_limit())
+    return gpu._access or Access(DIRECT, "NVML accepts its setters")
+
+
+def can_change(gpu: Any, sys_admin: bool) -> tuple[bool, str]:
+    """Whether this process may change ``gpu``'s power limit, and why not (asks NVML once:
+    :func:`probe`)."""
+    found = probe(gpu)
+    if found.mode == READ_ONLY:
+        return False, f"{found.why}; {HOW_TO_CHANGE}"
+    if found.mode == ZEUSD or sys_admin:
+        return True, found.why if found.mode == ZEUSD else "this process holds CAP_SYS_ADMIN"
+    if (endpoint := zeusd_configured()) is not None:
+        return True, f"through zeusd at {endpoint} (this process lacks CAP_SYS_ADMIN)"
+    return False, NO_PERMISSION_HINT

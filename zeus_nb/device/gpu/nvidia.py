@@ -13,7 +13,6 @@ before NVML sees them: a NaN or text clock is our error, never NVML's ``InvalidA
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
@@ -26,17 +25,16 @@ import pynvml
 
 from zeus_nb.device.base import FROM_ENV, GPU, GPUSystem
 from zeus_nb.device.common import CAP_SYS_ADMIN, has_sys_admin  # noqa: F401 - tests patch it here
-from zeus_nb.device.gpu import access
+from zeus_nb.device.gpu.access import Access, can_change, change, probe
 from zeus_nb.device.gpu.common import (
     ZeusGPUFunctionNotFoundError,
     ZeusGPUInitError,
-    ZeusGPUNoPermissionError,
     ZeusGPUNotSupportedError,
 )
 from zeus_nb.device.gpu.translate import nvml_error
 from zeus_nb.device.gpu.zeusd import ZeusdSettersMixin
 from zeus_nb.device.sampling import PowerIntegrator, ThreadSampler  # noqa: F401 - old path
-from zeus_nb.errors import NO_PERMISSION_HINT, ZeusNbError
+from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs.api import checked_methods
 
 __all__ = [
@@ -109,7 +107,7 @@ class NVIDIAGPU(GPU):
         # NVML cannot report locked clocks: this process's own locks, None when unlocked by it.
         self._locked: tuple[int, int] | None = None
         # Who changes this GPU's settings, found by the first setter (None: none ran yet).
-        self._access: access.Access | None = None
+        self._access: Access | None = None
 
     @_nvml("reading the name")
     def get_name(self) -> str:
@@ -129,64 +127,33 @@ class NVIDIAGPU(GPU):
         return pynvml.nvmlDeviceGetPowerManagementDefaultLimit(self.handle)
 
     def _write_power_limit(self, power_limit_mw: int) -> None:
+        what = f"setting the power limit to {power_limit_mw / 1000:g} W"
         self._change(
-            f"setting the power limit to {power_limit_mw / 1000:g} W",
-            lambda: pynvml.nvmlDeviceSetPowerManagementLimit(self.handle, power_limit_mw),
-            lambda zd, ids: zd.set_power_limit(ids, power_limit_mw, True),
+            what,
+            ("SetPowerManagementLimit", power_limit_mw),
+            ("set_power_limit", power_limit_mw, True),
         )
 
     # --- who changes settings: this process, zeusd for it, or nobody (read-only) ------------
-    def _change(
-        self,
-        what: str,
-        nvml_call: Callable[[], object],
-        zeusd_call: Callable[..., object],
-        setting: str | None = None,
-    ) -> None:
-        """Change a setting through NVML, or through zeusd once NVML refused (see
-        :mod:`zeus_nb.device.gpu.access`); on a read-only GPU, one line without asking NVML."""
-        found = self._access
-        if found is None or found.mode == access.DIRECT:
-            try:
-                nvml_call()
-            except pynvml.NVMLError as e:
-                error = nvml_error(pynvml, e, f"GPU {self.index}: {what}", setting)
-                if found is not None or not isinstance(error, ZeusGPUNoPermissionError):
-                    raise error from e
-                found = self._access = access.refused(self.gpu_index, what)
-                log.debug("GPU %d: %s", self.index, found.why)
-                if found.mode == access.READ_ONLY:
-                    raise access.read_only_error(self.index, what, setting) from e
-            else:
-                if found is None:
-                    self._access = access.Access(access.DIRECT, "NVML accepts its setters")
-                return
-        if found.mode == access.READ_ONLY:
-            raise access.read_only_error(self.index, what, setting)
-        try:
-            zeusd_call(found.client, [self.gpu_index])
-        except ZeusNbError as e:
-            raise access.unavailable(self.index, what, e) from e
+    def _change(self, what: str, nvml: tuple, zeusd: tuple, setting: str | None = None) -> None:
+        """NVML's ``nvmlDevice<nvml[0]>(handle, *nvml[1:])``, or the zeusd client's
+        ``<zeusd[0]>([gpu_index], *zeusd[1:])`` once NVML refused one (:func:`change`)."""
+        name, *args = nvml
 
-    def settings_access(self) -> access.Access:
-        """Who changes this GPU's settings; the first call asks NVML by writing back the
-        limit the GPU already has (no change), which a read-only GPU refuses."""
-        if self._access is None:
-            mw = self.get_power_management_limit()
-            with contextlib.suppress(ZeusGPUNoPermissionError):
-                self._write_power_limit(mw)
-        return self._access or access.Access(access.DIRECT, "NVML accepts its setters")
+        def attempt() -> None:
+            try:
+                getattr(pynvml, f"nvmlDevice{name}")(self.handle, *args)
+            except pynvml.NVMLError as e:
+                raise nvml_error(pynvml, e, f"GPU {self.index}: {what}", setting) from e
+
+        call = lambda client, ids: getattr(client, zeusd[0])(ids, *zeusd[1:])  # noqa: E731
+        change(self, what, attempt, call, setting)
+
+    def settings_access(self) -> Access:
+        return probe(self)
 
     def can_set_power_limit(self) -> tuple[bool, str]:
-        found = self._access
-        if found is not None:
-            ok = found.mode != access.READ_ONLY
-            return ok, found.why if ok else f"{found.why}; {access.HOW_TO_CHANGE}"
-        if has_sys_admin():
-            return True, "this process holds CAP_SYS_ADMIN"
-        if (endpoint := access.zeusd_configured()) is not None:
-            return True, f"through zeusd at {endpoint} (this process lacks CAP_SYS_ADMIN)"
-        return False, NO_PERMISSION_HINT
+        return can_change(self, has_sys_admin())
 
     # --- energy and power -------------------------------------------------------------------
     @_nvml("reading the architecture")
@@ -304,40 +271,25 @@ class NVIDIAGPU(GPU):
         self, min_clock_mhz: int, max_clock_mhz: int, block: bool = True
     ) -> None:
         self._warn_sys_admin()
-        self._change(
-            f"locking memory clocks to {min_clock_mhz}-{max_clock_mhz} MHz",
-            lambda: pynvml.nvmlDeviceSetMemoryLockedClocks(
-                self.handle, min_clock_mhz, max_clock_mhz
-            ),
-            lambda zd, ids: zd.set_mem_locked_clocks(ids, min_clock_mhz, max_clock_mhz, block),
-            "clocks",
-        )
+        what = f"locking memory clocks to {min_clock_mhz}-{max_clock_mhz} MHz"
+        lock = ("SetMemoryLockedClocks", min_clock_mhz, max_clock_mhz)
+        self._change(what, lock, ("set_mem_locked_clocks", *lock[1:], block), "clocks")
 
     def reset_memory_locked_clocks(self, block: bool = True) -> None:
         self._warn_sys_admin()
-        self._change(
-            "resetting locked memory clocks",
-            lambda: pynvml.nvmlDeviceResetMemoryLockedClocks(self.handle),
-            lambda zd, ids: zd.reset_mem_locked_clocks(ids, block),
-            "clocks",
-        )
+        what, zeusd = "resetting locked memory clocks", ("reset_mem_locked_clocks", block)
+        self._change(what, ("ResetMemoryLockedClocks",), zeusd, "clocks")
 
     def _write_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        what, lock = f"locking SM clocks to {min_mhz}-{max_mhz} MHz", (min_mhz, max_mhz)
         self._change(
-            f"locking SM clocks to {min_mhz}-{max_mhz} MHz",
-            lambda: pynvml.nvmlDeviceSetGpuLockedClocks(self.handle, min_mhz, max_mhz),
-            lambda zd, ids: zd.set_gpu_locked_clocks(ids, min_mhz, max_mhz, True),
-            "clocks",
+            what, ("SetGpuLockedClocks", *lock), ("set_gpu_locked_clocks", *lock, True), "clocks"
         )
         self._locked = (int(min_mhz), int(max_mhz))
 
     def _write_reset_locked_clocks(self) -> None:
-        self._change(
-            "resetting locked SM clocks",
-            lambda: pynvml.nvmlDeviceResetGpuLockedClocks(self.handle),
-            lambda zd, ids: zd.reset_gpu_locked_clocks(ids, True),
-            "clocks",
-        )
+        what, zeusd = "resetting locked SM clocks", ("reset_gpu_locked_clocks", True)
+        self._change(what, ("ResetGpuLockedClocks",), zeusd, "clocks")
         self._locked = None
 
     def locked_clocks(self) -> tuple[int, int] | None:
@@ -349,19 +301,12 @@ class NVIDIAGPU(GPU):
         return pynvml.nvmlDeviceGetPersistenceMode(self.handle) == pynvml.NVML_FEATURE_ENABLED
 
     def set_persistence_mode(self, enabled: bool, block: bool = True) -> None:
-        wanted = pynvml.NVML_FEATURE_ENABLED if enabled else pynvml.NVML_FEATURE_DISABLED
-        if self._persistence() != wanted:  # the mode it has already is not a change
+        if self.get_persistence_mode() != bool(enabled):  # the mode it has is not a change
             self._warn_sys_admin()
-            self._change(
-                f"turning persistence mode {'on' if enabled else 'off'}",
-                lambda: pynvml.nvmlDeviceSetPersistenceMode(self.handle, wanted),
-                lambda zd, ids: zd.set_persistence_mode(ids, enabled, block),
-                "persistence mode",
-            )
-
-    @_nvml("reading persistence mode")
-    def _persistence(self) -> int:
-        return pynvml.nvmlDeviceGetPersistenceMode(self.handle)
+            mode = pynvml.NVML_FEATURE_ENABLED if enabled else pynvml.NVML_FEATURE_DISABLED
+            what = f"turning persistence mode {'on' if enabled else 'off'}"
+            zeusd = ("set_persistence_mode", bool(enabled), block)
+            self._change(what, ("SetPersistenceMode", mode), zeusd, "persistence mode")
 
 
 #: The name zeus-nb's NVML GPU had before it was Zeus's class.
