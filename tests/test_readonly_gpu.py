@@ -180,3 +180,59 @@ def test_training_measures_and_says_the_optimizer_is_off(denied, tmp_path, caplo
     said = [m for m in caplog.messages if "power-limit optimizer is off" in m]
     assert len(said) == 1 and "--cap-add SYS_ADMIN" in said[0] and "zeusd" in said[0]
     assert denied.state["set_calls"] == []
+
+
+# --- the instructor guide's commands --------------------------------------------------------------
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "course" / "instructor-guide.md"
+
+
+def _student_commands() -> list[str]:
+    """The block of the guide's "GPUs the students may not change" that a student runs."""
+    text = GUIDE.read_text().split("### GPUs the students may not change", 1)[1]
+    for block in text.split("```bash\n")[1:]:
+        lines = block.split("```", 1)[0].strip().splitlines()
+        if lines[0].startswith("export ZEUSD_SOCK_PATH="):
+            return lines
+    raise AssertionError("the guide has no student block starting with export ZEUSD_SOCK_PATH")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_guides_student_commands_run_through_a_fake_zeusd(
+    nvml_gpus, socket_path, tmp_path, monkeypatch
+):
+    """The guide's student commands, as written but for the socket's path, on an H100-shaped GPU
+    whose setters NVML refuses, beside a fake zeusd: doctor says limits change through it, and
+    notebook 02 profiles the real GPU's limits through it and puts the limit back."""
+    import subprocess
+    import sys
+
+    nvml = nvml_gpus("h100", 1)
+    nvml.update(deny_setters=True)
+    lines = _student_commands()
+    assert lines[0] == "export ZEUSD_SOCK_PATH=/run/zeusd/zeusd.sock"
+    env = nvml.env() | {"ZEUSD_SOCK_PATH": socket_path, "MPLBACKEND": "Agg"}
+    env["ZEUS_NB_ENERGY_READS"] = "auto"
+    fake = _daemon(nvml, gpus=(0,))
+    fake.limits = {0: 700_000}
+    outputs = []
+    with serve_unix(fake, socket_path):
+        for line in lines[1:]:
+            assert line.startswith("zeus-nb "), line
+            cmd = [sys.executable, "-m", "zeus_nb", *line.split()[1:]]
+            r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+            assert r.returncode == 0, (line, r.stdout[-3000:], r.stderr[-3000:])
+            outputs.append(r.stdout)
+    assert f"may change power limits: yes (through zeusd at {socket_path})" in outputs[0]
+    assert "1/1 notebook(s) ran" in outputs[1]
+    changes = [p for m, path, p, _ in fake.seen if path == "/gpu/set_power_limit"]
+    assert len({p["power_limit_mw"] for p in changes}) > 1  # it profiled several limits
+    assert nvml.limits_w() == [700.0] and nvml.state["set_calls"] == []  # put back, via zeusd
+    nb = (tmp_path / "zeus-nb-tour" / "02_power_limit_optimizer.ipynb").read_text()
+    assert f"settings change through zeusd at {socket_path}" in nb
+    assert "runs on a simulated" not in nb
+
+    env.pop("ZEUSD_SOCK_PATH")  # what a student without it sees
+    cmd = [sys.executable, "-m", "zeus_nb", "doctor"]
+    r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert "may change power limits: no" in r.stdout + r.stderr
