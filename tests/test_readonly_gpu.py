@@ -107,6 +107,8 @@ def test_limits_set_through_zeusd_land_on_the_gpu_and_come_back(denied, socket_p
         system = device.current("nvml")
         gpu = system.gpu(0)
         assert gpu.can_set_power_limit()[0] is True  # configured: zeusd will do it
+        assert gpu.settings_access().mode == ZEUSD  # asked NVML once; zeusd was not asked to
+        assert not [s for s in fake.seen if s[1].startswith("/gpu/set")]  # repeat a no-change
         system.set_power_management_limit(0, 150_000)  # Zeus's call: guarded, restored
         assert denied.limits_w() == [150.0, 300.0] and fake.limits[0] == 150_000
         assert gpu.settings_access().mode == ZEUSD

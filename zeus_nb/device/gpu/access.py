@@ -17,12 +17,14 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zeus_nb.device.gpu.common import ZeusGPUClockPermissionError, ZeusGPUNoPermissionError
 from zeus_nb.errors import NO_PERMISSION_HINT, ZeusNbError
-from zeus_nb.utils.zeusd import ZeusdClient, require_capabilities
 from zeus_nb.utils.zeusd_config import ZeusdConfig
+
+if TYPE_CHECKING:
+    from zeus_nb.utils.zeusd import ZeusdClient
 
 __all__ = [
     "DIRECT",
@@ -82,6 +84,8 @@ def refused(nvml_index: int, what: str) -> Access:
     :class:`ZeusdUnavailableError` (one line) when it cannot be reached or may not: nothing was
     changed. Without zeusd, the GPU is read-only.
     """
+    from zeus_nb.utils.zeusd import ZeusdClient, require_capabilities  # HTTP: the net extra
+
     config = ZeusdConfig.from_env()
     if config is None:
         return Access(
@@ -125,10 +129,12 @@ def change(
     attempt: Callable[[], None],
     through_zeusd: Callable[[ZeusdClient, list[int]], object],
     setting: str | None = None,
+    ask_only: bool = False,
 ) -> None:
     """Change a setting of ``gpu`` (its ``_access`` holds what was found): ``attempt()`` (the
     NVML call, raising Zeus's errors) until NVML refuses one, then through zeusd when one is
-    configured; on a read-only GPU, one line without asking NVML again."""
+    configured; on a read-only GPU, one line without asking NVML again. ``ask_only``: the
+    attempt changes nothing (:func:`probe`), so zeusd is not asked to repeat it."""
     found = gpu._access
     if found is None or found.mode == DIRECT:
         try:
@@ -140,6 +146,8 @@ def change(
             log.debug("GPU %d: %s", gpu.index, found.why)
             if found.mode == READ_ONLY:
                 raise read_only_error(gpu.index, what, setting) from e
+            if ask_only:
+                return
         else:
             if found is None:
                 gpu._access = Access(DIRECT, "NVML accepts its setters")
@@ -157,7 +165,7 @@ def probe(gpu: Any) -> Access:
     (no change) where nothing was found yet; a read-only GPU refuses that too."""
     if gpu._access is None:
         with contextlib.suppress(ZeusGPUNoPermissionError):
-            gpu._write_power_limit(gpu.get_power_management_limit())
+            gpu._write_power_limit(gpu.get_power_management_limit(), ask_only=True)
     return gpu._access or Access(DIRECT, "NVML accepts its setters")
 
 

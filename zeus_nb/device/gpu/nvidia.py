@@ -126,16 +126,16 @@ class NVIDIAGPU(GPU):
     def get_default_power_management_limit(self) -> int:
         return pynvml.nvmlDeviceGetPowerManagementDefaultLimit(self.handle)
 
-    def _write_power_limit(self, power_limit_mw: int) -> None:
+    def _write_power_limit(self, power_limit_mw: int, ask_only: bool = False) -> None:
+        """``ask_only``: the limit the GPU has, written to learn who may change it (a probe)."""
         what = f"setting the power limit to {power_limit_mw / 1000:g} W"
-        self._change(
-            what,
-            ("SetPowerManagementLimit", power_limit_mw),
-            ("set_power_limit", power_limit_mw, True),
-        )
+        nvml = ("SetPowerManagementLimit", power_limit_mw)
+        self._change(what, nvml, ("set_power_limit", power_limit_mw, True), ask_only=ask_only)
 
     # --- who changes settings: this process, zeusd for it, or nobody (read-only) ------------
-    def _change(self, what: str, nvml: tuple, zeusd: tuple, setting: str | None = None) -> None:
+    def _change(
+        self, what: str, nvml: tuple, zeusd: tuple, setting: str | None = None, ask_only=False
+    ) -> None:
         """NVML's ``nvmlDevice<nvml[0]>(handle, *nvml[1:])``, or the zeusd client's
         ``<zeusd[0]>([gpu_index], *zeusd[1:])`` once NVML refused one (:func:`change`)."""
         name, *args = nvml
@@ -147,7 +147,7 @@ class NVIDIAGPU(GPU):
                 raise nvml_error(pynvml, e, f"GPU {self.index}: {what}", setting) from e
 
         call = lambda client, ids: getattr(client, zeusd[0])(ids, *zeusd[1:])  # noqa: E731
-        change(self, what, attempt, call, setting)
+        change(self, what, attempt, call, setting, ask_only)
 
     def settings_access(self) -> Access:
         return probe(self)
