@@ -35,6 +35,7 @@ __all__ = [
     "can_change",
     "change",
     "probe",
+    "said",
     "read_only_error",
     "refused",
     "unavailable",
@@ -125,7 +126,7 @@ def read_only_error(index: int, what: str, setting: str | None = None) -> ZeusGP
 
 def change(
     gpu: Any,
-    what: str,
+    what: str | Callable[[], str],
     attempt: Callable[[], None],
     through_zeusd: Callable[[ZeusdClient, list[int]], object],
     setting: str | None = None,
@@ -142,6 +143,7 @@ def change(
         except ZeusGPUNoPermissionError as e:
             if found is not None:
                 raise
+            what = said(what)
             found = gpu._access = refused(gpu.gpu_index, what)
             log.debug("GPU %d: %s", gpu.index, found.why)
             if found.mode == READ_ONLY:
@@ -153,11 +155,17 @@ def change(
                 gpu._access = Access(DIRECT, "NVML accepts its setters")
             return
     if found.mode == READ_ONLY:
-        raise read_only_error(gpu.index, what, setting)
+        raise read_only_error(gpu.index, said(what), setting)
     try:
         through_zeusd(found.client, [gpu.gpu_index])
     except ZeusNbError as e:
-        raise unavailable(gpu.index, what, e) from e
+        raise unavailable(gpu.index, said(what), e) from e
+
+
+def said(what: str | Callable[[], str]) -> str:
+    """``what`` in words: messages are built only when needed (a mocked NVML's values, in
+    Zeus's tests, cannot be formatted)."""
+    return what() if callable(what) else what
 
 
 def probe(gpu: Any) -> Access:

@@ -25,7 +25,7 @@ import pynvml
 
 from zeus_nb.device.base import FROM_ENV, GPU, GPUSystem
 from zeus_nb.device.common import CAP_SYS_ADMIN, has_sys_admin  # noqa: F401 - tests patch it here
-from zeus_nb.device.gpu.access import Access, can_change, change, probe
+from zeus_nb.device.gpu.access import Access, can_change, change, probe, said
 from zeus_nb.device.gpu.common import (
     ZeusGPUFunctionNotFoundError,
     ZeusGPUInitError,
@@ -128,23 +128,22 @@ class NVIDIAGPU(GPU):
 
     def _write_power_limit(self, power_limit_mw: int, ask_only: bool = False) -> None:
         """``ask_only``: the limit the GPU has, written to learn who may change it (a probe)."""
-        what = f"setting the power limit to {power_limit_mw / 1000:g} W"
+        what = lambda: f"setting the power limit to {power_limit_mw / 1000:g} W"  # noqa: E731
         nvml = ("SetPowerManagementLimit", power_limit_mw)
         self._change(what, nvml, ("set_power_limit", power_limit_mw, True), ask_only=ask_only)
 
     # --- who changes settings: this process, zeusd for it, or nobody (read-only) ------------
-    def _change(
-        self, what: str, nvml: tuple, zeusd: tuple, setting: str | None = None, ask_only=False
-    ) -> None:
+    def _change(self, what, nvml: tuple, zeusd: tuple, setting=None, ask_only=False) -> None:
         """NVML's ``nvmlDevice<nvml[0]>(handle, *nvml[1:])``, or the zeusd client's
-        ``<zeusd[0]>([gpu_index], *zeusd[1:])`` once NVML refused one (:func:`change`)."""
+        ``<zeusd[0]>([gpu_index], *zeusd[1:])`` once NVML refused one (:func:`change`);
+        ``what`` (text, or a function that builds it) names the change in messages."""
         name, *args = nvml
 
         def attempt() -> None:
             try:
                 getattr(pynvml, f"nvmlDevice{name}")(self.handle, *args)
             except pynvml.NVMLError as e:
-                raise nvml_error(pynvml, e, f"GPU {self.index}: {what}", setting) from e
+                raise nvml_error(pynvml, e, f"GPU {self.index}: {said(what)}", setting) from e
 
         call = lambda client, ids: getattr(client, zeusd[0])(ids, *zeusd[1:])  # noqa: E731
         change(self, what, attempt, call, setting, ask_only)
