@@ -52,8 +52,6 @@ INNER_IMPORTS: dict[tuple[str, str], str] = {
     "package's current system, and zeus_nb.device imports device.gpu",
     ("zeus_nb.docsite", "zeus_nb.docsite.apidoc"): "circle: apidoc imports the docsite package",
     ("zeus_nb.docsite", "zeus_nb.runner.paths"): "tests replace runner.paths.source_checkout",
-    ("zeus_nb.monitor.energy", "zeus_nb.device.gpu"): "none: monitor/energy.py is being rewritten "
-    "elsewhere; move get_gpus to the top there",
     ("zeus_nb.optimizer.batch_size.client", "zeus_nb.optimizer.batch_size.store_url"): "circle: "
     "store_url loads the batch_size package, whose factory imports this module",
     ("zeus_nb.optimizer.batch_size.optimizer", "zeus_nb.optimizer.batch_size.store_url"): "as "

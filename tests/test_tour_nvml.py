@@ -149,3 +149,85 @@ def test_06_runs_its_pipeline(shaped):
     tour, *_ = shaped
     r = records(tour, "06_pipeline_frequency")
     assert r["live_max"][1] > 0 and r["live_planned"][1] > 0
+
+
+# --- an H100 this process may read but not change ------------------------------------------------
+READONLY_H100 = "NVIDIA H100 80GB HBM3"
+#: notebook -> the part that changes power limits and so runs on the simulated GPU
+CHANGES_LIMITS = {
+    "02_power_limit_optimizer": "The live optimizer",
+    "03_energy_time_tradeoff": "The live sweep",
+    "05_data_parallel": "DDP and FSDP",
+}
+
+
+def _text(tour, stem: str) -> str:
+    out = []
+    for o in outputs(tour, stem):
+        out.append(o.get("text", "") or "".join(o.get("data", {}).get("text/plain", "")))
+    return "\n".join(out)
+
+
+def test_every_notebook_runs_on_a_gpu_it_may_not_change(nvml_tour_h100_readonly):
+    """NVML answers every reading and refuses every setter: all six notebooks run, top to
+    bottom, and nothing on the GPU was changed (no setter ever succeeded)."""
+    tour = nvml_tour_h100_readonly
+    out = tour.run
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-3000:]
+    assert f"{len(NOTEBOOKS)}/{len(NOTEBOOKS)} notebook(s) ran" in out.stdout
+    state = tour.state
+    assert state["deny_setters"] is True and state["set_calls"] == []
+    for d in state["devices"]:
+        assert d["limit_mw"] == d["default_mw"] and d["locked_clocks"] is None
+    for path in NOTEBOOKS:
+        for o in outputs(tour, path.stem):
+            assert o.get("output_type") != "error", (path.stem, o.get("evalue"))
+
+
+def test_readings_run_on_the_real_gpu_and_say_so(nvml_tour_h100_readonly):
+    """01 and 04 only read the GPU: every record comes from the real H100, and no line speaks
+    of a simulated GPU."""
+    tour = nvml_tour_h100_readonly
+    for stem in ("01_measuring_energy", "04_batch_size_optimizer"):
+        info = read_notebook(tour.out_dir / f"{stem}.ipynb")
+        assert info["status"] == "ok"
+        assert set(info["gpus"]) == set(info["records"]), stem  # every record names its GPU
+        assert set(info["gpus"].values()) == {f"real: {READONLY_H100}"}, stem
+        assert "simulated" not in _text(tour, stem).lower(), stem
+    r = records(tour, "01_measuring_energy")
+    assert r["backend"] == "nvml" and r["gpu"] == READONLY_H100 and r["counter_energy_j"] > 0
+
+
+@pytest.mark.parametrize("stem", sorted(CHANGES_LIMITS))
+def test_what_changes_limits_runs_simulated_with_one_line_saying_why(nvml_tour_h100_readonly, stem):
+    """02, 03 and 05 measure the real GPU first, then run what changes the limit on a simulated
+    A40 (the measured model nearest the H100), with one line naming the part and why; each
+    record names the GPU that produced it."""
+    tour = nvml_tour_h100_readonly
+    text = _text(tour, stem)
+    assert f"GPU backend: nvml, measuring {READONLY_H100}" in text
+    notice = (
+        f"{CHANGES_LIMITS[stem]} runs on a simulated NVIDIA A40, the measured model nearest to "
+        f"the {READONLY_H100}: NVML refuses its setters (no root or SYS_ADMIN) and no zeusd is "
+        "configured (ZEUSD_SOCK_PATH or ZEUSD_HOST_PORT)"
+    )
+    assert text.count(notice) == 1, text[-3000:]
+    info = read_notebook(tour.out_dir / f"{stem}.ipynb")
+    assert set(info["gpus"]) == set(info["records"])
+    live = {k for k in info["records"] if k.startswith(("live_", "dp", "fsdp"))}
+    assert live, stem
+    for name in live:
+        assert info["gpus"][name].startswith("simulated: NVIDIA A40 (simulated)"), name
+        assert f"nearest measured model to the {READONLY_H100}" in info["gpus"][name], name
+    low, high = 100.0, 300.0  # the simulated A40's range, not the H100's
+    if stem == "02_power_limit_optimizer":
+        assert all(low <= w <= high for w, _, _ in info["records"]["live_profile"])
+        assert info["gpus"]["replay_choices"].startswith("real: NVIDIA A40 (the replayed")
+    if stem == "03_energy_time_tradeoff":
+        assert info["records"]["live_power_limits"] == [high, 200.0]
+
+
+def test_06_says_its_numbers_come_from_simulated_gpus(nvml_tour_h100_readonly):
+    info = read_notebook(nvml_tour_h100_readonly.out_dir / "06_pipeline_frequency.ipynb")
+    assert info["status"] == "ok" and set(info["gpus"]) == set(info["records"])
+    assert all(v.startswith("simulated: ") for v in info["gpus"].values())

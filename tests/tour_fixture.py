@@ -10,8 +10,9 @@ Two runs are defined here, each on the simulated backend in smoke mode:
   "not done yet" on it, and ``test_site.py`` builds the site from it (``--executed``) instead of
   executing the notebooks again.
 
-Two more tours run the six notebooks on the NVML backend over fake GPUs shaped like real ones
-(``tests/fake_nvml``): one H100 (``nvml_tour_h100``) and four A40s (``nvml_tour_a40x4``). Their
+Three more tours run the six notebooks on the NVML backend over fake GPUs shaped like real ones
+(``tests/fake_nvml``): one H100 (``nvml_tour_h100``), four A40s (``nvml_tour_a40x4``), and one
+H100 this process may read but not change (``nvml_tour_h100_readonly``: every setter refused). Their
 energy counters move every 100 ms and every read costs what it costs on the hardware, so they
 show what a real GPU does to the notebooks; ``test_tour_nvml.py`` judges them.
 
@@ -54,6 +55,7 @@ RUN_LIMITS: dict[str, float] = {
     "student_editions": 900,
     "tour-nvml-h100": 900,
     "tour-nvml-a40x4": 900,
+    "tour-nvml-h100-readonly": 900,  # the same tour; the limit changes run simulated
 }
 TOUR_TIMEOUT_S = RUN_LIMITS["tour"]  # the name earlier tests used
 #: fixture -> the run it reads (a test that asks for one dynamically sets its own timeout)
@@ -62,6 +64,7 @@ FIXTURE_RUNS = {
     "student_editions": "student_editions",
     "nvml_tour_h100": "tour-nvml-h100",
     "nvml_tour_a40x4": "tour-nvml-a40x4",
+    "nvml_tour_h100_readonly": "tour-nvml-h100-readonly",
 }
 
 
@@ -135,15 +138,19 @@ def _run_tour(work: Path) -> subprocess.CompletedProcess:
     return run_bounded(TOUR, work, sim_env(), RUN_LIMITS["tour"])
 
 
-def _nvml_tour(row: str, num_gpus: int, name: str) -> Callable[[Path], subprocess.CompletedProcess]:
-    """The tour on ``num_gpus`` fake GPUs shaped like ``row``; their state file is
-    ``work/fake_nvml.json`` (written by the fake itself, in a subprocess)."""
+def _nvml_tour(
+    row: str, num_gpus: int, name: str, deny_setters: bool = False
+) -> Callable[[Path], subprocess.CompletedProcess]:
+    """The tour on ``num_gpus`` fake GPUs shaped like ``row`` (with ``deny_setters``, GPUs this
+    process may read but not change); their state file is ``work/fake_nvml.json`` (written by
+    the fake itself, in a subprocess)."""
 
     def run(work: Path) -> subprocess.CompletedProcess:
         state = work / "fake_nvml.json"
+        shape = f"{row!r}, {num_gpus}, deny_setters={deny_setters}"
         code = (
             "import json, sys, pynvml; "
-            f"open(sys.argv[1], 'w').write(json.dumps(pynvml.row_state({row!r}, {num_gpus})))"
+            f"open(sys.argv[1], 'w').write(json.dumps(pynvml.row_state({shape})))"
         )
         env = dict(os.environ, PYTHONPATH=str(FAKE_NVML))
         subprocess.run([sys.executable, "-c", code, str(state)], env=env, check=True)
@@ -205,8 +212,10 @@ class NvmlTour:
         return json.loads(self.state_path.read_text())
 
 
-def _shared_nvml_tour(tmp_path_factory, row: str, num_gpus: int, name: str) -> NvmlTour:
-    work, out = session_run(tmp_path_factory, name, _nvml_tour(row, num_gpus, name))
+def _shared_nvml_tour(
+    tmp_path_factory, row: str, num_gpus: int, name: str, deny_setters: bool = False
+) -> NvmlTour:
+    work, out = session_run(tmp_path_factory, name, _nvml_tour(row, num_gpus, name, deny_setters))
     return NvmlTour(work / "executed", out, work / "fake_nvml.json")
 
 
@@ -220,6 +229,12 @@ def nvml_tour_h100(tmp_path_factory) -> NvmlTour:
 def nvml_tour_a40x4(tmp_path_factory) -> NvmlTour:
     """The smoke tour on the NVML backend over four fake A40s."""
     return _shared_nvml_tour(tmp_path_factory, "a40", 4, "tour-nvml-a40x4")
+
+
+@pytest.fixture(scope="session")
+def nvml_tour_h100_readonly(tmp_path_factory) -> NvmlTour:
+    """The smoke tour on the NVML backend over one fake H100 whose setters all refuse."""
+    return _shared_nvml_tour(tmp_path_factory, "h100", 1, "tour-nvml-h100-readonly", True)
 
 
 @pytest.hookimpl(trylast=True)

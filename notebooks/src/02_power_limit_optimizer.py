@@ -58,6 +58,7 @@ from zeus_nb.optimizer import (
 )
 from zeus_nb.optimizer.replay import load_profile_log, replay_optimizer
 from zeus_nb.plots import power_limit_profile
+from zeus_nb.runner.changes import settings_system
 from zeus_nb.runner.setup import counter_period, sizing_clock, steps_spanning
 
 (warmup_steps,) = validate.notebook_counts(low=0, warmup_steps=warmup_steps)
@@ -211,6 +212,12 @@ if len(wasting):
 # 100 W between limits in smoke mode, to keep it short), and profiles every limit in full:
 # adaptive profiling decides from the readings after each step, which such a counter does not
 # resolve (and each reading costs a counter read, 2.8 ms on an H100).
+#
+# Profiling changes the GPU's power limit. On a GPU this process may not change (a shared node,
+# a hosted notebook, a container without SYS_ADMIN) the limits change through Zeus's daemon
+# zeusd when `ZEUSD_SOCK_PATH` or `ZEUSD_HOST_PORT` names one; without it, this part and the
+# ones after it run on a simulated GPU of the measured model nearest to yours, and one line says
+# so. Each recorded value names the GPU that produced it.
 
 # %%
 choice = widgets.selector_picker(
@@ -233,6 +240,9 @@ def train_one_step() -> None:
     zeus_nb.step()  # one step on the (simulated) GPU
 
 
+# the GPUs that may change their limit: this one, or through zeusd, or a simulated one
+system, live_gpu = settings_system(system, "The live optimizer", sim_noise=0.02, seed=seed)
+gpu = system.gpu(0)
 period = counter_period(system)  # s between counter updates; 0: exact (simulated)
 live_profile_steps, live_steps_per_epoch, live_pl_step = profile_steps, steps_per_epoch, 25
 if period:
@@ -465,18 +475,23 @@ widgets.power_limit_explorer(
 # ## Results
 
 # %%
-zeus_nb.record("replay_log", log_path.name)
-zeus_nb.record("replay_choices", choices)
-zeus_nb.record("replay_profile", profile.reset_index())
-zeus_nb.record("zeus_cost_by_hand", by_hand)
-zeus_nb.record("slowdown_choices", dict(zip(slowdown.factor, slowdown.limit_w, strict=True)))
-zeus_nb.record("live_selector", repr(live_selector))
-zeus_nb.record("live_choice", plo.optimal_power_limit)
-zeus_nb.record("live_limits_per_epoch", limits_seen)
-zeus_nb.record("live_profile", [[m.power_limit, m.time, m.energy] for m in plo.measurements])
-zeus_nb.record("live_profile_steps", live_profile_steps)
-zeus_nb.record("profile_reused", again.done and applied == plo.optimal_power_limit)
-zeus_nb.record("hf_choice", hf_limit)
+replayed = "real: NVIDIA A40 (the replayed profiling log)"
+zeus_nb.record("replay_log", log_path.name, gpu=replayed)
+zeus_nb.record("replay_choices", choices, gpu=replayed)
+zeus_nb.record("replay_profile", profile.reset_index(), gpu=replayed)
+zeus_nb.record("zeus_cost_by_hand", by_hand, gpu=replayed)
+zeus_nb.record(
+    "slowdown_choices", dict(zip(slowdown.factor, slowdown.limit_w, strict=True)), gpu=replayed
+)
+zeus_nb.record("live_selector", repr(live_selector), gpu=live_gpu)
+zeus_nb.record("live_choice", plo.optimal_power_limit, gpu=live_gpu)
+zeus_nb.record("live_limits_per_epoch", limits_seen, gpu=live_gpu)
+zeus_nb.record(
+    "live_profile", [[m.power_limit, m.time, m.energy] for m in plo.measurements], gpu=live_gpu
+)
+zeus_nb.record("live_profile_steps", live_profile_steps, gpu=live_gpu)
+zeus_nb.record("profile_reused", again.done and applied == plo.optimal_power_limit, gpu=live_gpu)
+zeus_nb.record("hf_choice", hf_limit, gpu=live_gpu)
 zeus_nb.record("hf_skipped", hf_skipped)
 e_opt = choices["Energy()"]
 zeus_nb.record(

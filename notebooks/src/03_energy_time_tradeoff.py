@@ -48,6 +48,7 @@ from zeus_nb.errors import InputError
 from zeus_nb.inputs import validate
 from zeus_nb.plots import energy_time_scatter, savings_bars, trace_tradeoff_figure
 from zeus_nb.plots.tradeoff import in_plot_units
+from zeus_nb.runner.changes import settings_system
 from zeus_nb.runner.setup import counter_period, sizing_clock
 from zeus_nb.runner.sweep import run_sweep
 from zeus_nb.tradeoff import min_cost, pareto_front, potential_savings
@@ -59,6 +60,9 @@ batch_sizes = validate.number_list(live_batch_sizes, "live_batch_sizes", integer
 out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="zeus-nb-03-"))
 out.mkdir(parents=True, exist_ok=True)
 system = zeus_nb.notebook_setup(backend, seed, sim_workload="imagenet")
+# the sweep changes power limits: on a GPU this process may not change, through zeusd when one
+# is configured, else on a simulated GPU of the nearest measured model (one line says so)
+system, live_source = settings_system(system, "The live sweep", seed=seed)
 live_gpu = system.gpus[0]
 low_w, high_w = live_gpu.power_limit_constraints()
 if str(live_power_limits).strip().lower() == "auto":  # the GPU's maximum, middle and minimum
@@ -283,29 +287,34 @@ fig = savings_bars(savings)
 # ## Results
 
 # %%
-zeus_nb.record("trace_configurations", len(trace))
+traced = f"real: {trace_gpu} (Zeus's published traces)"
+zeus_nb.record("trace_configurations", len(trace), gpu=traced)
 zeus_nb.record(
     "trace_front",
     [[int(b), float(p)] for b, p in zip(front.batch_size, front.power_limit, strict=True)],
+    gpu=traced,
 )
 zeus_nb.record("student_front_size", len(mine))
 best = optimum.value  # the latest choice of the eta_knob slider
 zeus_nb.record("eta_knob", knob.value)
-zeus_nb.record("optimum", [int(best.batch_size), float(best.power_limit)])
-zeus_nb.record("optimum_by_eta", along)
-zeus_nb.record("live_power_limits", power_limits)
-zeus_nb.record("live_configurations", len(live))
-zeus_nb.record("live_sweep", live[["batch_size", "power_limit", "reached", "time", "energy"]])
-zeus_nb.record("live_reached", int(live.reached.sum()))
+zeus_nb.record("optimum", [int(best.batch_size), float(best.power_limit)], gpu=traced)
+zeus_nb.record("optimum_by_eta", along, gpu=traced)
+zeus_nb.record("live_power_limits", power_limits, gpu=live_source)
+zeus_nb.record("live_configurations", len(live), gpu=live_source)
+zeus_nb.record(
+    "live_sweep", live[["batch_size", "power_limit", "reached", "time", "energy"]], gpu=live_source
+)
+zeus_nb.record("live_reached", int(live.reached.sum()), gpu=live_source)
 zeus_nb.record(
     "live_front",
     [
         [int(b), float(p)]
         for b, p in zip(live_front.batch_size, live_front.power_limit, strict=True)
     ],
+    gpu=live_source,
 )
 for column in ("best_batch_size_ratio", "best_power_limit_ratio", "best_both_ratio"):
-    zeus_nb.record(column, dict(zip(savings.workload, savings[column], strict=True)))
+    zeus_nb.record(column, dict(zip(savings.workload, savings[column], strict=True)), gpu=traced)
 zeus_nb.record(
     "takeaway",
     f"tuning batch size and power limit together needs {savings.best_both_ratio.min():.0%} to "

@@ -44,6 +44,7 @@ import zeus_nb
 from zeus_nb.course import check
 from zeus_nb.optimizer import PowerLimitMeasurement
 from zeus_nb.plots import power_limit_profile
+from zeus_nb.runner.changes import settings_system
 from zeus_nb.runner.setup import counter_period
 from zeus_nb.train.config import TrainConfig, train_size_to_profile
 from zeus_nb.train.launch import launch
@@ -51,6 +52,12 @@ from zeus_nb.train.launch import launch
 if smoke:
     epochs, train_size = 2, 512
 system = zeus_nb.notebook_setup(backend, seed)
+# every rank's optimizer changes its GPU's power limit: on GPUs this process may not change,
+# through zeusd when one is configured, else on simulated GPUs of the nearest measured model
+measured, (system, live_source) = system, settings_system(system, "DDP and FSDP", seed=seed)
+sim_env = {}
+if system is not measured:  # the ranks simulate that model too
+    sim_env["ZEUS_NB_SIM_GPU"] = system.source
 gpu_backend = system.backend
 ranks_wanted, present = nproc, len(system.gpus)
 if gpu_backend != "sim" and nproc > present:  # a rank per GPU (simulated GPUs: one per rank)
@@ -87,7 +94,7 @@ if data == "synthetic" and profiled_size > train_size:
         f"{low_w:g} W; training on {profiled_size} images"
     )
     train_size = options["train_size"] = profiled_size
-sim_env = {"ZEUS_NB_SIM_RANK_SPREAD": str(rank_spread), "ZEUS_NB_SIM_STRAGGLER": straggler}
+sim_env |= {"ZEUS_NB_SIM_RANK_SPREAD": str(rank_spread), "ZEUS_NB_SIM_STRAGGLER": straggler}
 print(
     f"{nproc} processes on the {gpu_backend} backend: the {arch} model on {data} data, "
     f"{epochs} epochs of {train_size} images, max slowdown {max_slowdown:g}"
@@ -247,19 +254,25 @@ if fsdp is not None:
 # %% [markdown]
 # ## Results
 
+
 # %%
-zeus_nb.record("ranks", [ranks_wanted, nproc])
-zeus_nb.record("dp", {k: dp[k] for k in ("world_size", "time_s", "energy_j", "accuracy")})
-zeus_nb.record("dp_rank_times", list(ranks.time_s))
-zeus_nb.record("dp_rank_energies", list(ranks.energy_j))
-zeus_nb.record("dp_aggregated", [job_time, job_energy])
-zeus_nb.record("dp_power_limits", list(ranks.power_limit_w))
-zeus_nb.record("dp_optimal_power_limit", dp["optimal_power_limit_w"])
-zeus_nb.record("dp_slowdown_limit", my_limit)
+def record(name, value):
+    """Every result here comes from the ranks' GPUs: the records say which they were."""
+    zeus_nb.record(name, value, gpu=live_source)
+
+
+record("ranks", [ranks_wanted, nproc])
+record("dp", {k: dp[k] for k in ("world_size", "time_s", "energy_j", "accuracy")})
+record("dp_rank_times", list(ranks.time_s))
+record("dp_rank_energies", list(ranks.energy_j))
+record("dp_aggregated", [job_time, job_energy])
+record("dp_power_limits", list(ranks.power_limit_w))
+record("dp_optimal_power_limit", dp["optimal_power_limit_w"])
+record("dp_slowdown_limit", my_limit)
 if fsdp is not None:
-    zeus_nb.record("fsdp", {k: fsdp[k] for k in ("world_size", "time_s", "energy_j", "accuracy")})
-    zeus_nb.record("fsdp_power_limits", [r["power_limit_w"] for r in fsdp["ranks"]])
-zeus_nb.record(
+    record("fsdp", {k: fsdp[k] for k in ("world_size", "time_s", "energy_j", "accuracy")})
+    record("fsdp_power_limits", [r["power_limit_w"] for r in fsdp["ranks"]])
+record(
     "takeaway",
     f"{nproc} ranks: the job lasts as long as its slowest rank ({job_time:.1f} s) and uses the "
     f"sum of their energies ({job_energy:.0f} J); the optimizer "

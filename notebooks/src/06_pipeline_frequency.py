@@ -73,6 +73,7 @@ from zeus_nb.plots import (
     timelines_before_after,
 )
 from zeus_nb.runner.notebooks import parse_values
+from zeus_nb.runner.records import set_gpu_source
 from zeus_nb.train.pipeline.launch import launch
 
 weights = [float(w) for w in parse_values(stage_weights, "float", "stage_weights")]
@@ -80,6 +81,9 @@ warmup_steps, profile_steps = (0, 1) if smoke else (1, 2)
 if smoke:
     profile_clocks, live_steps, quantum_scale = "every:12", 1, max(quantum_scale, 8.0)
 zeus_nb.notebook_setup(backend, seed, sim_gpu=sim_gpu)
+# every number recorded here comes from simulated GPUs (their calibrated frequency model), which
+# lock clocks on any machine: the records say so, whatever GPU the notebook found
+set_gpu_source(f"simulated: {sim_gpu} (calibrated frequency model; by design)")
 work_dir = Path(tempfile.mkdtemp(prefix="zeus-nb-06-"))  # profile, plan and results files
 live_env = {"ZEUS_NB_SIM_GPU": sim_gpu}
 print(f"planning example: {stages} stages x {microbatches} microbatches, stage sizes {weights}")

@@ -5,7 +5,10 @@ kernels, torchrun ranks, interrupted or killed optimizer runs, ``zeus-nb restore
 of fake GPUs; changes are made under a file lock, so ranks that set their limits at once lose
 none. Errors are injected by naming them in the state: ``init_error`` (``LibraryNotFound``,
 ``DriverNotLoaded``), and per device ``set_error`` / ``energy_error`` / ``power_error`` /
-``clock_error`` (``NoPermission``, ``NotSupported``...).
+``clock_error`` (``NoPermission``, ``NotSupported``...). ``deny_setters: true`` in the state makes
+every setter refuse with ``NoPermission`` and every reading answer, as NVML does for a process
+without root or SYS_ADMIN (a shared node, a hosted notebook, a container without the capability):
+:func:`row_state`'s ``deny_setters`` argument.
 
 Two kinds of device:
 
@@ -153,8 +156,9 @@ def row_device(row: str, i: int, **overrides) -> dict:
     return dev
 
 
-def row_state(row: str = "h100", num_gpus: int = 1) -> dict:
-    """``num_gpus`` (1, 2, 4 or 8) GPUs shaped like the measured GPU ``row``."""
+def row_state(row: str = "h100", num_gpus: int = 1, deny_setters: bool = False) -> dict:
+    """``num_gpus`` (1, 2, 4 or 8) GPUs shaped like the measured GPU ``row``; with
+    ``deny_setters``, GPUs this process may read but not change."""
     from nvml_rows import row as get_row
 
     if num_gpus not in GPU_COUNTS:
@@ -167,6 +171,7 @@ def row_state(row: str = "h100", num_gpus: int = 1) -> dict:
         "devices": [row_device(row, i) for i in range(num_gpus)],
         "set_calls": [],
         "clock_calls": [],
+        "deny_setters": bool(deny_setters),
     }
 
 
@@ -274,6 +279,11 @@ def _raise(name: str | None) -> None:
         raise _ERRORS[name]()
 
 
+def _refuse_setter(state: dict, error: str | None) -> None:
+    """A setter's injected error, or NoPermission on GPUs this process may not change."""
+    _raise(error or ("NoPermission" if state.get("deny_setters") else None))
+
+
 class _Handle:
     def __init__(self, index: int):
         self.index = index
@@ -363,9 +373,11 @@ def nvmlDeviceSetPowerManagementLimit(handle: _Handle, limit_mw: int) -> None:
     _check_init()
     with _changing() as state:
         d = state["devices"][handle.index]
-        _raise(d.get("set_error"))
+        _refuse_setter(state, d.get("set_error"))
         if not d["min_mw"] <= limit_mw <= d["max_mw"]:
             raise _ERRORS["InvalidArgument"]()
+        if d["limit_mw"] == int(limit_mw):
+            return  # the limit it has: NVML accepts, nothing changes (set_calls lists changes)
         settle(d, time.time())  # the energy so far was drawn at the old limit
         d["limit_mw"] = int(limit_mw)
         state["set_calls"].append([handle.index, int(limit_mw)])
@@ -466,7 +478,7 @@ def _clock_change(handle: _Handle):
     _check_init()
     with _changing() as state:
         d = state["devices"][handle.index]
-        _raise(d.get("clock_error"))
+        _refuse_setter(state, d.get("clock_error"))
         yield state, d
 
 
@@ -504,5 +516,5 @@ def nvmlDeviceSetPersistenceMode(handle: _Handle, mode: int) -> None:
     _check_init()
     with _changing() as state:
         d = state["devices"][handle.index]
-        _raise(d.get("set_error"))
+        _refuse_setter(state, d.get("set_error"))
         d["persistence_mode"] = int(mode)

@@ -54,6 +54,9 @@ log = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "sim", "nvml")
 _current: GPUSystem | None = None
+# Whether code chose the current system (use_simulated, use_replay): the environment's
+# ZEUS_NB_BACKEND then no longer replaces it, only an explicit backend argument does.
+_chosen_in_code = False
 
 # Zeus's device API: name -> module that defines it, imported on first use.
 _ZEUS_API = {
@@ -157,22 +160,26 @@ def create(
         return _sim_from_env(seed_offset)
 
 
-def _make_current(system: GPUSystem) -> GPUSystem:
+def _make_current(system: GPUSystem, in_code: bool = False) -> GPUSystem:
     """``system`` as the process's current one; the one it replaces is marked so that a
     monitor still bound to it fails instead of measuring nothing."""
-    global _current
+    global _current, _chosen_in_code
     if _current is not None and _current is not system:
         _current.retire(system)
-    _current = system
+    _current, _chosen_in_code = system, in_code
     return system
 
 
 def current(backend: str | None = None) -> GPUSystem:
     """The process's GPU system, created on first use.
 
-    Asking for a backend other than the current one's replaces it (``auto`` keeps any).
+    Asking for a backend other than the current one's replaces it (``auto`` keeps any); the
+    environment's ``ZEUS_NB_BACKEND`` does not replace a system that code made current (a
+    notebook part that runs on a simulated GPU because the real one may not be changed).
     """
     global _current
+    if backend is None and _current is not None and _chosen_in_code:
+        return _current
     name = resolve_backend(backend)
     if _current is None or name not in ("auto", _current.backend):
         _make_current(create(name))
@@ -226,7 +233,8 @@ def use_simulated(
             rank=rank,
             rank_spread=rank_spread,
             straggler=straggler,
-        )
+        ),
+        in_code=True,
     )
 
 
@@ -238,7 +246,7 @@ def use_replay(log, steps_per_window: int = 40, gpu_name: str | None = None):
     global _current
     from zeus_nb.device.replay import ReplaySystem
 
-    return _make_current(ReplaySystem(log, steps_per_window, gpu_name))
+    return _make_current(ReplaySystem(log, steps_per_window, gpu_name), in_code=True)
 
 
 def step(n: int = 1, batch_size: int | None = None) -> None:
@@ -258,5 +266,5 @@ def peek() -> GPUSystem | None:
 
 def reset() -> None:
     """Forget the current system (tests, or to pick a backend again)."""
-    global _current
-    _current = None
+    global _current, _chosen_in_code
+    _current, _chosen_in_code = None, False

@@ -20,6 +20,7 @@ from abc import abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from zeus_nb.device.gpu.access import DIRECT, Access
 from zeus_nb.device.gpu.common import GPU as ZeusGPU
 from zeus_nb.device.gpu.common import (
     GPUs,
@@ -111,6 +112,11 @@ class GPU(WattHelpers, ZeusGPU):
     def can_set_power_limit(self) -> tuple[bool, str]:
         """Whether this process may change the power limit, and why not. Changes nothing."""
         return True, f"{self.backend} GPU"
+
+    def settings_access(self) -> Access:
+        """Who changes this GPU's settings (:mod:`zeus_nb.device.gpu.access`): this process,
+        for every backend but real GPUs that refuse it."""
+        return Access(DIRECT, f"a {self.backend} GPU this process changes")
 
     # --- Zeus's setters: guarded here, once for every backend -------------------------------
     @property

@@ -94,7 +94,8 @@ def gpu_report(system: GPUSystem) -> Report:
             + ("yes" if counter else "no (energy is integrated from sampled power)")
         )
         ok, why = g.can_set_power_limit()
-        report.lines.append(f"    may change power limits: {'yes' if ok else 'no'}")
+        how = f" ({why})" if ok and "zeusd" in why else ""  # not this process itself: say so
+        report.lines.append(f"    may change power limits: {'yes' if ok else 'no'}{how}")
         if not ok:
             report.problems.append(f"GPU {g.index}: {why} (measuring still works)")
     return report

@@ -49,8 +49,13 @@ class WattHelpers:
         return self.get_power_management_limit() / 1000.0
 
     def set_power_limit(self, watts: float) -> None:
-        """Set the power limit in W after checking it against the GPU's range (no guard)."""
-        self._write_power_limit(int(round(self.check_power_limit(watts) * 1000)))
+        """Set the power limit in W after checking it against the GPU's range (no guard).
+
+        The limit the GPU already has is not a change: nothing is written, so asking for it
+        never fails, not even on a GPU this process may not change."""
+        mw = int(round(self.check_power_limit(watts) * 1000))
+        if self.get_power_management_limit() != mw:
+            self._write_power_limit(mw)
 
     def check_power_limit(self, watts: float) -> float:
         """Validate a requested limit against the constraints; returns it as float."""
@@ -154,8 +159,11 @@ class WattHelpers:
         return lo, hi
 
     def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
-        """Keep the SM clock within [min_mhz, max_mhz] (checked; no guard)."""
-        self._write_locked_clocks(*self._checked_clocks(min_mhz, max_mhz))
+        """Keep the SM clock within [min_mhz, max_mhz] (checked; no guard); the lock the GPU
+        already has is not a change."""
+        wanted = self._checked_clocks(min_mhz, max_mhz)
+        if self.locked_clocks() != wanted:
+            self._write_locked_clocks(*wanted)
 
     def reset_locked_clocks(self) -> None:
         """Let the driver choose SM clocks again (undo :meth:`set_locked_clocks`; no guard)."""

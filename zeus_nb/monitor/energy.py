@@ -28,14 +28,15 @@ from types import MappingProxyType
 from zeus_nb import device
 from zeus_nb.device import counter, counter_registry
 from zeus_nb.device.base import GPUSystem, PowerSampler
+from zeus_nb.device.gpu import get_gpus
 from zeus_nb.device.gpu.common import GPUs
 from zeus_nb.errors import InputError, WindowError
 from zeus_nb.inputs.env import env
+from zeus_nb.inputs.validate import integer
 from zeus_nb.monitor.log_file import MonitorLog
 from zeus_nb.monitor.power import PowerMonitor
 from zeus_nb.monitor.sources import MonitoredGPUs, open_cpus, sync_jax
 from zeus_nb.monitor.states import Measurement, MeasurementState, StatesView, cpu_delta
-from zeus_nb.utils.validate import integer
 
 __all__ = ["SYNC_FRAMEWORKS", "Measurement", "MeasurementState", "PowerMonitor", "ZeusMonitor"]
 
@@ -98,8 +99,6 @@ class ZeusMonitor:
         if energy_reads not in ENERGY_READS:
             raise InputError(f"energy_reads must be one of {', '.join(ENERGY_READS)}")
         if system is None:
-            from zeus_nb.device.gpu import get_gpus
-
             system = get_gpus() if backend is None else device.current(backend)
         self.system: GPUSystem = system
         if gpu_indices is None:

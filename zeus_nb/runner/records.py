@@ -44,6 +44,15 @@ ENV_DIR = "ZEUS_NB_RECORD_DIR"
 
 _records: dict[str, Any] = {}
 _sidecar: Path | None = None
+_gpu_sources: dict[str, str] = {}  # record name -> the GPU that produced it
+_gpu_source: str | None = None  # the notebook's GPU: what a record names by default
+
+
+def set_gpu_source(source: str | None) -> None:
+    """Name the GPU the notebook measures (``real: <name>``, ``simulated: <name>``): records
+    made without ``gpu=`` say they came from it. :func:`zeus_nb.notebook_setup` calls this."""
+    global _gpu_source
+    _gpu_source = source
 
 
 def _plain(value: Any, where: str) -> Any:
@@ -147,22 +156,33 @@ def _for_people(value: Any) -> Any:
     return value
 
 
-def record(name: str, value: Any, display: bool = True) -> Any:
+def record(name: str, value: Any, display: bool = True, gpu: str | None = None) -> Any:
     """Keep ``value`` as result ``name`` of this notebook run; returns ``value`` unchanged.
 
-    Recording a name again replaces the earlier value (re-running a cell is fine).
+    Recording a name again replaces the earlier value (re-running a cell is fine). ``gpu`` names
+    the GPU that produced the value (``real: ...``, ``zeusd: ...``, ``simulated: ...``; default:
+    the notebook's own, see :func:`set_gpu_source`); the saved record keeps it, and the line
+    shown says it where it is not the notebook's own.
     """
     if not isinstance(name, str) or not name.strip():
         raise InputError(f"record name must be a non-empty string, got {name!r}")
     plain = _plain(value, repr(name))
     _records[name] = plain
+    source = gpu if gpu is not None else _gpu_source
+    if source is not None:
+        _gpu_sources[name] = source
     if display and _shell() is not None:
         from IPython.display import display as show
 
         text = json.dumps(_for_people(plain))  # the record keeps every digit
         if len(text) > 200:
             text = text[:197] + "..."
-        show({MIMETYPE: {"name": name, "value": plain}, "text/plain": f"{name} = {text}"}, raw=True)
+        if gpu is not None and gpu != _gpu_source:
+            text += f"  [{gpu.split(' (')[0]}]"
+        item = {"name": name, "value": plain}
+        if source is not None:
+            item["gpu"] = source
+        show({MIMETYPE: item, "text/plain": f"{name} = {text}"}, raw=True)
     path = _default_sidecar()
     if path is not None:
         try:
@@ -176,6 +196,11 @@ def record(name: str, value: Any, display: bool = True) -> Any:
 def recorded() -> dict[str, Any]:
     """What this process recorded so far, by name."""
     return dict(_records)
+
+
+def recorded_gpus() -> dict[str, str]:
+    """The GPU that produced each record of this process, by record name."""
+    return dict(_gpu_sources)
 
 
 # --- reading back -------------------------------------------------------------------------------
@@ -207,22 +232,27 @@ def _read_ipynb(path: Path):
 
 
 def read_notebook(path: str | Path) -> dict[str, Any]:
-    """Records, papermill parameters and status of one executed notebook (or sidecar file).
+    """Records, papermill parameters and status of one executed notebook (or sidecar file),
+    and under ``gpus`` the GPU that produced each record, where the notebook says.
 
     A file that cannot be read raises :class:`ZeusNbError` naming it; reading never writes.
     """
     p = Path(path)
     if p.name.endswith(SIDECAR_SUFFIX):
         records = _read_sidecar(p)
-        return {"notebook": str(p), "status": "ok", "parameters": {}, "records": records}
+        info = {"notebook": str(p), "status": "ok", "parameters": {}, "records": records}
+        return info | {"gpus": {}}
     nb = _read_ipynb(p)
     records: dict[str, Any] = {}
+    gpus: dict[str, str] = {}  # record name -> the GPU that produced it, where it says
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             data = out.get("data")
             item = data.get(MIMETYPE) if isinstance(data, dict) else None
             if isinstance(item, dict) and isinstance(item.get("name"), str) and "value" in item:
                 records[item["name"]] = item["value"]
+                if isinstance(item.get("gpu"), str):
+                    gpus[item["name"]] = item["gpu"]
     side = sidecar_of(p)
     if side.exists():  # the sidecar has values the notebook could not display (e.g. no shell)
         try:
@@ -244,6 +274,7 @@ def read_notebook(path: str | Path) -> dict[str, Any]:
         "status": status,
         "parameters": dict(pm.get("parameters") or {}),
         "records": records,
+        "gpus": gpus,
     }
 
 

@@ -21,6 +21,7 @@ from zeus_nb.device.sim_wall import own_time
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs import check_record
 from zeus_nb.inputs.kinds import NOTEBOOK_SETUP
+from zeus_nb.runner.records import set_gpu_source
 from zeus_nb.utils.boundary import debug_requested, one_line
 from zeus_nb.utils.threads import use_threads
 
@@ -233,6 +234,7 @@ def notebook_setup(
         use_threads(threads)
     global _seed
     _seed = int(seed)  # the exercises' random cases follow the notebook's seed
+    set_gpu_source(f"{'simulated' if system.backend == 'sim' else 'real'}: {system.gpus[0].name}")
     show_logs()
     _one_line_errors()
     _inline_figures()

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from zeus_nb.data.datasets import SYNTHETIC, check_imagenet_folder
+from zeus_nb.device.gpu.access import HOW_TO_CHANGE
 from zeus_nb.monitor import ZeusMonitor
 from zeus_nb.optimizer import GlobalPowerLimitOptimizer
 from zeus_nb.optimizer.power_limit import MaxSlowdownConstraint
@@ -56,8 +57,33 @@ class _NoOptimizer:
     def close(self) -> None: ...
 
 
+def _read_only_gpus(monitor) -> list[str]:
+    """Why each monitored GPU this process may not change is so (empty: all may be changed).
+
+    Every rank asks together (a sum over ranks): all of them run the optimizer or none does.
+    """
+    from zeus_nb.device.gpu.access import READ_ONLY
+    from zeus_nb.optimizer.power_limit.optimizer import _monitored_gpus
+
+    found = [(g, g.settings_access()) for g in _monitored_gpus(monitor)]
+    why = [f"GPU {g.index} ({g.name}): {a.why}" for g, a in found if a.mode == READ_ONLY]
+    (anywhere,) = all_sum([len(why)])
+    return why or (["a GPU of another rank may not be changed"] if anywhere else [])
+
+
 def _power_limit_optimizer(monitor, config: TrainConfig, factor: float, verbose: bool):
     if not config.power_limit_optimizer:
+        return _NoOptimizer()
+
+    read_only = _read_only_gpus(monitor)
+    if read_only:  # train and measure at the limit the GPU has; say what was not done
+        if verbose:
+            log.warning(
+                "the power-limit optimizer is off: %s; training runs and is measured at the "
+                "GPU's current power limit. To optimize it: %s",
+                "; ".join(read_only),
+                HOW_TO_CHANGE,
+            )
         return _NoOptimizer()
 
     return GlobalPowerLimitOptimizer(

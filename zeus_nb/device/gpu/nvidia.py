@@ -25,6 +25,7 @@ import pynvml
 
 from zeus_nb.device.base import FROM_ENV, GPU, GPUSystem
 from zeus_nb.device.common import CAP_SYS_ADMIN, has_sys_admin  # noqa: F401 - tests patch it here
+from zeus_nb.device.gpu.access import Access, can_change, change, probe, said
 from zeus_nb.device.gpu.common import (
     ZeusGPUFunctionNotFoundError,
     ZeusGPUInitError,
@@ -33,7 +34,7 @@ from zeus_nb.device.gpu.common import (
 from zeus_nb.device.gpu.translate import nvml_error
 from zeus_nb.device.gpu.zeusd import ZeusdSettersMixin
 from zeus_nb.device.sampling import PowerIntegrator, ThreadSampler  # noqa: F401 - old path
-from zeus_nb.errors import NO_PERMISSION_HINT, ZeusNbError
+from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs.api import checked_methods
 from zeus_nb.inputs.registry import environ_read
 
@@ -106,6 +107,8 @@ class NVIDIAGPU(GPU):
         self._grace_hopper: bool | None = None
         # NVML cannot report locked clocks: this process's own locks, None when unlocked by it.
         self._locked: tuple[int, int] | None = None
+        # Who changes this GPU's settings, found by the first setter (None: none ran yet).
+        self._access: Access | None = None
 
     @_nvml("reading the name")
     def get_name(self) -> str:
@@ -124,14 +127,33 @@ class NVIDIAGPU(GPU):
     def get_default_power_management_limit(self) -> int:
         return pynvml.nvmlDeviceGetPowerManagementDefaultLimit(self.handle)
 
-    @_nvml(lambda mw: f"setting the power limit to {mw / 1000:g} W")
-    def _write_power_limit(self, power_limit_mw: int) -> None:
-        pynvml.nvmlDeviceSetPowerManagementLimit(self.handle, power_limit_mw)
+    def _write_power_limit(self, power_limit_mw: int, ask_only: bool = False) -> None:
+        """``ask_only``: the limit the GPU has, written to learn who may change it (a probe)."""
+        what = lambda: f"setting the power limit to {power_limit_mw / 1000:g} W"  # noqa: E731
+        nvml = ("SetPowerManagementLimit", power_limit_mw)
+        self._change(what, nvml, ("set_power_limit", power_limit_mw, True), ask_only=ask_only)
+
+    # --- who changes settings: this process, zeusd for it, or nobody (read-only) ------------
+    def _change(self, what, nvml: tuple, zeusd: tuple, setting=None, ask_only=False) -> None:
+        """NVML's ``nvmlDevice<nvml[0]>(handle, *nvml[1:])``, or the zeusd client's
+        ``<zeusd[0]>([gpu_index], *zeusd[1:])`` once NVML refused one (:func:`change`);
+        ``what`` (text, or a function that builds it) names the change in messages."""
+        name, *args = nvml
+
+        def attempt() -> None:
+            try:
+                getattr(pynvml, f"nvmlDevice{name}")(self.handle, *args)
+            except pynvml.NVMLError as e:
+                raise nvml_error(pynvml, e, f"GPU {self.index}: {said(what)}", setting) from e
+
+        call = lambda client, ids: getattr(client, zeusd[0])(ids, *zeusd[1:])  # noqa: E731
+        change(self, what, attempt, call, setting, ask_only)
+
+    def settings_access(self) -> Access:
+        return probe(self)
 
     def can_set_power_limit(self) -> tuple[bool, str]:
-        if has_sys_admin():
-            return True, "this process holds CAP_SYS_ADMIN"
-        return False, NO_PERMISSION_HINT
+        return can_change(self, has_sys_admin())
 
     # --- energy and power -------------------------------------------------------------------
     @_nvml("reading the architecture")
@@ -245,26 +267,29 @@ class NVIDIAGPU(GPU):
             memory_clock_mhz = max(memory)
         return list(pynvml.nvmlDeviceGetSupportedGraphicsClocks(self.handle, memory_clock_mhz))
 
-    @_nvml(lambda lo, hi, block=True: f"locking memory clocks to {lo}-{hi} MHz", "clocks")
     def set_memory_locked_clocks(
         self, min_clock_mhz: int, max_clock_mhz: int, block: bool = True
     ) -> None:
         self._warn_sys_admin()
-        pynvml.nvmlDeviceSetMemoryLockedClocks(self.handle, min_clock_mhz, max_clock_mhz)
+        what = f"locking memory clocks to {min_clock_mhz}-{max_clock_mhz} MHz"
+        lock = ("SetMemoryLockedClocks", min_clock_mhz, max_clock_mhz)
+        self._change(what, lock, ("set_mem_locked_clocks", *lock[1:], block), "clocks")
 
-    @_nvml("resetting locked memory clocks", "clocks")
     def reset_memory_locked_clocks(self, block: bool = True) -> None:
         self._warn_sys_admin()
-        pynvml.nvmlDeviceResetMemoryLockedClocks(self.handle)
+        what, zeusd = "resetting locked memory clocks", ("reset_mem_locked_clocks", block)
+        self._change(what, ("ResetMemoryLockedClocks",), zeusd, "clocks")
 
-    @_nvml(lambda lo, hi: f"locking SM clocks to {lo}-{hi} MHz", "clocks")
     def _write_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
-        pynvml.nvmlDeviceSetGpuLockedClocks(self.handle, min_mhz, max_mhz)
+        what, lock = f"locking SM clocks to {min_mhz}-{max_mhz} MHz", (min_mhz, max_mhz)
+        self._change(
+            what, ("SetGpuLockedClocks", *lock), ("set_gpu_locked_clocks", *lock, True), "clocks"
+        )
         self._locked = (int(min_mhz), int(max_mhz))
 
-    @_nvml("resetting locked SM clocks", "clocks")
     def _write_reset_locked_clocks(self) -> None:
-        pynvml.nvmlDeviceResetGpuLockedClocks(self.handle)
+        what, zeusd = "resetting locked SM clocks", ("reset_gpu_locked_clocks", True)
+        self._change(what, ("ResetGpuLockedClocks",), zeusd, "clocks")
         self._locked = None
 
     def locked_clocks(self) -> tuple[int, int] | None:
@@ -275,15 +300,13 @@ class NVIDIAGPU(GPU):
     def get_persistence_mode(self) -> bool:
         return pynvml.nvmlDeviceGetPersistenceMode(self.handle) == pynvml.NVML_FEATURE_ENABLED
 
-    @_nvml(
-        lambda on, block=True: f"turning persistence mode {'on' if on else 'off'}",
-        "persistence mode",
-    )
     def set_persistence_mode(self, enabled: bool, block: bool = True) -> None:
-        wanted = pynvml.NVML_FEATURE_ENABLED if enabled else pynvml.NVML_FEATURE_DISABLED
-        if pynvml.nvmlDeviceGetPersistenceMode(self.handle) != wanted:
+        if self.get_persistence_mode() != bool(enabled):  # the mode it has is not a change
             self._warn_sys_admin()
-            pynvml.nvmlDeviceSetPersistenceMode(self.handle, wanted)
+            mode = pynvml.NVML_FEATURE_ENABLED if enabled else pynvml.NVML_FEATURE_DISABLED
+            what = f"turning persistence mode {'on' if enabled else 'off'}"
+            zeusd = ("set_persistence_mode", bool(enabled), block)
+            self._change(what, ("SetPersistenceMode", mode), zeusd, "persistence mode")
 
 
 #: The name zeus-nb's NVML GPU had before it was Zeus's class.
