@@ -50,6 +50,8 @@ INNER_IMPORTS: dict[tuple[str, str], str] = {
     "replace utils.stack",
     ("zeus_nb.device.gpu", "zeus_nb.device"): "circle: Zeus's get_gpus() here returns the "
     "package's current system, and zeus_nb.device imports device.gpu",
+    ("zeus_nb.device.gpu.access", "zeus_nb.utils.zeusd"): "HTTP (the net extra's httpx), only "
+    "when zeusd is configured",
     ("zeus_nb.docsite", "zeus_nb.docsite.apidoc"): "circle: apidoc imports the docsite package",
     ("zeus_nb.docsite", "zeus_nb.runner.paths"): "tests replace runner.paths.source_checkout",
     ("zeus_nb.optimizer.batch_size.client", "zeus_nb.optimizer.batch_size.store_url"): "circle: "

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from zeus_nb.data.datasets import SYNTHETIC, check_imagenet_folder
-from zeus_nb.device.gpu.access import HOW_TO_CHANGE
+from zeus_nb.device.gpu.access import HOW_TO_CHANGE, READ_ONLY
 from zeus_nb.monitor import ZeusMonitor
 from zeus_nb.optimizer import GlobalPowerLimitOptimizer
 from zeus_nb.optimizer.power_limit import MaxSlowdownConstraint
+from zeus_nb.optimizer.power_limit.optimizer import _monitored_gpus
 from zeus_nb.optimizer.power_limit.states import steps_to_profile
 from zeus_nb.train import results as results_
 from zeus_nb.train.config import TrainConfig, max_slowdown_factor
@@ -62,9 +63,6 @@ def _read_only_gpus(monitor) -> list[str]:
 
     Every rank asks together (a sum over ranks): all of them run the optimizer or none does.
     """
-    from zeus_nb.device.gpu.access import READ_ONLY
-    from zeus_nb.optimizer.power_limit.optimizer import _monitored_gpus
-
     found = [(g, g.settings_access()) for g in _monitored_gpus(monitor)]
     why = [f"GPU {g.index} ({g.name}): {a.why}" for g, a in found if a.mode == READ_ONLY]
     (anywhere,) = all_sum([len(why)])
@@ -243,6 +241,8 @@ def choice_summary(out: dict[str, Any], job: _Job) -> str:
     """What the power-limit optimizer decided, never a limit it did not choose."""
     if not job.config.power_limit_optimizer:
         return f"power limit {out['power_limit_w']:g} W (optimizer off)"
+    if isinstance(job.plo, _NoOptimizer):  # asked for, but no GPU here may be changed
+        return f"power limit {out['power_limit_w']:g} W (optimizer off: the GPU may not be changed)"
     if out["profiling_done"]:
         return f"power limit {out['optimal_power_limit_w']:g} W chosen"
     plo, config = job.plo, job.config
