@@ -221,12 +221,16 @@ def target_epochs(
     train_trace: pd.DataFrame | None = None,
     target_metric: float | None = None,
     max_epochs: int | None = None,
+    *,
+    file_order: bool = False,
 ) -> pd.DataFrame:
     """Epoch at which each recorded run first reached the target, per (batch size, run).
 
     Columns: batch_size, run, target_epoch (NaN: never), reached. A run that reached the target
     only after ``max_epochs`` (default: the workload's) counts as not reached, as a training job
-    capped at ``max_epochs`` would have stopped first.
+    capped at ``max_epochs`` would have stopped first. Rows are sorted by (batch size, run), or
+    with ``file_order`` kept in the trace's own order (run 10 after run 1 there), the order the
+    simulators draw recorded runs from, as Zeus's simulator does.
     """
     wl = workload if isinstance(workload, Workload) else get_workload(workload)
     train = load_train_trace() if train_trace is None else train_trace
@@ -236,7 +240,9 @@ def target_epochs(
     out = rows[["batch_size", "run", "target_epoch"]].copy()
     out["reached"] = out["target_epoch"].notna() & (out["target_epoch"] <= cap)
     out.loc[~out["reached"], "target_epoch"] = float("nan")
-    return out.sort_values(["batch_size", "run"]).reset_index(drop=True)
+    if not file_order:
+        out = out.sort_values(["batch_size", "run"])
+    return out.reset_index(drop=True)
 
 
 def tta_eta(
