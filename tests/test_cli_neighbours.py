@@ -48,3 +48,68 @@ def test_a_list_parameter_swept_with_commas_is_one_point(notebook, name, info):
     assert value == text if isinstance(default, str) else list(value) == list(default)
     # brackets still give one point per list
     assert len(grid_points(build_grid(notebook, [[name, "[32,128],[512]"]]))) == 2
+
+
+# --- names compare the same way everywhere --------------------------------------------------
+def _shouted_traces(tmp_path):
+    """The shipped V100 power and train traces with every name in another case."""
+    from zeus_nb.data.traces import load_power_trace, load_train_trace
+
+    power, train = load_power_trace("v100"), load_train_trace()
+    for df in (power, train):
+        for column in ("dataset", "network", "optimizer"):
+            df[column] = df[column].str.title()
+    power_csv, train_csv = tmp_path / "power.csv", tmp_path / "train.csv"
+    power.to_csv(power_csv, index=False)
+    train.to_csv(train_csv, index=False)
+    return power_csv, train_csv
+
+
+def test_every_known_workload_matches_traces_that_spell_it_in_another_case(tmp_path):
+    from zeus_nb.data.traces import WORKLOADS, tta_eta
+    from zeus_nb.tradeoff import potential_savings
+
+    power_csv, train_csv = _shouted_traces(tmp_path)
+    from zeus_nb.data.traces import load_train_trace
+
+    train = load_train_trace(train_csv)
+    shouted = potential_savings(str(power_csv), train_trace=train)
+    plain = potential_savings("v100")
+    assert list(shouted["workload"]) == list(plain["workload"]) and len(plain) > 0
+    for name in WORKLOADS:  # the user's spelling, the traces' spelling: any case matches
+        if name in set(plain["workload"]):
+            a = tta_eta(name.upper(), str(power_csv), train_trace=train)
+            b = tta_eta(name, "v100")
+            assert a[["batch_size", "power_limit"]].equals(b[["batch_size", "power_limit"]])
+
+
+def test_tradeoff_cli_names_what_it_leaves_out_and_refuses_unknown_names(tmp_path):
+    import subprocess
+    import sys
+
+    power_csv, train_csv = _shouted_traces(tmp_path)
+    import pandas as pd
+
+    extra = pd.read_csv(power_csv)
+    extra = pd.concat([extra, extra[extra["dataset"] == "Imagenet"].assign(dataset="MyData")])
+    extra.to_csv(power_csv, index=False)
+    cli = [sys.executable, "-m", "zeus_nb.cli", "tradeoff"]
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [*cli, "savings", "--gpu", str(power_csv), "--train-trace", str(train_csv)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "imagenet" in done.stdout and "note: no row for mydata" in done.stderr
+    done = subprocess.run(
+        [*cli, "pareto", "--workload", "NoSuchSet"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 2 and "choose one of: cifar100, imagenet" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

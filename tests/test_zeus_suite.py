@@ -1,9 +1,9 @@
 """Zeus 0.16's own unit tests, run against zeus-nb (tools/zeus_suite/run.py), pass.
 
-Every failure must be listed by id and failure message in tools/zeus_suite/known_failures.py (at
-most 1 % of the tests collected), the suite must run (no wheel is a failure), every Zeus test file must be collected, and the recorded run
-(tools/zeus_suite/summary.json, from which docs/zeus_compat.md's table is generated) must be
-this run.
+Every failure must be listed by id and failure message in tools/zeus_suite/known_failures.py
+(at most 1 % of the tests collected), the suite must run (no wheel is a failure), every Zeus
+test file must be collected, and the recorded run (tools/zeus_suite/summary.json, from which
+docs/zeus_compat.md's table is generated) must be this run.
 """
 
 from __future__ import annotations
@@ -112,7 +112,9 @@ def test_price_tests_get_the_key_from_zeus_own_test_file(tmp_path):
 
 def test_judging_caps_listed_failures_at_one_percent(monkeypatch):
     failing = {f"t.py::f{i}": "failed" for i in range(3)}
-    monkeypatch.setattr(zeus_suite, "KNOWN_FAILURES", {k: KnownFailure("boom", "why") for k in failing})
+    monkeypatch.setattr(
+        zeus_suite, "KNOWN_FAILURES", {k: KnownFailure("boom", "why") for k in failing}
+    )
     passing = {f"t.py::ok{i}": "passed" for i in range(197)}
     found = zeus_suite.problems(_summary({**passing, **failing}))
     assert found == ["3 of 200 tests fail, more than 1% (2.0)"]

@@ -96,12 +96,13 @@ def potential_savings(
         default_batch_size,
         get_workload,
         load_power_trace,
+        name_key,
         tta_eta,
     )
 
     power = gpu if isinstance(gpu, pd.DataFrame) else load_power_trace(gpu)
     if workloads is None:
-        present = set(power["dataset"])
+        present = set(power["dataset"].map(name_key))
         workloads = [w for w in WORKLOADS if w in present]
         if not workloads:
             raise InputError(

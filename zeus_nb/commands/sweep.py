@@ -147,9 +147,7 @@ def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
         if name in grid:
             raise InputError(f"parameter {name!r} given twice; list all its values in one -p")
         info = declared[name]
-        grid[name] = parse_values(
-            text, declared_type(info), name, listed=list_parameter(info)
-        )
+        grid[name] = parse_values(text, declared_type(info), name, listed=list_parameter(info))
     return grid
 
 

@@ -330,14 +330,14 @@ def trace_train_fn(
     ``step_delay`` (s) sleeps once per epoch, to make demos visibly progress.
     """
     from zeus_nb import device
-    from zeus_nb.data.traces import get_workload, load_train_trace
+    from zeus_nb.data.traces import get_workload, load_train_trace, name_key
 
     wl = get_workload(workload)
     train = load_train_trace() if train_trace is None else train_trace
     rows = train[
-        (train["dataset"] == wl.dataset)
-        & (train["network"] == wl.network)
-        & (train["optimizer"] == wl.optimizer)
+        (train["dataset"].map(name_key) == wl.dataset)
+        & (train["network"].map(name_key) == wl.network)
+        & (train["optimizer"].map(name_key) == wl.optimizer)
         & (train["run"] == int(run))
     ]
     curves: dict[int, list[tuple[float, float]]] = {}
