@@ -113,3 +113,36 @@ def test_tradeoff_cli_names_what_it_leaves_out_and_refuses_unknown_names(tmp_pat
     )
     assert done.returncode == 2 and "choose one of: cifar100, imagenet" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+# --- options outside the domain where they mean anything ------------------------------------
+@pytest.mark.parametrize("gpu", ["a40", "v100"])
+def test_perseus_plan_refuses_a_time_quantum_past_any_clock_difference(gpu, tmp_path):
+    """Every GPU the synthetic profiles know: the longest quantum allowed (the widest span of
+    one instruction's times over its clocks) still gives a frontier of several points; a longer
+    one is refused (exit 2, one line naming the range)."""
+    import subprocess
+    import sys
+
+    from zeus_nb.optimizer.pipeline_frequency import load_profile, solve_frontier
+    from zeus_nb.optimizer.pipeline_frequency.solver import max_unit_time
+
+    cli = [sys.executable, "-m", "zeus_nb.cli", "perseus"]
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    csv = tmp_path / "p.csv"
+    subprocess.run([*cli, "synthetic", str(csv), "--gpu", gpu], check=True, env=env, timeout=300)
+    profile = load_profile(csv)
+    most = max_unit_time(profile)
+    assert len(solve_frontier(profile, 4, 4, most).points) > 1
+    for unit in (most * 1.5, 1000.0):
+        done = subprocess.run(
+            [*cli, "plan", str(csv), "--stages", "4", "--microbatches", "4"]
+            + ["--unit-time", repr(unit)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "the frontier would be one point" in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
