@@ -146,3 +146,70 @@ def test_perseus_plan_refuses_a_time_quantum_past_any_clock_difference(gpu, tmp_
         assert done.returncode == 2, done.stdout + done.stderr
         assert "the frontier would be one point" in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+
+
+# --- the monitor CLI: every subcommand ---------------------------------------------------------
+def _monitor_subcommands() -> list[str]:
+    import argparse
+
+    from zeus_nb.monitor.cli import parser
+
+    subs = [a for a in parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return sorted(subs[0].choices)
+
+
+def _monitor(args, env_extra=None, **kw):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZEUS_NB_")}
+    env.update({"PYTHONPATH": str(REPO), "ZEUS_NB_BACKEND": "sim", **(env_extra or {})})
+    cmd = [sys.executable, "-m", "zeus_nb.monitor", *args]
+    return subprocess.Popen(cmd, env=env, text=True, stdout=-1, stderr=-1, **kw)
+
+
+def _catches_sigterm(pid: int) -> bool:
+    """Whether the process has a SIGTERM handler installed (Linux: SigCgt in /proc)."""
+    import signal
+
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+    return False
+
+
+def test_the_monitor_cli_has_subcommands():
+    assert {"energy", "power"} <= set(_monitor_subcommands())
+
+
+@pytest.mark.parametrize("sub", _monitor_subcommands())
+def test_sigterm_ends_a_monitor_measurement_as_ctrl_c_does(sub):
+    import time
+
+    proc = _monitor([sub])
+    try:
+        deadline = time.monotonic() + 120
+        while not _catches_sigterm(proc.pid):  # waits for the handler, not for a guessed time
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.05)
+        proc.terminate()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "energy (J)" in out and ("Time (s)" in out or "Total time (s)" in out), out
+
+
+@pytest.mark.parametrize("sub", _monitor_subcommands())
+def test_the_monitor_refuses_what_would_measure_nothing_real(sub):
+    for args, env, says in (
+        ([sub, "--gpu-indices", "5", "--duration", "1"], {}, "this system has 1 GPU(s)"),
+        ([sub, "--duration", "1"], {"ZEUS_NB_SIM_CLOCK": "virtual"}, "runs by wall time"),
+    ):
+        proc = _monitor(args, env)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 2, (args, out, err)
+        assert says in err and out == ""
+        errors = [line for line in err.splitlines() if "error:" in line]
+        assert len(errors) == 1, err
