@@ -349,14 +349,9 @@ def run_by_epochs(
 
 
 def trace_rng(seed: int) -> np.random.Generator:
-    """The generator that draws which recorded run each simulated run replays.
-
-    Zeus's trace-driven simulator draws the same way: one ``default_rng(seed)`` for the whole
-    simulation, one uniform draw per run, among the batch size's recorded runs in the train
-    trace's row order (``_Arm.target_epochs``), also for a run that then cannot start. A draw
-    over ``n`` rows is ``integers(n)``, the value and generator state a one-row sample without
-    replacement gives, so the same seed replays the same runs as Zeus's simulator.
-    """
+    """The generator of which recorded run each simulated run replays, as Zeus's simulator
+    draws: one ``default_rng(seed)``, one ``integers(n)`` per run (a one-row sample's value and
+    state) over the batch size's runs in train-trace row order."""
     return np.random.default_rng(int(seed))
 
 
