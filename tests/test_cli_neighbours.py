@@ -213,3 +213,35 @@ def test_the_monitor_refuses_what_would_measure_nothing_real(sub):
         assert says in err and out == ""
         errors = [line for line in err.splitlines() if "error:" in line]
         assert len(errors) == 1, err
+
+
+# --- the monitor log across fork -------------------------------------------------------------
+def test_a_forked_child_never_writes_the_parents_run(tmp_path):
+    """Every row of the log is the parent's, once: the child's windows are not logged, and the
+    run reads back (a doubled run would be refused by the replay's reader)."""
+    import os
+
+    import zeus_nb
+    from zeus_nb.inputs.kinds import MONITOR_LOG
+    from zeus_nb.inputs.table import read_table
+    from zeus_nb.monitor import ZeusMonitor
+
+    zeus_nb.use_simulated(clock="wall")
+    path = tmp_path / "monitor.csv"
+    monitor = ZeusMonitor([0], log_file=path)
+    monitor.begin_window("before")
+    monitor.end_window("before")
+    pid = os.fork()
+    if pid == 0:  # the child: its window must not reach the parent's log
+        try:
+            monitor.begin_window("child")
+            monitor.end_window("child")
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    monitor.begin_window("after")
+    monitor.end_window("after")
+    lines = path.read_text().splitlines()
+    assert [line.split(",")[1] for line in lines[1:]] == ["before", "after"], lines
+    assert sum(line.startswith("start_time") for line in lines) == 1
+    assert len(read_table(path, MONITOR_LOG).rows) == 2
