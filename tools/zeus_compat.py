@@ -249,7 +249,8 @@ def suite_section(summary: dict) -> str:
     if failing:
         out += ["Tests that fail here, and why:", "", "| test | outcome | why |", "|---|---|---|"]
         for nodeid, entry in failing.items():
-            why = KNOWN_FAILURES.get(nodeid, "**not explained**")
+            known = KNOWN_FAILURES.get(nodeid)
+            why = known.why if known else "**not explained**"
             out.append(f"| `{nodeid}` | {entry['outcome']} | {why.replace('|', '/')} |")
     else:
         out.append("Every collected test passes or is skipped by Zeus's own conditions.")

@@ -16,6 +16,7 @@ from zeus_nb.data.traces import (
     default_batch_size,
     get_workload,
     load_power_trace,
+    name_key,
     tta_eta,
 )
 from zeus_nb.errors import InputError
@@ -100,7 +101,7 @@ def potential_savings(
 
     power = gpu if isinstance(gpu, pd.DataFrame) else load_power_trace(gpu)
     if workloads is None:
-        present = set(power["dataset"])
+        present = set(power["dataset"].map(name_key))
         workloads = [w for w in WORKLOADS if w in present]
         if not workloads:
             raise InputError(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from zeus_nb._legacy.job import Job
 from zeus_nb._legacy.policy.interface import BatchSizeOptimizer, PowerLimitOptimizer
-from zeus_nb.data.traces import WORKLOADS, Workload
+from zeus_nb.data.traces import WORKLOADS, Workload, name_key
 from zeus_nb.errors import InputError, SimulationError
 from zeus_nb.optimizer.batch_size.simulator import (
     WorkloadModel,
@@ -50,7 +50,7 @@ def job_workload(job: Job) -> Workload:
     Without a default batch size the model falls back to the smallest traced one; the batch-size
     policy decides what a missing ``default_bs`` means.
     """
-    known = WORKLOADS.get(job.dataset)
+    known = WORKLOADS.get(name_key(job.dataset))
     return Workload(
         job.dataset,
         job.network,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from zeus_nb.data.workloads import name_key
 from zeus_nb.errors import InputError
 from zeus_nb.utils.lr_scaler import LinearScaler, SquareRootScaler
 
@@ -68,13 +69,14 @@ class Job:
     def filter_df(self, df: pd.DataFrame) -> pd.DataFrame:
         """The rows of a trace (or of the train and power traces merged) that belong to this job.
 
-        The optimizer name matches in any case, the target metric within rounding.
+        Names match as :func:`~zeus_nb.data.workloads.name_key` compares them (any case), the
+        target metric within rounding.
         """
         target = float(self.target_metric)
         keep = (
-            (df["dataset"] == self.dataset)
-            & (df["network"] == self.network)
-            & (df["optimizer"].str.lower() == self.optimizer.lower())
+            (df["dataset"].map(name_key) == name_key(self.dataset))
+            & (df["network"].map(name_key) == name_key(self.network))
+            & (df["optimizer"].map(name_key) == name_key(self.optimizer))
             & ((df["target_metric"] - target).abs() <= 1e-9 * max(1.0, abs(target)))
         )
         return df.loc[keep]

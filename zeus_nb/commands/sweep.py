@@ -15,6 +15,7 @@ from zeus_nb.runner.notebooks import (
     declared_type,
     find_notebook,
     grid_points,
+    list_parameter,
     merge_parameters,
     notebook_parameters,
     parse_values,
@@ -51,7 +52,11 @@ def register(sub) -> None:
         action="append",
         default=[],
         metavar=("NAME", "VALUES"),
-        help="a parameter and its comma-separated values, e.g. -p batch_size 64,128,256",
+        help=(
+            "a parameter and its comma-separated values, e.g. -p batch_size 64,128,256; a "
+            "parameter that holds a list takes one list per point: -p live_batch_sizes 32,128 "
+            "is one point, [32,128],[512] two"
+        ),
     )
     p.add_argument(
         "-o", "--output-dir", type=nonempty("path"), default=None, help="runs/<notebook name>"
@@ -151,7 +156,8 @@ def build_grid(notebook: Path, pairs: list[list[str]]) -> dict[str, list]:
             raise InputError(f"{notebook.name} has no parameter {name!r}; its parameters: {names}")
         if name in grid:
             raise InputError(f"parameter {name!r} given twice; list all its values in one -p")
-        grid[name] = parse_values(text, declared_type(declared[name]), name)
+        info = declared[name]
+        grid[name] = parse_values(text, declared_type(info), name, listed=list_parameter(info))
     return grid
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 
-from zeus_nb.data.traces import get_workload, load_train_trace, tta_eta
+from zeus_nb.data.traces import WORKLOADS, get_workload, load_power_trace, load_train_trace, tta_eta
 from zeus_nb.inputs.args import nonempty
 from zeus_nb.tradeoff import pareto_front, potential_savings
 
@@ -52,7 +53,15 @@ def _train(args):
 
 
 def run_savings(args) -> int:
-    table = potential_savings(args.gpu, train_trace=_train(args))
+    power = load_power_trace(args.gpu)
+    table = potential_savings(power, train_trace=_train(args))
+    unknown = sorted(set(power["dataset"]) - set(WORKLOADS))
+    if unknown:  # a row missing without a word reads as "no saving"
+        print(
+            f"note: no row for {', '.join(unknown)}: not a known workload "
+            f"(known: {', '.join(WORKLOADS)})",
+            file=sys.stderr,
+        )
     if args.json:
         return _print_json(
             table,

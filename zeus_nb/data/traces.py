@@ -13,7 +13,12 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zeus_nb.data.workloads import WORKLOADS, Workload, get_workload  # noqa: F401 (re-exported)
+from zeus_nb.data.workloads import (  # noqa: F401 (re-exported)
+    WORKLOADS,
+    Workload,
+    get_workload,
+    name_key,
+)
 from zeus_nb.errors import InputError, MissingInputError, TraceFormatError, TraceNotFoundError
 from zeus_nb.inputs import read_table, read_text, reader
 from zeus_nb.inputs.kinds import POWER_TRACE, TRAIN_TRACE
@@ -98,7 +103,7 @@ def _checked_power_trace(table, source: str) -> pd.DataFrame:
     """A checked power trace as a DataFrame (int batch sizes, lower-case optimizers, no repeats)."""
     df = _frame(table, POWER_COLUMNS)
     df["batch_size"] = df["batch_size"].astype(int)
-    df["optimizer"] = df["optimizer"].str.lower()
+    _normalize_names(df)
     dup = df.duplicated(["dataset", "network", "batch_size", "optimizer", "power_limit"])
     if dup.any():
         i = int(dup.to_numpy().nonzero()[0][0])
@@ -141,8 +146,14 @@ def _checked_train_trace(table) -> pd.DataFrame:
     df = _frame(table, TRAIN_COLUMNS)
     df["batch_size"] = df["batch_size"].astype(int)
     df["run"] = df["run"].astype(int)
-    df["optimizer"] = df["optimizer"].str.lower()
+    _normalize_names(df)
     return df.reset_index(drop=True)
+
+
+def _normalize_names(df: pd.DataFrame) -> None:
+    """Dataset, network and optimizer names as :func:`name_key` compares them, in place."""
+    for column in ("dataset", "network", "optimizer"):
+        df[column] = df[column].map(name_key)
 
 
 @reader(TRAIN_TRACE)
@@ -169,7 +180,9 @@ def power_curves(
     ``network`` and ``optimizer`` default to the paper's choice when the dataset is a known workload
     and the trace has it; otherwise the dataset must identify a single (network, optimizer).
     """
-    rows = trace[trace["dataset"] == dataset]
+    dataset = name_key(dataset)
+    network = None if network is None else name_key(network)
+    rows = trace[trace["dataset"].map(name_key) == dataset]
     if rows.empty:
         known = ", ".join(sorted(trace["dataset"].unique()))
         raise InputError(f"the power trace has no dataset {dataset!r}; it has: {known}")
@@ -180,7 +193,8 @@ def power_curves(
     if optimizer is None:
         opts = rows[rows["network"] == network]["optimizer"].unique()
         optimizer = wl.optimizer if wl and wl.optimizer in opts else opts[0]
-    rows = rows[(rows["network"] == network) & (rows["optimizer"] == optimizer.lower())]
+    names = rows["network"].map(name_key), rows["optimizer"].map(name_key)
+    rows = rows[(names[0] == network) & (names[1] == name_key(optimizer))]
     if rows.empty:
         raise InputError(f"the power trace has no rows for {dataset}/{network}/{optimizer}")
     return rows.sort_values(["batch_size", "power_limit"]).reset_index(drop=True)
@@ -200,12 +214,23 @@ def default_batch_size(workload: str | Workload, power_trace: pd.DataFrame) -> i
 
 def _metric_rows(train: pd.DataFrame, wl: Workload, target: float) -> pd.DataFrame:
     rows = train[
-        (train["dataset"] == wl.dataset)
-        & (train["network"] == wl.network)
-        & (train["optimizer"] == wl.optimizer)
+        (train["dataset"].map(name_key) == name_key(wl.dataset))
+        & (train["network"].map(name_key) == name_key(wl.network))
+        & (train["optimizer"].map(name_key) == name_key(wl.optimizer))
     ]
     if rows.empty:
-        raise InputError(f"the train trace has no runs of {wl.dataset}/{wl.network}/{wl.optimizer}")
+        have = sorted(
+            {
+                f"{d}/{n}/{o}"
+                for d, n, o in train[["dataset", "network", "optimizer"]]
+                .map(name_key)
+                .itertuples(index=False)
+            }
+        )
+        raise InputError(
+            f"the train trace has no runs of {wl.dataset}/{wl.network}/{wl.optimizer}; "
+            f"it has: {', '.join(have)}"
+        )
     hit = rows[(rows["target_metric"] - target).abs() <= 1e-9 * max(1.0, abs(target))]
     if hit.empty:
         have = ", ".join(f"{m:g}" for m in sorted(rows["target_metric"].unique()))
@@ -221,12 +246,16 @@ def target_epochs(
     train_trace: pd.DataFrame | None = None,
     target_metric: float | None = None,
     max_epochs: int | None = None,
+    *,
+    file_order: bool = False,
 ) -> pd.DataFrame:
     """Epoch at which each recorded run first reached the target, per (batch size, run).
 
     Columns: batch_size, run, target_epoch (NaN: never), reached. A run that reached the target
     only after ``max_epochs`` (default: the workload's) counts as not reached, as a training job
-    capped at ``max_epochs`` would have stopped first.
+    capped at ``max_epochs`` would have stopped first. Rows are sorted by (batch size, run), or
+    with ``file_order`` kept in the trace's own order (run 10 after run 1 there), the order the
+    simulators draw recorded runs from, as Zeus's simulator does.
     """
     wl = workload if isinstance(workload, Workload) else get_workload(workload)
     train = load_train_trace() if train_trace is None else train_trace
@@ -236,7 +265,9 @@ def target_epochs(
     out = rows[["batch_size", "run", "target_epoch"]].copy()
     out["reached"] = out["target_epoch"].notna() & (out["target_epoch"] <= cap)
     out.loc[~out["reached"], "target_epoch"] = float("nan")
-    return out.sort_values(["batch_size", "run"]).reset_index(drop=True)
+    if not file_order:
+        out = out.sort_values(["batch_size", "run"])
+    return out.reset_index(drop=True)
 
 
 def tta_eta(

@@ -49,9 +49,16 @@ WORKLOADS: dict[str, Workload] = {
 }
 
 
+def name_key(name: object) -> str:
+    """How dataset, network and optimizer names compare everywhere: case and surrounding space
+    ignored (``ImageNet`` in a trace is ``imagenet``). Traces are normalized when read, and
+    every name a user gives goes through this before it is matched."""
+    return str(name).strip().lower()
+
+
 def get_workload(name: str) -> Workload:
     """Look up a workload by dataset name (``imagenet``) or ``dataset/network``."""
-    key = name.split("/")[0].lower()
+    key = name_key(name.split("/")[0])
     if key not in WORKLOADS:
         raise InputError(f"unknown workload {name!r}; choose one of: {', '.join(WORKLOADS)}")
     return WORKLOADS[key]

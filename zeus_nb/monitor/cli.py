@@ -11,14 +11,56 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime
 
 from zeus_nb.device.base import POWER_DOMAINS
+from zeus_nb.errors import InputError
 from zeus_nb.inputs.args import Parser, count, seconds
+from zeus_nb.inputs.env import env
 from zeus_nb.monitor import ZeusMonitor
 from zeus_nb.monitor.power import DEFAULT_UPDATE_PERIOD, PowerMonitor
 from zeus_nb.utils.boundary import run_main
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM (``timeout 60 ...``, ``kill``) ends a measurement as Ctrl+C does: the window or
+    the totals are still printed, instead of the process dying with nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _check_setup(gpu_indices: list[int] | None, backend: str | None) -> None:
+    """Refuse what would measure nothing real: the simulated GPU on its virtual clock (these
+    commands run by wall time, so 0 s), or a GPU index the system does not have."""
+    from zeus_nb import device
+
+    if device.resolve_backend(backend) != "nvml" and env("ZEUS_NB_SIM_CLOCK") == "virtual":
+        raise InputError(
+            f"{PROG} runs by wall time, but ZEUS_NB_SIM_CLOCK=virtual keeps the simulated GPU "
+            "still (0 s, 0 J): unset it or set ZEUS_NB_SIM_CLOCK=wall"
+        )
+    have = len(device.current(backend).gpus)
+    missing = [i for i in gpu_indices or [] if i >= have]
+    if missing:
+        raise InputError(
+            f"--gpu-indices {' '.join(map(str, missing))}: this system has {have} GPU(s), "
+            f"indices 0..{have - 1}"
+        )
 
 
 def _wait(duration: float | None) -> None:
@@ -36,7 +78,8 @@ def energy(
 
     monitor = ZeusMonitor(gpu_indices, backend=backend)
     monitor.begin_window("zeus_nb.monitor.energy")
-    _wait(duration)
+    with _sigterm_as_ctrl_c():
+        _wait(duration)
     m = monitor.end_window("zeus_nb.monitor.energy")
     print(f"Time (s): {m.time:.3f}")
     for i, joules in m.gpu_energy.items():
@@ -68,7 +111,7 @@ def power(
     first = [t for pts in monitor.get_power_timeline(power_domain).values() for t, _ in pts]
     start = min(first, default=time.time())  # from the sample the monitor took as it started
     deadline = None if duration is None else time.monotonic() + duration
-    try:
+    with _sigterm_as_ctrl_c(), contextlib.suppress(KeyboardInterrupt):
         while deadline is None or time.monotonic() < deadline:
             left = (
                 update_period
@@ -80,8 +123,6 @@ def power(
             if watts is not None:
                 readings = ", ".join(f"GPU{i}: {w:.1f} W" for i, w in watts.items())
                 print(f"{datetime.now().isoformat(timespec='milliseconds')} {readings}", flush=True)
-    except KeyboardInterrupt:
-        pass
     end = time.time()
     monitor.stop()
     print(f"Total time (s): {end - start:.3f}")
@@ -112,11 +153,12 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Inside the one error boundary (:func:`zeus_nb.utils.boundary.run_main`): a bad option
-    or GPU index is one line naming it, exit status 2."""
+    or GPU index is one line naming it, exit status 2. SIGTERM ends it as Ctrl+C does."""
 
     def run(args_list: list[str]) -> int:
         args = parser().parse_args(args_list)
         os.environ.setdefault("ZEUS_NB_SIM_CLOCK", "wall")
+        _check_setup(args.gpu_indices, args.backend)
         if args.subcommand == "energy":
             energy(args.gpu_indices, args.duration, args.backend)
         else:

@@ -9,7 +9,9 @@ written:
   file in this process takes the file over (the older one's later windows are not logged, with
   a warning); a monitor in another process is refused with an error that says so, since rows of
   two processes would interleave into one run (an advisory ``flock`` on the log itself, held
-  while the monitor lives: no file is added beside the log).
+  while the monitor lives: no file is added beside the log). A forked child inherits the
+  parent's writer and its lock but never writes the parent's run: its windows are not logged
+  (with a warning), and a monitor it makes itself is another process's, refused as above.
 * **whether a window is whole**: the power-limit optimizer measures a limit in pieces (it pauses
   at each epoch's end) and may cancel the last piece (adaptive profiling) or be killed midway.
   Its pieces are held here and written as one record when the limit is finished
@@ -60,6 +62,22 @@ def _release(key: str, writer_id: int) -> None:
                 os.close(writer.lock)
 
 
+def _after_fork_in_child() -> None:
+    """The child of a fork holds copies of this process's writers: they stop writing (the rows
+    would double the parent's run) and let go of the child's copy of the lock."""
+    for writer in list(_WRITERS.values()):
+        writer.pid = -1
+        if writer.lock is not None:
+            with contextlib.suppress(OSError):
+                os.close(writer.lock)
+            writer.lock = None
+    _WRITERS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _lock(path: Path) -> int | None:
     """A descriptor of ``path`` holding an exclusive ``flock`` (None where there is no flock),
     or our error when another process holds it."""
@@ -86,6 +104,7 @@ class MonitorLog:
         self.path = path
         self.header = header
         self.revoked = False
+        self.pid = os.getpid()  # the process whose run this is (-1: a forked copy)
         self._keys: set[tuple] = set()
         self._pending: list[list[str]] = []
         self._held: dict[str, tuple[float, float, list[float]] | None] = {}
@@ -143,6 +162,15 @@ class MonitorLog:
         self._append(name, start, elapsed, energy)
 
     def _append(self, name: str, start: float, elapsed: float, energy: list[float]) -> None:
+        if self.pid != os.getpid():
+            log.warning(
+                "window %r is not logged: this process is a fork of the one whose run %s "
+                "holds; make a ZeusMonitor with its own log_file in the child",
+                name,
+                self.path,
+            )
+            self._pending.clear()
+            return
         if self.revoked:
             log.warning(
                 "window %r is not logged: a newer ZeusMonitor of this process writes %s now",
@@ -179,7 +207,7 @@ class MonitorLog:
 
     def flush(self, name: str = "") -> None:
         """Write the rows an I/O error kept back (they go out with the next window)."""
-        if not self._pending or self.revoked:
+        if not self._pending or self.revoked or self.pid != os.getpid():
             return
         try:
             append_rows(self.path, _csv(self._pending), MONITOR_LOG, self.header)

@@ -170,9 +170,35 @@ def split_values(text: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
-def parse_values(text: str, type_name: str | None = None, name: str = "") -> list[Any]:
+_LIST_HELP = re.compile(r"comma[- ]separated", re.IGNORECASE)
+
+
+def list_parameter(info: dict[str, Any]) -> bool:
+    """Whether one value of the parameter is itself a list: annotated ``list``/``tuple``, a list
+    default, or text documented as comma-separated (``live_batch_sizes: str = "32,128"  #
+    ... (comma-separated)``), so ``-p live_batch_sizes 32,128`` is one point, not two."""
+    t = (info.get("inferred_type_name") or "").strip().lower()
+    if t.split("[", 1)[0] in ("list", "tuple"):
+        return True
+    if str(info.get("default", "")).strip().startswith("["):
+        return True
+    return t in ("", "str") and bool(_LIST_HELP.search(str(info.get("help") or "")))
+
+
+def parse_values(
+    text: str, type_name: str | None = None, name: str = "", *, listed: bool = False
+) -> list[Any]:
     """Comma-separated values (``"64,128,256"``) as a list of typed values; a value in brackets
-    is one list (``-p live_power_limits [300,200],[250,150]`` is two points)."""
+    is one list (``-p live_power_limits [300,200],[250,150]`` is two points).
+
+    ``listed`` (see :func:`list_parameter`): one value is a list, so text without brackets is
+    one point holding all of it (the text as given for a text parameter, else a list).
+    """
+    s = text.strip()
+    if listed and s and not s.startswith("["):
+        if (type_name or "").strip().lower() in ("", "str"):
+            return [s]
+        return [[parse_value(p, None, name) for p in split_values(s)]]
     parts = split_values(text)
     if not parts:
         where = f"parameter {name!r}: " if name else ""

@@ -71,7 +71,7 @@ class _Arm:
     epoch_time: np.ndarray  # s, per power limit
     epoch_energy: np.ndarray  # J, per power limit
     best: int  # index of the least-cost power limit
-    target_epochs: np.ndarray  # one per recorded run; NaN: never reached
+    target_epochs: np.ndarray  # one per recorded run, in trace order; NaN: never reached
 
     def sample_target(self, rng: np.random.Generator) -> float:
         """The target epoch of one recorded run drawn uniformly (NaN: that run never reached)."""
@@ -140,7 +140,7 @@ def workload_model(
     power_all = load_power_trace(gpu)
     power = power_curves(power_all, wl.dataset, wl.network, wl.optimizer)
     # target_epoch is NaN for runs that never reached the target within max_epochs
-    train = target_epochs(wl, load_train_trace(train_trace))
+    train = target_epochs(wl, load_train_trace(train_trace), file_order=True)
     max_power = float(power_all["power_limit"].max())
     arms: dict[int, _Arm] = {}
     for bs, rows in power.groupby("batch_size"):
@@ -349,8 +349,10 @@ def run_by_epochs(
 
 
 def trace_rng(seed: int) -> np.random.Generator:
-    """The generator that draws which recorded run each simulated run replays."""
-    return np.random.default_rng([int(seed), 1])
+    """The generator of which recorded run each simulated run replays, as Zeus's simulator
+    draws: one ``default_rng(seed)``, one ``integers(n)`` per run (a one-row sample's value and
+    state) over the batch size's runs in train-trace row order."""
+    return np.random.default_rng(int(seed))
 
 
 #: One row per attempt of :func:`simulate`.

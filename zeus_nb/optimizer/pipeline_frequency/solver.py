@@ -139,6 +139,33 @@ def default_unit_time(profile: InstructionProfile) -> float:
     )
 
 
+def max_unit_time(profile: InstructionProfile) -> float:
+    """The coarsest time quantum that means anything: half the widest span of one instruction's
+    times over its clocks, so that instruction's slowest and fastest clocks lie at least two
+    quanta apart whatever the rounding. Much coarser, every instruction's clocks round to the
+    same number of quanta and the frontier collapses to one point."""
+    spans = []
+    for s in range(profile.num_stages):
+        for i in ("forward", "backward"):
+            times = [m.time for m in profile.options(s, i)]
+            spans.append(max(times) - min(times))
+    return max(spans) / 2
+
+
+def check_unit_time(profile: InstructionProfile, unit: float) -> float:
+    """``unit`` if it lies in (0, :func:`max_unit_time`], else a one-line error naming the range."""
+    unit = number(unit, "the time quantum (unit_time)", DURATION)
+    most = max_unit_time(profile)
+    if unit > most:
+        raise InputError(
+            f"a time quantum (--unit-time, unit_time=) of {unit:.3g} s is longer than any "
+            f"instruction's time varies with its clock (at most {most:.3g} s), so the frontier "
+            f"would be one point; give one in (0, {most:.3g}] s (default "
+            f"{default_unit_time(profile):.3g} s)"
+        )
+    return unit
+
+
 SOLVERS = ("native", "lowtime")
 
 #: Bounds on one plan's work (about 10 s each on one core): the solver takes one step per time
@@ -230,7 +257,7 @@ def solve_frontier(
     profile.check_stages(stages)
     microbatches = integer(microbatches, "microbatches", 1, 10**6)
     unit = default_unit_time(profile) if unit_time is None else unit_time
-    unit = number(unit, "the time quantum (unit_time)", DURATION)
+    unit = check_unit_time(profile, unit)
     check_planning_work(profile, stages, microbatches, unit)
     table = PlanTable(stages, microbatches)
     scale = cost_scale(profile)
