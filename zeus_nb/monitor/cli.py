@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from datetime import datetime
 
+from zeus_nb import device
 from zeus_nb.device.base import POWER_DOMAINS
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.args import Parser, count, seconds
@@ -47,8 +48,6 @@ def _sigterm_as_ctrl_c() -> Iterator[None]:
 def _check_setup(gpu_indices: list[int] | None, backend: str | None) -> None:
     """Refuse what would measure nothing real: the simulated GPU on its virtual clock (these
     commands run by wall time, so 0 s), or a GPU index the system does not have."""
-    from zeus_nb import device
-
     if device.resolve_backend(backend) != "nvml" and env("ZEUS_NB_SIM_CLOCK") == "virtual":
         raise InputError(
             f"{PROG} runs by wall time, but ZEUS_NB_SIM_CLOCK=virtual keeps the simulated GPU "
