@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -117,11 +118,15 @@ def _recurrence(epochs_to_target: dict[int, int], **spec_kw):
 
 
 @pytest.mark.parametrize("server", ["sqlite", "postgresql"], indirect=True)
-def test_recurrences_through_the_server_prune_then_sample(server):
+def test_recurrences_through_the_server_prune_then_sample(server, caplog):
     _, path = server
     # 1024 and 512 reach the target after one epoch, 256 needs five: beta 2 stops it early.
     reach = {256: 5, 512: 1, 1024: 1}
-    runs = [_recurrence(reach) for _ in range(12)]
+    with caplog.at_level(logging.INFO, logger="zeus_nb.optimizer.batch_size.server"):
+        runs = [_recurrence(reach) for _ in range(12)]
+    # the end of pruning is logged once, with the arms sampled from then on (as Zeus does)
+    ends = [r.getMessage() for r in caplog.records if "Thompson sampling with arms" in r.message]
+    assert ends == ["job cifar-served: pruning is over; Thompson sampling with arms [512, 1024]"]
     assert [r[1] for r in runs] == list(range(1, 13))  # one trial per run, numbered in order
     store = open_store(path, create=False)
     log = store.observations("cifar-served")

@@ -204,7 +204,11 @@ def test_sigterm_ends_a_monitor_measurement_as_ctrl_c_does(sub):
 @pytest.mark.parametrize("sub", _monitor_subcommands())
 def test_the_monitor_refuses_what_would_measure_nothing_real(sub):
     for args, env, says in (
-        ([sub, "--gpu-indices", "5", "--duration", "1"], {}, "this system has 1 GPU(s)"),
+        (
+            [sub, "--gpu-indices", "5", "--duration", "1"],
+            {"ZEUS_NB_SIM_GPUS": "2"},
+            "this system has 2 GPU(s)",
+        ),
         ([sub, "--duration", "1"], {"ZEUS_NB_SIM_CLOCK": "virtual"}, "runs by wall time"),
     ):
         proc = _monitor(args, env)

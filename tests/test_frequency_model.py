@@ -111,15 +111,17 @@ def test_nvml_clocks_through_fake_pynvml(fake_nvml):
 
 
 def test_nvml_clock_errors_are_mapped(fake_nvml):
-    fake_nvml.set_device(0, clock_error="NoPermission")
+    # NOT_SUPPORTED first: a refused setter marks the GPU read-only for the rest of the process
+    # (found once), so later calls on the same GPU no longer reach NVML.
+    fake_nvml.set_device(0, clock_error="NotSupported")
     g = device.current("nvml").gpu(0)
+    with pytest.raises(UnsupportedError, match="not supported"):
+        g.set_locked_clocks(1410, 1740)
+    fake_nvml.set_device(0, clock_error="NoPermission")
     with pytest.raises(ClockPermissionError, match="SYS_ADMIN"):
         g.set_locked_clocks(1410, 1740)
     with pytest.raises(ClockPermissionError):
         g.reset_locked_clocks()
-    fake_nvml.set_device(0, clock_error="NotSupported")
-    with pytest.raises(UnsupportedError, match="not supported"):
-        g.set_locked_clocks(1410, 1740)
     fake_nvml.set_device(0, clock_error=None, memory_clocks_mhz=[])
     with pytest.raises(UnsupportedError, match="no memory clock"):
         g.supported_clocks()

@@ -220,6 +220,34 @@ def test_no_window_opens_while_the_wall_clock_calibrates(monkeypatch):
     plo.close()
 
 
+@pytest.mark.parametrize(("wait", "warmup"), [(1, 10), (1, 4), (2, 2), (1, 1)])
+def test_calibration_overlaps_the_warm_up(monkeypatch, wait, warmup):
+    """Warm-up steps are unmeasured, so calibration runs during them: at Zeus's defaults the
+    first window opens at Zeus's step (wait + warm-up), later only by the calibration steps
+    the warm-up could not cover (the sizing rule of steps_to_profile's docstring)."""
+    fake = FakeTime()
+    monkeypatch.setattr(sim_wall, "time", fake)
+    monkeypatch.setattr(sim_wall, "_waited", lambda: 0.0)
+    device.use_simulated(gpu="a40", workload="imagenet", clock="wall")
+    plo = GlobalPowerLimitOptimizer(
+        ZeusMonitor(gpu_indices=[0]),
+        MaxSlowdownConstraint(1.0),
+        wait_steps=wait,
+        warmup_steps=warmup,
+    )
+    plo.on_epoch_begin()
+    begun = 0
+    while plo.phase != Phase.PROFILE:
+        plo.on_step_begin()
+        begun += 1
+        fake.now += 0.002
+        plo.on_step_end()
+        assert begun < 40
+    # Zeus's first window opens at step wait + warm-up + 1; one after CALIBRATION_STEPS marks
+    assert begun == max(wait + warmup, sim_wall.CALIBRATION_STEPS) + 1
+    plo.close()
+
+
 def test_time_spent_waiting_for_a_cpu_is_not_the_loops(monkeypatch):
     """A busy machine keeps the process off a CPU; the wall clock charges what it ran or slept."""
     fake = FakeTime()

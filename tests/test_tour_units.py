@@ -40,7 +40,7 @@ def test_the_tour_prints_units(monkeypatch, tmp_path, capsys):
     import json
 
     from zeus_nb.cli import main
-    from zeus_nb.runner import notebooks
+    from zeus_nb.commands import tour
     from zeus_nb.runner.notebooks import RunResult
 
     nb = tmp_path / "06_pipeline_frequency.ipynb"
@@ -52,10 +52,12 @@ def test_the_tour_prints_units(monkeypatch, tmp_path, capsys):
         side.write_text(json.dumps({"records": {"max_clock": [1.826, 1171.0], "backend": "sim"}}))
         return RunResult(path, output, params, True, 1.0)
 
-    monkeypatch.setattr(notebooks, "run_notebook", fake_run)
-    monkeypatch.setattr(notebooks, "find_notebook", lambda n: nb)
+    # the tour command's own names (bound at its import, which another test may have done)
+    monkeypatch.setattr(tour, "run_notebook", fake_run)
+    monkeypatch.setattr(tour, "find_notebook", lambda n: nb)
     monkeypatch.setattr(
-        "zeus_nb.runner.records.read_notebook",
+        tour,
+        "read_notebook",
         lambda p: {"records": {"max_clock": [1.826, 1171.0], "backend": "sim"}},
     )
     assert main(["tour", "--only", "06", "-o", str(tmp_path / "out")]) == 0
@@ -66,7 +68,7 @@ def test_the_tour_prints_units(monkeypatch, tmp_path, capsys):
 
 def test_a_long_unit_goes_on_its_own_line(monkeypatch, tmp_path, capsys):
     from zeus_nb.cli import main
-    from zeus_nb.runner import notebooks
+    from zeus_nb.commands import tour
     from zeus_nb.runner.notebooks import RunResult
 
     nb = tmp_path / "03_energy_time_tradeoff.ipynb"
@@ -77,11 +79,10 @@ def test_a_long_unit_goes_on_its_own_line(monkeypatch, tmp_path, capsys):
         output.write_text("{}")
         return RunResult(path, output, params, True, 1.0)
 
-    monkeypatch.setattr(notebooks, "run_notebook", fake_run)
-    monkeypatch.setattr(notebooks, "find_notebook", lambda n: nb)
-    monkeypatch.setattr(
-        "zeus_nb.runner.records.read_notebook", lambda p: {"records": {"best_both_ratio": ratios}}
-    )
+    # the tour command's own names (bound at its import, which another test may have done)
+    monkeypatch.setattr(tour, "run_notebook", fake_run)
+    monkeypatch.setattr(tour, "find_notebook", lambda n: nb)
+    monkeypatch.setattr(tour, "read_notebook", lambda p: {"records": {"best_both_ratio": ratios}})
     assert main(["tour", "--only", "03", "-o", str(tmp_path / "out")]) == 0
     lines = capsys.readouterr().out.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("  best_both_ratio = "))

@@ -282,7 +282,10 @@ class GlobalPowerLimitOptimizer(Callback):
         self._in_step = True
         s = self.state
         if isinstance(s, Ready):
-            s.steps -= 1 if s.steps > 1 or self._pacer.ready() else 0  # no window: calibrating
+            # The first window opens only once the wall clock's calibration is over (it may
+            # overlap the warm-up, whose steps are unmeasured: Zeus's step counts then hold).
+            opens = self.warmup_steps == 0 and s.steps <= 1
+            s.steps -= 0 if opens and not self._pacer.ready() else 1
             if s.steps <= 0:
                 if self._start is None:
                     self._start = self._read()
@@ -292,7 +295,7 @@ class GlobalPowerLimitOptimizer(Callback):
                     )
                 self._enter(s.index)
         elif isinstance(s, Warmup):
-            s.steps -= 1
+            s.steps -= 0 if s.steps <= 1 and not self._pacer.ready() else 1
             if s.steps <= 0:
                 self._profile(s.index)
         elif isinstance(s, Profiling):

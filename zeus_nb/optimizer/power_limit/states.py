@@ -101,7 +101,9 @@ def steps_to_profile(
     and choose (non-adaptive; adaptive profiling may need fewer, depending on what it measures).
 
     Size a run by this, not by seconds: the last window closes where the next step begins, so
-    a run with one step fewer ends with no choice made, however fast the machine is.
+    a run with one step fewer ends with no choice made, however fast the machine is. (On the
+    simulated wall clock the first window waits for its 5 calibration steps: with fewer than 5
+    wait and warm-up steps together, add the difference.)
     """
     limits = math.floor((max_limit - min_limit) / pl_step + 1e-9) + 1
     return wait_steps + limits * (warmup_steps + profile_steps) + 1

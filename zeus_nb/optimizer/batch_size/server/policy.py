@@ -39,6 +39,7 @@ class ServerPolicy(PaperBatchSizeOptimizer):
 
     def __init__(self, spec: JobSpec, store: MemoryStore, explorations: set[int], **kwargs):
         self._explorations = explorations  # read while the constructor syncs the log
+        self.announced = False  # whether the end of pruning (the arms sampled) was logged
         super().__init__(spec, store, **kwargs)
 
     def _prunes(self, observation_id: int) -> bool:
@@ -133,6 +134,13 @@ def next_trial(state: JobState, policy: ServerPolicy, cheapest: int) -> tuple[in
         if out:
             return cheapest, CONCURRENT
         return bs, EXPLORATION
+    if not policy.announced:  # once per policy built (a server that restarts says it again)
+        policy.announced = True
+        log.info(
+            "job %s: pruning is over; Thompson sampling with arms %s",
+            state.job.job_id,
+            [int(b) for b in policy.survivors],
+        )
     bs = policy.next_batch_size()
     if log.isEnabledFor(logging.DEBUG):
         for row in policy.posterior().itertuples():

@@ -142,9 +142,20 @@ async def _transaction(session: AsyncSession, work: Callable[[], Awaitable[Any]]
         return _error(status.HTTP_500_INTERNAL_SERVER_ERROR, f"the server failed: {e}")
 
 
-async def _read(request: Request, record: type, what: str) -> Any:
-    """The request's body as ``record`` (:func:`.bodies.parse_body`)."""
-    return parse_body(await request.body(), record, what)
+def _body(record: type, what: str) -> Callable[[Request], Awaitable[Any]]:
+    """A dependency reading the request's body as ``record`` (:func:`.bodies.parse_body`, the
+    one validation HTTP and Python share); a bad body raises :class:`.BadRequest`, answered by
+    :func:`_bad_request`. Routes take the record under Zeus's parameter name."""
+
+    async def read(request: Request) -> Any:
+        return parse_body(await request.body(), record, what)
+
+    return read
+
+
+JobBody = Annotated[JobSpecFromClient, Depends(_body(JobSpecFromClient, "the job (POST /jobs)"))]
+TrialBody = Annotated[TrialId, Depends(_body(TrialId, "the trial (PATCH /trials)"))]
+ResultBody = Annotated[TrainingResult, Depends(_body(TrainingResult, "the report (POST /report)"))]
 
 
 @app.post(
@@ -154,13 +165,9 @@ async def _read(request: Request, record: type, what: str) -> Any:
     openapi_extra=_body_schema(JobSpecFromClient),
 )
 async def register_job(
-    request: Request, response: Response, db_session: Session, prefix_locks: PrefixLocks
+    job: JobBody, response: Response, db_session: Session, prefix_locks: PrefixLocks
 ):
     """Register a job (201), or check that a registered one has these settings (200)."""
-    try:
-        job = await _read(request, JobSpecFromClient, "the job (POST /jobs)")
-    except BadRequest as e:
-        return _error(e.status_code, e.message)
 
     async def work():
         created, new = await BatchSizeService(db_session).register_job(job)
@@ -187,12 +194,8 @@ async def delete_job(job_id: str, db_session: Session, job_locks: JobLocks):
 
 
 @app.patch(REPORT_END_URL, openapi_extra=_body_schema(TrialId))
-async def end_trial(request: Request, db_session: Session, job_locks: JobLocks):
+async def end_trial(trial: TrialBody, db_session: Session, job_locks: JobLocks):
     """End a trial whose run exits without a verdict (it counts as failed)."""
-    try:
-        trial = await _read(request, TrialId, "the trial (PATCH /trials)")
-    except BadRequest as e:
-        return _error(e.status_code, e.message)
     async with job_locks[trial.job_id]:
         return await _transaction(db_session, lambda: BatchSizeService(db_session).end_trial(trial))
 
@@ -213,14 +216,16 @@ async def predict(job_id: str, db_session: Session, job_locks: JobLocks):
     response_model=ReportResponse,
     openapi_extra=_body_schema(TrainingResult),
 )
-async def report(request: Request, db_session: Session, job_locks: JobLocks):
+async def report(result: ResultBody, db_session: Session, job_locks: JobLocks):
     """Judge a run after an epoch: go on, or stop (and whether it reached the target)."""
-    try:
-        result = await _read(request, TrainingResult, "the report (POST /report)")
-    except BadRequest as e:
-        return _error(e.status_code, e.message)
     async with job_locks[result.job_id]:
         return await _transaction(db_session, lambda: BatchSizeService(db_session).report(result))
+
+
+@app.exception_handler(BadRequest)
+async def _bad_request(_request: Request, exc: BadRequest) -> JSONResponse:
+    """A body or parameter the one validation refused: its status and message."""
+    return _error(exc.status_code, exc.message)
 
 
 @app.exception_handler(RequestValidationError)
