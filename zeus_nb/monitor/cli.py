@@ -47,22 +47,22 @@ def _sigterm_as_ctrl_c() -> Iterator[None]:
 
 def _check_setup(gpu_indices: list[int] | None, backend: str | None) -> None:
     """Refuse what would measure nothing real: the simulated GPU on its virtual clock (these
-    commands run by wall time, so 0 s), or a GPU index the system does not have (a simulated
-    system sized by ZEUS_NB_SIM_GPUS has that many; unsized, it grows to the indices asked for)."""
+    commands run by wall time, so 0 s), or a GPU index the system does not have."""
     if device.resolve_backend(backend) != "nvml" and env("ZEUS_NB_SIM_CLOCK") == "virtual":
         raise InputError(
             f"{PROG} runs by wall time, but ZEUS_NB_SIM_CLOCK=virtual keeps the simulated GPU "
             "still (0 s, 0 J): unset it or set ZEUS_NB_SIM_CLOCK=wall"
         )
     system = device.current(backend)
-    if getattr(system, "grow", False):
-        return  # a simulated system without ZEUS_NB_SIM_GPUS has as many GPUs as asked for
     have = len(system.gpus)
     missing = [i for i in gpu_indices or [] if i >= have]
     if missing:
+        more = (
+            "; a simulated system has ZEUS_NB_SIM_GPUS of them" if hasattr(system, "grow") else ""
+        )
         raise InputError(
             f"--gpu-indices {' '.join(map(str, missing))}: this system has {have} GPU(s), "
-            f"indices 0..{have - 1}"
+            f"indices 0..{have - 1}{more}"
         )
 
 
