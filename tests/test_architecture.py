@@ -41,8 +41,6 @@ INNER_IMPORTS: dict[tuple[str, str], str] = {
     "they load; the chosen one loads on first use",
     ("zeus_nb.device", "zeus_nb.device.gpu.nvidia"): "pynvml, and the same circle as device.sim",
     ("zeus_nb.device", "zeus_nb.device.replay"): "the same circle as device.sim",
-    ("zeus_nb.device.base", "zeus_nb.device.guard"): "circle: the guard's settings import the "
-    "GPU interface (to be attached by the backends instead)",
     ("zeus_nb.device.base", "zeus_nb.device.cpu.packages"): "circle: RAPL's CPU packages build "
     "on the device interface",
     ("zeus_nb.device.doctor", "zeus_nb.device.gpu.nvidia"): "pynvml, only to probe a real GPU",
@@ -185,3 +183,37 @@ def test_boundary_marks_refuse_an_empty_reason():
     for mark in (not_input, system_read, environ_read, unchecked_arguments):
         with pytest.raises(ValueError):
             mark("  ")
+
+
+def test_backends_attach_the_settings_guard_the_interface_does_not_import_it():
+    """The GPU interface (device.base) leaves the guard to its backends: each backend's GPU
+    names it, and a GPU class without one refuses to change anything (nothing would put the
+    change back at exit)."""
+    import ast
+
+    from zeus_nb.device.base import GPU
+    from zeus_nb.device.gpu.nvidia import NVIDIAGPU
+    from zeus_nb.device.guard import SettingsGuard
+    from zeus_nb.device.replay import ReplayGPU
+    from zeus_nb.device.sim import SimulatedGPU, SimulatedSystem
+    from zeus_nb.errors import ZeusNbError
+
+    tree = ast.parse((PACKAGE / "device" / "base.py").read_text())
+    runtime = [
+        n.module
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.module and "guard" in n.module
+    ]
+    assert runtime == ["zeus_nb.device.guard"]  # the TYPE_CHECKING one only
+    assert all(c.settings_guard is SettingsGuard for c in (NVIDIAGPU, ReplayGPU, SimulatedGPU))
+
+    class Unguarded(SimulatedGPU):
+        settings_guard = None
+
+    system = SimulatedSystem(gpu="a40")
+    gpu = Unguarded(system, 0)
+    before = gpu.get_power_management_limit()
+    with pytest.raises(ZeusNbError, match="no settings_guard"):
+        gpu.set_power_management_limit(before - 25_000)
+    assert gpu.get_power_management_limit() == before
+    assert GPU.settings_guard is None

@@ -18,7 +18,7 @@ import time
 import warnings
 from abc import abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from zeus_nb.device.gpu.access import DIRECT, Access
 from zeus_nb.device.gpu.common import GPU as ZeusGPU
@@ -29,7 +29,7 @@ from zeus_nb.device.gpu.common import (
 )
 from zeus_nb.device.sampling import PowerIntegrator, PowerSampler, PowerTimeline
 from zeus_nb.device.watts import POWER_DOMAINS, WattHelpers
-from zeus_nb.errors import InputError, SimulationError
+from zeus_nb.errors import InputError, SimulationError, ZeusNbError
 from zeus_nb.inputs.validate import integer
 
 if TYPE_CHECKING:
@@ -67,6 +67,9 @@ class GPU(WattHelpers, ZeusGPU):
     persistent: bool = True
     #: The backend name ``zeus-nb restore`` reopens these GPUs with.
     backend: str = "auto"
+    #: The settings guard class recording original values before a change (attached by each
+    #: backend, so this interface does not import the guard); a GPU without one changes nothing.
+    settings_guard: ClassVar[type[SettingsGuard] | None] = None
 
     def __init__(self, gpu_index: int, index: int | None = None) -> None:
         super().__init__(gpu_index)
@@ -134,12 +137,17 @@ class GPU(WattHelpers, ZeusGPU):
 
     def _record(self, kind: str) -> None:
         """Record the original value of ``kind`` before the first change (restored at exit)."""
-        from zeus_nb.device.guard import SettingsGuard
-
+        guard_class = type(self).settings_guard
+        if guard_class is None:  # never change what nothing would put back
+            raise ZeusNbError(
+                f"{type(self).__name__} has no settings_guard, so a change could outlive the "
+                "process: set the class attribute settings_guard = "
+                "zeus_nb.device.guard.SettingsGuard in the backend"
+            )
         guards: dict[str, SettingsGuard] = self.__dict__.setdefault("_guards", {})
         guard = guards.get(kind)
         if guard is None:
-            guard = guards[kind] = SettingsGuard([self], (kind,), backend=self.backend)
+            guard = guards[kind] = guard_class([self], (kind,), backend=self.backend)
         guard.record()
 
     def set_power_management_limit(self, power_limit_mw: int, block: bool = True) -> None:

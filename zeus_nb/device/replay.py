@@ -19,6 +19,7 @@ from pathlib import Path
 from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
 from zeus_nb.device.base import milli as _mw
 from zeus_nb.device.gpu.common import ZeusGPUInvalidArgError, ZeusGPUNotSupportedError
+from zeus_nb.device.guard import SettingsGuard
 from zeus_nb.errors import TraceFormatError, UnsupportedError
 from zeus_nb.inputs import read_table, reader
 from zeus_nb.inputs.api import checked_methods
@@ -121,6 +122,7 @@ class ReplayGPU(GPU):
 
     persistent = False  # nothing outlives the process: no restore state file
     backend = "replay"
+    settings_guard = SettingsGuard
 
     def __init__(self, system: ReplaySystem, index: int):
         super().__init__(index)

@@ -11,10 +11,9 @@ With ``clock="wall"`` (or ``ZEUS_NB_SIM_CLOCK=wall``) the clock follows real tim
 by the trace's slowdown at each GPU's limit and paced per training step where the loop marks its
 steps (:mod:`zeus_nb.device.sim_wall`), and every GPU draws the trace's average power at its
 limit for as long as time passes: code that never calls ``zeus_nb.step()`` (unmodified Zeus code)
-measures the trace's time and energy ratios between limits.
-Either way, clock readings map to Unix time through a fixed epoch (the creation time), so
-timestamps compare with ``time.time()``. The simulated CPU package and DRAM draw the constant power
-of :class:`~zeus_nb.device.cpu.SimulatedCPU` over the same clock.
+measures the trace's time and energy ratios between limits. Either way, clock readings map to
+Unix time through a fixed epoch (the creation time), so timestamps compare with ``time.time()``.
+The CPU package and DRAM draw :class:`~zeus_nb.device.cpu.SimulatedCPU`'s constant power.
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ from zeus_nb.device.base import GPU, GPUSystem, PowerSampler
 from zeus_nb.device.base import milli as _mw
 from zeus_nb.device.cpu.packages import CPU, SimulatedCPU
 from zeus_nb.device.frequency import Work
+from zeus_nb.device.guard import SettingsGuard
 from zeus_nb.device.sampling import ThreadSampler
 from zeus_nb.device.sim_clocks import SimulatedClocks
 from zeus_nb.device.sim_ranks import parse_straggler, rank_factors  # noqa: F401 (re-exported)
@@ -62,6 +62,7 @@ class SimulatedGPU(GPU):
     by Zeus's methods: :meth:`energy`, :meth:`power` and :meth:`read_power` are unrounded)."""
 
     backend = "sim"
+    settings_guard = SettingsGuard
 
     def __init__(self, system: SimulatedSystem, index: int):
         super().__init__(index)

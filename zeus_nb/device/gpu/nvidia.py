@@ -33,6 +33,7 @@ from zeus_nb.device.gpu.common import (
 )
 from zeus_nb.device.gpu.translate import nvml_error
 from zeus_nb.device.gpu.zeusd import ZeusdSettersMixin
+from zeus_nb.device.guard import SettingsGuard
 from zeus_nb.device.sampling import PowerIntegrator, ThreadSampler  # noqa: F401 - old path
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs.api import checked_methods
@@ -93,6 +94,7 @@ class NVIDIAGPU(GPU):
     """
 
     backend = "nvml"
+    settings_guard = SettingsGuard
 
     def __init__(self, gpu_index: int, *, index: int | None = None, handle=None) -> None:
         super().__init__(gpu_index, index)

@@ -282,8 +282,7 @@ class GlobalPowerLimitOptimizer(Callback):
         self._in_step = True
         s = self.state
         if isinstance(s, Ready):
-            # The first window opens only once the wall clock's calibration is over (it may
-            # overlap the warm-up, whose steps are unmeasured: Zeus's step counts then hold).
+            # no window before the wall clock calibrates (which the unmeasured warm-up overlaps)
             opens = self.warmup_steps == 0 and s.steps <= 1
             s.steps -= 0 if opens and not self._pacer.ready() else 1
             if s.steps <= 0:
