@@ -270,7 +270,7 @@ def test_verify_still_reports_every_notebook_when_one_has_no_run_time(
 ):
     from types import SimpleNamespace
 
-    import zeus_nb.course as course_pkg
+    from zeus_nb.commands import course as course_command
 
     out = tmp_path / "executed"
 
@@ -283,7 +283,8 @@ def test_verify_still_reports_every_notebook_when_one_has_no_run_time(
             SimpleNamespace(ok=False, version="solution", notebook="02.ipynb", detail="killed"),
         ]
 
-    monkeypatch.setattr(course_pkg, "verify", fake_verify)
+    # the command's own name (bound when it was imported, which another test may have done)
+    monkeypatch.setattr(course_command, "verify", fake_verify)
     (tmp_path / "course").mkdir()
     assert main(["course", "verify", str(tmp_path / "course"), "-o", str(out)]) == 1
     captured = capsys.readouterr()
