@@ -7,11 +7,12 @@ epoch, so every cycle adds one run to the job's history).
 
 * throughput: get+report requests per second with 1 and with 8 clients, each client on its
   own job (one job's requests take turns by design);
-* latency: the p50 and p99 of one request at 10 and at 1000 runs of the job's history.
+* latency: the p50 and p99 of one request at 10 and at 1000 runs of a job's history (two
+  jobs, filled to 10 and to 1000 runs first; each timed cycle adds a run to its job).
 
 The two servers run at once and take turns: throughput is the best of ``--rounds`` turns each,
-and the timed latency cycles alternate between the servers one by one, so a change of the
-machine's load hits both alike.
+and the timed latency cycles alternate between the servers and between the two jobs one by
+one, so a change of the machine's load hits every latency figure alike.
 
 Printed: each figure per server, and the ratios zeus-nb / Zeus (throughput: higher is better;
 latency: lower is better) and 1000 / 10 runs per server (1.0: flat in the history). A request
@@ -233,24 +234,27 @@ def throughput(server: Server, clients: int, cycles: int, tag: str) -> float:
 
 def latency(servers: list[Server], history: int, samples: int) -> list[dict]:
     """Per server, {runs of history: (p50, p99) of one request in ms} at 10 and ``history``
-    runs. The servers' timed cycles alternate one by one, so both meet the same load."""
+    runs: two jobs, one with 10 runs and one with ``history``, whose timed cycles alternate
+    one by one, and the servers' too, so a change of the machine's load meets every figure
+    alike (measured one after the other, the load's drift read as growth with history)."""
+    levels = (10, history)
     out: list[dict] = [{} for _ in servers]
     clients = [httpx.Client(base_url=s.url, timeout=120) for s in servers]
     try:
         for c in clients:
-            register(c, "lat-1")
-        done = 0
-        for level in (10, history):
-            for c in clients:
-                for _ in range(level - done):
-                    cycle(c, "lat-1")
-            times: list[list[float]] = [[] for _ in servers]
-            for _ in range(samples // 2):
+            for level in levels:
+                register(c, f"lat-{level}")
+                for _ in range(level):
+                    cycle(c, f"lat-{level}")
+        times = [{level: [] for level in levels} for _ in servers]
+        for _ in range(samples // 2):
+            for level in levels:
                 for c, t in zip(clients, times, strict=True):
-                    cycle(c, "lat-1", t)
-            done = level + samples // 2
-            for o, t in zip(out, times, strict=True):
-                o[level] = (1e3 * statistics.median(t), 1e3 * statistics.quantiles(t, n=100)[98])
+                    cycle(c, f"lat-{level}", t[level])
+        for o, t in zip(out, times, strict=True):
+            for level in levels:
+                ms = [1e3 * x for x in t[level]]
+                o[level] = (statistics.median(ms), statistics.quantiles(ms, n=100)[98])
     finally:
         for c in clients:
             c.close()
