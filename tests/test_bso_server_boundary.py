@@ -25,6 +25,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("aiosqlite")
 
+from pg_fixture import pg_server, pg_url  # noqa: E402, F401 (fixtures)
 from test_bso_server import (  # noqa: E402
     REPO,
     _env,
@@ -315,6 +316,59 @@ def test_a_deleted_and_registered_job_starts_over_in_the_cache(server):
     assert _register(client)[0].status_code == 201
     first = client.get(GET_NEXT_BATCH_SIZE_URL, params={"job_id": JOB}).json()
     assert (first["batch_size"], first["trial_number"]) == (1024, 1)  # nothing remembered
+
+
+# -- concurrent requests: every trial numbered once, every result kept once ---------------------
+
+
+@pytest.mark.parametrize("server", ["sqlite", "postgresql"], indirect=True)
+def test_concurrent_requests_keep_every_trial_and_result_once(server):
+    """Eight clients at once, two per job: the requests of one database take turns (and those
+    of one job), so trial numbers are unique and contiguous, each result is stored once, a
+    repeated report changes nothing, and no lease outlives its trial."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from zeus_nb.optimizer.batch_size.store_url import open_store
+
+    client, path = server
+    jobs = [f"cifar-c{i}" for i in range(4)]
+    for job in jobs:
+        assert _register(client, job_id=job)[0].status_code == 201
+
+    def runs(i: int) -> list[tuple[int, bool]]:
+        job, done = jobs[i % 4], []
+        for n in range(6):
+            trial = client.get(GET_NEXT_BATCH_SIZE_URL, params={"job_id": job}).json()
+            if n % 3 == 2:  # a run that exits without a verdict
+                assert client.patch(REPORT_END_URL, json=trial).status_code == 200
+                done.append((trial["trial_number"], False))
+                continue
+            assert _report(client, trial, 10.0, False).json()["stop_train"] is False
+            assert _report(client, trial, 20.0, True, epoch=2).json()["stop_train"]
+            again = _report(client, trial, 99.0, True, epoch=3).json()
+            assert "already reported" in again["message"]
+            done.append((trial["trial_number"], True))
+        return done
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(runs, range(8)))
+    store = open_store(path, create=False)
+    try:
+        for j, job in enumerate(jobs):
+            mine = sorted(r for i, rs in enumerate(results) if i % 4 == j for r in rs)
+            assert [n for n, _ in mine] == list(range(1, 13))  # each number handed out once
+            trials = store.trials(job)
+            assert [t.trial_number for t in trials] == list(range(1, 13))
+            reported = {n for n, ok in mine if ok}
+            assert {t.trial_number for t in trials if t.status == "succeeded"} == reported
+            log = store.observations(job)
+            assert len(log) == len(reported) == 8  # each result once
+            assert sorted(t.observation for t in trials if t.observation) == [i for i, _ in log]
+            assert all(t.status != "dispatched" for t in trials)  # each ended with its lease
+    finally:
+        store.close()
+    nxt = client.get(GET_NEXT_BATCH_SIZE_URL, params={"job_id": jobs[0]}).json()
+    assert nxt["trial_number"] == 13
 
 
 # -- start-up checks: one line, exit 2 ---------------------------------------------------------

@@ -93,15 +93,30 @@ class PolicyCache:
     def clear(self) -> None:
         self._jobs.clear()
 
+    @staticmethod
+    def _key(jobs: Jobs, job_id: str) -> tuple[str, str]:
+        return (str(jobs.session.bind.url), job_id)  # one process may serve several databases
+
+    def last_run(self, jobs: Jobs, job_id: str) -> int:
+        """The id of the last run the job's cached policy learned (0: none); the request loads
+        whether the job still has it with the job (:meth:`Jobs.load`)."""
+        entry = self._jobs.get(self._key(jobs, job_id))
+        return 0 if entry is None else entry.last_id
+
+    async def _kept(self, jobs: Jobs, state: JobState, run: int) -> bool:
+        if state.run_kept is not None and state.run_kept[0] == run:
+            return state.run_kept[1]
+        return await jobs.still_has(state.job.job_id, run)
+
     async def policy(self, jobs: Jobs, state: JobState) -> tuple[ServerPolicy, int]:
         """The job's policy, having learned every reported run; and the batch size of the
         cheapest run that reached the target (the default before any)."""
         name = state.job.job_id
-        key = (str(jobs.session.bind.url), name)  # one process may serve several databases
+        key = self._key(jobs, name)
         entry = self._jobs.pop(key, None)
         if entry is not None and (
             entry.key != state.key
-            or (entry.last_id and not await jobs.still_has(name, entry.last_id))
+            or (entry.last_id and not await self._kept(jobs, state, entry.last_id))
         ):
             entry = None
         if entry is None:

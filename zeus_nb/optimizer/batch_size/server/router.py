@@ -3,6 +3,10 @@
 Serve it with ``zeus-nb bso serve`` or ``uvicorn zeus_nb.optimizer.batch_size.server.router:app``.
 Each request runs in one database transaction, committed when it succeeded and rolled back
 otherwise, and requests about one job (about one job id prefix, for registrations) take turns.
+On SQLite, which takes one writer at a time, the process's transactions also take turns in the
+event loop (:data:`WRITE_LOCKS`, one per database) before they take the file's lock: waiting
+in SQLite instead sleeps in its busy handler (up to 100 ms between tries), idle while the
+lock is free. Other processes sharing the file still wait for it there.
 An error answers ``{"message": "..."}`` with the error's status: 400, 404 and 409 as Zeus's
 server answers them, 422 for a value out of range, 500 when the server itself failed.
 
@@ -12,6 +16,7 @@ Zeus's client sends JSON bodies without a content type; the app reads them as JS
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -46,7 +51,14 @@ from zeus_nb.optimizer.batch_size.server.database.db_connection import get_db_se
 from zeus_nb.optimizer.batch_size.server.exceptions import ZeusBSOServerBaseError
 from zeus_nb.optimizer.batch_size.server.service import BatchSizeService
 
-__all__ = ["JOB_LOCKS", "PREFIX_LOCKS", "app", "get_job_locks", "get_prefix_locks"]
+__all__ = [
+    "JOB_LOCKS",
+    "PREFIX_LOCKS",
+    "WRITE_LOCKS",
+    "app",
+    "get_job_locks",
+    "get_prefix_locks",
+]
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +91,8 @@ class LockTable:
 
 JOB_LOCKS = LockTable()
 PREFIX_LOCKS = LockTable()
+#: One lock per SQLite database (by URL): its transactions in this process take turns.
+WRITE_LOCKS = LockTable()
 
 
 def get_job_locks() -> LockTable:
@@ -117,8 +131,23 @@ def _error(code: int, message: str) -> JSONResponse:
     return JSONResponse(status_code=code, content={"message": message})
 
 
+def _writer(session: AsyncSession) -> contextlib.AbstractAsyncContextManager:
+    """The turn a transaction on ``session``'s database waits for: its SQLite database's lock
+    in this process; none on a database that takes concurrent writers (PostgreSQL)."""
+    bind = session.bind
+    if bind is None or bind.dialect.name != "sqlite":
+        return contextlib.nullcontext()
+    return WRITE_LOCKS[bind.url.render_as_string(hide_password=False)]
+
+
 async def _transaction(session: AsyncSession, work: Callable[[], Awaitable[Any]]) -> Any:
-    """Run ``work`` and commit, or roll back and answer its error."""
+    """Run ``work`` and commit (in the database's turn, :func:`_writer`), or roll back and
+    answer its error."""
+    async with _writer(session):
+        return await _committed(session, work)
+
+
+async def _committed(session: AsyncSession, work: Callable[[], Awaitable[Any]]) -> Any:
     try:
         result = await work()
         await session.commit()

@@ -120,12 +120,13 @@ class BatchSizeService:
 
     async def _state(self, job_id: str, error: type) -> JobState:
         """The job, after its trials whose lease ran out were ended as lost (failed)."""
-        if await self.jobs.record(job_id) is None:
+        state = await self.jobs.load(job_id, POLICIES.last_run(self.jobs, job_id))
+        if state is None:
             raise error(
                 f"unknown job {job_id!r}; register it first (POST /jobs, which the client's "
                 "constructor does)"
             )
-        lost = await self.jobs.expire(job_id, clock())
+        lost = await self.jobs.expire(state, clock())
         if lost:
             log.warning(
                 "job %s: trial(s) %s sent no report for %g s (the lease): counted as lost",
@@ -133,9 +134,6 @@ class BatchSizeService:
                 lost,
                 self.lease,
             )
-        state = await self.jobs.load(job_id)
-        if state is None:
-            raise error(f"unknown job {job_id!r}; register it first (POST /jobs)")
         return state
 
     async def predict(self, job_id: str) -> TrialId:
@@ -143,12 +141,16 @@ class BatchSizeService:
         state = await self._state(job_id, ZeusBSOValueError)
         policy, cheapest = await POLICIES.policy(self.jobs, state)
         bs, kind = next_trial(state, policy, cheapest)
-        number = await self.jobs.add_trial(job_id, bs, kind, clock() + self.lease)
+        expires = clock() + self.lease
+        number = await self.jobs.add_trial(job_id, bs, kind, expires, state.last_trial + 1)
         log.info("job %s: trial %d trains at batch size %d (%s)", job_id, number, bs, kind)
         return TrialId(job_id=job_id, batch_size=int(bs), trial_number=number)
 
-    async def _trial(self, trial: TrialId, error: type) -> TrialRow:
-        row = await self.jobs.trial(trial.job_id, trial.trial_number)
+    async def _trial(self, state: JobState, trial: TrialId, error: type) -> TrialRow:
+        """The trial, from the open ones the request loaded, else from the database."""
+        row = next((t for t in state.open if t.number == trial.trial_number), None)
+        if row is None:
+            row = await self.jobs.trial(trial.job_id, trial.trial_number)
         if row is None or row.batch_size != trial.batch_size:
             raise error(
                 f"job {trial.job_id!r} has no trial {trial.trial_number} at batch size "
@@ -160,7 +162,7 @@ class BatchSizeService:
     async def report(self, result: TrainingResult) -> ReportResponse:
         """Judge a run after an epoch; a run that stops is recorded (once)."""
         state = await self._state(result.job_id, ZeusBSOServiceBadOperationError)
-        trial = await self._trial(result, ZeusBSOServiceBadOperationError)
+        trial = await self._trial(state, result, ZeusBSOServiceBadOperationError)
         if trial.status != DISPATCHED:
             obs = None
             if trial.observation is not None:
@@ -208,8 +210,8 @@ class BatchSizeService:
 
     async def end_trial(self, trial: TrialId) -> None:
         """A trial that is still out ends as failed (its run exited without a verdict)."""
-        await self._state(trial.job_id, ZeusBSOServerNotFoundError)
-        row = await self._trial(trial, ZeusBSOServerNotFoundError)
+        state = await self._state(trial.job_id, ZeusBSOServerNotFoundError)
+        row = await self._trial(state, trial, ZeusBSOServerNotFoundError)
         if row.status == DISPATCHED:
             await self.jobs.end_trial(trial.job_id, row.number, FAILED)
             log.info("job %s: trial %d ended without a result", trial.job_id, row.number)
