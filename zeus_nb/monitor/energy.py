@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 SYNC_FRAMEWORKS = ("torch", "jax")
 ENERGY_READS = ("auto", "sync", "background")
 PROBE_READS = 2  # counter reads timed per GPU before choosing how to read it
+#: A window edge as read: (time, GPU J, CPU package J, DRAM J, background readers' marks).
+Edge = tuple[float, dict[int, float], dict[int, float] | None, dict[int, float] | None, dict | None]
 
 ZERO_ENERGY = (
     "The energy consumption of one or more GPUs was measured as zero. This means that the time "
@@ -198,11 +200,11 @@ class ZeusMonitor:
         self._states.clear()
 
     # --- reading ----------------------------------------------------------------------------
-    def _probing(self, undecided: list) -> Callable[[], MeasurementState]:
+    def _probing(self, undecided: list) -> Callable[[], Edge]:
         """The edge read while ``auto`` still times the first reads of some GPUs' counters."""
         pending = {g.index: g for g in undecided}
 
-        def probing() -> MeasurementState:
+        def probing() -> Edge:
             marks = {i: r.mark() for i, r in self._readers.items()} or None
             now = time()
             energy = {}
@@ -214,39 +216,39 @@ class ZeusMonitor:
                 energy[i] = read_mj() / 1000.0 if joules is None else joules
             for i, m in (marks or {}).items():
                 energy[i] = self._readers[i].estimate(m)
-            state = MeasurementState(now, energy, *self._read_cpus(), marks)
+            edge = (now, energy, *self._read_cpus(), marks)
             if all(counter_registry.decided(g, "auto") is not None for g in undecided):
                 self._settle()
-            return state
+            return edge
 
         return probing
 
-    def _reader(self) -> Callable[[], MeasurementState]:
-        """The one read of a window edge: the clock and every GPU's (and CPU's) energy."""
+    def _reader(self) -> Callable[[], Edge]:
+        """The one read of a window edge: the clock and every GPU's (and CPU's) energy, as a
+        tuple (begin_window keeps it as a :class:`MeasurementState`; end_window needs none)."""
         cpus = bool(self.cpu_indices)
         if not self._counted:
             snapshot, indices = self._snapshot, self.gpu_indices
 
-            def snap() -> MeasurementState:
+            def snap() -> Edge:
                 now, gpu = snapshot()
-                cpu, dram = self._read_cpus()
-                return MeasurementState(now, dict(zip(indices, gpu, strict=True)), cpu, dram)
+                return (now, dict(zip(indices, gpu, strict=True)), *self._read_cpus(), None)
 
             return snap
         if self._plain and len(self._direct) == 1 and not cpus:  # the usual case, as Zeus
             (i, read_mj, gpu) = self._direct[0]
 
-            def one() -> MeasurementState:
+            def one() -> Edge:
                 now = time()
                 try:
-                    return MeasurementState(now, {i: read_mj() / 1000.0})
+                    return now, {i: read_mj() / 1000.0}, None, None, None
                 except Exception:  # read the slow way: its error names the GPU and the fix
-                    return MeasurementState(now, {i: gpu.get_total_energy_consumption() / 1000.0})
+                    return now, {i: gpu.get_total_energy_consumption() / 1000.0}, None, None, None
 
             return one
         direct, readers = self._direct, self._readers
 
-        def read() -> MeasurementState:
+        def read() -> Edge:
             marks = {i: r.mark() for i, r in readers.items()} if readers else None
             now = time()
             energy = {}
@@ -259,8 +261,8 @@ class ZeusMonitor:
                 for i, m in marks.items():
                     energy[i] = readers[i].estimate(m)
             if cpus:
-                return MeasurementState(now, energy, *self._read_cpus(), marks)
-            return MeasurementState(now, energy, None, None, marks)
+                return (now, energy, *self._read_cpus(), marks)
+            return now, energy, None, None, marks
 
         return read
 
@@ -287,7 +289,7 @@ class ZeusMonitor:
             raise WindowError(_exists(key))
         if self.sync_execution if sync_execution is None else sync_execution:
             self._sync()
-        state = self._read()
+        state = MeasurementState(*self._read())
         if restart:
             states[key] = state
         elif states.setdefault(key, state) is not state:  # another thread began it meanwhile
@@ -321,11 +323,28 @@ class ZeusMonitor:
         try:
             if self.sync_execution if sync_execution is None else sync_execution:
                 self._sync()
-            end = self._read()
+            now, gpu_end, cpu_end, dram_end, marks = self._read()
         except BaseException:
             states.setdefault(key, start)  # a failed read can be retried
             raise
-        m = self._measurement(start, end, wait_for_counter)
+        if self._plain:  # Zeus's reads: counter differences
+            elapsed = now - start.time
+            gpu, zero = {}, False
+            for i, joules in start.gpu_energy.items():
+                gpu[i] = e = gpu_end[i] - joules
+                if not e:
+                    zero = True
+            how = self._methods
+            if zero:
+                how = dict(how)
+                self._zero_energy(gpu, how, elapsed, 3)
+            cpu = dram = None
+            if start.cpu_energy is not None:
+                cpu, dram = cpu_delta(start, cpu_end, dram_end)
+            m = Measurement(elapsed, gpu, cpu, dram, None, how)
+        else:
+            end = MeasurementState(now, gpu_end, cpu_end, dram_end, marks)
+            m = self._measurement(start, end, wait_for_counter)
         if self._log is not None:
             self._log.write(key, start.time, m.time, [m.gpu_energy[i] for i in self.gpu_indices])
         return m
@@ -333,17 +352,10 @@ class ZeusMonitor:
     def _measurement(
         self, start: MeasurementState, end: MeasurementState, wait: bool
     ) -> Measurement:
+        """A window over background readers, integrated power or a snapshot system (end_window
+        computes the plain counter differences itself)."""
         elapsed = end.time - start.time
         g0, g1 = start.gpu_energy, end.gpu_energy
-        if self._plain:  # Zeus's reads: counter differences
-            gpu = {i: g1[i] - g0[i] for i in g0}
-            how = self._methods
-            if 0.0 in gpu.values():
-                how = dict(how)
-                self._zero_energy(gpu, how, elapsed)
-            if start.cpu_energy is None:
-                return Measurement(elapsed, gpu, None, None, None, how)
-            return Measurement(elapsed, gpu, *cpu_delta(start, end), None, how)
         gpu = {}
         how = {}
         backend = self.system.backend
@@ -366,19 +378,23 @@ class ZeusMonitor:
                 how[i] = "integrated power samples" if energy is not None else "power x time"
         gpu = {i: gpu[i] for i in self.gpu_indices}
         if 0 in gpu.values():
-            self._zero_energy(gpu, how, elapsed)
-        return Measurement(elapsed, gpu, *cpu_delta(start, end), energy_method=how)
+            self._zero_energy(gpu, how, elapsed, 4)
+        cpu, dram = cpu_delta(start, end.cpu_energy, end.dram_energy)
+        return Measurement(elapsed, gpu, cpu, dram, energy_method=how)
 
-    def _warn_once(self, key: str, message: str) -> None:
+    def _warn_once(self, key: str, message: str, stacklevel: int) -> None:
         if key not in self._warned:
             self._warned.add(key)
-            warnings.warn(message, UserWarning, stacklevel=5)  # the caller of end_window
+            warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
 
-    def _zero_energy(self, gpu: dict[int, float], how: dict[int, str], elapsed: float) -> None:
-        """Explain (or, with approx_instant_energy, estimate) GPUs that measured 0 J."""
+    def _zero_energy(
+        self, gpu: dict[int, float], how: dict[int, str], elapsed: float, stacklevel: int
+    ) -> None:
+        """Explain (or, with approx_instant_energy, estimate) GPUs that measured 0 J; warnings
+        name the caller of end_window, ``stacklevel`` frames up from here."""
         hint = None if any(gpu.values()) else self.system.window_hint(elapsed)
         if hint:
-            self._warn_once("hint", hint)
+            self._warn_once("hint", hint, stacklevel + 1)
             return
         zeros = [i for i, e in gpu.items() if e == 0]
         # a GPU just found slow to read (its first windows were read as Zeus reads) or asked for
@@ -396,6 +412,7 @@ class ZeusMonitor:
             f"{elapsed:.3g} s; the counter moves every {period:g} s. Pass "
             "approx_instant_energy=True to ZeusMonitor, or energy_reads='background', which "
             "shares each counter step out among the windows it spans.)",
+            stacklevel + 1,
         )
 
     @contextlib.contextmanager

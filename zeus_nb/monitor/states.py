@@ -94,11 +94,13 @@ class StatesView(MutableMapping):
         return key in self._states
 
 
-def cpu_delta(start: MeasurementState, end: MeasurementState) -> tuple[dict | None, dict | None]:
-    """(CPU package J, DRAM J) between two states, None where not measured."""
+def cpu_delta(
+    start: MeasurementState, cpu_end: dict | None, dram_end: dict | None
+) -> tuple[dict | None, dict | None]:
+    """(CPU package J, DRAM J) from ``start`` to the end's readings, None where not measured."""
     cpu = dram = None
-    if start.cpu_energy is not None and end.cpu_energy is not None:
-        cpu = {i: end.cpu_energy[i] - start.cpu_energy[i] for i in start.cpu_energy}
-    if start.dram_energy is not None and end.dram_energy is not None:
-        dram = {i: end.dram_energy[i] - start.dram_energy[i] for i in start.dram_energy}
+    if start.cpu_energy is not None and cpu_end is not None:
+        cpu = {i: cpu_end[i] - start.cpu_energy[i] for i in start.cpu_energy}
+    if start.dram_energy is not None and dram_end is not None:
+        dram = {i: dram_end[i] - start.dram_energy[i] for i in start.dram_energy}
     return cpu, dram
