@@ -160,7 +160,7 @@ def test_replay_refuses_limits_the_log_lacks():
     assert mon.gpus[0].power_limit_constraints() == (100.0, 300.0)
 
 
-def test_split_windows_are_summed_and_bad_logs_are_refused(tmp_path):
+def test_a_limit_twice_in_a_run_is_refused_not_summed_and_bad_logs_are_refused(tmp_path):
     log = tmp_path / "log.csv"
     log.write_text(
         "start_time,window_name,elapsed_time,gpu0_energy\n"
@@ -169,9 +169,18 @@ def test_split_windows_are_summed_and_bad_logs_are_refused(tmp_path):
         "2,__GlobalPowerLimitOptimizer_300,2.0,200\n"
         "3,__GlobalPowerLimitOptimizer_200,4.0,250\n"
     )
+    # pieces of one window (an older zeus-nb) or a restart: nothing tells, so never summed
+    with pytest.raises(TraceFormatError, match="line 4: .*merge both into one row"):
+        load_profile_log(log)
+    log.write_text(
+        "start_time,window_name,elapsed_time,gpu0_energy\n"
+        "0,__GlobalPowerLimitOptimizer_300,1.0,100\n"
+        "1,other,5.0,999\n"
+        "3,__GlobalPowerLimitOptimizer_200,4.0,250\n"
+    )
     parsed = load_profile_log(log)
-    assert parsed.elapsed == {300.0: 3.0, 200.0: 4.0}
-    assert parsed.energy[300.0] == {0: 300.0}
+    assert parsed.elapsed == {300.0: 1.0, 200.0: 4.0}
+    assert parsed.energy[300.0] == {0: 100.0}
     bad = tmp_path / "bad.csv"
     for text in (
         "a,b,c\n",

@@ -40,8 +40,9 @@ def register(sub) -> None:
         "--run",
         type=count(1),
         default=None,
-        help="which run of a log that holds several (each monitor that opens the log starts "
-        "one; default: the only one)",
+        help="which run of a log that holds several (a header line starts each: a monitor that "
+        "opens the log, a profiling run that starts again); default: the last run the optimizer "
+        "finished, else the only profiling run",
     )
     r.add_argument("--json", action="store_true", help="print one JSON object")
     for option, knob, default in (("--eta", "eta_knob", 0.5), ("--factor", "factor", 1.1)):
@@ -86,6 +87,9 @@ def run_replay(args) -> int:
             json.dumps(
                 {
                     "log": str(args.log),
+                    "run": log.run,
+                    "ignored_runs": log.ignored,
+                    "runs_note": log.note,
                     "selector": repr(selector),
                     "adaptive": args.adaptive,
                     "power_limit": plo.optimal_power_limit,
@@ -97,6 +101,8 @@ def run_replay(args) -> int:
             )
         )
         return 0
+    if log.ignored or log.run > 1:  # which run of several, and which were ignored
+        print(log.note)
     print(f"{'limit W':>8} {'time s':>9} {'energy J':>10} {'power W':>8}")
     for r in rows:
         mark = "  <- chosen" if r["power_limit"] == plo.optimal_power_limit else ""

@@ -96,10 +96,13 @@ TRAIN_TRACE = Schema(
 
 # --- ZeusMonitor logs (monitor/energy.py writes them, device/replay.py reads them) -------------
 PROFILING_WINDOW = re.compile(r"^__GlobalPowerLimitOptimizer_(\d+(?:\.\d+)?)$")
+RUN_DONE = "__GlobalPowerLimitOptimizer~done_{:g}"  # a finished profiling run's end (0 s, 0 J)
+RUN_DONE_WINDOW = re.compile(r"^__GlobalPowerLimitOptimizer~done_(\d+(?:\.\d+)?)$")
 
 
-def window_limit(row: Row) -> float | None:
-    m = PROFILING_WINDOW.match(str(row.get("window_name", "")))
+def window_limit(row: Row, window: re.Pattern = PROFILING_WINDOW) -> float | None:
+    """The limit a profiling window measured (``RUN_DONE_WINDOW``: the one its run chose)."""
+    m = window.match(str(row.get("window_name", "")))
     return float(m.group(1)) if m else None
 
 

@@ -265,9 +265,10 @@ def read_table(path: str | Path, schema: Schema, text: str | None = None) -> Tab
             key = tuple(row.get(k) for k in schema.key)
             if key in keys:
                 same = ", ".join(f"{k}={v}" for k, v in zip(schema.key, key, strict=True))
-                raise schema.error(
-                    where, f"repeats line {keys[key]} ({same}); delete the duplicate"
-                )
+                fix = "delete the duplicate"
+                if schema.runs:  # two runs appended without the header line between them
+                    fix += ", or copy the header line above it if another run starts there"
+                raise schema.error(where, f"repeats line {keys[key]} ({same}); {fix}")
             keys[key] = n
         runs[-1].append(row)
     if torn is not None:

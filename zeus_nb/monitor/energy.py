@@ -187,6 +187,16 @@ class ZeusMonitor:
         if self._log is not None:
             self._log.release(name, taken, total)
 
+    def _log_run(self, chosen: float | None = None) -> None:
+        """Mark the power-limit optimizer's profiling run in the log: its start (None), or its
+        end and the limit it chose (see :mod:`zeus_nb.monitor.log_file`)."""
+        if self._log is None:
+            return
+        if chosen is None:
+            self._log.new_run()
+        else:
+            self._log.end_run(chosen)
+
     @property
     def open_windows(self) -> list[str]:
         return list(self._states)

@@ -12,6 +12,15 @@ written:
   while the monitor lives: no file is added beside the log). A forked child inherits the
   parent's writer and its lock but never writes the parent's run: its windows are not logged
   (with a warning), and a monitor it makes itself is another process's, refused as above.
+* **which profiling run, and whether it finished**: the power-limit optimizer marks its runs
+  (:meth:`MonitorLog.new_run`, :meth:`MonitorLog.end_run`). A profiling run that starts where
+  this run already has rows starts a run of its own with a header line (an optimizer made again
+  on the same monitor: a restarted loop, a notebook cell run twice), and a finished one ends
+  with a ``__GlobalPowerLimitOptimizer~done_<W>`` row (0 s and 0 J; W is the limit it chose).
+  The optimizer never logs a limit twice, so a limit's window that the run already holds starts
+  a new run too. So one run never holds two profiling runs, and a replay tells a finished run
+  from one cut short (no end row). Readers before these marks read them as before: the header
+  splits runs, and the end row is not a limit's window.
 * **whether a window is whole**: the power-limit optimizer measures a limit in pieces (it pauses
   at each epoch's end) and may cancel the last piece (adaptive profiling) or be killed midway.
   Its pieces are held here and written as one record when the limit is finished
@@ -38,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.errors import InputError
-from zeus_nb.inputs.kinds import MONITOR_LOG
+from zeus_nb.inputs.kinds import MONITOR_LOG, PROFILING_WINDOW, RUN_DONE
 from zeus_nb.inputs.table import check_rows, read_header
 from zeus_nb.utils.files import append_rows, repair_tail
 
@@ -105,7 +114,9 @@ class MonitorLog:
         self.header = header
         self.revoked = False
         self.pid = os.getpid()  # the process whose run this is (-1: a forked copy)
-        self._keys: set[tuple] = set()
+        self._keys: set[tuple] = set()  # identities of this run's rows
+        self._limits: set[str] = set()  # this run's profiling windows
+        self._end = 0.0  # when the last window logged ended, on the windows' own clock
         self._pending: list[list[str]] = []
         self._held: dict[str, tuple[float, float, list[float]] | None] = {}
         existing = read_header(path, MONITOR_LOG)
@@ -128,6 +139,23 @@ class MonitorLog:
         weakref.finalize(owner, _release, key, id(self))
         repair_tail(path, MONITOR_LOG, header)  # a complete last row is kept, a torn one cut
         append_rows(path, ",".join(header) + "\n", MONITOR_LOG, header)  # starts this run
+
+    # --- runs ---------------------------------------------------------------------------------
+    def new_run(self) -> None:
+        """Start a run (a header line), unless this one has no row yet; its held pieces, of the
+        run that ends here, are dropped."""
+        if not self._keys or self.revoked or self.pid != os.getpid():
+            return
+        self._held.clear()
+        self._keys.clear()
+        self._limits.clear()
+        self._pending.append(list(self.header))
+        self.flush()
+
+    def end_run(self, chosen: float) -> None:
+        """End a finished profiling run: a row of 0 s and 0 J naming the limit it chose, at the
+        end of the run's last window."""
+        self._append(RUN_DONE.format(chosen), self._end, 0.0, [0.0] * (len(self.header) - 3))
 
     # --- pieces of one window -----------------------------------------------------------------
     def hold(self, name: str) -> None:
@@ -178,6 +206,8 @@ class MonitorLog:
                 self.path,
             )
             return
+        if PROFILING_WINDOW.match(name) and name in self._limits:
+            self.new_run()  # the optimizer never logs a limit twice in one run: it started again
         row = [repr(start), name, repr(elapsed)] + [
             self._cell(name, i, e) for i, e in enumerate(energy)
         ]
@@ -187,6 +217,9 @@ class MonitorLog:
             log.warning("window %r is not logged (the measurement is returned): %s", name, e)
             return
         self._keys.update((r["start_time"], r["window_name"]) for r in checked)
+        self._end = max(self._end, start + elapsed)
+        if PROFILING_WINDOW.match(name):
+            self._limits.add(name)
         self._pending.append(row)
         self.flush(name)
 

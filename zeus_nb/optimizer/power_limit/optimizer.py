@@ -62,7 +62,6 @@ WINDOW_PREFIX = "__GlobalPowerLimitOptimizer_"
 
 def _atexit():
     """The ``atexit`` module as this package holds it (Zeus's tests replace it there)."""
-
     return package.atexit
 
 
@@ -288,6 +287,7 @@ class GlobalPowerLimitOptimizer(Callback):
             if s.steps <= 0:
                 if self._start is None:
                     self._start = self._read()
+                    self._tell_log("_log_run")  # a profiling run starts (a new run in the log)
                     self._log(
                         f"profiling {len(self.power_limits)} power limits "
                         f"({self.power_limits[0]:g} W down to {self.power_limits[-1]:g} W)"
@@ -337,7 +337,7 @@ class GlobalPowerLimitOptimizer(Callback):
     def _begin(self, s: Profiling) -> None:
         s.window = f"{WINDOW_PREFIX}{self._order[s.index]:g}"
         if s.taken == 0:  # its pieces (paused at epoch ends) are logged as one record
-            getattr(self.monitor, "_log_pieces", lambda name: None)(s.window)
+            self._tell_log("_log_pieces", s.window)
         self.monitor.begin_window(s.window)
         s.segment_start = self._read() if self.adaptive else (0.0, 0.0)
         if self.adaptive and s.taken == 0:
@@ -352,7 +352,7 @@ class GlobalPowerLimitOptimizer(Callback):
         if verdict is None:
             return
         self.monitor.end_window(s.window)  # logged as what it is: a part of the window
-        self._log_whole(s, s.taken)
+        self._tell_log("_log_whole", s.window, s.taken, self.profile_steps)
         s.window = None
         limit = self._order[s.index]
         if verdict.estimate is None:
@@ -370,17 +370,16 @@ class GlobalPowerLimitOptimizer(Callback):
     def _finish(self, s: Profiling, time: float, energy: float) -> None:
         """A full window at ``order[s.index]``: record it (reduced across ranks), then move on."""
         limit = self._order[s.index]
-        self._log_whole(s)
+        self._tell_log("_log_whole", f"{WINDOW_PREFIX}{limit:g}")  # its pieces as one record
         self.local_measurements.append(PowerLimitMeasurement(limit, energy, time, len(self.gpus)))
         t, e, n = reduce_time_energy(time, energy, len(self.gpus))
         lost = self.adaptive and self.policy.finish(self.measurements, limit, t, e)
         self.measurements.append(PowerLimitMeasurement(limit, e, t, n))
         self._next(s.index, t, lost, at_step_begin=True)
 
-    def _log_whole(self, s: Profiling, taken: int | None = None) -> None:
-        """Log a limit's pieces as one record: whole, or a part (zeus_nb.monitor.log_file)."""
-        if (whole := getattr(self.monitor, "_log_whole", None)) is not None:
-            whole(f"{WINDOW_PREFIX}{self._order[s.index]:g}", taken, self.profile_steps)
+    def _tell_log(self, hook: str, *args) -> None:
+        """Tell the monitor's log of a limit's pieces, a run's start or end (monitor.log_file)."""
+        (tell := getattr(self.monitor, hook, None)) is not None and tell(*args)
 
     def _next(self, index: int, time: float, lost: bool, at_step_begin: bool) -> None:
         """After ``order[index]``: the next limit (set now at a step's beginning, as Zeus does,
@@ -405,6 +404,7 @@ class GlobalPowerLimitOptimizer(Callback):
     def _conclude(self) -> None:
         self.optimal_power_limit = float(self.optimum_selector.select(self.measurements))
         self.state = Done(mw(self.optimal_power_limit))
+        self._tell_log("_log_run", self.optimal_power_limit)  # the run's end, in the log
         if all(m.time == 0 for m in self.measurements):
             warnings.warn(
                 "every profiling window measured 0 s: on the simulated GPU, call "
@@ -445,6 +445,5 @@ def _monitored_gpus(monitor) -> list:
     gpus = getattr(monitor, "gpus", None)
     if gpus is not None:
         return list(gpus)
-
     system = get_gpus(ensure_homogeneous=True)
     return [system.gpu(i) for i in monitor.gpu_indices]
