@@ -247,6 +247,8 @@ def test_every_block_runs_as_printed(document, checkout, tmp_path):
         PYTHONPATH=str(checkout),
         ZEUS_NB_BACKEND="sim",
         MPLBACKEND="Agg",
+        # the power-limit state files and the batch-size store the blocks write: not the user's
+        ZEUS_NB_STATE_DIR=str(tmp_path / "state"),
     )
 
     def untracked() -> set[str]:
