@@ -144,12 +144,9 @@ def _runnable() -> tuple[str, ...]:
         for folder in ("zeus_nb", "tools", "benchmarks", "data_scripts", "notebooks", "tests"):
             paths.update((REPO / folder).rglob("README.md"))
     pages = [p for p in paths if p.name == "README.md" or p.is_relative_to(REPO / "docs")]
-    return tuple(
-        sorted(
-            (p.relative_to(REPO).as_posix() for p in pages if p.exists() and RUNS.search(p.read_text())),
-            key=lambda name: (name != "README.md", name),
-        )
-    )
+    names = [p.relative_to(REPO).as_posix() for p in pages if p.exists()]
+    runnable = [name for name in names if RUNS.search((REPO / name).read_text())]
+    return tuple(sorted(runnable, key=lambda name: (name != "README.md", name)))
 
 
 RUNNABLE = _runnable()
