@@ -217,8 +217,10 @@ def checkout(tmp_path_factory):
     return root
 
 
-# Each document runs its blocks in a few seconds to a minute (a two-point sweep, a course build, a
-# two-process FSDP run, pip --dry-run installs) at load average 2; about 4x that at load 8
+# Each document runs its blocks in under a second to a minute (a two-point sweep, a course build, a
+# two-process FSDP run, pip --dry-run installs) at load average 2, about 4x that at load 8; the
+# longest, with this test's other load only: docs/course/README.md (the full tour, then the slides)
+# 179 s, docs/site.md (the site, its six notebooks executed) 177 s, docs/notebooks.md 114 s
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("document", RUNNABLE)
