@@ -19,7 +19,8 @@ def register(sub) -> None:
             "Build the tutorial site into DIR from a source checkout: the README, the guides "
             "in docs/, every notebook executed in smoke mode on the simulated GPU with its "
             "figures, and an API reference from the docstrings. Needs no network. Open "
-            "DIR/index.html in a browser, or serve it: python -m http.server -d DIR."
+            "DIR/index.html in a browser, or serve it on this machine: "
+            "python -m http.server -d DIR --bind 127.0.0.1."
         ),
     )
     b.add_argument(
