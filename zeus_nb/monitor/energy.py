@@ -1,16 +1,12 @@
 """Measure GPU (and CPU) time and energy of arbitrary code blocks with named windows.
 
-Zeus's ``ZeusMonitor``: ``begin_window(name)`` / ``end_window(name)``, windows may nest and overlap,
-each returns a :class:`Measurement`, ``measurement_states`` holds the open ones, GPUs come from
-``get_gpus()`` and CPUs from ``zeus_nb.device.cpu.get_cpus()``. On real GPUs a window edge reads
-the wall clock once (this module's ``time``) and each GPU's counter, as Zeus does; GPUs without a
-counter (pre-Volta) are measured by this module's ``PowerMonitor``. Simulated and replayed GPUs
-answer with their own clock and counters in one snapshot. Where a counter is slow to read (an
-H100's: 2.8 ms; the first reads are timed) it is read on a background thread instead
-(:mod:`zeus_nb.device.counter`): an edge then costs microseconds, each counter step is shared out
-among the windows it spans by power readings, short windows are never 0 J and back-to-back ones
-add up to the window around them. :attr:`Measurement.energy_method` says how each GPU's energy
-was obtained (docs/measuring.md).
+Zeus's ``ZeusMonitor``: nesting, overlapping windows, each returning a :class:`Measurement`;
+``measurement_states`` holds the open ones. An edge reads the wall clock once (this module's
+``time``) and each GPU's counter, as Zeus does; GPUs without one are measured by ``PowerMonitor``;
+simulated and replayed GPUs answer in one snapshot. A slow counter (an H100's: 2.8 ms a read) is
+read on a background thread (:mod:`zeus_nb.device.counter`): an edge costs microseconds, counter
+steps are shared out among windows by power, and :attr:`Measurement.energy_method` says how each
+GPU's energy was obtained (docs/measuring.md).
 """
 
 from __future__ import annotations
@@ -190,12 +186,8 @@ class ZeusMonitor:
     def _log_run(self, chosen: float | None = None) -> None:
         """Mark the power-limit optimizer's profiling run in the log: its start (None), or its
         end and the limit it chose (see :mod:`zeus_nb.monitor.log_file`)."""
-        if self._log is None:
-            return
-        if chosen is None:
-            self._log.new_run()
-        else:
-            self._log.end_run(chosen)
+        if self._log is not None:
+            self._log.new_run() if chosen is None else self._log.end_run(chosen)
 
     @property
     def open_windows(self) -> list[str]:
