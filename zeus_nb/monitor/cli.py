@@ -57,9 +57,8 @@ def _check_setup(gpu_indices: list[int] | None, backend: str | None) -> None:
     have = len(system.gpus)
     missing = [i for i in gpu_indices or [] if i >= have]
     if missing:
-        more = (
-            "; a simulated system has ZEUS_NB_SIM_GPUS of them" if hasattr(system, "grow") else ""
-        )
+        sim = system.backend == "sim"
+        more = "; a simulated system has ZEUS_NB_SIM_GPUS of them" if sim else ""
         raise InputError(
             f"--gpu-indices {' '.join(map(str, missing))}: this system has {have} GPU(s), "
             f"indices 0..{have - 1}{more}"

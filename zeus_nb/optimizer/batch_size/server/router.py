@@ -210,10 +210,7 @@ async def register_job(
 @app.delete(DELETE_JOB_URL)
 async def delete_job(job_id: str, db_session: Session, job_locks: JobLocks):
     """Forget a job and its runs (404 if there is no such job)."""
-    try:
-        job_id = job_id_param(job_id)
-    except BadRequest as e:
-        return _error(e.status_code, e.message)
+    job_id = job_id_param(job_id)  # a bad one: BadRequest, answered by _bad_request
     async with job_locks[job_id]:
         answer = await _transaction(
             db_session, lambda: BatchSizeService(db_session).delete_job(job_id)
@@ -232,10 +229,7 @@ async def end_trial(trial: TrialBody, db_session: Session, job_locks: JobLocks):
 @app.get(GET_NEXT_BATCH_SIZE_URL, response_model=TrialId)
 async def predict(job_id: str, db_session: Session, job_locks: JobLocks):
     """The batch size of the job's next run, as a new trial."""
-    try:
-        job_id = job_id_param(job_id)
-    except BadRequest as e:
-        return _error(e.status_code, e.message)
+    job_id = job_id_param(job_id)  # a bad one: BadRequest, answered by _bad_request
     async with job_locks[job_id]:
         return await _transaction(db_session, lambda: BatchSizeService(db_session).predict(job_id))
 
