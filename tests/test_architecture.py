@@ -75,7 +75,6 @@ INNER_IMPORTS: dict[tuple[str, str], str] = {
     ("zeus_nb.train.pipeline.plan", "zeus_nb.optimizer.pipeline_frequency"): "scipy (the planner)",
     ("zeus_nb.train.pipeline.trainer", "zeus_nb.train.pipeline.profiling"): "scipy, only when a "
     "run profiles",
-    ("zeus_nb.widgets", "zeus_nb.plots.live"): "matplotlib, only when a live plot is drawn",
 }
 
 

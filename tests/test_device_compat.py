@@ -16,7 +16,8 @@ import pytest
 import zeus_nb
 from zeus_nb import device
 from zeus_nb.device import doctor
-from zeus_nb.device.guard import restore_all, restore_from_state_files, state_dir
+from zeus_nb.device.guard import restore_all, state_dir
+from zeus_nb.device.recovery import restore_from_state_files
 from zeus_nb.errors import InputError, UnsupportedError, ZeusNbError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from zeus_nb import device
 from zeus_nb.data.traces import POWER_COLUMNS, load_power_trace
-from zeus_nb.device.guard import read_state
+from zeus_nb.device.recovery import read_state
 from zeus_nb.device.replay import load_profile_log
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs import check_record, read_table, validate

@@ -20,7 +20,7 @@ import pytest
 
 from zeus_nb import device
 from zeus_nb.cli import main
-from zeus_nb.device.guard import restore_from_state_files
+from zeus_nb.device.recovery import restore_from_state_files
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.monitor import ZeusMonitor
 

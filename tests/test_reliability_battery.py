@@ -164,7 +164,7 @@ def _power_log_sample(p: Path) -> None:
 
 def _store_sample(p: Path) -> None:
     from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
-    from zeus_nb.optimizer.batch_size.store import SQLiteStore
+    from zeus_nb.optimizer.batch_size.sqlite_store import SQLiteStore
 
     with SQLiteStore(p) as store:
         bso = BatchSizeOptimizer(

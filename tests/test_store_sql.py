@@ -20,7 +20,8 @@ from zeus_nb.optimizer.batch_size.sql_store import (
     StoreNotFoundError,
     StoreSchemaError,
 )
-from zeus_nb.optimizer.batch_size.store import JobSpec, Observation, SQLiteStore, StoreError
+from zeus_nb.optimizer.batch_size.sqlite_store import SQLiteStore
+from zeus_nb.optimizer.batch_size.store import JobSpec, Observation, StoreError
 from zeus_nb.optimizer.batch_size.store_url import STORE_ENV, StoreURLError, open_store
 
 pytestmark = pytest.mark.slow

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from zeus_nb import device, widgets
+from zeus_nb.plots import LiveSeries
 
 
 @pytest.fixture
@@ -130,12 +131,12 @@ def test_live_output_headless_runs_once_with_the_parameters(capsys):
 
 
 def test_live_series_paces_redraws():
-    s = widgets.LiveSeries(total_steps=100, frames=10)
+    s = LiveSeries(total_steps=100, frames=10)
     redraws = [s.add(i, 200.0, i * 2.0) for i in range(100)]
     assert sum(redraws) == 10 and redraws[-1]
     assert s.progress == 1.0 and "100/100 steps" in s.summary()
     with pytest.raises(ValueError):
-        widgets.LiveSeries(total_steps=0)
+        LiveSeries(total_steps=0)
 
 
 def test_run_panel_headless_runs_nothing():
@@ -177,10 +178,9 @@ def test_run_panel_shows_errors(shown):
     assert "boom" in status.value and not button.disabled
 
 
-def test_plot_live_moved_to_plots_and_stays_importable_from_widgets():
-    from zeus_nb.plots import LiveSeries, plot_live
-
-    assert widgets.plot_live is plot_live and widgets.LiveSeries is LiveSeries
+def test_live_plots_live_in_plots_only():
+    """zeus-nb never shipped ``widgets.plot_live``: no alias keeps that path alive."""
+    assert not hasattr(widgets, "plot_live") and not hasattr(widgets, "LiveSeries")
     assert not hasattr(widgets, "backend_picker")
 
 

@@ -404,12 +404,3 @@ def power_limit_explorer(
         headless=headless,
         run_label=lambda values: f"{values['power_limit']:g} W",
     )
-
-
-def __getattr__(name: str) -> Any:
-    """``LiveSeries`` and ``plot_live`` live in :mod:`zeus_nb.plots.live` (loads matplotlib)."""
-    if name in ("LiveSeries", "plot_live"):
-        from zeus_nb.plots import live
-
-        return getattr(live, name)
-    raise AttributeError(f"module 'zeus_nb.widgets' has no attribute {name!r}")

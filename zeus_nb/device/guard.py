@@ -274,15 +274,3 @@ def _install_hooks() -> None:
         signal.signal(signal.SIGTERM, _on_sigterm)
     except (ValueError, OSError):
         pass
-
-
-# --- after a crash: zeus_nb.device.recovery (names kept importable from here) ----------------
-_RECOVERY = ("RestoreResult", "read_state", "restore_from_state_files")
-
-
-def __getattr__(name: str):
-    if name in _RECOVERY:  # by name, as zeus_nb.device loads Zeus's API: recovery opens devices
-        import importlib
-
-        return getattr(importlib.import_module("zeus_nb.device.recovery"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

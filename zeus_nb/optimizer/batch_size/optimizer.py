@@ -51,12 +51,12 @@ from zeus_nb.optimizer.batch_size.checks import (
     with_max_power,
 )
 from zeus_nb.optimizer.batch_size.explorer import PruningExplorer
+from zeus_nb.optimizer.batch_size.sqlite_store import SQLiteStore
 from zeus_nb.optimizer.batch_size.store import (
     DEFAULT_EXPLORATION,
     JobSpec,
     MemoryStore,
     Observation,
-    SQLiteStore,
     StoreError,
 )
 from zeus_nb.utils.metric import zeus_cost

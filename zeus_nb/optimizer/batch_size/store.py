@@ -255,13 +255,3 @@ def _check_same(known: JobSpec, asked: JobSpec) -> None:
         f"job {known.name!r} already exists with other settings ({'; '.join(diff)}); "
         "use a new job name, or delete the old state with store.delete(name)"
     )
-
-
-def __getattr__(name: str):
-    """``SQLiteStore`` lives in :mod:`~zeus_nb.optimizer.batch_size.sqlite_store`; this old
-    import path still works. Loaded on first use by name, since that module builds on this one."""
-    if name in ("SQLiteStore", "Store"):
-        import importlib
-
-        return getattr(importlib.import_module(f"{__package__}.sqlite_store"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

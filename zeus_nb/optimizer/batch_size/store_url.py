@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from zeus_nb.inputs.env import env
+from zeus_nb.optimizer.batch_size.sqlite_store import SQLiteStore
 from zeus_nb.optimizer.batch_size.store import (
     MemoryStore,
-    SQLiteStore,
     StoreError,
     StoreNotFoundError,
     default_path,

@@ -80,7 +80,7 @@ class MemoryTrials:
 
 
 class SQLiteTrials:
-    """Trials of :class:`~zeus_nb.optimizer.batch_size.store.SQLiteStore` (its ``trials``
+    """Trials of :class:`~zeus_nb.optimizer.batch_size.sqlite_store.SQLiteStore` (its ``trials``
     table; numbers are taken inside the write transaction, so concurrent runs never share one)."""
 
     def new_trial(self, name: str, batch_size: int) -> int:
