@@ -31,6 +31,7 @@ INNER_IMPORTS: dict[tuple[str, str], str] = {
     "(FastAPI, SQLAlchemy), only for `zeus-nb bso serve`",
     ("zeus_nb.commands.perseus", "zeus_nb.optimizer.pipeline_frequency"): "scipy (the planner)",
     ("zeus_nb.commands.sweep", "zeus_nb.runner.cluster"): "dask.distributed, only for executors",
+    ("zeus_nb.widgets", "zeus_nb.plots.live"): "matplotlib, only when a live plot is drawn",
     ("zeus_nb.course.check", "zeus_nb.widgets"): "ipywidgets' kernel probe, only in a notebook; "
     "tests replace widgets._interactive_kernel",
     ("zeus_nb.course.grade", "zeus_nb.runner.execute"): "papermill/nbclient; the interrupt "

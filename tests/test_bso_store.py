@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from zeus_nb.optimizer.batch_size import BatchSizeOptimizer
+from zeus_nb.optimizer.batch_size.sqlite_store import SQLiteStore
 from zeus_nb.optimizer.batch_size.store import (
     STATE_DIR_ENV,
     JobSpec,
     Observation,
-    SQLiteStore,
     StoreError,
     default_path,
 )

@@ -14,10 +14,10 @@ from zeus_nb.device.guard import (
     SettingsGuard,
     power_limits_restored,
     register_setting_kind,
-    restore_from_state_files,
     settings_restored,
     state_dir,
 )
+from zeus_nb.device.recovery import restore_from_state_files
 from zeus_nb.errors import ZeusNbError
 
 # A second setting kind standing in for, e.g., locked SM clocks: its values live in this dict,
