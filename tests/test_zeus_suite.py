@@ -47,6 +47,7 @@ def test_zeus_suite_passes_but_for_listed_failures(summary):
     assert summary["collected"] > 1000  # the whole suite ran, not one file
 
 
+@pytest.mark.slow  # reads the whole suite's run, as the test above does
 def test_recorded_run_is_this_run(summary):
     recorded = json.loads(zeus_suite.SUMMARY.read_text())
     fresh = {k: summary[k] for k in ("wheel", "collected", "totals", "files", "collection_errors")}
