@@ -240,7 +240,7 @@ MODULE_GETATTR: dict[str, str] = {
     "zeus_nb.optimizer.batch_size": "the simulator's names load the simulator on first use",
     "zeus_nb.optimizer.batch_size.server.database.db_connection": "Zeus's module-level "
     "`sessionmanager`, made from the settings on first use rather than at import",
-    "zeus_nb.optimizer.power_limit": "each of Zeus's power_limit names loads its module on first use",
+    "zeus_nb.optimizer.power_limit": "each of Zeus's power_limit names loads its module when used",
     "zeus_nb.train.pipeline": "the trainer's names load the trainer on first use",
 }
 
