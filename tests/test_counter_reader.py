@@ -475,3 +475,37 @@ def test_two_threads_ending_one_window_get_one_measurement_and_one_window_error(
         for t in threads:
             t.join()
         assert sorted(type(o).__name__ for o in outcomes) == ["Measurement", "WindowError"]
+
+
+def test_a_release_the_garbage_collector_runs_inside_acquire_does_not_deadlock(monkeypatch):
+    """A monitor lets go of its reader from a finalizer, which the garbage collector may run on
+    any allocation: also inside ``acquire`` on the thread that holds the registry's lock (this
+    hung a worker of the suite beside busy processes). Such a release is queued, then done."""
+
+    class Reader:
+        made: list[Reader] = []
+
+        def __init__(self, gpu) -> None:
+            self.gpu, self._users, self._stop = gpu, 0, threading.Event()
+            if Reader.made:  # the collector finalizes the first reader's monitor right here
+                counter_registry.release(Reader.made[0])
+            Reader.made.append(self)
+
+        def start(self) -> None:
+            pass
+
+    monkeypatch.setattr(counter_registry, "CounterReader", Reader)
+    monkeypatch.setattr(counter_registry, "_readers", type(counter_registry._readers)())
+    first_gpu, second_gpu = StubGPU(), StubGPU()
+    first = counter_registry.acquire(first_gpu)
+    done: list = []
+    worker = threading.Thread(
+        target=lambda: done.append(counter_registry.acquire(second_gpu)), daemon=True
+    )
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "acquire waited for ever on its own lock"
+    assert first._stop.is_set() and first._users == 0  # the queued release was done
+    assert done[0]._users == 1 and not done[0]._stop.is_set()
+    assert first_gpu not in counter_registry._readers and second_gpu in counter_registry._readers
+    assert not counter_registry._released

@@ -9,6 +9,7 @@ monitors open windows at once, a GPU then has one :class:`~zeus_nb.device.counte
 from __future__ import annotations
 
 import atexit
+import collections
 import logging
 import threading
 import time
@@ -24,27 +25,50 @@ log = logging.getLogger(__name__)
 
 _readers: weakref.WeakKeyDictionary[GPU, CounterReader] = weakref.WeakKeyDictionary()
 _registry_lock = threading.Lock()
+# Readers their last monitor let go of. release() runs from a monitor's finalizer, i.e. from the
+# garbage collector, which may run inside acquire() on this very thread while it holds the lock:
+# so release() only queues (deque.append is atomic) and whoever can take the lock stops them.
+_released: collections.deque[CounterReader] = collections.deque()
 
 
 def acquire(gpu: GPU) -> CounterReader:
     """The process's running reader of ``gpu``'s counter (started on first use)."""
     with _registry_lock:
+        _stop_released()
         reader = _readers.get(gpu)
         if reader is None or reader._stop.is_set():
             reader = _readers[gpu] = CounterReader(gpu)
         reader._users += 1
         reader.start()
-        return reader
+    _settle()
+    return reader
 
 
 def release(reader: CounterReader) -> None:
-    """One user less; the reader stops when no monitor uses it any more."""
-    with _registry_lock:
+    """One user less; the reader stops when no monitor uses it any more. Never waits for the
+    lock (see ``_released``)."""
+    _released.append(reader)
+    _settle()
+
+
+def _stop_released() -> None:
+    """With the lock held: count off the queued releases, stop readers nobody uses."""
+    while _released:
+        reader = _released.popleft()
         reader._users -= 1
         if reader._users <= 0:
             reader._stop.set()
             if _readers.get(reader.gpu) is reader:
                 del _readers[reader.gpu]
+
+
+def _settle() -> None:
+    """Handle queued releases if the lock is free; if it is held, its holder does on leaving."""
+    while _released and _registry_lock.acquire(blocking=False):
+        try:
+            _stop_released()
+        finally:
+            _registry_lock.release()
 
 
 _choices: weakref.WeakKeyDictionary[GPU, bool] = weakref.WeakKeyDictionary()
