@@ -193,7 +193,7 @@ def test_restore_skips_live_processes_unless_forced(tmp_path):
 def test_power_limits_restored_block_puts_limits_back_and_cleans_its_state(fake_nvml, tmp_path):
     """The context manager the sweep and the notebooks' explorers share."""
     from zeus_nb import device
-    from zeus_nb.device.recovery import power_limits_restored, state_dir
+    from zeus_nb.device.guard import power_limits_restored, state_dir
 
     gpus = device.current("nvml").gpus
     gpus[1].set_power_limit(250)  # an original that is not the maximum
