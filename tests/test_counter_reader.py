@@ -496,6 +496,8 @@ def test_a_release_the_garbage_collector_runs_inside_acquire_does_not_deadlock(m
 
     monkeypatch.setattr(counter_registry, "CounterReader", Reader)
     monkeypatch.setattr(counter_registry, "_readers", type(counter_registry._readers)())
+    # a lock of its own: should the test fail, the stuck thread holds this one, not the process's
+    monkeypatch.setattr(counter_registry, "_registry_lock", threading.Lock())
     first_gpu, second_gpu = StubGPU(), StubGPU()
     first = counter_registry.acquire(first_gpu)
     done: list = []
