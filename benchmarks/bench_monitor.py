@@ -141,9 +141,11 @@ def fake_nvml_lines(args: argparse.Namespace) -> None:
         f"PowerMonitor thread, fake NVML: {share:.2f} % of one core at a 100 ms period "
         "(1 GPU, 1 domain; target < 2 %)"
     )
+    # Side by side, the state in memory: the fake's reads cost microseconds, as a driver call's
+    # do, and zeus-nb runs as shipped (energy_reads="auto" times the first reads and decides).
     pynvml.keep_state_in_memory(pynvml.load_state())
-    side_by_side(root, args.pairs, args.rounds)
     del os.environ["ZEUS_NB_ENERGY_READS"]
+    side_by_side(root, args.pairs, args.rounds)
 
 
 def side_by_side(powercap: Path, pairs: int, rounds: int) -> None:
@@ -173,9 +175,12 @@ def side_by_side(powercap: Path, pairs: int, rounds: int) -> None:
     for r in range(rounds):
         for name, mon, kw in cases[r % len(cases) :] + cases[: r % len(cases)]:
             per_round[name].append(median_pair_us(mon, pairs, **kw))
+    ours["gpu"].begin_window("how")
+    how = ours["gpu"].end_window("how").energy_method[0]
     print(
         f"side by side with Zeus {version} (same fake NVML, state in memory; {rounds} "
-        f"interleaved rounds x {pairs} pairs, medians):"
+        f"interleaved rounds x {pairs} pairs, medians; zeus-nb's default energy_reads="
+        f"{ours['gpu'].energy_reads!r} read GPU 0 as: {how}):"
     )
     targets = {"gpu": ("1 GPU", 0.6, "<="), "cpu": ("1 GPU + 2 CPUs with DRAM", 1.0, "<")}
     for k, (what, target, op) in targets.items():
