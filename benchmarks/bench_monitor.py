@@ -1,7 +1,7 @@
 """Cost and accuracy of measurement windows, zeus-nb beside Zeus 0.16's own ZeusMonitor.
 
 Run: python benchmarks/bench_monitor.py [--pairs N] [--rounds R] [--seconds S] [--zeus DIR]
-     [--only h100]
+     [--only h100|side-by-side]
 
 Zeus is timed where ``zeus`` is importable. Install its wheel into a folder of its own, never into
 the project's environment (where ``zeus`` would shadow the test suite's zeus -> zeus_nb alias):
@@ -69,12 +69,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9, help="interleaved rounds beside Zeus")
     parser.add_argument("--seconds", type=float, default=5.0, help="per sampling-cost run")
     parser.add_argument("--zeus", help="folder Zeus 0.16 was installed into (pip --target)")
-    parser.add_argument("--only", choices=["h100"], help="run the H100-shaped section alone")
+    parser.add_argument(
+        "--only",
+        choices=["h100", "side-by-side"],
+        help="run one section alone: the H100-shaped fake, or the window pair beside Zeus",
+    )
     args = parser.parse_args()
     if args.zeus:
         sys.path.append(args.zeus)
     if args.only == "h100":
         h100_section(args)
+        return
+    if args.only == "side-by-side":
+        fake_nvml_lines(args, side_by_side_only=True)
         return
 
     device.use_simulated(gpu="a40", workload="imagenet")
@@ -99,7 +106,7 @@ def main() -> None:
     h100_section(args)
 
 
-def fake_nvml_lines(args: argparse.Namespace) -> None:
+def fake_nvml_lines(args: argparse.Namespace, side_by_side_only: bool = False) -> None:
     """The NVML backend on the fake pynvml: file-backed as in the tests, then beside Zeus."""
     sys.path.insert(0, str(FAKE_NVML))
     sys.path.insert(0, str(TESTS))
@@ -123,6 +130,11 @@ def fake_nvml_lines(args: argparse.Namespace) -> None:
     root = fake_powercap.make_tree(tmp / "powercap", packages=2)
     os.environ["ZEUS_NB_POWERCAP_ROOT"] = str(root)
     device.reset()
+    if side_by_side_only:
+        pynvml.keep_state_in_memory(pynvml.load_state())
+        del os.environ["ZEUS_NB_ENERGY_READS"]
+        side_by_side(root, args.pairs, args.rounds)
+        return
     # The file-backed fake keeps its state in a JSON file: zeus-nb plus file I/O.
     nvml_us = median_pair_us(
         ZeusMonitor(gpu_indices=[0], cpu_indices=[], backend="nvml"), args.pairs // 10
