@@ -1,0 +1,109 @@
+"""A window pair on microsecond reads counted in CPU instructions, zeus-nb beside Zeus 0.16.
+
+Run: python benchmarks/bench_monitor_instructions.py --zeus DIR [--pairs N]
+
+``bench_monitor.py`` times the pair; on a shared machine that time moves with the load, and the
+ratio with it. An instruction count does not: each side runs in a process of its own under
+valgrind's callgrind, once with ``--pairs`` window pairs and once with none, and the difference
+over ``--pairs`` is one pair's count (the fake's two counter reads included, as in the timed
+figure). Both sides run as shipped on the tests' fake pynvml with its state in memory (zeus-nb's
+``energy_reads="auto"``; Zeus with ``sync_execution=False``, since its torch synchronization raises
+without CUDA), after 300 pairs of warm-up. Target: zeus-nb at most 0.6x Zeus. Needs ``valgrind``
+(Debian: ``apt-get install valgrind``); Zeus installed apart, as for ``bench_monitor.py``:
+``pip install --no-deps --target /tmp/zeus016 zeus==0.16.0``. Takes minutes (valgrind runs
+Python about 50x slower).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+WARMUP = 300  # pairs before counting: past energy_reads="auto"'s timed first reads
+TARGET = 0.6
+
+
+def pairs_in_this_process(side: str, pairs: int, zeus_dir: str) -> None:
+    """The child: ``pairs`` window pairs of one side's monitor (after the warm-up)."""
+    sys.path.insert(0, str(TESTS / "fake_nvml"))
+    import pynvml  # the tests' fake
+
+    state = Path(tempfile.mkdtemp(prefix="bench_instr_")) / "state.json"
+    state.write_text(json.dumps(pynvml.default_state(1)))
+    os.environ["ZEUS_NB_FAKE_NVML_STATE"] = str(state)
+    pynvml.keep_state_in_memory(pynvml.load_state())
+    if side == "zeus-nb":
+        import zeus_nb.device.gpu.nvidia as nvidia
+        from zeus_nb import device
+        from zeus_nb.monitor import ZeusMonitor
+
+        nvidia.pynvml = pynvml
+        device.reset()
+        monitor = ZeusMonitor(gpu_indices=[0], cpu_indices=[], backend="nvml")
+        kwargs = {}
+    else:
+        sys.path.append(zeus_dir)
+        import zeus.device.gpu.nvidia as zeus_nvidia
+        from zeus.monitor import ZeusMonitor as Zeus
+
+        zeus_nvidia.pynvml = pynvml
+        monitor = Zeus(gpu_indices=[0], cpu_indices=[])
+        kwargs = {"sync_execution": False}
+    begin, end = monitor.begin_window, monitor.end_window
+    for _ in range(WARMUP + pairs):
+        begin("pair", **kwargs)
+        end("pair", **kwargs)
+    shutil.rmtree(state.parent, ignore_errors=True)
+
+
+def instructions(side: str, pairs: int, zeus_dir: str) -> int:
+    """Instructions callgrind counted for the whole child process."""
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+         __file__, "--child", side, "--pairs", str(pairs), "--zeus", zeus_dir],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    found = re.search(r"Collected : (\d+)", out.stderr)
+    if found is None:
+        raise SystemExit(f"callgrind printed no count for {side}:\n{out.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=2000)
+    parser.add_argument("--zeus", required=True, help="folder Zeus 0.16 was installed into")
+    parser.add_argument("--child", choices=["zeus-nb", "zeus"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        pairs_in_this_process(args.child, args.pairs, args.zeus)
+        return 0
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
+        return 2
+    if not (Path(args.zeus) / "zeus").is_dir():
+        print(f"no zeus package in {args.zeus}: install Zeus 0.16 there first", file=sys.stderr)
+        return 2
+    per_pair = {}
+    for side in ("zeus-nb", "zeus"):
+        counted = instructions(side, args.pairs, args.zeus) - instructions(side, 0, args.zeus)
+        per_pair[side] = counted / args.pairs
+    ratio = per_pair["zeus-nb"] / per_pair["zeus"]
+    print(
+        f"window pair, 1 GPU, microsecond reads, in instructions ({args.pairs} pairs): zeus-nb "
+        f"{per_pair['zeus-nb'] / 1000:.1f}k, Zeus {per_pair['zeus'] / 1000:.1f}k: ratio "
+        f"{ratio:.3f} (target <= {TARGET:g}: {'met' if ratio <= TARGET else 'NOT met'})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
