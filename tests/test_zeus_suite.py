@@ -35,12 +35,13 @@ def whole_suite(workdir: Path) -> dict:
     except zeus_suite.SuiteError as e:  # offline and no ZEUS_WHEEL: a failure, never a skip
         pytest.fail(f"Zeus's suite cannot run: {e}")
     # About 6 min on this project's shared 2-core machine at load 2-4 beside the rest of the
-    # suite; the limits leave room for a machine at load 8 (2.5x that) to stay within half.
-    raw = zeus_suite.run(["tests"], workdir, timeout=3000)
+    # suite. On 2026-12-01 the machine ran 2.5x slower (9.6 min alone, idle), and beside four busy
+    # processes the run passed 3000 s, the earlier limit: 6000 s leaves room for both at once.
+    raw = zeus_suite.run(["tests"], workdir, timeout=6000)
     return zeus_suite.summarize(raw)
 
 
-@pytest.mark.timeout(3600)
+@pytest.mark.timeout(6600)
 @pytest.mark.slow
 def test_zeus_suite_passes_but_for_listed_failures(summary):
     assert zeus_suite.problems(summary) == []
