@@ -3,7 +3,8 @@
 Run: python benchmarks/bench_monitor_instructions.py --zeus DIR [--pairs N]
 
 ``bench_monitor.py`` times the pair; on a shared machine that time moves with the load, and the
-ratio with it. An instruction count does not: each side runs in a process of its own under
+ratio with it. An instruction count does not (it moves by a few percent from one process to the
+next, not with the load): each side runs in a process of its own under
 valgrind's callgrind, once with ``--pairs`` window pairs and once with none, and the difference
 over ``--pairs`` is one pair's count (the fake's two counter reads included, as in the timed
 figure). Both sides run as shipped on the tests' fake pynvml with its state in memory (zeus-nb's
