@@ -131,9 +131,7 @@ def fake_nvml_lines(args: argparse.Namespace, side_by_side_only: bool = False) -
     os.environ["ZEUS_NB_POWERCAP_ROOT"] = str(root)
     device.reset()
     if side_by_side_only:
-        pynvml.keep_state_in_memory(pynvml.load_state())
-        del os.environ["ZEUS_NB_ENERGY_READS"]
-        side_by_side(root, args.pairs, args.rounds)
+        in_memory_side_by_side(pynvml, root, args)
         return
     # The file-backed fake keeps its state in a JSON file: zeus-nb plus file I/O.
     nvml_us = median_pair_us(
@@ -153,8 +151,12 @@ def fake_nvml_lines(args: argparse.Namespace, side_by_side_only: bool = False) -
         f"PowerMonitor thread, fake NVML: {share:.2f} % of one core at a 100 ms period "
         "(1 GPU, 1 domain; target < 2 %)"
     )
-    # Side by side, the state in memory: the fake's reads cost microseconds, as a driver call's
-    # do, and zeus-nb runs as shipped (energy_reads="auto" times the first reads and decides).
+    in_memory_side_by_side(pynvml, root, args)
+
+
+def in_memory_side_by_side(pynvml, root: Path, args: argparse.Namespace) -> None:
+    """Side by side, the fake's state in memory: its reads cost microseconds, as a driver call's
+    do, and zeus-nb runs as shipped (energy_reads="auto" times the first reads and decides)."""
     pynvml.keep_state_in_memory(pynvml.load_state())
     del os.environ["ZEUS_NB_ENERGY_READS"]
     side_by_side(root, args.pairs, args.rounds)

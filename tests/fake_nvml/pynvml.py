@@ -392,12 +392,15 @@ def nvmlDeviceGetTotalEnergyConsumption(handle: _Handle) -> int:
         spend(d, "energy", start)
         return int(counter_mj(d, time.time()))
     if _memory_state is not None:  # a benchmark's state: a read costs what a driver call does
-        d["energy_mj"] += int(d["power_mw"] * d["read_interval_s"])
-        return d["energy_mj"]
+        return _advance(d)
     with _changing() as state:  # smooth: each read advances the counter
-        d = state["devices"][handle.index]
-        d["energy_mj"] += int(d["power_mw"] * d["read_interval_s"])
-        return d["energy_mj"]
+        return _advance(state["devices"][handle.index])
+
+
+def _advance(d: dict) -> int:
+    """The smooth counter after one more read (mJ): each read advances it."""
+    d["energy_mj"] += int(d["power_mw"] * d["read_interval_s"])
+    return d["energy_mj"]
 
 
 def nvmlDeviceGetArchitecture(handle: _Handle) -> int:
