@@ -324,3 +324,23 @@ def test_the_paper_policy_learns_failures_at_their_own_cost():
     paper.report(32, time=0.0, energy=0.0, reached=False)
     post = paper.posterior().set_index("batch_size")
     assert post.loc[32, "mean_cost"] == pytest.approx((30.0 + 100 * 2.0 * 100.0) / 2)
+
+
+@pytest.mark.parametrize("window", [0, 3])
+def test_arm_statistics_kept_as_runs_arrive_match_the_costs_recomputed(window):
+    """Without a window the statistics are updated in place per run (so a recurrence's cost does
+    not grow with the runs so far); they must agree with the costs summed afresh."""
+    bso = make(b0=64, sizes=[64, 128], eta=1.0, window=window)
+    rng = np.random.default_rng(7)
+    for _ in range(500):
+        bs = bso.next_batch_size()
+        t, e = energy_only(float(rng.uniform(400.0, 600.0) * (bs / 64)))
+        bso.report(bs, time=t, energy=e, reached=True)
+    for bs in (64, 128):
+        costs = bso._costs[bs][-window:] if window else bso._costs[bs]
+        mean = math.fsum(costs) / len(costs)
+        sd = math.sqrt(math.fsum((c - mean) ** 2 for c in costs) / len(costs))
+        n, got_mean, got_sd = bso._arm_stats(bs)
+        assert n == len(costs) and n > 1
+        assert got_mean == pytest.approx(mean, rel=1e-12)
+        assert got_sd == pytest.approx(sd, rel=1e-9)

@@ -107,9 +107,9 @@ def _profile(tmp_path: Path) -> Path:
 def test_perseus_plan_refuses_work_past_its_bound_naming_what_to_change(extra, tmp_path, capsys):
     profile = _profile(tmp_path)
     capsys.readouterr()
-    start = time.monotonic()
+    start = time.process_time()
     assert main(["perseus", "plan", str(profile), "--stages", "4", *extra]) == 2
-    assert time.monotonic() - start < 10
+    assert time.process_time() - start < 10  # refused before the solver runs
     line = _one_line(capsys.readouterr().err)
     assert "--unit-time" in line and "solver steps" in line, line
 
@@ -153,12 +153,22 @@ QUICK = {
 }
 
 
+# The most CPU time one command may take at an end of an option's range. The slowest today,
+# ``bso simulate --recurrences 10000``, takes about 3 s of CPU on a 2-core machine that runs
+# Python at 10^7 additions in 1.6 s; it took 24 s while each recurrence re-read every run.
+CPU_BOUND_S = 30
+
+
 @pytest.mark.parametrize("path", sorted(QUICK), ids=" ".join)
 def test_every_option_at_either_end_of_its_range_is_answered_in_bounded_time(
     path, tmp_path, capsys
 ):
     """Options whose work has no bound (a count up to 1e6, a quantum down to 1e-9 s) fail
-    here: the command must finish or refuse within the deadline."""
+    here: the command must finish or refuse within a bound on its work.
+
+    The work is bounded in CPU seconds, which other processes cannot stretch (wall seconds
+    beside busy processes were 2-4x the idle figure); the wall-clock deadline is only there to
+    end a command that blocks or never returns."""
     from test_reliability_discovery import all_leaves, option_kind
 
     files = _inputs(tmp_path)
@@ -177,17 +187,17 @@ def test_every_option_at_either_end_of_its_range_is_answered_in_bounded_time(
             else:
                 argv += [flag, value]
             capsys.readouterr()
-            start = time.monotonic()
-            with deadline(90, " ".join(argv)):
+            start = time.process_time()
+            with deadline(600, " ".join(argv)):
                 try:
                     code = main(argv)
                 except SystemExit as e:  # a usage error
                     code = e.code
-            seconds = time.monotonic() - start
+            cpu_seconds = time.process_time() - start
             err = capsys.readouterr().err
             assert code in (0, 1, 2), (argv, code, err[-300:])
             assert "internal error" not in err, (argv, err)
-            assert seconds < 60, (argv, seconds)
+            assert cpu_seconds < CPU_BOUND_S, (argv, cpu_seconds)
             tried += 1
     assert tried or not any(
         option_kind(a) == "typed" and a.type.extremes for a in leaf._actions if a.option_strings

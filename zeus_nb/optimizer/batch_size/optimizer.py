@@ -161,6 +161,7 @@ class LocalBatchSizeOptimizer:
         self._log: list[Observation] = []
         self._costs: dict[int, list[float]] = {b: [] for b in self.job.batch_sizes}
         self._stats: dict[int, tuple[int, float, float]] = {}  # bs -> (n, mean, sd), cached
+        self._running: dict[int, tuple[int, float, float]] = {}  # bs -> (n, mean, m2), no window
         self._best_cost = math.inf
         self._sync()
 
@@ -190,7 +191,7 @@ class LocalBatchSizeOptimizer:
     def _apply(self, obs: Observation, prunes: bool = True) -> None:
         self._log.append(obs)
         self._costs.setdefault(obs.batch_size, []).append(self._learned_cost(obs))
-        self._stats.pop(obs.batch_size, None)
+        self._update_stats(obs.batch_size)
         if prunes:
             self._explorer.observe(obs.batch_size, obs.cost, obs.reached)
         if obs.reached and obs.cost < self._best_cost:
@@ -236,6 +237,25 @@ class LocalBatchSizeOptimizer:
         rng = np.random.default_rng([self.job.seed, len(self._log)])
         draws = self._sample_means(rng)
         return int(min(draws, key=draws.get))
+
+    def _update_stats(self, bs: int) -> None:
+        """Fold an arm's newest cost into its statistics.
+
+        Without a window every cost counts, so the statistics are updated in place (Welford's
+        running mean and sum of squared deviations): a recurrence costs the same after 10,000
+        runs as after ten. A window's statistics are recomputed over its few costs.
+        """
+        if self.job.window > 0:
+            self._stats.pop(bs, None)
+            return
+        x = self._costs[bs][-1]
+        n, mean, m2 = self._running.get(bs, (0, 0.0, 0.0))
+        n += 1
+        delta = x - mean
+        mean += delta / n
+        m2 += delta * (x - mean)
+        self._running[bs] = (n, mean, m2)
+        self._stats[bs] = (n, mean, math.sqrt(max(m2, 0.0) / n))
 
     def _arm_stats(self, bs: int) -> tuple[int, float, float]:
         """(n, mean, maximum-likelihood standard deviation) of the costs an arm learns from."""
