@@ -3,14 +3,16 @@
 Run: python benchmarks/bench_monitor_instructions.py --zeus DIR [--pairs N]
 
 ``bench_monitor.py`` times the pair; on a shared machine that time moves with the load, and the
-ratio with it. An instruction count does not (it moves by a few percent from one process to the
-next, not with the load): each side runs in a process of its own under
-valgrind's callgrind, once with ``--pairs`` window pairs and once with none, and the difference
-over ``--pairs`` is one pair's count (the fake's two counter reads included, as in the timed
-figure). Both sides run as shipped on the tests' fake pynvml with its state in memory (zeus-nb's
+ratio with it. An instruction count does not: each side runs in a process of its own under
+valgrind's callgrind, which counts only inside one call of ``functools.reduce`` that makes
+``--pairs`` window pairs (``--toggle-collect``), so the process's start (imports, a few percent
+different from one process to the next) is not in the count. A third process makes as many empty
+calls, and its count, the loop's own, is taken off both. Both sides run as shipped, their two
+counter reads per pair included, on the tests' fake pynvml with its state in memory (zeus-nb's
 ``energy_reads="auto"``; Zeus with ``sync_execution=False``, since its torch synchronization raises
 without CUDA), after 300 pairs of warm-up. Target: zeus-nb at most 0.6x Zeus. Needs ``valgrind``
-(Debian: ``apt-get install valgrind``); Zeus installed apart, as for ``bench_monitor.py``:
+(Debian: ``apt-get install valgrind``) and a Python built with its symbols (``functools_reduce``);
+Zeus installed apart, as for ``bench_monitor.py``:
 ``pip install --no-deps --target /tmp/zeus016 zeus==0.16.0``. Takes minutes (valgrind runs
 Python about 50x slower).
 """
@@ -18,6 +20,7 @@ Python about 50x slower).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -33,7 +36,11 @@ TARGET = 0.6
 
 
 def pairs_in_this_process(side: str, pairs: int, zeus_dir: str) -> None:
-    """The child: ``pairs`` window pairs of one side's monitor (after the warm-up)."""
+    """The child: ``pairs`` window pairs of one side's monitor (after the warm-up), inside the
+    one ``functools.reduce`` call callgrind counts; side ``none``: as many empty calls."""
+    if side == "none":
+        functools.reduce(lambda _, __: None, range(pairs), None)
+        return
     sys.path.insert(0, str(TESTS / "fake_nvml"))
     import pynvml  # the tests' fake
 
@@ -59,16 +66,22 @@ def pairs_in_this_process(side: str, pairs: int, zeus_dir: str) -> None:
         monitor = Zeus(gpu_indices=[0], cpu_indices=[])
         kwargs = {"sync_execution": False}
     begin, end = monitor.begin_window, monitor.end_window
-    for _ in range(WARMUP + pairs):
+
+    def pair(_=None, __=None) -> None:
         begin("pair", **kwargs)
         end("pair", **kwargs)
+
+    for _ in range(WARMUP):
+        pair()
+    functools.reduce(pair, range(pairs), None)
     shutil.rmtree(state.parent, ignore_errors=True)
 
 
 def instructions(side: str, pairs: int, zeus_dir: str) -> int:
-    """Instructions callgrind counted for the whole child process."""
+    """Instructions callgrind counted inside the child's one ``functools.reduce`` call."""
     out = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--collect-atstart=no",
+         "--toggle-collect=functools_reduce", sys.executable,
          __file__, "--child", side, "--pairs", str(pairs), "--zeus", zeus_dir],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
@@ -82,7 +95,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--zeus", required=True, help="folder Zeus 0.16 was installed into")
-    parser.add_argument("--child", choices=["zeus-nb", "zeus"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["zeus-nb", "zeus", "none"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         pairs_in_this_process(args.child, args.pairs, args.zeus)
@@ -93,15 +106,22 @@ def main() -> int:
     if not (Path(args.zeus) / "zeus").is_dir():
         print(f"no zeus package in {args.zeus}: install Zeus 0.16 there first", file=sys.stderr)
         return 2
-    per_pair = {}
-    for side in ("zeus-nb", "zeus"):
-        counted = instructions(side, args.pairs, args.zeus) - instructions(side, 0, args.zeus)
-        per_pair[side] = counted / args.pairs
+    loop = instructions("none", args.pairs, args.zeus)
+    if not loop:
+        raise SystemExit(
+            "callgrind counted nothing inside functools.reduce: this Python has no symbols for it"
+        )
+    per_pair = {
+        side: (instructions(side, args.pairs, args.zeus) - loop) / args.pairs
+        for side in ("zeus-nb", "zeus")
+    }
     ratio = per_pair["zeus-nb"] / per_pair["zeus"]
     print(
-        f"window pair, 1 GPU, microsecond reads, in instructions ({args.pairs} pairs): zeus-nb "
-        f"{per_pair['zeus-nb'] / 1000:.1f}k, Zeus {per_pair['zeus'] / 1000:.1f}k: ratio "
-        f"{ratio:.3f} (target <= {TARGET:g}: {'met' if ratio <= TARGET else 'NOT met'})"
+        f"window pair, 1 GPU, microsecond reads, in instructions ({args.pairs} pairs, the loop's "
+        f"own {loop / args.pairs:.0f} a pair taken off): "
+        f"zeus-nb {per_pair['zeus-nb'] / 1000:.2f}k, Zeus {per_pair['zeus'] / 1000:.2f}k: "
+        f"ratio {ratio:.3f} (target <= {TARGET:g}: "
+        f"{'met' if ratio <= TARGET else 'NOT met'})"
     )
     return 0
 

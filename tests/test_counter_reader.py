@@ -172,6 +172,23 @@ def test_auto_times_the_first_reads_then_reads_slow_counters_in_the_background(h
     assert main_reads() == 2
 
 
+def test_a_window_begun_before_its_reader_is_measured_from_its_first_read(h100):
+    """A window that began on the timed first reads has no mark at its start: its end must
+    still read the counter's estimate (an end with a start mark reads only the mark)."""
+    mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=h100())
+    mon.begin_window("outer")  # a timed first read, no reader yet
+    mon.begin_window("probe")
+    mon.end_window("probe")
+    assert mon._readers and mon.measurement_states["outer"].marks is None
+    mon.begin_window("inner")
+    time.sleep(0.3)
+    inner = mon.end_window("inner")
+    outer = mon.end_window("outer")
+    assert outer.energy_method == {0: counter.ESTIMATED}
+    assert outer.gpu_energy[0] >= inner.gpu_energy[0] > 0
+    assert 0 < outer.average_power <= 700
+
+
 def test_auto_keeps_zeus_reads_where_the_counter_is_cheap(h100):
     mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=h100(read_cost=0.0))
     probed = main_reads()  # none: the windows' own first reads are the timed ones

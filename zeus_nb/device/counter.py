@@ -144,6 +144,7 @@ class CounterReader:
         self._ratios: collections.deque[tuple[float, float]] = collections.deque(
             maxlen=CALIBRATION_STEPS
         )
+        self._ratio_now = 1.0  # what the recent steps' ratios give: see _calibrate
         self._users = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -191,9 +192,16 @@ class CounterReader:
 
     # --- energy at a mark (lock held) -------------------------------------------------------
     def _ratio(self) -> float:
-        joules = sum(e for e, _ in self._ratios)
-        powered = sum(p for _, p in self._ratios)
-        return joules / powered if joules > 0 and powered > 0 else 1.0
+        """Counter J per J of integrated power over the recent steps (1 before any)."""
+        return self._ratio_now
+
+    def _calibrate(self, joules: float, powered: float) -> None:
+        """Take one step's counter and power energies into the ratio; it is kept up to date
+        here, at a step, so a window edge does not sum the recent steps again."""
+        self._ratios.append((joules, powered))
+        j = sum(e for e, _ in self._ratios)
+        p = sum(w for _, w in self._ratios)
+        self._ratio_now = j / p if j > 0 and p > 0 else 1.0
 
     def _energy_at(self, m: Mark) -> tuple[float, str]:
         if m.energy is not None:
@@ -351,7 +359,7 @@ class CounterReader:
             self._gaps.append(s - s0)
             self.period = self.grid.period if self.grid.ready else statistics.median(self._gaps)
             if whole > 0:
-                self._ratios.append((joules - e0, whole))
+                self._calibrate(joules - e0, whole)
         exact = how if self._anchor_how == SHARED else self._anchor_how
         keep = []
         for m in self._pending:

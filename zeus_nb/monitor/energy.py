@@ -158,6 +158,12 @@ class ZeusMonitor:
             if self._counted and g.index not in self._readers
         ]
         self._plain = self._counted and not self._readers and self.power_monitor is None
+        # The usual case, as Zeus measures it: one GPU's counter read here, no CPUs.
+        self._one = (
+            self._direct[0][0]
+            if self._plain and len(self._direct) == 1 and not self.cpu_indices
+            else None
+        )
         self._read = self._probing(undecided) if undecided else self._reader()
 
     @property
@@ -206,7 +212,7 @@ class ZeusMonitor:
         """The edge read while ``auto`` still times the first reads of some GPUs' counters."""
         pending = {g.index: g for g in undecided}
 
-        def probing() -> Edge:
+        def probing(begun: dict | None = None) -> Edge:
             marks = {i: r.mark() for i, r in self._readers.items()} or None
             now = time()
             energy = {}
@@ -214,10 +220,11 @@ class ZeusMonitor:
                 joules = counter_registry.probe(gpu, PROBE_READS) if i in pending else None
                 if joules is None and i in pending:  # decided meanwhile: read as decided now
                     self._settle()
-                    return self._read()
+                    return self._read(begun)
                 energy[i] = read_mj() / 1000.0 if joules is None else joules
             for i, m in (marks or {}).items():
-                energy[i] = self._readers[i].estimate(m)
+                if begun is None or i not in begun:
+                    energy[i] = self._readers[i].estimate(m)
             edge = (now, energy, *self._read_cpus(), marks)
             if all(counter_registry.decided(g, "auto") is not None for g in undecided):
                 self._settle()
@@ -225,22 +232,27 @@ class ZeusMonitor:
 
         return probing
 
-    def _reader(self) -> Callable[[], Edge]:
+    def _reader(self) -> Callable[..., Edge]:
         """The one read of a window edge: the clock and every GPU's (and CPU's) energy, as a
-        tuple (begin_window keeps it as a :class:`MeasurementState`; end_window needs none)."""
+        tuple (begin_window keeps it as a :class:`MeasurementState`; end_window needs none).
+
+        At an end, ``begun`` is the start's background readers' marks: a GPU whose window
+        began with a mark is measured between the two marks, so its energy is not estimated
+        at the end as well (only the start's estimate is on show, in ``measurement_states``).
+        """
         cpus = bool(self.cpu_indices)
         if not self._counted:
             snapshot, indices = self._snapshot, self.gpu_indices
 
-            def snap() -> Edge:
+            def snap(begun: dict | None = None) -> Edge:
                 now, gpu = snapshot()
                 return (now, dict(zip(indices, gpu, strict=True)), *self._read_cpus(), None)
 
             return snap
-        if self._plain and len(self._direct) == 1 and not cpus:  # the usual case, as Zeus
+        if self._one is not None:
             (i, read_mj, gpu) = self._direct[0]
 
-            def one() -> Edge:
+            def one(begun: dict | None = None) -> Edge:
                 now = time()
                 try:
                     return now, {i: read_mj() / 1000.0}, None, None, None
@@ -250,7 +262,7 @@ class ZeusMonitor:
             return one
         direct, readers = self._direct, self._readers
 
-        def read() -> Edge:
+        def read(begun: dict | None = None) -> Edge:
             marks = {i: r.mark() for i, r in readers.items()} if readers else None
             now = time()
             energy = {}
@@ -261,7 +273,8 @@ class ZeusMonitor:
                     energy[i] = gpu.get_total_energy_consumption() / 1000.0
             if marks:
                 for i, m in marks.items():
-                    energy[i] = readers[i].estimate(m)
+                    if begun is None or i not in begun:
+                        energy[i] = readers[i].estimate(m)
             if cpus:
                 return (now, energy, *self._read_cpus(), marks)
             return now, energy, None, None, marks
@@ -325,10 +338,19 @@ class ZeusMonitor:
         try:
             if self.sync_execution if sync_execution is None else sync_execution:
                 self._sync()
-            now, gpu_end, cpu_end, dram_end, marks = self._read()
+            begun = start.marks
+            now, gpu_end, cpu_end, dram_end, marks = self._read(begun) if begun else self._read()
         except BaseException:
             states.setdefault(key, start)  # a failed read can be retried
             raise
+        one = self._one
+        if one is not None and one in start.gpu_energy:  # one GPU, Zeus's counter difference
+            e = gpu_end[one] - start.gpu_energy[one]
+            if e:
+                m = Measurement(now - start.time, {one: e}, None, None, None, self._methods)
+                if self._log is not None:
+                    self._log.write(key, start.time, m.time, [e])
+                return m
         if self._plain:  # Zeus's reads: counter differences
             elapsed = now - start.time
             gpu, zero = {}, False
