@@ -105,16 +105,23 @@ class _GPU:
         self.cost, self.power_scale = cost, power_scale
         self.offset = offset  # where this GPU's counter steps fall within a period
         self.reading_period = reading_period
+        self._held: tuple[float, float] = (math.nan, 0.0)  # the power reading the GPU holds
 
     def reading_w(self, t: float) -> float:
-        """What a power read returns at ``t``."""
+        """What a power read returns at ``t``: the latest average, which the GPU holds until
+        its next update (so a read between updates costs a lookup, as the H100's 1 us does)."""
         r = self.reading_period
         if r <= 0:
             return self.load.power(t) * self.power_scale
         end = self.load.t0 + math.floor((t - self.load.t0) / r) * r
+        held = self._held  # (update time, W), one object: threads read it whole
+        if held[0] == end:
+            return held[1]
         if end - r < self.load.t0:
             return self.load.power(t) * self.power_scale
-        return (self.load.energy(end) - self.load.energy(end - r)) / r * self.power_scale
+        watts = (self.load.energy(end) - self.load.energy(end - r)) / r * self.power_scale
+        self._held = (end, watts)
+        return watts
 
     def counter_mj(self, t: float) -> int:
         k = math.floor((t - self.load.t0 - self.offset) / self.period)

@@ -108,6 +108,11 @@ class GPU(WattHelpers, ZeusGPU):
         where it raises, :meth:`get_total_energy_consumption` raises the error to show."""
         return self.get_total_energy_consumption
 
+    def power_reader(self) -> Callable[[], float]:
+        """A function that reads board power (W), built once for a background counter reader's
+        window edges; where it raises, :meth:`power` raises the error to show."""
+        return self.power
+
     def get_power_usage(self) -> int:
         """Board power in mW from the cheapest reading the backend has (NVML: 1 us)."""
         return self.get_instant_power_usage()

@@ -49,9 +49,8 @@ log = logging.getLogger(__name__)
 #: A counter read slower than this (the least of the first reads) goes to a background reader.
 SLOW_READ_S = 1e-3
 #: The reader reads power beside its counter reads, at most this often (window edges add their
-#: own readings): NVML's power reading changed about every 50-100 ms on an H100
-#: (docs/measuring.md), and each wake of the reader costs the caller's thread a turn of the GIL,
-#: so it wakes for counter steps only.
+#: own): an H100's power reading changed every 50-100 ms (docs/measuring.md), and each wake of
+#: the reader costs the caller's thread a turn of the GIL, so it wakes for counter steps only.
 POWER_PERIOD_S = 0.05
 #: Counter period assumed until two steps were seen (an H100's is 100 ms).
 DEFAULT_PERIOD_S = 0.1
@@ -127,6 +126,7 @@ class CounterReader:
         self.least_cost = float("inf")  # the least read duration seen
         self.error: Exception | None = None
         self.max_watts = _max_watts(gpu)
+        self._power_w = gpu.power_reader()  # W, at each window edge
         self.grid = StepGrid()
         self._lock = threading.Lock()
         self._stepped_cond = threading.Condition(self._lock)  # notified at each counter step
@@ -144,7 +144,7 @@ class CounterReader:
         self._ratios: collections.deque[tuple[float, float]] = collections.deque(
             maxlen=CALIBRATION_STEPS
         )
-        self._ratio_now = 1.0  # what the recent steps' ratios give: see _calibrate
+        self._ratio = 1.0  # counter J per J of integrated power, recent steps (_step)
         self._users = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -154,7 +154,10 @@ class CounterReader:
         """A window edge now: the clock (taken first: the edge is when the caller asked) and
         one power reading, no counter read."""
         t = self.clock()
-        watts = self.gpu.power()
+        try:
+            watts = self._power_w()
+        except Exception:  # the slow way: its error names the GPU and the fix
+            watts = self.gpu.power()
         t1 = self.clock()
         m = Mark(t)
         with self._lock:
@@ -191,28 +194,16 @@ class CounterReader:
         return self._anchor is not None
 
     # --- energy at a mark (lock held) -------------------------------------------------------
-    def _ratio(self) -> float:
-        """Counter J per J of integrated power over the recent steps (1 before any)."""
-        return self._ratio_now
-
-    def _calibrate(self, joules: float, powered: float) -> None:
-        """Take one step's counter and power energies into the ratio; it is kept up to date
-        here, at a step, so a window edge does not sum the recent steps again."""
-        self._ratios.append((joules, powered))
-        j = sum(e for e, _ in self._ratios)
-        p = sum(w for _, w in self._ratios)
-        self._ratio_now = j / p if j > 0 and p > 0 else 1.0
-
     def _energy_at(self, m: Mark) -> tuple[float, str]:
         if m.energy is not None:
             return m.energy, m.how
         power = self._power
         if self._anchor is None:  # not read yet: power alone, from the first reading on
-            return self._ratio() * power.integral(power.t[0], m.t), ESTIMATED
+            return self._ratio * power.integral(power.t[0], m.t), ESTIMATED
         s, e = self._anchor
         if m.t >= s:
-            return e + self._ratio() * power.integral(s, m.t), ESTIMATED
-        return e - self._ratio() * power.integral(m.t, s), ESTIMATED
+            return e + self._ratio * power.integral(s, m.t), ESTIMATED
+        return e - self._ratio * power.integral(m.t, s), ESTIMATED
 
     def _break_between(self, a: float, b: float) -> str | None:
         for t0, t1, how in reversed(self._breaks):
@@ -284,7 +275,7 @@ class CounterReader:
         """The counter restarted from ``read``'s value: continue from power (lock held)."""
         s0, e0 = self._anchor  # type: ignore[misc]
         mid = (read.a + read.b) / 2
-        ratio = self._ratio()
+        ratio = self._ratio
         est = e0 + ratio * self._power.integral(s0, mid)
         self._offset = est - read.joules
         keep = []
@@ -336,7 +327,7 @@ class CounterReader:
             s = min(max(grid.at(cands[0]), lo), hi)
             return s, s - eps, how
         s0 = self._anchor[0]
-        ratio = self._ratio()
+        ratio = self._ratio
 
         def miss(k: int) -> float:
             return abs(ratio * self._power.integral(s0, grid.at(k)) - delta)
@@ -353,13 +344,15 @@ class CounterReader:
     def _step(self, s: float, joules: float, how: str = SHARED, lo: float | None = None) -> None:
         """A counter step at time ``s`` to ``joules``: resolve the marks before it (lock held)."""
         s0, e0 = self._anchor  # type: ignore[misc]
-        power, ratio = self._power, self._ratio()
+        power, ratio = self._power, self._ratio
         whole = power.integral(s0, s)
         if self._stepped:
             self._gaps.append(s - s0)
             self.period = self.grid.period if self.grid.ready else statistics.median(self._gaps)
             if whole > 0:
-                self._calibrate(joules - e0, whole)
+                self._ratios.append((joules - e0, whole))  # kept here, not summed per edge
+                j, p = sum(x for x, _ in self._ratios), sum(w for _, w in self._ratios)
+                self._ratio = j / p if j > 0 and p > 0 else 1.0
         exact = how if self._anchor_how == SHARED else self._anchor_how
         keep = []
         for m in self._pending:

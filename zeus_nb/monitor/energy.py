@@ -158,12 +158,6 @@ class ZeusMonitor:
             if self._counted and g.index not in self._readers
         ]
         self._plain = self._counted and not self._readers and self.power_monitor is None
-        # The usual case, as Zeus measures it: one GPU's counter read here, no CPUs.
-        self._one = (
-            self._direct[0][0]
-            if self._plain and len(self._direct) == 1 and not self.cpu_indices
-            else None
-        )
         self._read = self._probing(undecided) if undecided else self._reader()
 
     @property
@@ -234,12 +228,8 @@ class ZeusMonitor:
 
     def _reader(self) -> Callable[..., Edge]:
         """The one read of a window edge: the clock and every GPU's (and CPU's) energy, as a
-        tuple (begin_window keeps it as a :class:`MeasurementState`; end_window needs none).
-
-        At an end, ``begun`` is the start's background readers' marks: a GPU whose window
-        began with a mark is measured between the two marks, so its energy is not estimated
-        at the end as well (only the start's estimate is on show, in ``measurement_states``).
-        """
+        tuple (begin_window keeps it as a :class:`MeasurementState`). ``begun``, an end's start
+        marks: a GPU with one is measured between the marks, so not estimated at the end."""
         cpus = bool(self.cpu_indices)
         if not self._counted:
             snapshot, indices = self._snapshot, self.gpu_indices
@@ -249,7 +239,7 @@ class ZeusMonitor:
                 return (now, dict(zip(indices, gpu, strict=True)), *self._read_cpus(), None)
 
             return snap
-        if self._one is not None:
+        if self._plain and len(self._direct) == 1 and not cpus:  # the usual case, as Zeus
             (i, read_mj, gpu) = self._direct[0]
 
             def one(begun: dict | None = None) -> Edge:
@@ -338,26 +328,16 @@ class ZeusMonitor:
         try:
             if self.sync_execution if sync_execution is None else sync_execution:
                 self._sync()
-            begun = start.marks
-            now, gpu_end, cpu_end, dram_end, marks = self._read(begun) if begun else self._read()
+            now, gpu_end, cpu_end, dram_end, marks = self._read(start.marks)
         except BaseException:
             states.setdefault(key, start)  # a failed read can be retried
             raise
-        one = self._one
-        if one is not None and one in start.gpu_energy:  # one GPU, Zeus's counter difference
-            e = gpu_end[one] - start.gpu_energy[one]
-            if e:
-                m = Measurement(now - start.time, {one: e}, None, None, None, self._methods)
-                if self._log is not None:
-                    self._log.write(key, start.time, m.time, [e])
-                return m
         if self._plain:  # Zeus's reads: counter differences
             elapsed = now - start.time
             gpu, zero = {}, False
             for i, joules in start.gpu_energy.items():
                 gpu[i] = e = gpu_end[i] - joules
-                if not e:
-                    zero = True
+                zero = zero or not e
             how = self._methods
             if zero:
                 how = dict(how)
@@ -376,12 +356,10 @@ class ZeusMonitor:
     def _measurement(
         self, start: MeasurementState, end: MeasurementState, wait: bool
     ) -> Measurement:
-        """A window over background readers, integrated power or a snapshot system (end_window
-        computes the plain counter differences itself)."""
+        """A window over background readers, integrated power or a snapshot (not plain reads)."""
         elapsed = end.time - start.time
         g0, g1 = start.gpu_energy, end.gpu_energy
-        gpu = {}
-        how = {}
+        gpu, how = {}, {}
         backend = self.system.backend
         default = counter.COUNTER if self._counted else _METHOD.get(backend, f"{backend} counter")
         starts, ends = start.marks or {}, end.marks or {}

@@ -43,7 +43,6 @@ __all__ = [
     "FROM_ENV",
     "NVIDIAGPU",
     "NVIDIAGPUs",
-    "NvmlGPU",
     "NvmlSystem",
     "ZeusdNVIDIAGPU",
     "nvml_is_available",
@@ -198,6 +197,10 @@ class NVIDIAGPU(GPU):
         are NVML's; :meth:`get_total_energy_consumption` gives them Zeus's class and advice."""
         return functools.partial(pynvml.nvmlDeviceGetTotalEnergyConsumption, self.handle)
 
+    def power_reader(self) -> Callable[[], float]:
+        """NVML's power read (W) in one Python frame, not three: errors as counter_reader's."""
+        return lambda read=pynvml.nvmlDeviceGetPowerUsage, h=self.handle: read(h) / 1000.0
+
     @_nvml("reading power")
     def get_power_usage(self) -> int:
         return pynvml.nvmlDeviceGetPowerUsage(self.handle)
@@ -309,10 +312,6 @@ class NVIDIAGPU(GPU):
             what = f"turning persistence mode {'on' if enabled else 'off'}"
             zeusd = ("set_persistence_mode", bool(enabled), block)
             self._change(what, ("SetPersistenceMode", mode), zeusd, "persistence mode")
-
-
-#: The name zeus-nb's NVML GPU had before it was Zeus's class.
-NvmlGPU = NVIDIAGPU
 
 
 @checked_methods
