@@ -403,6 +403,29 @@ def test_a_starved_reader_places_late_steps_on_the_counters_grid():
     assert final >= 0.8 * (len(marks) - 1)  # the grid placed most late steps exactly
 
 
+def test_a_late_step_just_before_the_grids_next_point_is_placed_at_the_read_not_mid_gap():
+    """A busy machine's run (2026-12-02): three tight brackets fitted a grid whose next point
+    fell 1.3 ms after the read that saw the step, following a 92 ms gap; the step went to the
+    gap's middle, 24 ms early, and a 0.3 s window was 6.7 % off. The reads are that run's."""
+    sim = SimCounter(phase=0.0134)
+    r, clock, _ = driven_reader()
+    reads = [(0.0038, 0.0114), (0.0115, 0.0144), (0.1036, 0.1124), (0.1125, 0.1154)]
+    reads += [(0.2035, 0.2066), (0.2067, 0.2096), (0.2097, 0.2127), (0.2128, 0.2156)]
+    reads += [(0.3089, 0.3129), (0.3129, 0.3161), (0.407, 0.4101), (0.4102, 0.4132)]
+    reads += [(0.4132, 0.4196), (0.5117, 0.5147), (0.6087, 0.6119), (0.612, 0.615)]
+    marks = []
+    for a, b in reads:
+        if a > 0.5 and len(marks) < 2:
+            for t in (0.45, 0.50):  # window edges in the gap, before the step
+                clock.now = t
+                marks.append(r.mark())
+        sample(r, clock, a, sim.watts)
+        r.observe(a, b, sim.joules(b))
+    assert r.grid.ready
+    for m in marks:  # the counter counted sim.watts x t up to t: each edge within a bracket
+        assert abs(r.estimate(m) - sim.watts * m.t) <= sim.watts * r._tight(), m.t
+
+
 def test_a_counter_jump_beyond_max_power_is_rejected_and_logged_once(caplog, monkeypatch):
     monkeypatch.setattr(counter, "_noted", set())  # causes are logged once per process
     r, clock, sim = driven_reader()

@@ -141,9 +141,7 @@ class CounterReader:
         self._power = PowerTrack()  # readings since the anchor (and the one before it)
         self._pending: list[Mark] = []
         self._gaps: collections.deque[float] = collections.deque(maxlen=9)
-        self._ratios: collections.deque[tuple[float, float]] = collections.deque(
-            maxlen=CALIBRATION_STEPS
-        )
+        self._ratios = collections.deque(maxlen=CALIBRATION_STEPS)  # (counter J, power J)
         self._ratio = 1.0  # counter J per J of integrated power, recent steps (_step)
         self._users = 0
         self._stop = threading.Event()
@@ -321,8 +319,9 @@ class CounterReader:
         last_k = math.floor(grid.index(hi + eps))
         cands = list(range(first, last_k + 1))
         how = ESTIMATED if eps > tight else SHARED  # final: grid known to a tight width
-        if not cands:
-            return (lo + hi) / 2, lo, ESTIMATED
+        if not cands:  # the grid's point lies just outside the gap: the nearest, clamped in
+            near = min((k_hi, k_hi + 1), key=lambda k: max(lo - grid.at(k), grid.at(k) - hi))
+            return min(max(grid.at(near), lo), hi), lo, ESTIMATED
         if len(cands) == 1:
             s = min(max(grid.at(cands[0]), lo), hi)
             return s, s - eps, how
