@@ -18,7 +18,7 @@ import time
 import warnings
 from pathlib import Path
 
-from zeus_nb.device import counter
+from zeus_nb.device import counter, counter_track
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 BURSTY = [(0.024, 693.0), (0.005, 127.0)]  # W; one 29 ms step of notebook 01 (shape assumed)
@@ -201,12 +201,21 @@ def _loop_step_s(steps: int, iterations: int, monitor=None, **kw) -> float:
     return statistics.median(times)
 
 
-def _reader_share(fake, seconds: float) -> float:
-    """CPU time (% of one core) a monitor's background reader uses while this thread sleeps."""
+def _settled(fake):
+    """A zeus-nb monitor whose reader has read its first steps and fitted the counter's grid."""
     monitor = _ours(fake)
     monitor.begin_window("probe")
     monitor.end_window("probe")
-    time.sleep(0.3)
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and not all(r.grid.ready for r in monitor._readers.values()):
+        time.sleep(0.05)
+    time.sleep(0.3)  # and a few steps read as it reads once settled
+    return monitor
+
+
+def _reader_share(fake, seconds: float) -> float:
+    """CPU time (% of one core) a monitor's background reader uses while this thread sleeps."""
+    monitor = _settled(fake)
     cpu0, wall0 = time.process_time(), time.monotonic()
     time.sleep(seconds)
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
@@ -252,7 +261,7 @@ def h100_section(args) -> None:
         finals = [
             abs(e)
             for e, how in zip(errors["ours, waited"], labels, strict=True)
-            if how in counter.EXACT
+            if how in counter_track.EXACT
         ]
         worst_final = max(finals, default=0.0)
         print(
@@ -278,20 +287,30 @@ def h100_section(args) -> None:
 
     # Paired short runs: the loop without windows runs with no zeus-nb monitor alive, so the
     # reader's thread (it stops with the last monitor that uses it) counts against the loop
-    # with windows; medians of the per-pair ratios, since the machine's load moves.
+    # with windows; the monitor's start (first reads, learning the counter's grid) is left
+    # out, as in a training run of many steps. Pairs alternate which loop runs first (a load
+    # that rises or falls through a pair cancels out over two); medians of the per-pair
+    # ratios, since the machine's load moves.
     del ours
     gc.collect()
     iterations = _calibrate(0.029)
-    steps, pairs = 10, 40
+    steps, pairs = 10, 80
     rounds: dict[str, list[float]] = {"ours": [], "zeus": []}
-    for _ in range(pairs):
-        base = _loop_step_s(steps, iterations)
-        monitor = _ours(fake)
-        monitor.begin_window("probe")
-        monitor.end_window("probe")
-        rounds["ours"].append(_loop_step_s(steps, iterations, monitor) / base - 1)
-        del monitor
+
+    def loop_s(with_windows: bool) -> float:
+        if not with_windows:
+            return _loop_step_s(steps, iterations)
+        monitor = _settled(fake)
+        step_s = _loop_step_s(steps, iterations, monitor)
+        del monitor  # its reader stops with it
         gc.collect()
+        return step_s
+
+    for i in range(pairs):
+        order = (False, True) if i % 2 == 0 else (True, False)
+        times = {w: loop_s(w) for w in order}
+        with_windows, base = times[True], times[False]
+        rounds["ours"].append(with_windows / base - 1)
         if zeus is not None:
             base = _loop_step_s(steps, iterations)
             rounds["zeus"].append(

@@ -19,7 +19,7 @@ import warnings
 import pytest
 import timed_nvml
 
-from zeus_nb.device import counter, counter_registry
+from zeus_nb.device import counter, counter_registry, counter_track
 from zeus_nb.device.gpu.nvidia import NVIDIAGPUs
 from zeus_nb.errors import WindowError
 from zeus_nb.monitor import ZeusMonitor
@@ -85,7 +85,9 @@ def test_a_step_is_shared_out_by_power_and_marks_add_up_to_it():
     ab, final = r.energy_between(a, b)
     bc, _ = r.energy_between(b, c)
     ac, _ = r.energy_between(a, c)
-    assert final == counter.SHARED and ab + bc == pytest.approx(ac)  # back-to-back windows add up
+    assert final == counter_track.SHARED and ab + bc == pytest.approx(
+        ac
+    )  # back-to-back windows add up
     # power integral over the step: 300 W x 20 ms + 1 ms ramp to 100 W + 100 W x 79 ms
     whole = 300 * 0.02 + 200 * 0.001 + 100 * 0.079
     assert ab == pytest.approx(10.0 * 300 * 0.01 / whole)  # its share of the counter's 10 J
@@ -106,7 +108,7 @@ def test_an_unfinished_step_is_estimated_from_power_scaled_to_the_counter():
     clock.now = 0.56
     b = r.mark()
     joules, final = r.energy_between(a, b)
-    assert final == counter.ESTIMATED and joules == pytest.approx(0.5 * 200 * 0.04, rel=1e-6)
+    assert final == counter_track.ESTIMATED and joules == pytest.approx(0.5 * 200 * 0.04, rel=1e-6)
     assert r.estimate(b) == pytest.approx(50 + 0.5 * 200 * 0.06, rel=1e-6)
 
 
@@ -126,7 +128,7 @@ def test_a_window_with_power_drawn_is_never_zero_even_inside_one_step():
     with r._lock:
         r._step(0.2, 30.0)
     joules, final = r.energy_between(a, b)
-    assert final == counter.SHARED and joules == pytest.approx(15.0 * 0.001 / 0.1, rel=1e-6)
+    assert final == counter_track.SHARED and joules == pytest.approx(15.0 * 0.001 / 0.1, rel=1e-6)
 
 
 # --- the monitor over the timed fake ---------------------------------------------------------
@@ -189,7 +191,7 @@ def test_a_window_begun_before_its_reader_is_measured_from_its_first_read(h100):
     inner = mon.end_window("inner")
     outer = mon.end_window("outer")
     t1 = time.perf_counter()
-    assert outer.energy_method == {0: counter.ESTIMATED}
+    assert outer.energy_method == {0: counter_track.ESTIMATED}
     assert outer.gpu_energy[0] >= inner.gpu_energy[0] > 0
     # an estimate over a few counter steps, read once at a timed start: near what was drawn
     assert outer.gpu_energy[0] == pytest.approx(timed_nvml.true_energy(0, t0, t1), rel=0.25)
@@ -202,7 +204,7 @@ def test_auto_keeps_zeus_reads_where_the_counter_is_cheap(h100):
     for i in range(5):
         mon.begin_window(f"w{i}")
         m = mon.end_window(f"w{i}")
-        assert m.energy_method == {0: counter.COUNTER}
+        assert m.energy_method == {0: counter_track.COUNTER}
     assert main_reads() - probed == 10 and not mon._readers  # one read per edge, as Zeus
 
 
@@ -234,7 +236,7 @@ def edge_tolerance(reader: counter.CounterReader, how: str, shape: float) -> flo
     estimate is within one counter step's energy (max power x the period) of the truth.
     """
     p_max = timed_nvml.BUSY_W
-    if how == counter.SHARED:
+    if how == counter_track.SHARED:
         return p_max * reader._tight() + shape
     return p_max * reader.period + shape
 
@@ -243,7 +245,7 @@ def window_tolerance(reader, how: str, shape: float, span: float) -> float:
     """J a window may be off: two edges (:func:`edge_tolerance`); over a stalled read or a
     rejected reading the counter was not seen, and nothing bounds the window better than
     max power x the ``span`` its edges may cover."""
-    if how in (counter.STALLED, counter.REJECTED):
+    if how in (counter_track.STALLED, counter_track.REJECTED):
         return timed_nvml.BUSY_W * span
     return 2 * edge_tolerance(reader, how, shape)
 
@@ -286,7 +288,7 @@ def test_short_windows_are_never_zero_and_add_up_to_the_window_around_them(h100)
     total = sum(p.gpu_energy[0] for p in parts)
     shape = bursty_shape(BURSTY, 0.05, timed_nvml.PERIOD_H100)
     assert abs(total - around.gpu_energy[0]) <= 2 * shape + 0.05 * around.gpu_energy[0]
-    assert all(p.energy_method[0] in counter.EXACT or p.approximate == [0] for p in parts)
+    assert all(p.energy_method[0] in counter_track.EXACT or p.approximate == [0] for p in parts)
     assert any(p.approximate == [0] for p in parts)  # ended before the next step: estimated
 
 
@@ -318,7 +320,7 @@ def test_a_long_window_agrees_with_the_counter(h100, busy_threads):
     shape = bursty_shape(BURSTY, 0.05, timed_nvml.PERIOD_H100)
     tol = window_tolerance(reader, how, shape, e1 - b0)
     assert low - tol <= m.gpu_energy[0] <= high + tol, (m, how, low, high, tol)
-    assert how in counter.EXACT or m.approximate == [0]
+    assert how in counter_track.EXACT or m.approximate == [0]
 
 
 def test_power_readings_that_disagree_with_the_counter_are_scaled_to_it(h100):
@@ -397,9 +399,9 @@ def test_a_starved_reader_places_late_steps_on_the_counters_grid():
     final = 0
     for a, b in zip(marks, marks[1:], strict=False):
         joules, how = r.energy_between(a, b)
-        per_edge = sim.watts * (r._tight() if how == counter.SHARED else r.period)
+        per_edge = sim.watts * (r._tight() if how == counter_track.SHARED else r.period)
         assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * per_edge, (a.t, b.t, how)
-        final += how == counter.SHARED
+        final += how == counter_track.SHARED
     assert final >= 0.8 * (len(marks) - 1)  # the grid placed most late steps exactly
 
 
@@ -437,7 +439,7 @@ def test_a_counter_jump_beyond_max_power_is_rejected_and_logged_once(caplog, mon
     clock.now = 1.09
     b = r.mark()
     joules, how = r.energy_between(a, b)
-    assert how == counter.REJECTED
+    assert how == counter_track.REJECTED
     assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * sim.watts * r.period
     warned = [x for x in caplog.records if x.levelno == logging.WARNING and "jumped" in x.message]
     assert len(warned) == 1
@@ -453,7 +455,7 @@ def test_a_counter_going_back_is_rejected():
     clock.now = 1.45
     b = r.mark()
     joules, how = r.energy_between(a, b)
-    assert how == counter.REJECTED and joules > 0
+    assert how == counter_track.REJECTED and joules > 0
     assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * sim.watts * r.period
 
 
@@ -468,7 +470,7 @@ def test_a_stalled_read_is_flagged(caplog, monkeypatch):
     r.observe(1.03, 3.03, sim.joules(2.0))  # a read that took 2 s
     calm_reads(r, clock, sim, 3.1, 3.5, 0.0028)
     joules, how = r.energy_between(a, b)
-    assert how == counter.STALLED
+    assert how == counter_track.STALLED
     assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * sim.watts * r.period
     stalls = [x for x in caplog.records if "took 2.000 s" in x.message]
     assert [x.levelno for x in stalls] == [logging.WARNING]
@@ -497,7 +499,7 @@ def test_threads_opening_the_first_windows_at_once_share_one_reader(h100):
     users = sum(n for name, n in timed_nvml.counter_reads.items() if name.startswith("user"))
     assert users == 2  # the two timed reads that chose the background reader, once
     assert len({id(m._readers[0]) for m in monitors}) == 1
-    assert all(m.energy_method[0] != counter.COUNTER for m in results)
+    assert all(m.energy_method[0] != counter_track.COUNTER for m in results)
 
 
 def test_two_threads_ending_one_window_get_one_measurement_and_one_window_error(h100):

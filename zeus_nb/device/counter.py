@@ -2,9 +2,10 @@
 
 On an H100 a read of NVML's energy counter costs 2.8 ms (up to 17 ms) and the counter moves
 only every 100 ms, while a power reading costs 1 us (docs/measuring.md). A
-:class:`CounterReader` reads the counter on a daemon thread, reading back to back only around the
-moment the next step is due, and samples power in between. A window edge is a :class:`Mark`: the
-caller's clock and one power reading, a few microseconds. The cumulative energy at a mark is
+:class:`CounterReader` reads the counter on a daemon thread: back to back around a step until
+the steps' grid is known, then once just after each step (back to back again every few steps),
+sampling power beside. A window edge is a :class:`Mark`: the caller's clock and one power
+reading, a few microseconds. The cumulative energy at a mark is
 
 * *shared out* (final) once counter steps on both sides of it are known: the step's energy is
   split by the power readings, ``E_j + (E_j+1 - E_j) * P(s_j..t) / P(s_j..s_j+1)``, so windows
@@ -37,9 +38,19 @@ import math
 import statistics
 import threading
 import time
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
-from zeus_nb.device.counter_track import PowerTrack, StepGrid
+from zeus_nb.device.counter_track import (
+    ESTIMATED,
+    RANK,
+    REJECTED,
+    SHARED,
+    STALLED,
+    Mark,
+    PowerTrack,
+    Read,
+    StepGrid,
+)
 
 if TYPE_CHECKING:
     from zeus_nb.device.base import GPU
@@ -56,6 +67,10 @@ POWER_PERIOD_S = 0.05
 DEFAULT_PERIOD_S = 0.1
 #: The longest counter period believed (s): bounds how early a first reading's step can be.
 MAX_PERIOD_S = 1.0
+#: Once the grid is known to GRID_TRUST x the tight bracket, the reader reads once just after
+#: each step, and brackets a step tightly again after REBRACKET_STEPS such steps (the grid's
+#: points come from tight brackets; a clock drifting from the GPU's would leave it behind).
+GRID_TRUST, REBRACKET_STEPS = 0.5, 4
 #: Complete steps whose counter/power ratio calibrates estimates.
 CALIBRATION_STEPS = 10
 #: A bracket of two back-to-back reads is "tight" up to TIGHT_READS least read costs plus
@@ -74,39 +89,7 @@ WAIT_PERIODS, WAIT_SLACK_S = 5, 0.5
 #: Spans of rejected or stalled readings remembered (windows over them are estimates).
 MAX_BREAKS = 64
 
-# How a window's energy was obtained (Measurement.energy_method values).
-COUNTER = "counter"  # synchronous counter reads at both edges (Zeus's way)
-SHARED = "counter, shared out by power"  # steps placed within a tight bracket: final
-ESTIMATED = "counter + power estimate"  # an edge after the last step, or a step placed loosely
-STALLED = "counter + power estimate (a counter read stalled)"
-REJECTED = "power estimate (a counter reading was rejected)"
-#: The labels of exact measurements; every other label is an estimate.
-EXACT = (COUNTER, SHARED)
 _noted: set[tuple[int, str]] = set()  # (GPU index, cause) already logged as a warning
-_RANK = {SHARED: 0, ESTIMATED: 1, STALLED: 2, REJECTED: 3}  # a window takes its worst edge's
-
-
-class Mark:
-    """A window edge: the reader's clock and, once known, the cumulative energy there (J)."""
-
-    __slots__ = ("energy", "how", "t")
-
-    def __init__(self, t: float):
-        self.t = t
-        self.energy: float | None = None  # set when the counter step after it arrived
-        self.how = ESTIMATED  # how that energy was obtained (SHARED: final)
-
-    @property
-    def final(self) -> bool:
-        return self.how == SHARED
-
-
-class Read(NamedTuple):
-    """One counter read: it began at ``a``, returned at ``b``; the value is from in between."""
-
-    a: float
-    b: float
-    joules: float
 
 
 class CounterReader:
@@ -141,6 +124,7 @@ class CounterReader:
         self._power = PowerTrack()  # readings since the anchor (and the one before it)
         self._pending: list[Mark] = []
         self._gaps: collections.deque[float] = collections.deque(maxlen=9)
+        self._loose = 0  # steps placed since the last tight bracket
         self._ratios = collections.deque(maxlen=CALIBRATION_STEPS)  # (counter J, power J)
         self._ratio = 1.0  # counter J per J of integrated power, recent steps (_step)
         self._users = 0
@@ -170,7 +154,7 @@ class CounterReader:
             ea, ha = self._energy_at(a)
             eb, hb = self._energy_at(b)
             brk = self._break_between(a.t, b.t) or SHARED
-            how = max(ha, hb, brk, key=_RANK.__getitem__)
+            how = max(ha, hb, brk, key=RANK.__getitem__)
         return max(0.0, eb - ea), how
 
     def estimate(self, mark: Mark) -> float:
@@ -306,7 +290,9 @@ class CounterReader:
         if width <= tight:
             mid = (lo + hi) / 2
             self.grid.add(mid, width / 2, self.period)
+            self._loose = 0
             return mid, lo, SHARED
+        self._loose += 1
         grid = self.grid
         if not grid.ready:
             due = self._anchor[0] + self.period if self._stepped else (lo + hi) / 2
@@ -376,13 +362,17 @@ class CounterReader:
         read = self.gpu.counter_reader()
         while not self._stop.is_set():
             now = self.clock()
-            # begin a read early enough to end before the step: the next read then brackets it
-            lead = 2 * self.least_cost if self.least_cost < 1.0 else 0.0
-            if self.grid.ready:
-                lead += self.grid.error(round(self.grid.index(self._due())))
-            due = self._due()
-            if self._stepped and now < due - lead:  # sleep until the next step is due
-                self._stop.wait(max(0.0005, due - lead - now))
+            due, err = self._due(), self._due_error()
+            if (
+                self.grid.ready
+                and err <= GRID_TRUST * self._tight()
+                and self._loose < REBRACKET_STEPS
+            ):
+                wake = due + err + TIGHT_SLACK_S  # the grid places it: one read just after
+            else:  # begin a read to end before the step: the next one brackets it
+                wake = due - err - (2 * self.least_cost if self.least_cost < 1.0 else 0.0)
+            if self._stepped and now < wake:  # sleep until the read is due
+                self._stop.wait(max(0.0005, wake - now))
                 continue
             try:
                 a = self.clock()
@@ -416,6 +406,11 @@ class CounterReader:
         if grid.ready:
             return grid.at(math.floor(grid.index(s) + 0.5) + 1)
         return s + self.period
+
+    def _due_error(self) -> float:
+        """How far the next step may fall from :meth:`_due` (s); 0 while no grid is fitted."""
+        grid = self.grid
+        return grid.error(round(grid.index(self._due()))) if grid.ready else 0.0
 
     def _sample_power(self) -> None:
         try:

@@ -1,18 +1,53 @@
-"""Timelines a background counter reader keeps: power readings and the counter's step grid.
+"""Timelines a background counter reader keeps: window edges, power readings, the step grid.
 
-:class:`PowerTrack` integrates power readings so that a counter step can be shared out among the
-window edges inside it; :class:`StepGrid` learns where a counter steps (a regular clock, an H100's
-every 100 ms) from steps seen between back-to-back reads, so that a step seen late is placed where
-it happened (:mod:`zeus_nb.device.counter`).
-"""
+:class:`Mark` is a window edge and :class:`Read` one counter read; the labels say how an edge's
+energy was obtained (``Measurement.energy_method``). :class:`PowerTrack` integrates power
+readings so that a counter step can be shared out among the window edges inside it;
+:class:`StepGrid` learns where a counter steps (a regular clock, an H100's every 100 ms) from
+steps seen between back-to-back reads, so that a step seen late is placed where it happened
+(:mod:`zeus_nb.device.counter`)."""
 
 from __future__ import annotations
 
 import bisect
 import collections
+from typing import NamedTuple
 
 #: Tightly bracketed steps the grid is fitted to, and how many it needs first.
 GRID_POINTS, GRID_MIN_POINTS = 32, 3
+
+# How a window's energy was obtained (Measurement.energy_method values).
+COUNTER = "counter"  # synchronous counter reads at both edges (Zeus's way)
+SHARED = "counter, shared out by power"  # steps placed within a tight bracket: final
+ESTIMATED = "counter + power estimate"  # an edge after the last step, or a step placed loosely
+STALLED = "counter + power estimate (a counter read stalled)"
+REJECTED = "power estimate (a counter reading was rejected)"
+#: The labels of exact measurements; every other label is an estimate.
+EXACT = (COUNTER, SHARED)
+RANK = {SHARED: 0, ESTIMATED: 1, STALLED: 2, REJECTED: 3}  # a window takes its worst edge's
+
+
+class Mark:
+    """A window edge: the reader's clock and, once known, the cumulative energy there (J)."""
+
+    __slots__ = ("energy", "how", "t")
+
+    def __init__(self, t: float):
+        self.t = t
+        self.energy: float | None = None  # set when the counter step after it arrived
+        self.how = ESTIMATED  # how that energy was obtained (SHARED: final)
+
+    @property
+    def final(self) -> bool:
+        return self.how == SHARED
+
+
+class Read(NamedTuple):
+    """One counter read: it began at ``a``, returned at ``b``; the value is from in between."""
+
+    a: float
+    b: float
+    joules: float
 
 
 class PowerTrack:

@@ -1,12 +1,12 @@
 """Measure GPU (and CPU) time and energy of arbitrary code blocks with named windows.
 
 Zeus's ``ZeusMonitor``: nesting, overlapping windows, each returning a :class:`Measurement`;
-``measurement_states`` holds the open ones. An edge reads the wall clock once (this module's
-``time``) and each GPU's counter, as Zeus does; GPUs without one are measured by ``PowerMonitor``;
-simulated and replayed GPUs answer in one snapshot. A slow counter (an H100's: 2.8 ms a read) is
-read on a background thread (:mod:`zeus_nb.device.counter`): an edge costs microseconds, counter
-steps are shared out among windows by power, and :attr:`Measurement.energy_method` says how each
-GPU's energy was obtained (docs/measuring.md).
+``measurement_states`` holds the open ones. An edge reads the wall clock (this module's ``time``)
+and each GPU's counter, as Zeus does; GPUs without one are measured by ``PowerMonitor``; simulated
+and replayed GPUs answer in one snapshot. A slow counter (an H100's: 2.8 ms a read) is read on a
+background thread (:mod:`zeus_nb.device.counter`): an edge costs microseconds, counter steps are
+shared out among windows by power, and :attr:`Measurement.energy_method` says how each GPU's energy
+was obtained (docs/measuring.md).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from types import MappingProxyType
 from zeus_nb import device
 from zeus_nb.device import counter, counter_registry
 from zeus_nb.device.base import GPUSystem, PowerSampler
+from zeus_nb.device.counter_track import COUNTER, ESTIMATED
 from zeus_nb.device.gpu import get_gpus
 from zeus_nb.device.gpu.common import GPUs
 from zeus_nb.errors import InputError, WindowError
@@ -127,9 +128,8 @@ class ZeusMonitor:
         self._log = (
             MonitorLog(Path(log_file), self._header(), self) if log_file is not None else None
         )
-        # One reader per GPU, chosen here: real GPUs' counters on the caller's thread where
-        # cheap (Zeus's reads), on the process's background reader where slow, integrated
-        # power where there is no counter; other systems answer in one snapshot.
+        # One reader per GPU, chosen here: a counter on the caller's thread where cheap (Zeus's
+        # reads), on a background reader where slow; power where none; else one snapshot.
         self._counted = self.system.windows_read_counters
         self._snapshot = None if self._counted else self.system.snapshot_reader(list(self.gpus))
         old = [g.index for g in self.gpus if self._counted and not g.supports_energy_counter()]
@@ -139,7 +139,7 @@ class ZeusMonitor:
             kwargs = {} if self.system is device.peek() else {"system": self.system}
             self.power_monitor = PowerMonitor(gpu_indices=old, update_period=None, **kwargs)
         self._readers: dict[int, counter.CounterReader] = {}
-        self._methods = MappingProxyType(dict.fromkeys(self.gpu_indices, counter.COUNTER))
+        self._methods = MappingProxyType(dict.fromkeys(self.gpu_indices, COUNTER))
         self._settle()
 
     def _settle(self) -> None:
@@ -361,7 +361,7 @@ class ZeusMonitor:
         g0, g1 = start.gpu_energy, end.gpu_energy
         gpu, how = {}, {}
         backend = self.system.backend
-        default = counter.COUNTER if self._counted else _METHOD.get(backend, f"{backend} counter")
+        default = COUNTER if self._counted else _METHOD.get(backend, f"{backend} counter")
         starts, ends = start.marks or {}, end.marks or {}
         for i in self.gpu_indices:
             a, b = starts.get(i), ends.get(i)
@@ -371,7 +371,7 @@ class ZeusMonitor:
                     reader.wait(b)
                 gpu[i], how[i] = reader.energy_between(a, b)
             elif i in g0 and i in g1:  # b alone: the window began before its reader did
-                gpu[i], how[i] = g1[i] - g0[i], counter.ESTIMATED if b is not None else default
+                gpu[i], how[i] = g1[i] - g0[i], ESTIMATED if b is not None else default
         if self.power_monitor is not None:
             energy = self.power_monitor.get_energy(start.time, end.time)
             for i in self.power_monitor.gpu_indices:

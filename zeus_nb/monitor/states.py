@@ -11,10 +11,10 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from zeus_nb.device import counter
+from zeus_nb.device import counter_track
 
 if TYPE_CHECKING:
-    from zeus_nb.device.counter import Mark
+    from zeus_nb.device.counter_track import Mark
 
 
 @dataclass(slots=True)
@@ -51,7 +51,7 @@ class Measurement:
         return [i for i, how in (self.energy_method or {}).items() if how not in _EXACT]
 
 
-_EXACT = (*counter.EXACT, "simulated counter", "replayed log")
+_EXACT = (*counter_track.EXACT, "simulated counter", "replayed log")
 
 
 @dataclass(slots=True)
