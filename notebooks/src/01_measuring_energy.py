@@ -16,8 +16,8 @@
 #
 # **Expected run time**: 34 s on the simulated GPU, 22 s with `smoke = True` (measured on 2 CPU
 # cores that other jobs were using, load average 0.8 before and 2.9 after; beside 4 busy processes
-# (load average 2.7 to 7.0) the smoke run took 26 s; a busier machine takes longer, and Run All in
-# JupyterLab adds the kernel's start; see the README's run-time table).
+# (load average 2.7 to 7.0) the smoke run took 26 s; Run All in JupyterLab adds the kernel's
+# start; see the README's run-time table).
 #
 # **On a GPU** the same small model trains for real (not yet timed on a GPU).
 #

@@ -15,8 +15,8 @@
 #
 # **Expected run time**: 26 s on the simulated GPU, 25 s with `smoke = True` (measured on 2 CPU
 # cores that other jobs were using, load average 0.8 before and 2.9 after; beside 4 busy processes
-# (load average 2.7 to 7.0) the smoke run took 22 s; a busier machine takes longer, and Run All in
-# JupyterLab adds the kernel's start; see the README's run-time table).
+# (load average 2.7 to 7.0) the smoke run took 22 s; Run All in JupyterLab adds the kernel's
+# start; see the README's run-time table).
 #
 # **On a GPU**, profiling takes about 50 real training steps per power limit (not yet timed).
 

@@ -21,8 +21,8 @@
 #
 # **Expected run time**: 1 min 39 s on the simulated GPU, 1 min 35 s with `smoke = True` (measured
 # on 2 CPU cores that other jobs were using, load average 0.8 before and 2.9 after; beside 4 busy
-# processes (load average 2.7 to 7.0) the smoke run took 1 min 45 s; a busier machine takes
-# longer, and Run All in JupyterLab adds the kernel's start; see the README's run-time table).
+# processes (load average 2.7 to 7.0) the smoke run took 1 min 45 s; Run All in JupyterLab adds
+# the kernel's start; see the README's run-time table).
 #
 # Most of it goes into starting the four pipeline processes three times, so a GPU does not change
 # it much.

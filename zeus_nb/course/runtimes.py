@@ -113,8 +113,8 @@ def header_paragraph(table: dict[str, Any], name: str) -> str:
     busy = busy_words(table, name)
     text = (
         f"**Expected run time**: {fmt(t['full'])} on the simulated GPU, {fmt(t['smoke'])} with "
-        f"`smoke = True` ({load_words(table)}{'; ' + busy if busy else ''}; a busier machine "
-        f"takes longer, and Run All in JupyterLab adds the kernel's start; see the README's "
+        f"`smoke = True` ({load_words(table)}{'; ' + busy if busy else ''}; Run All in "
+        f"JupyterLab adds the kernel's start; see the README's "
         f"{HEADER_END}"
     )
     return "\n".join("# " + line for line in textwrap.wrap(text, 96))

@@ -187,8 +187,8 @@ def title_note(stem: str) -> str:
         return "Run the notebook once before class (Kernel, Restart and Run All)."
     return (
         f"Run All takes about {runtimes.fmt(times['full'])} on the simulated GPU "
-        f"({runtimes.fmt(times['smoke'])} with `smoke = True`), {runtimes.load_words(table)}; "
-        "a busier machine takes longer. Run it once before class so the kernel and the "
+        f"({runtimes.fmt(times['smoke'])} with `smoke = True`), {runtimes.load_words(table)}. "
+        "Run it once before class so the kernel and the "
         "data are warm, and keep `smoke = True` for a quick demo."
     )
 
