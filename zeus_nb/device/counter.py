@@ -125,8 +125,8 @@ class CounterReader:
         self._pending: list[Mark] = []
         self._gaps: collections.deque[float] = collections.deque(maxlen=9)
         self._loose = 0  # steps placed since the last tight bracket
-        self._ratios = collections.deque(maxlen=CALIBRATION_STEPS)  # (counter J, power J)
-        self._ratio = 1.0  # counter J per J of integrated power, recent steps (_step)
+        self._ratios = [collections.deque(maxlen=CALIBRATION_STEPS) for _ in "cp"]
+        self._ratio = 1.0  # counter J / integrated power J over recent steps (_ratios, _step)
         self._users = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -335,8 +335,10 @@ class CounterReader:
             self._gaps.append(s - s0)
             self.period = self.grid.period if self.grid.ready else statistics.median(self._gaps)
             if whole > 0:
-                self._ratios.append((joules - e0, whole))  # kept here, not summed per edge
-                j, p = sum(x for x, _ in self._ratios), sum(w for _, w in self._ratios)
+                counted, integrated = self._ratios  # kept here, not summed per edge
+                counted.append(joules - e0)
+                integrated.append(whole)
+                j, p = sum(counted), sum(integrated)
                 self._ratio = j / p if j > 0 and p > 0 else 1.0
         exact = how if self._anchor_how == SHARED else self._anchor_how
         keep = []
