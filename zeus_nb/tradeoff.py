@@ -16,9 +16,9 @@ from zeus_nb.data.traces import (
     default_batch_size,
     get_workload,
     load_power_trace,
-    name_key,
     tta_eta,
 )
+from zeus_nb.data.workloads import name_keys
 from zeus_nb.errors import InputError
 from zeus_nb.utils.metric import check_eta, zeus_cost
 
@@ -101,7 +101,7 @@ def potential_savings(
 
     power = gpu if isinstance(gpu, pd.DataFrame) else load_power_trace(gpu)
     if workloads is None:
-        present = set(power["dataset"].map(name_key))
+        present = set(name_keys(power["dataset"]))
         workloads = [w for w in WORKLOADS if w in present]
         if not workloads:
             raise InputError(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from zeus_nb.data.workloads import name_key
+from zeus_nb.data.workloads import name_key, name_keys
 from zeus_nb.errors import InputError
 from zeus_nb.utils.lr_scaler import LinearScaler, SquareRootScaler
 
@@ -74,9 +74,9 @@ class Job:
         """
         target = float(self.target_metric)
         keep = (
-            (df["dataset"].map(name_key) == name_key(self.dataset))
-            & (df["network"].map(name_key) == name_key(self.network))
-            & (df["optimizer"].map(name_key) == name_key(self.optimizer))
+            (name_keys(df["dataset"]) == name_key(self.dataset))
+            & (name_keys(df["network"]) == name_key(self.network))
+            & (name_keys(df["optimizer"]) == name_key(self.optimizer))
             & ((df["target_metric"] - target).abs() <= 1e-9 * max(1.0, abs(target)))
         )
         return df.loc[keep]

@@ -18,6 +18,7 @@ from zeus_nb.data.workloads import (  # noqa: F401 (re-exported)
     Workload,
     get_workload,
     name_key,
+    name_keys,
 )
 from zeus_nb.errors import InputError, MissingInputError, TraceFormatError, TraceNotFoundError
 from zeus_nb.inputs import read_table, read_text, reader
@@ -153,7 +154,7 @@ def _checked_train_trace(table) -> pd.DataFrame:
 def _normalize_names(df: pd.DataFrame) -> None:
     """Dataset, network and optimizer names as :func:`name_key` compares them, in place."""
     for column in ("dataset", "network", "optimizer"):
-        df[column] = df[column].map(name_key)
+        df[column] = name_keys(df[column])
 
 
 @reader(TRAIN_TRACE)
@@ -182,7 +183,7 @@ def power_curves(
     """
     dataset = name_key(dataset)
     network = None if network is None else name_key(network)
-    rows = trace[trace["dataset"].map(name_key) == dataset]
+    rows = trace[name_keys(trace["dataset"]) == dataset]
     if rows.empty:
         known = ", ".join(sorted(trace["dataset"].unique()))
         raise InputError(f"the power trace has no dataset {dataset!r}; it has: {known}")
@@ -193,7 +194,7 @@ def power_curves(
     if optimizer is None:
         opts = rows[rows["network"] == network]["optimizer"].unique()
         optimizer = wl.optimizer if wl and wl.optimizer in opts else opts[0]
-    names = rows["network"].map(name_key), rows["optimizer"].map(name_key)
+    names = name_keys(rows["network"]), name_keys(rows["optimizer"])
     rows = rows[(names[0] == network) & (names[1] == name_key(optimizer))]
     if rows.empty:
         raise InputError(f"the power trace has no rows for {dataset}/{network}/{optimizer}")
@@ -214,9 +215,9 @@ def default_batch_size(workload: str | Workload, power_trace: pd.DataFrame) -> i
 
 def _metric_rows(train: pd.DataFrame, wl: Workload, target: float) -> pd.DataFrame:
     rows = train[
-        (train["dataset"].map(name_key) == name_key(wl.dataset))
-        & (train["network"].map(name_key) == name_key(wl.network))
-        & (train["optimizer"].map(name_key) == name_key(wl.optimizer))
+        (name_keys(train["dataset"]) == name_key(wl.dataset))
+        & (name_keys(train["network"]) == name_key(wl.network))
+        & (name_keys(train["optimizer"]) == name_key(wl.optimizer))
     ]
     if rows.empty:
         have = sorted(

@@ -7,8 +7,12 @@ against the workload's sample count) can read it; :mod:`zeus_nb.data.traces` re-
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from zeus_nb.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,12 @@ def name_key(name: object) -> str:
     ignored (``ImageNet`` in a trace is ``imagenet``). Traces are normalized when read, and
     every name a user gives goes through this before it is matched."""
     return str(name).strip().lower()
+
+
+def name_keys(column: pd.Series) -> pd.Series:
+    """:func:`name_key` of each name in a trace's column, computed once per distinct name (a
+    simulation filters a trace of thousands of rows at every recurrence)."""
+    return column.map({v: name_key(v) for v in column.unique()})
 
 
 def get_workload(name: str) -> Workload:

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zeus_nb import device
-from zeus_nb.data.traces import get_workload, load_train_trace, name_key
+from zeus_nb.data.traces import get_workload, load_train_trace
+from zeus_nb.data.workloads import name_keys
 from zeus_nb.device.guard import power_limits_restored
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs import check_record, read_text, reader
@@ -364,9 +365,9 @@ def trace_train_fn(
     wl = get_workload(workload)
     train = load_train_trace() if train_trace is None else train_trace
     rows = train[
-        (train["dataset"].map(name_key) == wl.dataset)
-        & (train["network"].map(name_key) == wl.network)
-        & (train["optimizer"].map(name_key) == wl.optimizer)
+        (name_keys(train["dataset"]) == wl.dataset)
+        & (name_keys(train["network"]) == wl.network)
+        & (name_keys(train["optimizer"]) == wl.optimizer)
         & (train["run"] == int(run))
     ]
     curves: dict[int, list[tuple[float, float]]] = {}
