@@ -794,6 +794,22 @@ def test_every_exercise_slide_shows_its_stub_and_the_teachers_notes(notebook):
     assert sum(n in written.values() for n in notes) == len(written)
 
 
+def test_a_deck_laid_out_twice_is_the_same_deck():
+    """Cell ids included (they are the slides' element ids): a rebuilt deck differs only where
+    its notebook or notes changed."""
+    from zeus_nb.course.slide_layout import lay_out, student_sources
+    from zeus_nb.course.slide_notes import deck_notes
+
+    notebook = REAL_NOTEBOOKS[0]
+    decks = []
+    for _ in range(2):
+        source = nbformat.read(notebook, as_version=4)
+        deck = lay_out(source, student_sources(source, notebook.name), deck_notes(notebook.stem))
+        decks.append([(c.id, c.source) for c in deck.cells])
+    assert decks[0] == decks[1]
+    assert len({i for i, _ in decks[0]}) == len(decks[0])  # and unique
+
+
 def test_slide_notes_cover_every_shipped_notebook():
     from zeus_nb.course.slide_notes import SECTIONS
 

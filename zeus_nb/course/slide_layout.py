@@ -201,6 +201,7 @@ def lay_out(
         text = notes(key) if notes is not None else None
         if text:
             cells.append(notes_cell(text))
+            cells[-1].id = f"notes-{len(cells)}"  # the same deck on every build
 
     for cell in nb.cells:
         tags = set(cell.metadata.get("tags", []))
