@@ -1,9 +1,9 @@
 """One background counter reader per GPU and process, and the choice of reading a GPU so.
 
 Whether a GPU's counter is slow enough to read in the background is decided once per GPU and
-process, from its first two reads, under a lock (:func:`probe`); however many threads or
-monitors open windows at once, a GPU then has one :class:`~zeus_nb.device.counter.CounterReader`
-(:func:`acquire`).
+process, from its first reads (one cheap one, or four slow), under a lock (:func:`probe`);
+however many threads or monitors open windows at once, a GPU then has one
+:class:`~zeus_nb.device.counter.CounterReader` (:func:`acquire`).
 """
 
 from __future__ import annotations
@@ -87,9 +87,12 @@ def decided(gpu: GPU, mode: str) -> bool | None:
 def probe(gpu: GPU, reads: int = 2) -> float | None:
     """One of a window edge's reads of ``gpu``'s counter (J), timed to choose how to read it.
 
-    The first ``reads`` reads of a GPU, in the process, are the windows' own (Zeus's reads: its
-    tests count them), timed under a lock, so however many threads or monitors open their first
-    windows at once, a GPU gets one answer and at most one reader. None: already decided.
+    The first reads of a GPU, in the process, are the windows' own (Zeus's reads: its tests
+    count them), timed under a lock, so however many threads or monitors open their first
+    windows at once, a GPU gets one answer and at most one reader. One read under SLOW_READ_S
+    decides for the caller's thread; ``reads`` slow ones in a row for a background reader (a
+    cheap read on a busy machine can be preempted, or pay a first call's setup, but not every
+    time). None: already decided.
     """
     with _probe_lock:
         if gpu in _choices:
@@ -98,14 +101,15 @@ def probe(gpu: GPU, reads: int = 2) -> float | None:
         joules = gpu.get_total_energy_consumption() / 1000.0
         costs = _costs.setdefault(gpu, [])
         costs.append(time.perf_counter() - t0)
-        if len(costs) >= reads:
-            slow = _choices[gpu] = min(costs) > SLOW_READ_S
-            if slow:
-                log.info(
-                    "GPU %d: its energy counter is read in the background (reads took %s)",
-                    gpu.index,
-                    ", ".join(f"{c * 1e3:.2f} ms" for c in costs),
-                )
+        if costs[-1] <= SLOW_READ_S:
+            _choices[gpu] = False
+        elif len(costs) >= reads:
+            _choices[gpu] = True
+            log.info(
+                "GPU %d: its energy counter is read in the background (reads took %s)",
+                gpu.index,
+                ", ".join(f"{c * 1e3:.2f} ms" for c in costs),
+            )
         return joules
 
 

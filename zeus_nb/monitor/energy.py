@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 SYNC_FRAMEWORKS = ("torch", "jax")
 ENERGY_READS = ("auto", "sync", "background")
-PROBE_READS = 2  # counter reads timed per GPU before choosing how to read it
+PROBE_READS = 4  # slow counter reads (the windows' own) before a GPU is read in the background
 #: A window edge as read: (time, GPU J, CPU package J, DRAM J, background readers' marks).
 Edge = tuple[float, dict[int, float], dict[int, float] | None, dict[int, float] | None, dict | None]
 
@@ -72,7 +72,7 @@ class ZeusMonitor:
             or a :class:`~zeus_nb.device.replay.ReplaySystem` over a logged profiling run);
             default: the process's current one for ``backend``.
         energy_reads: ``"auto"`` (read counters on the caller's thread, as Zeus does, unless the
-            first reads of a GPU's counter take over 1 ms each: then in the background),
+            first four reads of a GPU's counter take over 1 ms each: then in the background),
             ``"sync"`` or ``"background"``; default: ``ZEUS_NB_ENERGY_READS``, else ``"auto"``.
     """
 
