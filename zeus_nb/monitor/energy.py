@@ -212,8 +212,8 @@ class ZeusMonitor:
             energy = {}
             for i, read_mj, gpu in self._direct:
                 joules = counter_registry.probe(gpu, PROBE_READS) if i in pending else None
-                if joules is None and i in pending:  # decided meanwhile: read as decided now
-                    self._settle()
+                if joules is None and i in pending and counter_registry.decided(gpu, "auto"):
+                    self._settle()  # a reader chosen meanwhile: read as decided now
                     return self._read(begun)
                 energy[i] = read_mj() / 1000.0 if joules is None else joules
             for i, m in (marks or {}).items():
