@@ -82,7 +82,7 @@ NOTES: dict[str, str] = {
     "zeus.monitor.energy.ZeusMonitor": "Extra keyword arguments `backend=`, `system=`, "
     "`sync_execution=`, `energy_reads=`; `window(key)` context manager, `open_windows`, "
     "`end_window(..., wait_for_counter=True)`. Where a GPU's counter is slow to read (its first "
-    "two reads over 1 ms each, as on an H100) it is read in the background and each window's "
+    "four reads over 1 ms each, as on an H100) it is read in the background and each window's "
     "energy shares out the counter's steps by power (measuring.md); elsewhere windows read it as "
     "Zeus's do. `monitor.gpus` iterates over the monitored GPUs. The log file is appended to "
     "(Zeus overwrites it) and must have the same columns. Zeus's zero-energy warning comes once "
