@@ -215,8 +215,8 @@ def _settled(fake):
 
 
 def _reader_share(fake, seconds: float) -> tuple[float, float]:
-    """(CPU time, % of one core, a monitor's background reader uses while this thread sleeps;
-    its counter reads per counter step)."""
+    """(% of one core a monitor's background reader uses while this thread sleeps, its counter
+    reads per counter step)."""
     monitor = _settled(fake)
     reads0 = sum(n for name, n in fake.counter_reads.items() if name.startswith("zeus-nb"))
     cpu0, wall0 = time.process_time(), time.monotonic()

@@ -23,7 +23,6 @@ from zeus_nb.device import counter, counter_registry, counter_track
 from zeus_nb.device.gpu.nvidia import NVIDIAGPUs
 from zeus_nb.errors import WindowError
 from zeus_nb.monitor import ZeusMonitor
-from zeus_nb.monitor.energy import PROBE_READS
 
 
 class Clock:
@@ -172,13 +171,14 @@ def test_auto_times_the_first_reads_then_reads_slow_counters_in_the_background(h
     assert main_reads() == 2 and not mon._readers  # slow twice: not yet decided
     mon.begin_window("probe")
     mon.end_window("probe")
-    assert main_reads() == PROBE_READS == 4 and mon._readers  # slow every time: background
+    # slow every time: background
+    assert main_reads() == counter_registry.PROBE_READS == 4 and mon._readers
     for i in range(50):
         mon.begin_window(f"w{i}")
         m = mon.end_window(f"w{i}")
         assert m.gpu_energy[0] > 0  # never 0 J while the GPU draws power
     # no counter read on the caller's thread since (its cost: benchmarks/bench_monitor.py)
-    assert main_reads() == PROBE_READS
+    assert main_reads() == counter_registry.PROBE_READS
 
 
 def test_auto_keeps_a_cheap_counter_whose_first_reads_were_slow_on_the_callers_thread(
@@ -524,7 +524,8 @@ def test_threads_opening_the_first_windows_at_once_share_one_reader(h100):
     for t in threads:
         t.join()
     users = sum(n for name, n in timed_nvml.counter_reads.items() if name.startswith("user"))
-    assert users == PROBE_READS  # the timed reads that chose the background reader, once
+    # the timed reads that chose the background reader, once
+    assert users == counter_registry.PROBE_READS
     assert len({id(m._readers[0]) for m in monitors}) == 1
     assert all(m.energy_method[0] != counter_track.COUNTER for m in results)
 

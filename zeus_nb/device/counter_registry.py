@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Slow counter reads in a row (the windows' own) before a GPU is read in the background.
+PROBE_READS = 4
+
 _readers: weakref.WeakKeyDictionary[GPU, CounterReader] = weakref.WeakKeyDictionary()
 _registry_lock = threading.Lock()
 # Readers their last monitor let go of. release() runs from a monitor's finalizer, i.e. from the
@@ -84,7 +87,7 @@ def decided(gpu: GPU, mode: str) -> bool | None:
     return _choices.get(gpu)
 
 
-def probe(gpu: GPU, reads: int = 2) -> float | None:
+def probe(gpu: GPU, reads: int = PROBE_READS) -> float | None:
     """One of a window edge's reads of ``gpu``'s counter (J), timed to choose how to read it.
 
     The first reads of a GPU, in the process, are the windows' own (Zeus's reads: its tests

@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 
 SYNC_FRAMEWORKS = ("torch", "jax")
 ENERGY_READS = ("auto", "sync", "background")
-PROBE_READS = 4  # slow counter reads (the windows' own) before a GPU is read in the background
 #: A window edge as read: (time, GPU J, CPU package J, DRAM J, background readers' marks).
 Edge = tuple[float, dict[int, float], dict[int, float] | None, dict[int, float] | None, dict | None]
 
@@ -211,7 +210,7 @@ class ZeusMonitor:
             now = time()
             energy = {}
             for i, read_mj, gpu in self._direct:
-                joules = counter_registry.probe(gpu, PROBE_READS) if i in pending else None
+                joules = counter_registry.probe(gpu) if i in pending else None
                 if joules is None and i in pending and counter_registry.decided(gpu, "auto"):
                     self._settle()  # a reader chosen meanwhile: read as decided now
                     return self._read(begun)
