@@ -185,17 +185,22 @@ def test_auto_keeps_a_cheap_counter_whose_first_reads_were_slow_on_the_callers_t
     h100, monkeypatch
 ):
     """A busy machine (2026-12-02): a cheap read preempted, or a mock's first call paying its
-    setup, must not send a GPU to a background reader; one cheap read among the first decides."""
+    setup, must not send a GPU to a background reader; one cheap read among the first decides.
+
+    What each read costs is scripted on the clock the reads are timed by: timed for real, the
+    cheap reads were themselves preempted beside busy processes (2026-12-02, a whole run)."""
     system = h100(read_cost=0.0)
     gpu = system.gpus[0]
-    slow_first = iter([0.002, 0.002, 0.0])  # s: two slow reads, then a cheap one
+    costs = iter([0.002, 0.002])  # s: two slow reads, then cheap ones
+    now = [0.0]
     read = gpu.get_total_energy_consumption
 
     def late_read():
-        time.sleep(next(slow_first, 0.0))
+        now[0] += next(costs, 0.0)
         return read()
 
     monkeypatch.setattr(gpu, "get_total_energy_consumption", late_read)
+    monkeypatch.setattr(counter_registry, "_clock", lambda: now[0])
     mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=system)
     for i in range(3):
         mon.begin_window(f"w{i}")
