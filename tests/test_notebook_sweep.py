@@ -99,6 +99,7 @@ def test_bad_parameter_is_a_clear_cli_error(tmp_path, capsys):
     assert "'x' is not a valid int" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # runs notebooks: zeus-nb sweep in a subprocess
 def test_sweep_goes_on_past_a_failing_point(tmp_path):
     nb = _toy(tmp_path / "toy.ipynb")
     out = tmp_path / "runs"
@@ -129,6 +130,7 @@ def finished(out: Path) -> list[str]:
     )
 
 
+@pytest.mark.slow  # runs notebooks: zeus-nb sweep in a subprocess, interrupted
 def test_interrupted_sweep_resumes_to_all_results(tmp_path):
     """A 6-point sweep killed after 3 finished points resumes and ends with 6 results."""
     nb = _toy(tmp_path / "toy.ipynb", sleep=0.3)

@@ -67,6 +67,7 @@ def _parse_parameters(tmp_path, notebook, names, variants) -> list[dict]:
     return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
 
 
+@pytest.mark.slow  # runs a notebook's first cells in a subprocess
 def test_notebook_number_list_parameters_take_one_number_a_list_or_text(tmp_path):
     variants = [
         {"live_power_limits": 250},  # `-p live_power_limits 250` passes an int
@@ -103,6 +104,7 @@ def test_notebook_number_list_parameters_take_one_number_a_list_or_text(tmp_path
         assert f"notebook parameter {name}, item {item}" in message
 
 
+@pytest.mark.slow  # runs a notebook's first cells in a subprocess
 def test_notebook_04_batch_sizes_parameter_takes_one_number(tmp_path):
     got = _parse_parameters(
         tmp_path,
@@ -294,6 +296,7 @@ def test_verify_still_reports_every_notebook_when_one_has_no_run_time(
     assert "02.ipynb" in captured.err and "Traceback" not in captured.err
 
 
+@pytest.mark.slow  # runs a notebook's first cells in a subprocess
 @pytest.mark.parametrize(
     ("notebook", "names", "bad"),
     [

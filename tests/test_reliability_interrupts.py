@@ -97,6 +97,7 @@ def _records(out: Path) -> dict:
     return read_notebook(out)["records"]
 
 
+@pytest.mark.slow  # runs notebooks: zeus-nb sweep in a subprocess, interrupted
 def test_ctrl_c_during_a_point_then_the_same_command_runs_it_again(tmp_path):
     gate = tmp_path / "nap"
     gate.touch()
@@ -113,6 +114,7 @@ def test_ctrl_c_during_a_point_then_the_same_command_runs_it_again(tmp_path):
     assert _records(output) == {"value": 1, "finished": True}
 
 
+@pytest.mark.slow  # runs notebooks: zeus-nb sweep in a subprocess, interrupted
 def test_force_then_ctrl_c_keeps_the_finished_measurements(tmp_path):
     gate = tmp_path / "nap"
     nb = _napping(tmp_path / "nap.ipynb", gate)

@@ -51,6 +51,7 @@ def _sweep(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # runs notebooks: zeus-nb sweep in a subprocess
 def test_points_whose_names_collide_still_run_and_report_separately(tmp_path):
     nb = _toy(tmp_path / "toy.ipynb")
     values = "/tmp/x/a,/tmp/x_a"  # both read _tmp_x_a in a file name
@@ -62,6 +63,7 @@ def test_points_whose_names_collide_still_run_and_report_separately(tmp_path):
     assert sorted(eval(s)[1] for s in table["seen"]) == ["/tmp/x/a", "/tmp/x_a"]
 
 
+@pytest.mark.slow  # runs notebooks: zeus-nb sweep in a subprocess
 def test_resume_never_takes_a_smoke_run_for_a_full_run(tmp_path):
     nb = _toy(tmp_path / "toy.ipynb")
     out = str(tmp_path / "out")
@@ -78,6 +80,7 @@ def test_resume_never_takes_a_smoke_run_for_a_full_run(tmp_path):
     assert again.stdout.count("done already, skipped") == 2  # full runs are resumed
 
 
+@pytest.mark.slow  # runs notebooks: zeus-nb sweep in a subprocess
 def test_a_relative_output_dir_keeps_the_records_beside_the_notebooks(tmp_path):
     nb = _toy(tmp_path / "toy.ipynb")
     res = _sweep(tmp_path, str(nb), "-p", "a", "2", "-o", "runs/x")

@@ -73,6 +73,7 @@ def test_doctor_names_a_missing_package_and_how_to_get_it(monkeypatch):
     assert "pip install 'lowtime>=" in problem
 
 
+@pytest.mark.slow  # imports torch, torchvision and the rest in a subprocess
 def test_the_real_packages_import_here():
     found = stack.try_imports(list(stack.COMPILED))
     assert found == dict.fromkeys(stack.COMPILED)

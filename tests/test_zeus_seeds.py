@@ -236,6 +236,7 @@ def test_seed_003_on_the_wall_clock(wall, capsys):
     assert seconds >= 3 * 0.002 and joules > 0  # three 2 ms steps
 
 
+@pytest.mark.slow  # profiles every power limit on the wall clock: waits on real time
 @pytest.mark.parametrize("source", [SEED_001_PLO, SEED_002_PLO], ids=["001", "002"])
 def test_seed_power_limit_optimizer_on_the_wall_clock(wall, source):
     ns = _namespace()
@@ -260,6 +261,7 @@ def test_seed_power_limit_optimizer_warns_on_the_virtual_clock(virtual, source):
             pytest.fail("zero measurements crashed the optimizer instead of warning")
 
 
+@pytest.mark.slow  # profiles every power limit on the wall clock: waits on real time
 def test_seed_000_rank_honours_zeus_max_slowdown(wall, monkeypatch):
     monkeypatch.setenv("ZEUS_MAX_SLOWDOWN", "1.25")
     ns = _namespace()
