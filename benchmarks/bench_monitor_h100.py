@@ -311,7 +311,7 @@ def h100_section(args) -> None:
     del ours
     gc.collect()
     iterations = _calibrate(0.029)
-    steps, pairs = 30, 80  # 0.9 s a run: a run's median step varies less than over 10
+    steps, pairs = 30, 80  # 0.9 s a run: its time varies less than over 10 steps
     rounds: dict[str, list[float]] = {"mean": [], "median": [], "zeus": []}
     by_read: dict[bool, list[float]] = {True: [], False: []}  # a step / its pair's median base
     reader = "zeus-nb-counter-0"  # the reader's thread: fake.counter_reads counts its reads
