@@ -223,15 +223,20 @@ def _settled(fake):
     return monitor
 
 
+def _our_reads(fake) -> int:
+    """Counter reads zeus-nb's reader threads began so far (the fake counts them by thread)."""
+    return sum(n for name, n in fake.counter_reads.items() if name.startswith("zeus-nb"))
+
+
 def _reader_share(fake, seconds: float) -> tuple[float, float]:
     """(% of one core a monitor's background reader uses while this thread sleeps, its counter
     reads per counter step)."""
     monitor = _settled(fake)
-    reads0 = sum(n for name, n in fake.counter_reads.items() if name.startswith("zeus-nb"))
+    reads0 = _our_reads(fake)
     cpu0, wall0 = time.process_time(), time.monotonic()
     time.sleep(seconds)
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
-    reads = sum(n for name, n in fake.counter_reads.items() if name.startswith("zeus-nb")) - reads0
+    reads = _our_reads(fake) - reads0
     del monitor
     gc.collect()
     return 100.0 * cpu / wall, reads / (wall / fake.PERIOD_H100)
@@ -314,10 +319,6 @@ def h100_section(args) -> None:
     steps, pairs = 30, 80  # 0.9 s a run: its time varies less than over 10 steps
     rounds: dict[str, list[float]] = {"mean": [], "median": [], "zeus": []}
     by_read: dict[bool, list[float]] = {True: [], False: []}  # a step / its pair's median base
-    reader = "zeus-nb-counter-0"  # the reader's thread: fake.counter_reads counts its reads
-
-    def reads() -> int:
-        return fake.counter_reads[reader]
 
     def loop(with_windows: bool) -> list[tuple]:
         # Both loops start alike: a monitor is built and settled (its reads and sleeps), then
@@ -326,8 +327,8 @@ def h100_section(args) -> None:
         if not with_windows:
             del monitor
             gc.collect()
-            return _loop_steps(steps, iterations, reads=reads)
-        out = _loop_steps(steps, iterations, monitor, reads=reads)
+            return _loop_steps(steps, iterations, reads=lambda: _our_reads(fake))
+        out = _loop_steps(steps, iterations, monitor, reads=lambda: _our_reads(fake))
         del monitor  # its reader stops with it
         gc.collect()
         return out
@@ -341,8 +342,9 @@ def h100_section(args) -> None:
         base_reads += sum(read for _, read in runs[False])
         rounds["mean"].append(statistics.fmean(windows) / statistics.fmean(base) - 1)
         rounds["median"].append(statistics.median(windows) / statistics.median(base) - 1)
+        base_median = statistics.median(base)
         for t, read in runs[True]:
-            by_read[read].append(t / statistics.median(base) - 1)
+            by_read[read].append(t / base_median - 1)
         if zeus is not None and i % 4 == 0:  # Zeus beside, for scale: every fourth pair
             zbase = _loop_step_s(steps, iterations)
             rounds["zeus"].append(
@@ -363,11 +365,15 @@ def h100_section(args) -> None:
     print(line)
     mlo, mhi = (100 * x for x in _median_interval(rounds["median"]))
     n_read, n_all = len(by_read[True]), len(by_read[True]) + len(by_read[False])
+
+    def pct(values: list[float]) -> str:
+        return f"{100 * statistics.median(values):+.2f} %" if values else "none"
+
     print(
         f"  the same step by step: the {n_read} of {n_all} steps during which the reader began "
-        f"a counter read took {100 * statistics.median(by_read[True] or [0.0]):+.2f} % over "
+        f"a counter read took {pct(by_read[True])} over "
         f"their pair's median step without windows, the others "
-        f"{100 * statistics.median(by_read[False] or [0.0]):+.2f} % (median step of a run: "
+        f"{pct(by_read[False])} (median step of a run: "
         f"{100 * statistics.median(rounds['median']):+.2f} %, {mlo:+.2f} .. {mhi:+.2f} %); "
         f"steps without windows during which the counter was read: {base_reads} (none expected)"
     )
