@@ -188,26 +188,47 @@ def _calibrate(target_s: float) -> int:
 
 
 def _loop_steps(steps: int, iterations: int, monitor=None, reads=None, **kw) -> list[tuple]:
-    """(seconds, whether the reader began a counter read) of each step of a loop of Python
-    work, with a window around each step or not; ``reads()`` counts the reader's reads so far
-    (both loops call it alike)."""
+    """(seconds, of which in the window calls, counter reads the reader began during it) of
+    each step of a loop of Python work, with a window around each step or not; ``reads()``
+    counts the reader's reads so far (both loops call it alike)."""
     out = []
     count = reads or (lambda: 0)
+    clock = time.perf_counter
     for _i in range(steps):
         n = count()
-        t0 = time.perf_counter()
+        t0 = clock()
         if monitor is not None:
             monitor.begin_window("step", **kw)
+        t1 = clock()
         _busy_step(iterations)
+        t2 = clock()
         if monitor is not None:
             monitor.end_window("step", **kw)
-        out.append((time.perf_counter() - t0, count() != n))
+        t3 = clock()
+        out.append((t3 - t0, (t1 - t0) + (t3 - t2), count() - n))
     return out
 
 
 def _loop_step_s(steps: int, iterations: int, monitor=None, **kw) -> float:
     """Mean step time of a loop of Python work (the run's time over its steps)."""
-    return statistics.fmean(t for t, _ in _loop_steps(steps, iterations, monitor, **kw))
+    return statistics.fmean(t for t, _, _ in _loop_steps(steps, iterations, monitor, **kw))
+
+
+def _step_costs(run: list[tuple]) -> tuple[float, float] | None:
+    """What a run with windows paid for them, step by step, as fractions of its work alone:
+    (the window calls, the rest: the reader's reads). Its work alone is its clean steps' time
+    outside the window calls; a clean step is one during which, and during the step before
+    which, the reader began no counter read (a read's second turn of the interpreter lock, when
+    the read returns 2.8 ms or more later, can fall in the next step). Clean steps are spread
+    through the run, so a load that rises or falls through it moves both sides alike. None
+    where no step was clean."""
+    pairs = zip(run[1:], run, strict=False)
+    clean = [t - e for (t, e, n), (_, _, before) in pairs if n == 0 and before == 0]
+    if not clean:
+        return None
+    work = statistics.fmean(clean)
+    calls = statistics.fmean(e for _, e, _ in run) / work
+    return calls, statistics.fmean(t for t, _, _ in run) / work - 1 - calls
 
 
 def _settled(fake):
@@ -304,21 +325,20 @@ def h100_section(args) -> None:
         line += f"; Zeus sum {zerr:+.3f} %, {zzeros} of 50 read 0 J"
     print(line)
 
-    # Paired short runs: the loop without windows runs with no zeus-nb monitor alive, so the
-    # reader's thread (it stops with the last monitor that uses it) counts against the loop
-    # with windows; the monitor's start (first reads, learning the counter's grid) is left
-    # out, as in a training run of many steps. Pairs alternate which loop runs first (a load
-    # that rises or falls through a pair cancels out over two); medians of the per-pair
-    # ratios, since the machine's load moves. What windows cost a run is its time over its
-    # steps (their mean): the reader reads about once a 100 ms counter step, so fewer than half
-    # of the 29 ms steps carry a read, and a run's median step leaves out what those reads
-    # cost; both are printed, and the steps with a read apart from the others.
+    # Runs of 30 steps with a window around each step, and beside each a run without windows
+    # (paired; pairs alternate which runs first). The one without windows runs with no zeus-nb
+    # monitor alive, so the reader's thread (it stops with the last monitor that uses it)
+    # counts against the one with windows; the monitor's start (first reads, learning the
+    # counter's grid) is left out, as in a training run of many steps. What windows cost a run
+    # is its time over its steps (their mean): the reader reads about once a 100 ms counter
+    # step, so fewer than half of the 29 ms steps carry a read, and a median step would leave
+    # out what those reads cost.
     del ours
     gc.collect()
     iterations = _calibrate(0.029)
     steps, pairs = 30, 80  # 0.9 s a run: its time varies less than over 10 steps
     rounds: dict[str, list[float]] = {"mean": [], "median": [], "zeus": []}
-    by_read: dict[bool, list[float]] = {True: [], False: []}  # a step / its pair's median base
+    costs: list[tuple[float, float]] = []  # (window calls, reads) of each run with windows
 
     def loop(with_windows: bool) -> list[tuple]:
         # Both loops start alike: a monitor is built and settled (its reads and sleeps), then
@@ -333,50 +353,60 @@ def h100_section(args) -> None:
         gc.collect()
         return out
 
-    base_reads = 0
+    base_reads = read_steps = 0
     for i in range(pairs):
         order = (False, True) if i % 2 == 0 else (True, False)
         runs = {w: loop(w) for w in order}
-        windows = [t for t, _ in runs[True]]
-        base = [t for t, _ in runs[False]]
-        base_reads += sum(read for _, read in runs[False])
+        windows = [t for t, _, _ in runs[True]]
+        base = [t for t, _, _ in runs[False]]
+        base_reads += sum(n for _, _, n in runs[False])
+        read_steps += sum(n > 0 for _, _, n in runs[True])
         rounds["mean"].append(statistics.fmean(windows) / statistics.fmean(base) - 1)
         rounds["median"].append(statistics.median(windows) / statistics.median(base) - 1)
-        base_median = statistics.median(base)
-        for t, read in runs[True]:
-            by_read[read].append(t / base_median - 1)
+        cost = _step_costs(runs[True])
+        if cost is not None:
+            costs.append(cost)
         if zeus is not None and i % 4 == 0:  # Zeus beside, for scale: every fourth pair
             zbase = _loop_step_s(steps, iterations)
             rounds["zeus"].append(
                 _loop_step_s(steps, iterations, zeus, sync_execution=False) / zbase - 1
             )
     share, reads_per_step = _reader_share(fake, 3.0)
-    added = 100 * statistics.median(rounds["mean"])
-    lo, hi = (100 * x for x in _median_interval(rounds["mean"]))
+
+    # The target is judged step by step: in each run with windows, its time against its own
+    # clean steps' work (see _step_costs), a median over the runs with a bootstrap interval.
+    # The paired runs below judge the same without assuming what a clean step costs, but a
+    # run's time varies by several % from one run to the next here, which no 1 % target
+    # survives: they are printed as the check that the step-level figure is not off.
+    totals = [c + r for c, r in costs]
+    added = 100 * statistics.median(totals)
+    lo, hi = (100 * x for x in _median_interval(totals))
+    calls = 100 * statistics.median(c for c, _ in costs)
+    reads = 100 * statistics.median(r for _, r in costs)
+    print(
+        f"  a 29 ms step of Python work with a window around each step, step by step: zeus-nb "
+        f"adds {added:+.2f} % to a run's work (median of {len(costs)} runs of {steps} steps, "
+        f"95 % interval {lo:+.2f} .. {hi:+.2f} %; target <= 1 %: {_verdict(hi <= 1)}): the "
+        f"window calls {calls:+.3f} %, the reader's reads {reads:+.2f} % ({read_steps} of "
+        f"{len(costs) * steps} steps began a read; steps without windows during which the "
+        f"counter was read: {base_reads}, none expected)"
+    )
+    run_added = 100 * statistics.median(rounds["mean"])
+    rlo, rhi = (100 * x for x in _median_interval(rounds["mean"]))
     line = (
-        f"  a 29 ms step of Python work with a window around each step: zeus-nb adds "
-        f"{added:+.2f} % to a run's time (its mean step; median of {pairs} paired runs of "
-        f"{steps} steps, 95 % interval {lo:+.2f} .. {hi:+.2f} %; target <= 1 %: "
-        f"{_verdict(hi <= 1)})"
+        f"  the same by paired runs: zeus-nb adds {run_added:+.2f} % to a run's time (its mean "
+        f"step; median of {pairs} pairs, 95 % interval {rlo:+.2f} .. {rhi:+.2f} %, which "
+        f"{'holds' if rlo <= added <= rhi else 'does NOT hold'} the step-level figure"
+    )
+    mlo, mhi = (100 * x for x in _median_interval(rounds["median"]))
+    line += (
+        f"; median step {100 * statistics.median(rounds['median']):+.2f} %, "
+        f"{mlo:+.2f} .. {mhi:+.2f} %)"
     )
     if rounds["zeus"]:
         zeus_pairs = len(rounds["zeus"])
         line += f"; Zeus adds {100 * statistics.median(rounds['zeus']):+.2f} % ({zeus_pairs} pairs)"
     print(line)
-    mlo, mhi = (100 * x for x in _median_interval(rounds["median"]))
-    n_read, n_all = len(by_read[True]), len(by_read[True]) + len(by_read[False])
-
-    def pct(values: list[float]) -> str:
-        return f"{100 * statistics.median(values):+.2f} %" if values else "none"
-
-    print(
-        f"  the same step by step: the {n_read} of {n_all} steps during which the reader began "
-        f"a counter read took {pct(by_read[True])} over "
-        f"their pair's median step without windows, the others "
-        f"{pct(by_read[False])} (median step of a run: "
-        f"{100 * statistics.median(rounds['median']):+.2f} %, {mlo:+.2f} .. {mhi:+.2f} %); "
-        f"steps without windows during which the counter was read: {base_reads} (none expected)"
-    )
     bound = 100 * ours_us * 1e-6 / 0.029 + share
     print(
         f"  the same by CPU time: a window pair is {100 * ours_us * 1e-6 / 0.029:.3f} % of a 29 ms "
