@@ -18,7 +18,8 @@ the project's environment (where ``zeus`` would shadow the test suite's zeus -> 
    pair and its ratio to Zeus's; the error of 2 s windows against what the counter counts; the
    error of 50 back-to-back 20 ms windows against the window around them; how many of those
    read 0 J; and how much per-step windows add to a 29 ms step of Python work (the reader's
-   thread included).
+   thread included), judged within each run (its time against its steps that no counter read
+   reached) and checked by paired runs without windows.
 
 The CPU share of PowerMonitor's sampling thread (target under 2 % of a core) is printed too.
 zeus-nb runs with ``sync_execution=True`` (nothing to wait for here); Zeus with
