@@ -128,6 +128,21 @@ def test_profile_file_loads_with_the_planner(tmp_path):
     assert profile.at(0, "forward", 1500).time == pytest.approx(2e-3)
 
 
+def test_profile_rows_keep_every_digit_a_plan_predicts_from(tmp_path):
+    """A plan's prediction is summed from the file's numbers and notebook 06 checks a live run
+    against it to 1e-9: values rounded on the way (they were once written to 9 digits, off by up
+    to 5e-9 each) would make that check fail for some models and not others."""
+    from zeus_nb.optimizer.pipeline_frequency import load_profile
+
+    path = tmp_path / "prof.csv"
+    t, e = 1.2329363611711353e-04 / 3, 0.07252594398015155 / 7  # ~250 W; no short decimals
+    rows = [dict(r, energy=e) for r in _rows(0, 1740, t=t) + _rows(1, 1740, t=t)]
+    append_rows(path, rows, {"m": 1})
+    profile = load_profile(path)
+    for key in ((0, "forward"), (1, "backward")):
+        assert [(m.time, m.energy) for m in profile.measurements[key]] == [(t, e)]
+
+
 def test_a_foreign_file_is_not_resumed(tmp_path):
     path = tmp_path / "prof.csv"
     path.write_text("a,b\n1,2\n")

@@ -100,8 +100,8 @@ def append_rows(path: Path, rows: list[dict], metadata: dict[str, object]) -> in
     writer = csv.DictWriter(text, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
     if fresh:
         writer.writeheader()
-    for r in new:
-        writer.writerow({**r, "time": f"{r['time']:.9g}", "energy": f"{r['energy']:.9g}"})
+    for r in new:  # every digit (repr round-trips a float): a plan predicts from these numbers
+        writer.writerow({**r, "time": repr(float(r["time"])), "energy": repr(float(r["energy"]))})
     if text.getvalue():  # checked as load_profile will read them, then one write
         files.append_rows(path, text.getvalue(), INSTRUCTION_PROFILE, list(COLUMNS))
     return len(new)
