@@ -388,7 +388,7 @@ def h100_section(args) -> None:
         f"adds {added:+.2f} % to a run's work (median of {len(costs)} runs of {steps} steps, "
         f"95 % interval {lo:+.2f} .. {hi:+.2f} %; target <= 1 %: {_verdict(hi <= 1)}): the "
         f"window calls {calls:+.3f} %, the reader's reads {reads:+.2f} % ({read_steps} of "
-        f"{len(costs) * steps} steps began a read; steps without windows during which the "
+        f"{pairs * steps} steps began a read; steps without windows during which the "
         f"counter was read: {base_reads}, none expected)"
     )
     run_added = 100 * statistics.median(rounds["mean"])
