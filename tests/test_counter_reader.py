@@ -131,6 +131,58 @@ def test_a_window_with_power_drawn_is_never_zero_even_inside_one_step():
     assert final == counter_track.SHARED and joules == pytest.approx(15.0 * 0.001 / 0.1, rel=1e-6)
 
 
+def test_power_integrals_taken_at_once_are_the_ones_taken_one_by_one():
+    """A counter step shares itself out with one call for all its edges (at_each): the same
+    integrals as each edge's own, before, between, on and after the readings."""
+    track = counter_track.PowerTrack()
+    for t, w in ((0.0, 100.0), (0.05, 300.0), (0.05, 200.0), (0.12, 150.0)):
+        track.add(t, w)
+
+    def one(t: float) -> float:  # the trapezoids up to t; power held flat outside
+        ts, ps = track.t, track.p
+        if t <= ts[0]:
+            return (t - ts[0]) * ps[0]
+        total = 0.0
+        for i in range(1, len(ts)):
+            t0, t1 = ts[i - 1], min(ts[i], t)
+            if t1 <= t0:
+                continue
+            p1 = ps[i - 1] + (ps[i] - ps[i - 1]) * (t1 - t0) / (ts[i] - t0)
+            total += (t1 - t0) * (ps[i - 1] + p1) / 2
+        return total + max(0.0, t - ts[-1]) * ps[-1]
+
+    times = [-0.01, 0.0, 0.02, 0.05, 0.08, 0.12, 0.2]
+    assert track.at_each(times) == pytest.approx([one(t) for t in times], abs=1e-12)
+    assert [track.at(t) for t in times] == track.at_each(times)
+    assert track.integral(0.02, 0.2) == pytest.approx(one(0.2) - one(0.02))
+    assert track.integral(0.2, 0.02) == 0.0
+
+
+def test_the_grid_points_a_late_step_can_be():
+    grid = counter_track.StepGrid()
+    for k in range(4):
+        grid.add(0.1 * k, 0.001, 0.1)
+    assert grid.ready and grid.period == pytest.approx(0.1)
+    # a gap from 0.15 to 0.42 holds the points 0.2, 0.3 and 0.4; a read begun at 0.41 (and
+    # returned by 0.42) counted the step at 0.4 at least: its value is that step's
+    cands, k_hi, eps = grid.candidates(0.15, 0.42, 0.41)
+    assert [round(grid.at(k), 6) for k in cands] == [0.4] and k_hi == cands[-1]
+    # one begun at 0.25 can have seen any of the three (power decides)
+    cands, _, _ = grid.candidates(0.15, 0.42, 0.25)
+    assert [round(grid.at(k), 6) for k in cands] == [0.2, 0.3, 0.4] and eps < 1e-9
+
+
+def test_the_readers_stop_wakes_its_sleep_at_once():
+    stop = counter.Stop()
+    t0 = time.perf_counter()
+    assert stop.nap(timeout=0.02) is False and time.perf_counter() - t0 >= 0.015
+    threading.Timer(0.05, stop.set).start()
+    t0 = time.perf_counter()
+    assert stop.nap(timeout=5.0) is True and time.perf_counter() - t0 < 2.0
+    stop.set()  # again: no error
+    assert stop.is_set()
+
+
 # --- the monitor over the timed fake ---------------------------------------------------------
 @pytest.fixture
 def h100(monkeypatch):
@@ -219,6 +271,8 @@ def test_a_window_begun_before_its_reader_is_measured_from_its_first_read(h100):
         mon.end_window("probe")
     assert mon._readers and mon.measurement_states["outer"].marks is None
     mon.begin_window("inner")
+    inner_start = mon.measurement_states["inner"]  # its energy: the estimate at its mark
+    assert list(inner_start.gpu_energy) == [0] and inner_start.total_energy > 0
     time.sleep(0.3)
     inner = mon.end_window("inner")
     outer = mon.end_window("outer")

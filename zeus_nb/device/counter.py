@@ -33,6 +33,7 @@ cause is logged once as a warning.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import math
 import statistics
@@ -90,6 +91,34 @@ WAIT_PERIODS, WAIT_SLACK_S = 5, 0.5
 MAX_BREAKS = 64
 
 _noted: set[tuple[int, str]] = set()  # (GPU index, cause) already logged as a warning
+_new_mark = object.__new__  # a Mark without a Python frame for __init__ (one per window edge)
+
+
+class Stop:
+    """The reader's stop flag, whose wait is one C call.
+
+    :class:`threading.Event`'s ``wait`` runs about ten Python frames, and the reader waits
+    once a counter step while the caller's thread waits for the GIL; on a shared machine each
+    frame run after a pause costs microseconds (docs/performance.md). ``nap(timeout)`` (the
+    held lock's acquire) returns True once :meth:`set`.
+    """
+
+    __slots__ = ("_lock", "flag", "nap")
+
+    def __init__(self) -> None:
+        self.flag = False
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self.nap = self._lock.acquire
+
+    def is_set(self) -> bool:
+        return self.flag
+
+    def set(self) -> None:
+        if not self.flag:
+            self.flag = True
+            with contextlib.suppress(RuntimeError):  # another thread set it meanwhile
+                self._lock.release()
 
 
 class CounterReader:
@@ -113,6 +142,7 @@ class CounterReader:
         self.grid = StepGrid()
         self._lock = threading.Lock()
         self._stepped_cond = threading.Condition(self._lock)  # notified at each counter step
+        self._waiting = 0  # threads in wait(): a step notifies only where one waits
         self._anchor: tuple[float, float] | None = None  # (time, J) of the last step (or 1st read)
         self._anchor_lo = 0.0  # the earliest the anchor's step can have been
         self._anchor_how = SHARED  # how the anchor was placed (SHARED: within a tight bracket)
@@ -128,7 +158,7 @@ class CounterReader:
         self._ratios = [collections.deque(maxlen=CALIBRATION_STEPS) for _ in "cp"]
         self._ratio = 1.0  # counter J / integrated power J over recent steps (_ratios, _step)
         self._users = 0
-        self._stop = threading.Event()
+        self._stop = Stop()
         self._thread: threading.Thread | None = None
 
     # --- the caller's side ------------------------------------------------------------------
@@ -141,7 +171,8 @@ class CounterReader:
         except Exception:  # the slow way: its error names the GPU and the fix
             watts = self.gpu.power()
         t1 = self.clock()
-        m = Mark(t)
+        m = _new_mark(Mark)
+        m.t, m.energy, m.how = t, None, ESTIMATED
         with self._lock:
             if t1 - t <= POWER_WIDTH_S:  # a reading whose time is known; else only the edge
                 self._power.add((t + t1) / 2, watts)
@@ -151,11 +182,18 @@ class CounterReader:
     def energy_between(self, a: Mark, b: Mark) -> tuple[float, str]:
         """(J between marks ``a`` and ``b``, never negative; how it was obtained)."""
         with self._lock:
-            ea, ha = self._energy_at(a)
-            eb, hb = self._energy_at(b)
-            brk = self._break_between(a.t, b.t) or SHARED
-            how = max(ha, hb, brk, key=RANK.__getitem__)
-        return max(0.0, eb - ea), how
+            power = self._power
+            if a.energy is None and b.energy is None and self._anchor is not None and power.t:
+                # both estimated from the same anchor: its energy cancels (the usual short window)
+                at_a, at_b = power.at_each((a.t, b.t))
+                joules, how = self._ratio * (at_b - at_a), ESTIMATED
+            else:
+                ea, ha = self._energy_at(a)
+                eb, hb = self._energy_at(b)
+                joules, how = eb - ea, max(ha, hb, key=RANK.__getitem__)
+            if self._breaks:
+                how = max(how, self._break_between(a.t, b.t) or SHARED, key=RANK.__getitem__)
+        return max(0.0, joules), how
 
     def estimate(self, mark: Mark) -> float:
         """The cumulative energy (J) at ``mark`` as known now."""
@@ -166,9 +204,13 @@ class CounterReader:
         """Wait until the counter step after ``mark`` arrived (it is then shared out)."""
         limit = WAIT_PERIODS * self.period + 4 * self.read_cost + WAIT_SLACK_S
         with self._stepped_cond:
-            return self._stepped_cond.wait_for(
-                lambda: mark.energy is not None, limit if timeout is None else timeout
-            )
+            self._waiting += 1
+            try:
+                return self._stepped_cond.wait_for(
+                    lambda: mark.energy is not None, limit if timeout is None else timeout
+                )
+            finally:
+                self._waiting -= 1
 
     @property
     def ready(self) -> bool:
@@ -180,12 +222,13 @@ class CounterReader:
         if m.energy is not None:
             return m.energy, m.how
         power = self._power
+        if not power.t:  # no power reading yet (each edge takes one unless it was slow)
+            return (0.0 if self._anchor is None else self._anchor[1]), ESTIMATED
         if self._anchor is None:  # not read yet: power alone, from the first reading on
             return self._ratio * power.integral(power.t[0], m.t), ESTIMATED
-        s, e = self._anchor
-        if m.t >= s:
-            return e + self._ratio * power.integral(s, m.t), ESTIMATED
-        return e - self._ratio * power.integral(m.t, s), ESTIMATED
+        s, e = self._anchor  # on either side of the anchor: the power integral's difference
+        at_m, at_s = power.at_each((m.t, s))
+        return e + self._ratio * (at_m - at_s), ESTIMATED
 
     def _break_between(self, a: float, b: float) -> str | None:
         for t0, t1, how in reversed(self._breaks):
@@ -297,13 +340,7 @@ class CounterReader:
         if not grid.ready:
             due = self._anchor[0] + self.period if self._stepped else (lo + hi) / 2
             return min(max(due, lo), hi), lo, ESTIMATED
-        k_lo = math.ceil(grid.index(lo))
-        k_hi = math.floor(grid.index(hi))
-        eps = grid.error(k_hi)
-        k_sure = math.floor(grid.index(cur.a - eps))  # passed before ``cur`` began
-        first = max(k_lo, k_sure)
-        last_k = math.floor(grid.index(hi + eps))
-        cands = list(range(first, last_k + 1))
+        cands, k_hi, eps = grid.candidates(lo, hi, cur.a)
         how = ESTIMATED if eps > tight else SHARED  # final: grid known to a tight width
         if not cands:  # the grid's point lies just outside the gap: the nearest, clamped in
             near = min((k_hi, k_hi + 1), key=lambda k: max(lo - grid.at(k), grid.at(k) - hi))
@@ -330,7 +367,14 @@ class CounterReader:
         """A counter step at time ``s`` to ``joules``: resolve the marks before it (lock held)."""
         s0, e0 = self._anchor  # type: ignore[misc]
         power, ratio = self._power, self._ratio
-        whole = power.integral(s0, s)
+        pending = self._pending
+        # the power integral at s0, s and every edge, in one call
+        times = [s0, s]
+        for m in pending:
+            times.append(m.t)
+        ats = power.at_each(times) if power.t else None
+        base = ats[0] if ats else 0.0
+        whole = ats[1] - base if ats and s > s0 else 0.0
         if self._stepped:
             self._gaps.append(s - s0)
             self.period = self.grid.period if self.grid.ready else statistics.median(self._gaps)
@@ -342,11 +386,11 @@ class CounterReader:
                 self._ratio = j / p if j > 0 and p > 0 else 1.0
         exact = how if self._anchor_how == SHARED else self._anchor_how
         keep = []
-        for m in self._pending:
+        for j, m in enumerate(pending, 2):
             if m.t > s:
                 keep.append(m)
             elif self._stepped and m.t >= s0:  # inside a complete step: shared out
-                part = power.integral(s0, m.t)
+                part = ats[j] - base if ats else 0.0
                 share = part / whole if whole > 0 else (m.t - s0) / max(s - s0, 1e-9)
                 m.energy, m.how = e0 + (joules - e0) * share, exact
             else:  # before the first step seen: back from it by power
@@ -355,64 +399,59 @@ class CounterReader:
         power.forget_before(s)
         self._anchor, self._anchor_how, self._stepped = (s, joules), how, True
         self._anchor_lo = s if lo is None else lo
-        del self._breaks[: max(0, len(self._breaks) - MAX_BREAKS)]
-        self._stepped_cond.notify_all()
+        if len(self._breaks) > MAX_BREAKS:
+            del self._breaks[: len(self._breaks) - MAX_BREAKS]
+        if self._waiting:
+            self._stepped_cond.notify_all()
 
     # --- the thread -------------------------------------------------------------------------
     def _run(self) -> None:
         failures = 0
         read = self.gpu.counter_reader()
-        while not self._stop.is_set():
-            now = self.clock()
-            due, err = self._due(), self._due_error()
-            if (
-                self.grid.ready
-                and err <= GRID_TRUST * self._tight()
-                and self._loose < REBRACKET_STEPS
-            ):
-                wake = due + err + TIGHT_SLACK_S  # the grid places it: one read just after
-            else:  # begin a read to end before the step: the next one brackets it
-                wake = due - err - (2 * self.least_cost if self.least_cost < 1.0 else 0.0)
-            if self._stepped and now < wake:  # sleep until the read is due
-                self._stop.wait(max(0.0005, wake - now))
-                continue
+        clock, stop = self.clock, self._stop
+        nap = stop.nap  # sleeps up to its timeout; True once stopped
+        while not stop.flag:
+            if self._stepped:  # sleep until the read is due, in one call (a wait, then the read)
+                delay = self._wake() - clock()
+                if delay > 0 and nap(timeout=max(0.0005, delay)):
+                    break
             try:
-                a = self.clock()
+                a = clock()
                 joules = read() / 1000.0
-                b = self.clock()
+                b = clock()
                 failures = 0
             except Exception as e:  # keep estimating from power; say why once
                 failures += 1
                 if self.error is None:
                     log.warning("GPU %d: background counter read failed: %s", self.gpu.index, e)
                 self.error = e
-                self._stop.wait(min(1.0, 0.01 * 2**failures))
+                if nap(timeout=min(1.0, 0.01 * 2**failures)):
+                    break
                 continue
             self.observe(a, b, joules)
-            if b - self._power_seen() >= POWER_PERIOD_S:
+            ts = self._power.t
+            if not ts or b - ts[-1] >= POWER_PERIOD_S:
                 self._sample_power()
-            if self._stepped and self.clock() > self._due() + 3 * self.period:
-                self._stop.wait(self.period / 4)  # a counter that stopped moving: read less
+            stalled = self._stepped and b > self._anchor[0] + 4 * self.period
+            if stalled and nap(timeout=self.period / 4):  # a counter that stopped: read less
+                break
 
-    def _power_seen(self) -> float:
-        """When power was last read (by the reader or at a window edge)."""
-        ts = self._power.t
-        return ts[-1] if ts else float("-inf")
-
-    def _due(self) -> float:
-        """When the next step is due: the grid's next point after the anchor, else a period on."""
-        if self._anchor is None:
-            return 0.0
-        s = self._anchor[0]
+    def _wake(self) -> float:
+        """When to begin the next read: just after the next step where the grid places it,
+        else early enough to end before it, so that the read after brackets it tightly."""
+        s = self._anchor[0]  # type: ignore[index]
         grid = self.grid
-        if grid.ready:
-            return grid.at(math.floor(grid.index(s) + 0.5) + 1)
-        return s + self.period
-
-    def _due_error(self) -> float:
-        """How far the next step may fall from :meth:`_due` (s); 0 while no grid is fitted."""
-        grid = self.grid
-        return grid.error(round(grid.index(self._due()))) if grid.ready else 0.0
+        if not grid.ready:
+            due = s + self.period
+            return due - (2 * self.least_cost if self.least_cost < 1.0 else 0.0)
+        k = math.floor((s - grid.phase) / grid.period + 0.5) + 1
+        due, err = grid.phase + k * grid.period, grid.error(k)
+        least = self.least_cost if self.least_cost < float("inf") else 0.0
+        if err <= GRID_TRUST * (TIGHT_READS * least + TIGHT_SLACK_S) and (
+            self._loose < REBRACKET_STEPS
+        ):
+            return due + err + TIGHT_SLACK_S  # the grid places it: one read just after
+        return due - err - (2 * least if least < 1.0 else 0.0)
 
     def _sample_power(self) -> None:
         try:

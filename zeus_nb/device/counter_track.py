@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import bisect
 import collections
+import math
+from collections.abc import Iterable
 from typing import NamedTuple
 
 #: Tightly bracketed steps the grid is fitted to, and how many it needs first.
@@ -79,19 +81,33 @@ class PowerTrack:
 
     def at(self, t: float) -> float:
         """The running integral (J) at time ``t``."""
+        return self.at_each((t,))[0]
+
+    def at_each(self, times: Iterable[float]) -> list[float]:
+        """The running integral (J) at each of ``times``, in one call: a counter step shares
+        itself out among every edge it spans at once (each call is a Python frame the GIL's
+        other holder waits for)."""
         ts, ps, cum = self.t, self.p, self.cum
-        k = bisect.bisect_right(ts, t) - 1
-        if k < 0:
-            return -(ts[0] - t) * ps[0]
-        if k == len(ts) - 1:
-            return cum[k] + (t - ts[k]) * ps[k]
-        t0, t1, p0 = ts[k], ts[k + 1], ps[k]
-        p = p0 + (ps[k + 1] - p0) * (t - t0) / (t1 - t0) if t1 > t0 else p0
-        return cum[k] + (t - t0) * (p0 + p) / 2
+        last = len(ts) - 1
+        out = []
+        for t in times:
+            k = bisect.bisect_right(ts, t) - 1
+            if k < 0:
+                out.append(-(ts[0] - t) * ps[0])
+            elif k == last:
+                out.append(cum[k] + (t - ts[k]) * ps[k])
+            else:
+                t0, t1, p0 = ts[k], ts[k + 1], ps[k]
+                p = p0 + (ps[k + 1] - p0) * (t - t0) / (t1 - t0) if t1 > t0 else p0
+                out.append(cum[k] + (t - t0) * (p0 + p) / 2)
+        return out
 
     def integral(self, a: float, b: float) -> float:
         """J of power readings between times ``a`` and ``b`` (0 before any reading)."""
-        return self.at(b) - self.at(a) if self.t and b > a else 0.0
+        if not self.t or b <= a:
+            return 0.0
+        at_a, at_b = self.at_each((a, b))
+        return at_b - at_a
 
     def forget_before(self, t: float) -> None:
         """Drop readings before ``t`` but the last one, which still bounds ``t``."""
@@ -114,10 +130,9 @@ class StepGrid:
         self.period = 0.0  # 0: not fitted yet
         self.resid = 0.0  # the largest residual of the fit (s)
         self.k_span = 0
-
-    @property
-    def ready(self) -> bool:
-        return self.period > 0 and len(self.points) >= GRID_MIN_POINTS
+        #: Whether the grid is fitted (to GRID_MIN_POINTS points or more): a plain attribute,
+        #: set where points and period change, as the reader asks it several times a read.
+        self.ready = False
 
     def index(self, t: float) -> float:
         return (t - self.phase) / self.period
@@ -127,9 +142,19 @@ class StepGrid:
 
     def error(self, k: int) -> float:
         """How far grid point ``k`` may lie from the truth (s): residuals plus extrapolation."""
-        last = self.index(self.points[-1][0])
+        last = (self.points[-1][0] - self.phase) / self.period  # the latest point's index
         slope = 2 * self.resid / max(self.k_span, 1)
         return self.resid + abs(k - last) * slope
+
+    def candidates(self, lo: float, hi: float, begun: float) -> tuple[range, int, float]:
+        """(The points a step seen between ``lo`` and ``hi`` by a read ``begun`` then can be,
+        the last point before ``hi``, the grid's error there (s)): those within the gap,
+        widened by the error, and not passed before the read began."""
+        phase, period = self.phase, self.period
+        k_hi = math.floor((hi - phase) / period)
+        eps = self.error(k_hi)
+        first = max(math.ceil((lo - phase) / period), math.floor((begun - eps - phase) / period))
+        return range(first, math.floor((hi + eps - phase) / period) + 1), k_hi, eps
 
     def add(self, t: float, half: float, guess: float) -> None:
         """A step bracketed within ``t`` +- ``half``; a point off the grid restarts it.
@@ -141,6 +166,7 @@ class StepGrid:
                 self.period = 0.0
         self.points.append((t, half))
         self._fit(self.period or guess)
+        self.ready = self.period > 0 and len(self.points) >= GRID_MIN_POINTS
 
     def _fit(self, guess: float) -> None:
         pts = [t for t, _ in self.points]

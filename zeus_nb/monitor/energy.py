@@ -250,9 +250,13 @@ class ZeusMonitor:
 
             return one
         direct, readers = self._direct, self._readers
+        only = next(iter(readers.items())) if len(readers) == 1 else None
 
         def read(begun: dict | None = None) -> Edge:
-            marks = {i: r.mark() for i, r in readers.items()} if readers else None
+            if only is not None:  # one GPU on a background reader: no loop
+                marks = {only[0]: only[1].mark()}
+            else:
+                marks = {i: r.mark() for i, r in readers.items()} if readers else None
             now = time()
             energy = {}
             for i, read_mj, gpu in direct:
@@ -260,9 +264,9 @@ class ZeusMonitor:
                     energy[i] = read_mj() / 1000.0
                 except Exception:  # read the slow way: its error names the GPU and the fix
                     energy[i] = gpu.get_total_energy_consumption() / 1000.0
-            if marks:
+            if marks and begun is not None:  # an end's GPUs read in the background since begin
                 for i, m in marks.items():
-                    if begun is None or i not in begun:
+                    if i not in begun:
                         energy[i] = readers[i].estimate(m)
             if cpus:
                 return (now, energy, *self._read_cpus(), marks)
@@ -284,7 +288,18 @@ class ZeusMonitor:
     @property
     def measurement_states(self) -> StatesView:
         """The open windows: name -> :class:`MeasurementState` (its start), as Zeus's."""
-        return StatesView(self._states)
+        return StatesView(self._states, self._estimate_marks)
+
+    def _estimate_marks(self, state: MeasurementState) -> None:
+        """Put the energy at a start's marks into its ``gpu_energy`` (the estimate known now):
+        begin_window leaves it out, as the window's own energy comes from the marks."""
+        marks = state.marks
+        if marks and any(i not in state.gpu_energy for i in marks):
+            energy = state.gpu_energy
+            for i, m in marks.items():
+                if i not in energy:
+                    energy[i] = self._readers[i].estimate(m)
+            state.gpu_energy = {i: energy[i] for i in self.gpu_indices if i in energy}
 
     def begin_window(self, key: str, sync_execution: bool | None = None, restart: bool = False):
         """Start window ``key``. ``restart=True`` discards an open window of that name first."""
@@ -327,7 +342,9 @@ class ZeusMonitor:
         try:
             if self.sync_execution if sync_execution is None else sync_execution:
                 self._sync()
-            now, gpu_end, cpu_end, dram_end, marks = self._read(start.marks)
+            now, gpu_end, cpu_end, dram_end, marks = self._read(
+                start.marks or {}
+            )  # {}: an end, with no start marks
         except BaseException:
             states.setdefault(key, start)  # a failed read can be retried
             raise
@@ -346,22 +363,28 @@ class ZeusMonitor:
                 cpu, dram = cpu_delta(start, cpu_end, dram_end)
             m = Measurement(elapsed, gpu, cpu, dram, None, how)
         else:
-            end = MeasurementState(now, gpu_end, cpu_end, dram_end, marks)
-            m = self._measurement(start, end, wait_for_counter)
+            m = self._measurement(start, now, gpu_end, cpu_end, dram_end, marks, wait_for_counter)
         if self._log is not None:
             self._log.write(key, start.time, m.time, [m.gpu_energy[i] for i in self.gpu_indices])
         return m
 
     def _measurement(
-        self, start: MeasurementState, end: MeasurementState, wait: bool
+        self,
+        start: MeasurementState,
+        now: float,
+        g1: dict[int, float],
+        cpu_end: dict[int, float] | None,
+        dram_end: dict[int, float] | None,
+        end_marks: dict | None,
+        wait: bool,
     ) -> Measurement:
         """A window over background readers, integrated power or a snapshot (not plain reads)."""
-        elapsed = end.time - start.time
-        g0, g1 = start.gpu_energy, end.gpu_energy
+        elapsed = now - start.time
+        g0 = start.gpu_energy
         gpu, how = {}, {}
         backend = self.system.backend
         default = COUNTER if self._counted else _METHOD.get(backend, f"{backend} counter")
-        starts, ends = start.marks or {}, end.marks or {}
+        starts, ends = start.marks or {}, end_marks or {}
         for i in self.gpu_indices:
             a, b = starts.get(i), ends.get(i)
             if a is not None and b is not None:
@@ -372,15 +395,17 @@ class ZeusMonitor:
             elif i in g0 and i in g1:  # b alone: the window began before its reader did
                 gpu[i], how[i] = g1[i] - g0[i], ESTIMATED if b is not None else default
         if self.power_monitor is not None:
-            energy = self.power_monitor.get_energy(start.time, end.time)
+            energy = self.power_monitor.get_energy(start.time, now)
             for i in self.power_monitor.gpu_indices:
                 power = self.system.gpu(i).power
                 gpu[i] = energy[i] if energy is not None else power() * elapsed
                 how[i] = "integrated power samples" if energy is not None else "power x time"
-        gpu = {i: gpu[i] for i in self.gpu_indices}
+            gpu = {i: gpu[i] for i in self.gpu_indices}  # in the monitor's order again
         if 0 in gpu.values():
             self._zero_energy(gpu, how, elapsed, 4)
-        cpu, dram = cpu_delta(start, end.cpu_energy, end.dram_energy)
+        cpu = dram = None
+        if start.cpu_energy is not None or start.dram_energy is not None:
+            cpu, dram = cpu_delta(start, cpu_end, dram_end)
         return Measurement(elapsed, gpu, cpu, dram, energy_method=how)
 
     def _warn_once(self, key: str, message: str, stacklevel: int) -> None:

@@ -7,7 +7,7 @@ monitor's ``measurement_states``, a live view of them, as Zeus's monitor has.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -70,13 +70,25 @@ class MeasurementState:
 
 
 class StatesView(MutableMapping):
-    """Window name -> :class:`MeasurementState`, over a monitor's own records of them."""
+    """Window name -> :class:`MeasurementState`, over a monitor's own records of them.
 
-    def __init__(self, states: dict[str, MeasurementState]) -> None:
+    ``complete`` fills in what a start leaves to be computed when asked (the monitor's
+    estimate at the marks of GPUs read in the background).
+    """
+
+    def __init__(
+        self,
+        states: dict[str, MeasurementState],
+        complete: Callable[[MeasurementState], None] | None = None,
+    ) -> None:
         self._states = states
+        self._complete = complete
 
     def __getitem__(self, key: str) -> MeasurementState:
-        return self._states[key]
+        state = self._states[key]
+        if self._complete is not None:
+            self._complete(state)
+        return state
 
     def __setitem__(self, key: str, value: MeasurementState) -> None:
         self._states[key] = value
