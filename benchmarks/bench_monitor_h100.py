@@ -14,6 +14,7 @@ import random
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -231,6 +232,31 @@ def _step_costs(run: list[tuple]) -> tuple[float, float] | None:
     return calls, statistics.fmean(t for t, _, _ in run) / work - 1 - calls
 
 
+@contextlib.contextmanager
+def _bare_thread(fake):
+    """A thread that does only what the reader's thread must: wake once a counter step and
+    spend one counter read in a sleep that releases the GIL (no Python work); yields a count
+    of its wakes. What it costs the caller is the floor of any reader thread on this machine."""
+    stop = threading.Lock()
+    stop.acquire()
+    wakes = [0]
+
+    def run() -> None:
+        due = time.perf_counter() + fake.PERIOD_H100
+        while not stop.acquire(timeout=max(0.0, due - time.perf_counter())):
+            wakes[0] += 1
+            time.sleep(fake.READ_COST_H100[0])
+            due += fake.PERIOD_H100
+
+    thread = threading.Thread(target=run, daemon=True, name="bare-thread")
+    thread.start()
+    try:
+        yield lambda: wakes[0]
+    finally:
+        stop.release()
+        thread.join()
+
+
 def _settled(fake):
     """A zeus-nb monitor whose reader has read its first steps and fitted the counter's grid."""
     monitor = _ours(fake)
@@ -354,6 +380,7 @@ def h100_section(args) -> None:
         return out
 
     base_reads = read_steps = 0
+    floors: list[float] = []  # what the bare thread's wakes cost each of its runs
     for i in range(pairs):
         order = (False, True) if i % 2 == 0 else (True, False)
         runs = {w: loop(w) for w in order}
@@ -366,6 +393,10 @@ def h100_section(args) -> None:
         cost = _step_costs(runs[True])
         if cost is not None:
             costs.append(cost)
+        with _bare_thread(fake) as wakes:
+            bare = _step_costs(_loop_steps(steps, iterations, reads=wakes))
+        if bare is not None:
+            floors.append(bare[1])
         if zeus is not None and i % 4 == 0:  # Zeus beside, for scale: every fourth pair
             zbase = _loop_step_s(steps, iterations)
             rounds["zeus"].append(
@@ -390,6 +421,14 @@ def h100_section(args) -> None:
         f"window calls {calls:+.3f} %, the reader's reads {reads:+.2f} % ({read_steps} of "
         f"{pairs * steps} steps began a read; steps without windows during which the "
         f"counter was read: {base_reads}, none expected)"
+    )
+    floor = 100 * statistics.median(floors)
+    flo, fhi = (100 * x for x in _median_interval(floors))
+    print(
+        f"  the floor of any reader thread here: a bare thread that wakes once a 100 ms step and "
+        f"sleeps one 2.8 ms read (no work) adds {floor:+.2f} % (median of {len(floors)} runs, 95 % "
+        f"interval {flo:+.2f} .. {fhi:+.2f} %), judged as the reads are; the reader's reads "
+        f"above it: {reads - floor:+.2f} %"
     )
     run_added = 100 * statistics.median(rounds["mean"])
     rlo, rhi = (100 * x for x in _median_interval(rounds["mean"]))
