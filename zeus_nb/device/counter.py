@@ -413,8 +413,8 @@ class CounterReader:
         while not stop.flag:
             if self._stepped:  # sleep until the read is due, in one call (a wait, then the read)
                 delay = self._wake() - clock()
-                if delay > 0 and nap(timeout=max(0.0005, delay)):
-                    break
+                if (delay > 0 and nap(timeout=max(0.0005, delay))) or stop.flag:
+                    break  # stopped while asleep, or while this thread waited for the GIL
             try:
                 a = clock()
                 joules = read() / 1000.0
