@@ -19,7 +19,7 @@ import warnings
 import pytest
 import timed_nvml
 
-from zeus_nb.device import counter, counter_registry, counter_track
+from zeus_nb.device import counter, counter_registry, counter_track, sampling
 from zeus_nb.device.gpu.nvidia import NVIDIAGPUs
 from zeus_nb.errors import WindowError
 from zeus_nb.monitor import ZeusMonitor
@@ -173,7 +173,7 @@ def test_the_grid_points_a_late_step_can_be():
 
 
 def test_the_readers_stop_wakes_its_sleep_at_once():
-    stop = counter.Stop()
+    stop = sampling.Stop()
     t0 = time.perf_counter()
     assert stop.nap(timeout=0.02) is False and time.perf_counter() - t0 >= 0.015
     threading.Timer(0.05, stop.set).start()

@@ -5,19 +5,15 @@ only every 100 ms, while a power reading costs 1 us (docs/measuring.md). A
 :class:`CounterReader` reads the counter on a daemon thread: back to back around a step until
 the steps' grid is known, then once just after each step (back to back again every few steps),
 sampling power beside. A window edge is a :class:`Mark`: the caller's clock and one power
-reading, a few microseconds. The cumulative energy at a mark is
-
-* *shared out* (final) once counter steps on both sides of it are known: the step's energy is
-  split by the power readings, ``E_j + (E_j+1 - E_j) * P(s_j..t) / P(s_j..s_j+1)``, so windows
-  that tile a span add up to the counter's own difference over it;
-* *estimated* before the next step arrives: the last step's value plus the integrated power since
-  it, scaled by the ratio of counter energy to integrated power over the last complete steps
-  (power and counter can disagree widely on some GPUs; the counter stays the ground truth).
-
-Every mark resolves to one value, so back-to-back windows add up to the window around them, and
-a window during which the GPU drew power never measures 0 J. One reader serves every monitor of
-a process that measures the GPU, and whether a GPU's counter is read so or on the caller's
-thread is decided once per GPU and process, under a lock (:mod:`zeus_nb.device.counter_registry`).
+reading. The cumulative energy at a mark is *shared out* (final) once counter steps on both sides
+of it are known, ``E_j + (E_j+1 - E_j) * P(s_j..t) / P(s_j..s_j+1)`` by the power readings, so
+windows that tile a span add up to the counter's own difference over it; before the next step
+arrives it is *estimated*: the last step's value plus the integrated power since, scaled by the
+ratio of counter energy to integrated power over the last complete steps (the two can disagree
+widely on some GPUs; the counter stays the ground truth). Every mark resolves to one value, so
+back-to-back windows add up to the window around them, and a window during which the GPU drew
+power never measures 0 J. One reader serves every monitor of a process that measures the GPU
+(:mod:`zeus_nb.device.counter_registry` decides, once per GPU and process, under a lock).
 
 A starved or late reader (a busy machine, threads holding the GIL) must not move energy between
 windows: each read is timed before and after, a step seen between back-to-back reads is placed in
@@ -33,7 +29,6 @@ cause is logged once as a warning.
 from __future__ import annotations
 
 import collections
-import contextlib
 import logging
 import math
 import statistics
@@ -52,6 +47,7 @@ from zeus_nb.device.counter_track import (
     Read,
     StepGrid,
 )
+from zeus_nb.device.sampling import Stop
 
 if TYPE_CHECKING:
     from zeus_nb.device.base import GPU
@@ -92,33 +88,6 @@ MAX_BREAKS = 64
 
 _noted: set[tuple[int, str]] = set()  # (GPU index, cause) already logged as a warning
 _new_mark = object.__new__  # a Mark without a Python frame for __init__ (one per window edge)
-
-
-class Stop:
-    """The reader's stop flag, whose wait is one C call.
-
-    :class:`threading.Event`'s ``wait`` runs about ten Python frames, and the reader waits
-    once a counter step while the caller's thread waits for the GIL; on a shared machine each
-    frame run after a pause costs microseconds (docs/performance.md). ``nap(timeout)`` (the
-    held lock's acquire) returns True once :meth:`set`.
-    """
-
-    __slots__ = ("_lock", "flag", "nap")
-
-    def __init__(self) -> None:
-        self.flag = False
-        self._lock = threading.Lock()
-        self._lock.acquire()
-        self.nap = self._lock.acquire
-
-    def is_set(self) -> bool:
-        return self.flag
-
-    def set(self) -> None:
-        if not self.flag:
-            self.flag = True
-            with contextlib.suppress(RuntimeError):  # another thread set it meanwhile
-                self._lock.release()
 
 
 class CounterReader:
@@ -439,19 +408,15 @@ class CounterReader:
     def _wake(self) -> float:
         """When to begin the next read: just after the next step where the grid places it,
         else early enough to end before it, so that the read after brackets it tightly."""
-        s = self._anchor[0]  # type: ignore[index]
-        grid = self.grid
+        s, grid = self._anchor[0], self.grid  # type: ignore[index]
+        lead = 2 * self.least_cost if self.least_cost < 1.0 else 0.0  # two reads before it
         if not grid.ready:
-            due = s + self.period
-            return due - (2 * self.least_cost if self.least_cost < 1.0 else 0.0)
+            return s + self.period - lead
         k = math.floor((s - grid.phase) / grid.period + 0.5) + 1
         due, err = grid.phase + k * grid.period, grid.error(k)
-        least = self.least_cost if self.least_cost < float("inf") else 0.0
-        if err <= GRID_TRUST * (TIGHT_READS * least + TIGHT_SLACK_S) and (
-            self._loose < REBRACKET_STEPS
-        ):
+        if err <= GRID_TRUST * self._tight() and self._loose < REBRACKET_STEPS:
             return due + err + TIGHT_SLACK_S  # the grid places it: one read just after
-        return due - err - (2 * least if least < 1.0 else 0.0)
+        return due - err - lead
 
     def _sample_power(self) -> None:
         try:

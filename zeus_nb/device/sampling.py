@@ -3,11 +3,13 @@
 :class:`PowerSampler` collects a :class:`PowerTimeline`; :class:`ThreadSampler` reads each GPU's
 power every ``period`` seconds on the system's clock (real GPUs, and the simulated GPU on the wall
 clock). :class:`PowerIntegrator` gives GPUs without an energy counter (pre-Volta) an energy
-reading by integrating sampled power.
+reading by integrating sampled power. :class:`Stop` is the stop flag of the background counter
+reader (:mod:`zeus_nb.device.counter`), whose sleep is one C call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -19,6 +21,33 @@ from zeus_nb.inputs.validate import DURATION, number
 
 if TYPE_CHECKING:
     from zeus_nb.device.base import GPUSystem
+
+
+class Stop:
+    """The reader's stop flag, whose wait is one C call.
+
+    :class:`threading.Event`'s ``wait`` runs about ten Python frames, and the reader waits
+    once a counter step while the caller's thread waits for the GIL; on a shared machine each
+    frame run after a pause costs microseconds (docs/performance.md). ``nap(timeout)`` (the
+    held lock's acquire) returns True once :meth:`set`.
+    """
+
+    __slots__ = ("_lock", "flag", "nap")
+
+    def __init__(self) -> None:
+        self.flag = False
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self.nap = self._lock.acquire
+
+    def is_set(self) -> bool:
+        return self.flag
+
+    def set(self) -> None:
+        if not self.flag:
+            self.flag = True
+            with contextlib.suppress(RuntimeError):  # another thread set it meanwhile
+                self._lock.release()
 
 
 class PowerIntegrator:

@@ -250,13 +250,9 @@ class ZeusMonitor:
 
             return one
         direct, readers = self._direct, self._readers
-        only = next(iter(readers.items())) if len(readers) == 1 else None
 
         def read(begun: dict | None = None) -> Edge:
-            if only is not None:  # one GPU on a background reader: no loop
-                marks = {only[0]: only[1].mark()}
-            else:
-                marks = {i: r.mark() for i, r in readers.items()} if readers else None
+            marks = {i: r.mark() for i, r in readers.items()} if readers else None
             now = time()
             energy = {}
             for i, read_mj, gpu in direct:
@@ -288,18 +284,7 @@ class ZeusMonitor:
     @property
     def measurement_states(self) -> StatesView:
         """The open windows: name -> :class:`MeasurementState` (its start), as Zeus's."""
-        return StatesView(self._states, self._estimate_marks)
-
-    def _estimate_marks(self, state: MeasurementState) -> None:
-        """Put the energy at a start's marks into its ``gpu_energy`` (the estimate known now):
-        begin_window leaves it out, as the window's own energy comes from the marks."""
-        marks = state.marks
-        if marks and any(i not in state.gpu_energy for i in marks):
-            energy = state.gpu_energy
-            for i, m in marks.items():
-                if i not in energy:
-                    energy[i] = self._readers[i].estimate(m)
-            state.gpu_energy = {i: energy[i] for i in self.gpu_indices if i in energy}
+        return StatesView(self._states, self._readers, self.gpu_indices)
 
     def begin_window(self, key: str, sync_execution: bool | None = None, restart: bool = False):
         """Start window ``key``. ``restart=True`` discards an open window of that name first."""
@@ -342,13 +327,12 @@ class ZeusMonitor:
         try:
             if self.sync_execution if sync_execution is None else sync_execution:
                 self._sync()
-            now, gpu_end, cpu_end, dram_end, marks = self._read(
-                start.marks or {}
-            )  # {}: an end, with no start marks
+            edge = self._read(start.marks or {})  # {}: an end whose start has no marks
         except BaseException:
             states.setdefault(key, start)  # a failed read can be retried
             raise
         if self._plain:  # Zeus's reads: counter differences
+            now, gpu_end, cpu_end, dram_end, _ = edge
             elapsed = now - start.time
             gpu, zero = {}, False
             for i, joules in start.gpu_energy.items():
@@ -363,22 +347,14 @@ class ZeusMonitor:
                 cpu, dram = cpu_delta(start, cpu_end, dram_end)
             m = Measurement(elapsed, gpu, cpu, dram, None, how)
         else:
-            m = self._measurement(start, now, gpu_end, cpu_end, dram_end, marks, wait_for_counter)
+            m = self._measurement(start, edge, wait_for_counter)
         if self._log is not None:
             self._log.write(key, start.time, m.time, [m.gpu_energy[i] for i in self.gpu_indices])
         return m
 
-    def _measurement(
-        self,
-        start: MeasurementState,
-        now: float,
-        g1: dict[int, float],
-        cpu_end: dict[int, float] | None,
-        dram_end: dict[int, float] | None,
-        end_marks: dict | None,
-        wait: bool,
-    ) -> Measurement:
+    def _measurement(self, start: MeasurementState, edge: Edge, wait: bool) -> Measurement:
         """A window over background readers, integrated power or a snapshot (not plain reads)."""
+        now, g1, cpu_end, dram_end, end_marks = edge
         elapsed = now - start.time
         g0 = start.gpu_energy
         gpu, how = {}, {}

@@ -7,7 +7,7 @@ monitor's ``measurement_states``, a live view of them, as Zeus's monitor has.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -72,22 +72,29 @@ class MeasurementState:
 class StatesView(MutableMapping):
     """Window name -> :class:`MeasurementState`, over a monitor's own records of them.
 
-    ``complete`` fills in what a start leaves to be computed when asked (the monitor's
-    estimate at the marks of GPUs read in the background).
+    A start on a GPU read in the background holds a mark, and ``begin_window`` leaves its energy
+    there out (the window's own energy comes from the marks): the view puts in the estimate
+    known when asked, from the monitor's ``readers``, in the monitor's GPU order.
     """
 
     def __init__(
         self,
         states: dict[str, MeasurementState],
-        complete: Callable[[MeasurementState], None] | None = None,
+        readers: Mapping[int, Any] | None = None,
+        order: list[int] | None = None,
     ) -> None:
         self._states = states
-        self._complete = complete
+        self._readers = readers or {}
+        self._order = order or []
 
     def __getitem__(self, key: str) -> MeasurementState:
         state = self._states[key]
-        if self._complete is not None:
-            self._complete(state)
+        energy, marks = state.gpu_energy, state.marks
+        if marks and any(i not in energy for i in marks):
+            for i, m in marks.items():
+                if i not in energy:
+                    energy[i] = self._readers[i].estimate(m)
+            state.gpu_energy = {i: energy[i] for i in self._order if i in energy}
         return state
 
     def __setitem__(self, key: str, value: MeasurementState) -> None:
