@@ -180,8 +180,9 @@ def _install_fake_nvml(tmp_path, monkeypatch, make_state, energy_reads: str) -> 
     import pynvml
 
     assert Path(pynvml.__file__).parent == FAKE_NVML_DIR
-    # zeus-nb's NVML calls go through the module name its NVIDIA backend imported (as Zeus's)
-    monkeypatch.setattr("zeus_nb.device.gpu.nvidia.pynvml", pynvml)
+    # zeus-nb's NVML calls go through its list of NVML names (device/gpu/nvml.py), which forwards
+    # each to the pynvml it imported: the fake, from here on (a name not listed fails the test)
+    monkeypatch.setattr("zeus_nb.device.gpu.nvml._nvml", pynvml)
     monkeypatch.setenv("ZEUS_NB_ENERGY_READS", energy_reads)
     path = tmp_path / "fake_nvml.json"
     monkeypatch.setenv("ZEUS_NB_FAKE_NVML_STATE", str(path))

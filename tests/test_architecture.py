@@ -234,6 +234,8 @@ MODULE_GETATTR: dict[str, str] = {
     "zeus_nb.data": "the dataset names load datasets.py on first use, not with a trace loader",
     "zeus_nb.device": "Zeus's get_gpus, get_cpus, get_soc load their device package on first use",
     "zeus_nb.device.gpu": "the vendor backends (NVML, AMD SMI) load on first use",
+    "zeus_nb.device.gpu.nvml": "the NVML names zeus-nb uses, looked up in pynvml at each use, so "
+    "an autospec of it (Zeus's tests) mocks a few dozen functions, not nvidia-ml-py's hundreds",
     "zeus_nb.device.soc.apple": "Zeus's zeus_apple_silicon binding, looked up when read (mocked)",
     "zeus_nb.monitor": "each of Zeus's monitor names loads its own module on first use",
     "zeus_nb.optimizer": "Zeus's optimizer names load their package on first use",

@@ -187,7 +187,7 @@ def test_the_readers_stop_wakes_its_sleep_at_once():
 @pytest.fixture
 def h100(monkeypatch):
     """One timed fake H100 behind zeus-nb's NVML backend, drawing a constant 693 W."""
-    monkeypatch.setattr("zeus_nb.device.gpu.nvidia.pynvml", timed_nvml)
+    monkeypatch.setattr("zeus_nb.device.gpu.nvml._nvml", timed_nvml)
     monkeypatch.delenv("ZEUS_NB_ENERGY_READS", raising=False)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     timed_nvml.configure()

@@ -1,5 +1,10 @@
 """The NVML backend against the fake pynvml, errors included."""
 
+import re
+import types
+from pathlib import Path
+from unittest import mock
+
 import pytest
 
 from zeus_nb import device
@@ -153,3 +158,62 @@ def test_real_pynvml_without_driver_is_the_no_gpu_path():
     else:  # a machine with a driver: the backend must come up
         pynvml.nvmlShutdown()
         assert device.current("nvml").backend == "nvml"
+
+
+# --- the NVML names zeus-nb uses (device/gpu/nvml.py) -----------------------------------------
+def _names_used(path) -> set[str]:
+    """NVML names a module reaches through the name ``pynvml``: attributes, names in strings
+    (``getattr(pynvml, "nvml...")``) and the ``("Set...", ...)`` changes ``_change`` completes."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    parts = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    used = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "pynvml":
+            used.add(node.attr)
+        elif isinstance(node, ast.Constant) and id(node) not in parts:
+            if not isinstance(node.value, str):
+                continue
+            if re.fullmatch(r"nvml[A-Z]\w*|NVML_\w+", node.value):
+                used.add(node.value)
+            elif re.fullmatch(r"(Set|Reset)[A-Z]\w*", node.value):
+                used.add(f"nvmlDevice{node.value}")
+    return used
+
+
+def test_every_nvml_name_zeus_nb_uses_is_listed_and_exists_in_nvidia_ml_py():
+    import pynvml
+
+    from zeus_nb.device.gpu import nvml
+    from zeus_nb.runner import workers
+
+    used = _names_used(Path(nvml_backend.__file__)) | _names_used(Path(workers.__file__))
+    assert nvml_backend.pynvml is nvml and workers.pynvml is nvml
+    assert {"nvmlInit", "nvmlDeviceSetPowerManagementLimit", "NVMLError"} <= used
+    assert used - nvml.NAMES == set(), "list these in zeus_nb/device/gpu/nvml.py"
+    assert [n for n in sorted(nvml.NAMES) if not hasattr(pynvml, n)] == []
+    # SETTERS are exactly the listed names that change a GPU (the GPU check's guard's pattern)
+    changes = re.compile(r"^nvml\w*?(Set|Reset|Clear|Create|Destroy|Modify|Remove)")
+    assert {n for n in nvml.NAMES if changes.match(n)} == nvml.SETTERS
+
+
+def test_nvml_names_are_looked_up_at_each_use_and_unlisted_ones_refused(monkeypatch):
+    import pynvml
+
+    from zeus_nb.device.gpu import nvml
+
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetPowerUsage", lambda handle: 123_000)
+    assert nvml.nvmlDeviceGetPowerUsage("h") == 123_000  # a replaced pynvml function runs
+    assert sorted(dir(nvml)) == sorted(nvml.NAMES)
+    with pytest.raises(AttributeError, match="list it in zeus_nb.device.gpu.nvml.NAMES"):
+        nvml.nvmlDeviceGetBAR1MemoryInfo  # noqa: B018 - the lookup is the test
+    mocked = mock.create_autospec(nvml)  # what Zeus's tests build: a mock per listed name
+    mocked.nvmlDeviceGetCount.return_value = 3
+    assert mocked.nvmlDeviceGetCount() == 3
+    with pytest.raises(TypeError):
+        mocked.nvmlDeviceGetCount("one argument too many")
+    assert not hasattr(mocked, "nvmlDeviceGetBAR1MemoryInfo")
+    # an autospec mocks each function its spec lists: a tenth of nvidia-ml-py's, at most
+    functions = lambda m: sum(isinstance(getattr(m, n), types.FunctionType) for n in dir(m))  # noqa: E731
+    assert 10 * functions(nvml) < functions(pynvml)

@@ -10,6 +10,7 @@ import os
 import re
 from typing import Any
 
+from zeus_nb.device.gpu import nvml as pynvml
 from zeus_nb.inputs.env import env
 from zeus_nb.inputs.registry import environ_read
 
@@ -84,8 +85,6 @@ def _nvml_gpus() -> list[str]:
     if env("ZEUS_NB_BACKEND") in ("sim", "simulated", "simulation"):
         return []
     try:
-        import pynvml
-
         pynvml.nvmlInit()
         try:
             return [str(i) for i in range(pynvml.nvmlDeviceGetCount())]

@@ -1,8 +1,9 @@
 """Real NVIDIA GPUs through NVML: Zeus's :class:`NVIDIAGPU` and :class:`NVIDIAGPUs`.
 
-This is the only module of zeus-nb that calls ``pynvml`` (``nvidia-ml-py``), through the module
-name ``pynvml`` imported here, as Zeus does, so ``mock.patch("zeus_nb.device.gpu.nvidia.pynvml")``
-reaches every NVML call. Units are NVML's and Zeus's (mW, mJ, MHz); zeus-nb's helpers in W and J
+This is the only module of zeus-nb that calls NVML, through the name ``pynvml`` bound here, as
+Zeus does, so ``mock.patch("zeus_nb.device.gpu.nvidia.pynvml")`` reaches every NVML call. That name
+is :mod:`zeus_nb.device.gpu.nvml`, the NVML names zeus-nb uses, looked up in nvidia-ml-py's
+``pynvml`` at each use. Units are NVML's and Zeus's (mW, mJ, MHz); zeus-nb's helpers in W and J
 come from :class:`zeus_nb.device.base.GPU`. NVML errors become Zeus's classes with messages that
 say what to do (:func:`zeus_nb.device.gpu.translate.nvml_error`). :class:`NVIDIAGPUs` numbers GPUs
 as CUDA does (``CUDA_VISIBLE_DEVICES`` by index or UUID) and is zeus-nb's NVML GPU system
@@ -21,10 +22,9 @@ import time
 import warnings
 from collections.abc import Callable
 
-import pynvml
-
 from zeus_nb.device.base import FROM_ENV, GPU, GPUSystem
 from zeus_nb.device.common import CAP_SYS_ADMIN, has_sys_admin  # noqa: F401 - tests patch it here
+from zeus_nb.device.gpu import nvml as pynvml
 from zeus_nb.device.gpu.access import Access, can_change, change, probe, said
 from zeus_nb.device.gpu.common import (
     ZeusGPUFunctionNotFoundError,
