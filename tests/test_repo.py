@@ -19,6 +19,17 @@ def test_readme_has_exactly_two_commands_and_ci_runs_the_test_one():
     assert commands[1] in ci, "the .ci/run script must run the README's test command verbatim"
 
 
+def test_ci_times_the_readmes_fast_tier_before_the_whole_suite():
+    """The fast tier's time in the README comes from .ci/run's own timing of the same command."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Development", 1)[1].split("\n## ", 1)[0]
+    fast = [b.strip() for b in re.findall(r"```bash\n(.*?)```", section, re.S) if "pytest" in b]
+    assert len(fast) == 1 and '-m "not slow and not browser"' in fast[0]
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    assert ci.index(fast[0]) < ci.index(quick_start_commands()[1])
+    assert 'echo "ci: the fast tier took' in ci[ci.index(fast[0]) + 1]
+
+
 def test_top_level_layout():
     for name in (
         "pyproject.toml",
