@@ -105,7 +105,7 @@ def test_02_profiles_the_gpus_own_limits_over_windows_the_counter_resolves(shape
     assert len(profile) >= 2
     for limit, seconds, joules in profile:
         assert low <= limit <= high
-        assert seconds >= 2 * PERIOD, (limit, seconds)  # smoke: about 3 counter updates
+        assert seconds >= 2 * PERIOD, (limit, seconds)  # smoke: sized for 6 at the fastest pace
         assert joules > 0, (limit, seconds)  # no 0 J window
     assert low <= r["live_choice"] <= high
     assert all(low <= w <= high for w in r["live_limits_per_epoch"])

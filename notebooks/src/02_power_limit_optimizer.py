@@ -252,8 +252,11 @@ if period:
     # Time steps over two counter periods, a quarter period at a time, on real time less waits
     # for a CPU. Beside busy processes steps still run at an uneven pace (on this project's
     # machine, windows sized by the mean pace of two periods ran at up to twice that pace), so
-    # windows are sized by the fastest quarter: they span their counter updates unless steps
-    # run faster than in any quarter timed.
+    # windows are sized by the fastest quarter. Steps may still speed up after that: on this
+    # project's 2-core machine, as the test suite around it finished other work, they ran 2.0x
+    # faster than the fastest quarter, so windows planned for 3.6 updates spanned 1.8. Windows
+    # are sized for twice their updates at the fastest pace timed: they span at least 2 in smoke
+    # mode unless steps run over 3x faster, and the cell below says so when one spanned fewer.
     paces = []
     for _ in range(8):
         start, timed = sizing_clock(), 0
@@ -264,8 +267,7 @@ if period:
     step_s = min(paces)
     live_pl_step = 100 if smoke else 25
     updates = 3 if smoke else 10  # counter updates each profiling window spans
-    # 20 % beyond, as steps speed up on a machine whose load falls
-    live_profile_steps = steps_spanning(1.2 * updates * period, step_s, at_least=profile_steps)
+    live_profile_steps = steps_spanning(2 * updates * period, step_s, at_least=profile_steps)
     low_w, high_w = gpu.power_limit_constraints()
     limits = int((high_w - low_w) // live_pl_step) + 1
     needed = limits * (warmup_steps + live_profile_steps) + 2  # profiling all limits, and more
@@ -273,8 +275,9 @@ if period:
     print(
         f"{gpu.name}'s energy counter moves every {period * 1000:g} ms and steps took "
         f"{step_s * 1000:.2f} ms at the fastest: each limit is profiled over "
-        f"{live_profile_steps} steps ({live_profile_steps * step_s:.2f} s, about {updates} "
-        f"counter updates), {live_pl_step} W apart; {epochs} epochs of {live_steps_per_epoch} steps"
+        f"{live_profile_steps} steps ({live_profile_steps * step_s:.2f} s at that pace: twice the "
+        f"{updates} counter updates a window needs, as steps may speed up), {live_pl_step} W "
+        f"apart; {epochs} epochs of {live_steps_per_epoch} steps"
     )
 
 profile_file = out / "profile.json"
@@ -306,6 +309,13 @@ print(
     f"{len(plo.measurements)} limits ({plo.profiling_time:.0f} s of training)"
 )
 print(f"limit at the end of each epoch: {limits_seen}")
+short = [m for m in plo.measurements if period and m.time < 2 * period]
+for m in short:  # a counter that moved once or not at all read little of the window's energy
+    print(
+        f"note: the window at {m.power_limit:g} W lasted {m.time:.3f} s, {m.time / period:.1f} "
+        f"counter updates (fewer than 2): steps ran faster than when they were timed, so its "
+        f"energy is coarse; run this cell again to profile again"
+    )
 
 # %%
 fig = power_limit_profile(plo)
@@ -346,7 +356,7 @@ def dearer(table: pd.DataFrame, limit: float, than: float) -> float:
 
 same_on_log = replay_optimizer(log, live_selector, profile_steps=replay_profile_steps)
 on_log = per_step(same_on_log.measurements, replay_profile_steps)
-live_table = per_step(plo.measurements, profile_steps)
+live_table = per_step(plo.measurements, live_profile_steps)
 log_choice, live_choice = same_on_log.optimal_power_limit, plo.optimal_power_limit
 both = on_log.merge(
     live_table, "outer", left_index=True, right_index=True, suffixes=("_log", "_live")
