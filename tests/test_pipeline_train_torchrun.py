@@ -233,11 +233,11 @@ def test_a_straggler_deadline_planned_in_the_job_saves_more(profiled):
     assert expected.energy <= frontier.fastest().energy
 
 
-def test_launch_builds_the_torchrun_command_and_checks_options_first():
+def test_launch_builds_the_forked_torchrun_command_and_checks_options_first():
     cmd = command(4, model="tiny-gpt", profile=True, num_microbatches=1, plan=None)
-    assert cmd[1:6] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "4"]
-    assert cmd[6:] == [
-        "-m", "zeus_nb.train.pipeline", "--model", "tiny-gpt", "--profile", "true",
+    assert cmd[1:5] == ["-m", "zeus_nb.train.forkrun", "--nproc_per_node", "4"]
+    assert cmd[5:] == [
+        "zeus_nb.train.pipeline", "--model", "tiny-gpt", "--profile", "true",
         "--num-microbatches", "1",
     ]  # fmt: skip
     with pytest.raises(ValueError, match="unknown pipeline options"):

@@ -110,13 +110,13 @@ def test_launch_command_line():
     from zeus_nb.train.launch import command
 
     cmd = command("fsdp", 2, data="synthetic", epochs=3, progress=False, adaptive=False)
-    assert cmd[1:6] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-    assert cmd[6:8] == ["-m", "zeus_nb.train.fsdp"]
-    assert cmd[8:] == ["--data", "synthetic", "--epochs", "3", "--no-progress", "--exhaustive"]
+    assert cmd[1:5] == ["-m", "zeus_nb.train.forkrun", "--nproc_per_node", "2"]
+    assert cmd[5] == "zeus_nb.train.fsdp"
+    assert cmd[6:] == ["--data", "synthetic", "--epochs", "3", "--no-progress", "--exhaustive"]
     # the flags parse back into the same configuration
     from zeus_nb.train.config import config_from_args
 
-    config = config_from_args("fsdp", cmd[8:])
+    config = config_from_args("fsdp", cmd[6:])
     assert (config.epochs, config.progress, config.adaptive) == (3, False, False)
     assert command("single", 1, gpu=1)[1:] == ["-m", "zeus_nb.train.single", "--gpu", "1"]
     with pytest.raises(ValueError, match="unknown training options"):

@@ -109,10 +109,11 @@ if gpu_backend == "sim":
 # %% [markdown]
 # ## DistributedDataParallel
 #
-# `launch("dp", nproc=N, ...)` runs `torchrun --nproc_per_node N -m zeus_nb.train.dp` in a
-# subprocess, shows its output here and returns the results JSON that rank 0 wrote. Each rank
-# measures its own GPU (`ZeusMonitor(gpu_indices=[local_rank])`) and runs the power-limit
-# optimizer; the optimizer reduces every measurement across ranks before it chooses.
+# `launch("dp", nproc=N, ...)` runs the job `torchrun --nproc_per_node N -m zeus_nb.train.dp` runs,
+# in a subprocess (its ranks forked from a process that imported PyTorch once), shows its output
+# here and returns the results JSON that rank 0 wrote. Each rank measures its own GPU
+# (`ZeusMonitor(gpu_indices=[local_rank])`) and runs the power-limit optimizer; the optimizer
+# reduces every measurement across ranks before it chooses.
 #
 # No two GPUs of one model run exactly alike: on the simulated backend each rank's GPU gets its
 # own step time and power, `rank_spread` apart (3 % by default), and `straggler = "1:1.3"` makes

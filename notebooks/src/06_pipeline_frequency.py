@@ -286,11 +286,13 @@ fig = frequency_fit(sim_gpu)
 # %% [markdown]
 # ## Live: profile a 4-stage pipeline on simulated GPUs
 #
-# `launch(4, ...)` runs `torchrun --nproc_per_node 4 -m zeus_nb.train.pipeline` in a subprocess:
-# one process per stage on the CPU, each measuring its own simulated GPU per instruction. With
-# `profile=True` every rank runs its forward and backward at each of the chosen clocks (locked under
-# the settings guard, restored afterwards) and rank 0 writes one CSV row per stage, instruction
-# and clock, plus each stage's blocking power.
+# `launch(4, ...)` runs the job `torchrun --nproc_per_node 4 -m zeus_nb.train.pipeline` runs, in a
+# subprocess (torch.distributed's elastic launcher, as torchrun, with its ranks forked from a
+# process that imported PyTorch once: `zeus_nb.train.forkrun`): one process per stage on the CPU,
+# each measuring its own simulated GPU per instruction. With `profile=True` every rank runs its
+# forward and backward at each of the chosen clocks (locked under the settings guard, restored
+# afterwards) and rank 0 writes one CSV row per stage, instruction and clock, plus each stage's
+# blocking power.
 
 # %%
 profile_csv = work_dir / "profile.csv"

@@ -7,15 +7,16 @@ Entry points (each a thin wrapper around :func:`zeus_nb.train.loop.run`)::
     torchrun --nproc_per_node gpu -m zeus_nb.train.fsdp --data DATA_DIR  # FullyShardedDataParallel
 
 ``--data synthetic --backend sim`` runs anywhere, on the CPU, with simulated GPUs. From Python or a
-notebook, :func:`zeus_nb.train.launch.launch` starts any of the three (under torchrun for DDP and
-FSDP) and returns the results dictionary. Importing this package does not import torch.
+notebook, :func:`zeus_nb.train.launch.launch` starts any of the three (DDP and FSDP as torchrun
+would, their ranks forked by :mod:`~zeus_nb.train.forkrun`) and returns the results dictionary.
+Importing this package does not import torch.
 
 Modules: :mod:`~zeus_nb.train.config` (``TrainConfig``, flags, slowdown factor),
 :mod:`~zeus_nb.train.distributed` (ranks, GPU system per rank, the reductions the power-limit
 optimizer also uses), :mod:`~zeus_nb.train.loaders` (data, evaluation), :mod:`~zeus_nb.train.loop`
 (``run``), :mod:`~zeus_nb.train.results`, :mod:`~zeus_nb.train.cli` (what ``single``, ``dp`` and
 ``fsdp`` share), :mod:`~zeus_nb.train.models`, :mod:`~zeus_nb.train.sweep_fn` (``torch_train_fn``
-for live sweeps) and :mod:`~zeus_nb.train.launch`.
+for live sweeps) and :mod:`~zeus_nb.train.launch` with :mod:`~zeus_nb.train.forkrun`.
 """
 
 from __future__ import annotations

@@ -40,9 +40,9 @@ def show_progress_lines() -> None:
         package.setLevel(logging.INFO)
 
 
-def main(mode: str, argv: list[str] | None = None) -> int:
-    """Command-line entry inside the one error boundary (:mod:`zeus_nb.utils.boundary`):
-    errors that say what to do are one line naming the input, exit status 2."""
+def rank_main(mode: str, argv: list[str] | None = None) -> int:
+    """Train inside the one error boundary (:mod:`zeus_nb.utils.boundary`): errors that say
+    what to do are one line naming the input, exit status 2. Returns the exit status."""
 
     show_progress_lines()
 
@@ -50,7 +50,13 @@ def main(mode: str, argv: list[str] | None = None) -> int:
         run(mode, config_from_args(mode, args))
         return 0
 
-    code = run_main(f"zeus_nb.train.{mode}", train_here, argv)
+    return run_main(f"zeus_nb.train.{mode}", train_here, argv)
+
+
+def main(mode: str, argv: list[str] | None = None) -> int:
+    """``python -m zeus_nb.train.<mode>`` (under torchrun for ``dp`` and ``fsdp``)."""
+
+    code = rank_main(mode, argv)
     if code == 0 and mode != "single" and env("LOCAL_RANK") is not None:
         # Results are written, limits restored and the process group is gone. torch's C++
         # threads can still abort a finished gloo worker during interpreter teardown

@@ -1,8 +1,9 @@
 """Start a training entry point from Python or a notebook and get its results back.
 
 DDP and FSDP need one process per GPU, which a notebook kernel cannot be, so :func:`launch` runs
-``python -m torch.distributed.run --standalone --nproc_per_node N -m zeus_nb.train.<mode>`` (or
-``python -m zeus_nb.train.single``) as a subprocess, echoes its output line by line into the cell,
+``python -m zeus_nb.train.forkrun --nproc_per_node N zeus_nb.train.<mode>`` (torchrun's job, its
+ranks forked from a process that imported PyTorch once; or ``python -m zeus_nb.train.single``)
+as a subprocess, echoes its output line by line into the cell,
 and returns the results JSON as a dictionary.
 """
 
@@ -81,11 +82,9 @@ def command(mode: str, nproc: int = 1, **options: Any) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "torch.distributed.run",
-        "--standalone",
+        "zeus_nb.train.forkrun",
         "--nproc_per_node",
         str(nproc),
-        "-m",
         f"zeus_nb.train.{mode}",
         *flags,
     ]
@@ -116,7 +115,7 @@ def launch(
         results = Path(options.get("results") or Path(tmp) / "results.json")
         options["results"] = str(results)
         cmd = command(mode, nproc, **options)
-        # torchrun sets 1 thread per worker anyway, with a banner if unset
+        # one thread per rank unless OMP_NUM_THREADS is set, as torchrun does
         return run_for_results(cmd, results, env, echo, timeout, "training", mode != "single")
 
 

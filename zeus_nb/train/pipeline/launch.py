@@ -1,9 +1,10 @@
 """Start a pipeline run from Python or a notebook and get its results back.
 
 A notebook kernel cannot be one rank of a pipeline, so :func:`launch` runs ``python -m
-torch.distributed.run --standalone --nproc_per_node N -m zeus_nb.train.pipeline ...`` as a
-subprocess (the same streaming runner as :func:`zeus_nb.train.launch.launch`), echoes its output
-and returns rank 0's results JSON as a dictionary::
+zeus_nb.train.forkrun --nproc_per_node N zeus_nb.train.pipeline ...`` (torchrun's job, its ranks
+forked from a process that imported PyTorch once) as a subprocess (the same streaming runner as
+:func:`zeus_nb.train.launch.launch`), echoes its output and returns rank 0's results JSON as a
+dictionary::
 
     from zeus_nb.train.pipeline.launch import launch
     r = launch(4, model="tiny-gpt", backend="sim", num_microbatches=8, plan="plan.json")
@@ -24,7 +25,7 @@ from zeus_nb.train.pipeline.trainer import PipelineConfig
 
 
 def command(nproc: int, **options: Any) -> list[str]:
-    """The torchrun command line for ``options`` (:class:`PipelineConfig` field names)."""
+    """The command line for ``options`` (:class:`PipelineConfig` field names)."""
 
     if nproc < 1:
         raise InputError(f"nproc must be >= 1, got {nproc}")
@@ -43,11 +44,9 @@ def command(nproc: int, **options: Any) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "torch.distributed.run",
-        "--standalone",
+        "zeus_nb.train.forkrun",
         "--nproc_per_node",
         str(nproc),
-        "-m",
         "zeus_nb.train.pipeline",
         *flags,
     ]

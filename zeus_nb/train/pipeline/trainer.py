@@ -330,9 +330,9 @@ def config_from_args(argv: list[str] | None = None) -> PipelineConfig:
     return PipelineConfig(**{k: v for k, v in args.items() if k in known})
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``torchrun ... -m zeus_nb.train.pipeline`` inside the one error boundary
-    (:mod:`zeus_nb.utils.boundary`): a user's mistake is one line per rank, exit status 2."""
+def rank_main(argv: list[str] | None = None) -> int:
+    """One rank inside the one error boundary (:mod:`zeus_nb.utils.boundary`): a user's mistake
+    is one line per rank, exit status 2. Returns the exit status."""
 
     show_progress_lines()
 
@@ -340,7 +340,13 @@ def main(argv: list[str] | None = None) -> int:
         run(config_from_args(args))
         return 0
 
-    code = run_main("zeus_nb.train.pipeline", train_here, argv)
+    return run_main("zeus_nb.train.pipeline", train_here, argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``torchrun ... -m zeus_nb.train.pipeline``."""
+
+    code = rank_main(argv)
     if code != 0:
         return code
     # see zeus_nb.train.cli.main: a finished gloo worker leaves without interpreter teardown

@@ -1,0 +1,97 @@
+"""``zeus_nb.train.forkrun``: torchrun's job, ranks forked from a process that imported PyTorch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from zeus_nb.train import forkrun
+from zeus_nb.train.pipeline.launch import launch
+
+REPO = Path(__file__).resolve().parents[1]
+JOB = [
+    "--backend", "sim", "--model", "tiny-gpt", "--pp", "2", "--num-microbatches", "2",
+    "--max-steps", "1", "--num-warmup-steps", "0", "--num-prof-steps", "1", "--seed", "3",
+]  # fmt: skip
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return dict(
+        os.environ,
+        PYTHONPATH=str(REPO),
+        ZEUS_NB_SIM_GPU="a40",
+        OMP_NUM_THREADS="1",
+        ZEUS_NB_STATE_DIR=str(tmp_path / "state"),
+    )
+
+
+@pytest.mark.slow
+def test_ranks_run_the_same_job_as_under_torchrun(tmp_path):
+    """The same pipeline job under ``torchrun`` and under the forked launcher: the same numbers,
+    rank by rank (the simulated GPUs' time and energy, and the training's losses)."""
+    results = {}
+    torchrun = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m"]
+    forked = ["-m", "zeus_nb.train.forkrun", "--nproc_per_node", "2"]
+    for name, launcher in (("torchrun", torchrun), ("forkrun", forked)):
+        out = tmp_path / f"{name}.json"
+        cmd = [sys.executable, *launcher, "zeus_nb.train.pipeline", *JOB]
+        cmd += ["--results-json", str(out)]
+        run = subprocess.run(cmd, env=_env(tmp_path), capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        results[name] = json.loads(out.read_text())
+    a, b = results["torchrun"], results["forkrun"]
+    assert a["iterations"] == b["iterations"]  # time, energy and loss of each measured step
+    assert a["ranks"] == b["ranks"] and len(a["ranks"]) == 2
+    assert (a["world_size"], a["pp"]) == (b["world_size"], b["pp"]) == (2, 2)
+
+
+@pytest.mark.slow
+def test_a_failed_rank_says_why_in_one_line(tmp_path):
+    """A rank's own error line, then torchrun's summary; launch() leads with the rank's line."""
+    cmd = [sys.executable, "-m", "zeus_nb.train.forkrun", "--nproc_per_node", "2"]
+    cmd += ["zeus_nb.train.pipeline", "--backend", "sim", "--model", "nope", "--pp", "2"]
+    run = subprocess.run(cmd, env=_env(tmp_path), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1  # as torchrun's, when a rank failed
+    assert "zeus_nb.train.pipeline: error: unknown pipeline model 'nope'" in run.stderr
+    assert "Root Cause" in run.stderr  # torchrun's summary (after its agent's log of the exit)
+    from zeus_nb.train.launch import TrainingFailed
+
+    with pytest.raises(TrainingFailed) as e:
+        launch(2, echo=False, backend="sim", model="nope", pp=2, timeout=600)
+    assert (
+        str(e.value)
+        .splitlines()[0]
+        .startswith(
+            "pipeline run failed (exit status 1): zeus_nb.train.pipeline: error: unknown pipeline "
+            "model 'nope'; use one of"
+        )
+    )
+
+
+def test_only_zeus_nb_entry_points_run(capsys):
+    with pytest.raises(SystemExit) as e:
+        forkrun.main(["--nproc_per_node", "2", "zeus_nb.train.nope"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "zeus_nb.train.forkrun: error: argument module: invalid choice" in err
+    assert all(name in err for name in forkrun.ENTRIES)
+    with pytest.raises(SystemExit):
+        forkrun.main(["--nproc_per_node", "0", "zeus_nb.train.dp"])
+    assert "--nproc_per_node" in capsys.readouterr().err
+
+
+def test_the_fork_server_imports_what_each_entry_point_needs():
+    """Every entry point is preloaded with torch, the launcher's module and its own imports, and
+    each name is a module that imports here (the fork server skips one that does not)."""
+    import importlib
+
+    for module, extra in forkrun.ENTRIES.items():
+        importlib.import_module(module)
+        for name in (*forkrun.COMMON, *extra):
+            assert importlib.util.find_spec(name) is not None, name
+    assert forkrun.MODULE not in forkrun.COMMON  # a rank runs it as its main module first

@@ -1,0 +1,115 @@
+"""``python -m zeus_nb.train.forkrun --nproc_per_node N MODULE ARGS...``: a torchrun job whose
+ranks are forked from one process that imported PyTorch once.
+
+Each rank ``torchrun`` starts is a new interpreter that imports PyTorch, ``torch.distributed`` and
+the entry point (PyTorch's pipelining imports ``torch._dynamo``, and so does an optimizer's first
+parameter group): about 6 s of CPU a rank on this project's 2-core machines, most of what a short
+run from a notebook costs. Here torch.distributed's own elastic launcher, the one ``torchrun
+--standalone`` runs (:func:`torch.distributed.launcher.api.elastic_launch`), starts the ranks with
+the ``forkserver`` start method, and the fork server imports those modules before it forks
+(:func:`multiprocessing.set_forkserver_preload`). A rank runs the same code as under torchrun,
+with the same environment (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``...), inside
+the same error boundary. The fork server is a fresh single-threaded interpreter that opens no GPU,
+so each rank opens CUDA and NVML itself, as under torchrun.
+
+:func:`zeus_nb.train.launch.launch` (``dp``, ``fsdp``) and
+:func:`zeus_nb.train.pipeline.launch.launch` run their jobs this way; from a shell or a cluster
+script, run the same modules under ``torchrun``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import multiprocessing
+import sys
+import uuid
+
+from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+from zeus_nb.inputs.args import Parser, count
+from zeus_nb.train import cli
+from zeus_nb.train.pipeline import trainer
+from zeus_nb.utils.boundary import run_main
+
+# The entry points, and what their ranks import beyond what all do (COMMON): the fork server
+# imports these once. Not this module itself: a rank runs it as its main module first (as
+# multiprocessing does with the main module of the process that started it), which Python warns
+# about when it was imported already.
+ENTRIES: dict[str, tuple[str, ...]] = {
+    "zeus_nb.train.dp": ("torch.nn.parallel", "torchvision"),
+    "zeus_nb.train.fsdp": ("torch.distributed.fsdp", "torchvision"),
+    "zeus_nb.train.pipeline": ("torch.distributed.pipelining",),
+}
+MODULE = "zeus_nb.train.forkrun"
+COMMON = (
+    "torch",
+    "torch._dynamo",
+    "torch.distributed",
+    "torch.distributed.launcher.api",
+    "zeus_nb.train.cli",
+    "zeus_nb.train.pipeline.trainer",
+)
+
+
+def rank(module: str, argv: list[str]) -> None:
+    """One rank of ``module``'s job (the function each forked process runs). It returns, rather
+    than leaving as the torchrun entry points do, so that the launcher gets its result; the
+    fork server's children end without interpreter teardown anyway."""
+    if module == "zeus_nb.train.pipeline":
+        code = trainer.rank_main(argv)
+    else:
+        code = cli.rank_main(module.rsplit(".", 1)[1], argv)
+    if code:
+        raise SystemExit(code)  # the rank's exit status, as under torchrun
+
+
+def parser() -> argparse.ArgumentParser:
+    p = Parser(
+        prog="zeus_nb.train.forkrun",
+        description="torchrun --standalone for zeus-nb's entry points, ranks forked from a "
+        "process that imported PyTorch once.",
+    )
+    p.add_argument("--nproc_per_node", "--nproc-per-node", type=count(1, 1024), required=True)
+    p.add_argument("module", choices=sorted(ENTRIES), help="the entry point to run")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    return p
+
+
+def run(nproc: int, module: str, argv: list[str]) -> int:
+    """``module``'s job in ``nproc`` forked ranks; 0, or 1 when a rank failed (as torchrun)."""
+    multiprocessing.set_forkserver_preload([*COMMON, *ENTRIES[module]])
+    config = LaunchConfig(
+        min_nodes=1,
+        max_nodes=1,
+        nproc_per_node=nproc,
+        run_id=str(uuid.uuid4()),
+        rdzv_backend="c10d",
+        rdzv_endpoint="localhost:0",  # torchrun --standalone: a free port on this machine
+        max_restarts=0,
+        monitor_interval=0.1,
+        start_method="forkserver",
+    )
+    # the ranks run this module's `rank` by its import name (under `python -m` this file is
+    # `__main__`, which a forked rank would not find)
+    entry = importlib.import_module(MODULE).rank
+    try:
+        elastic_launch(config, entry)(module, argv)
+    except ChildFailedError as e:
+        # each failed rank printed its own error line already; this is torchrun's summary
+        print(e.format_msg(), file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    def launch_here(args: list[str]) -> int:
+        ns = parser().parse_args(args)
+        return run(ns.nproc_per_node, ns.module, ns.args)
+
+    return run_main("zeus_nb.train.forkrun", launch_here, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
