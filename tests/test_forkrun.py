@@ -95,3 +95,34 @@ def test_the_fork_server_imports_what_each_entry_point_needs():
         for name in (*forkrun.COMMON, *extra):
             assert importlib.util.find_spec(name) is not None, name
     assert forkrun.MODULE not in forkrun.COMMON  # a rank runs it as its main module first
+
+
+PRELOAD_PROBE = """
+import sys, torch
+asked = []
+for name in ("_cuda_getDeviceCount", "_cuda_init", "_cuda_getDevice"):
+    if hasattr(torch._C, name):
+        real = getattr(torch._C, name)
+        setattr(torch._C, name, lambda *a, _n=name, _r=real, **k: asked.append(_n) or _r(*a, **k))
+from zeus_nb.train import forkrun
+import importlib
+for module, extra in forkrun.ENTRIES.items():
+    for name in (*forkrun.COMMON, *extra):
+        importlib.import_module(name)
+print(asked, torch.cuda.is_initialized())
+"""
+
+
+@pytest.mark.slow
+def test_the_fork_server_asks_nothing_of_cuda():
+    """What the fork server imports never asks CUDA for a device (a rank forked after that could
+    not use the GPU): the imports run in a fresh interpreter with CUDA's entry points watched."""
+    run = subprocess.run(
+        [sys.executable, "-c", PRELOAD_PROBE],
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n")[-2] == "[] False"
