@@ -14,9 +14,9 @@
 # (the Zeus traces). The small model below trains on your CPU (or GPU), while the monitor reads the
 # (simulated or real) GPU.
 #
-# **Expected run time**: 34 s on the simulated GPU, 22 s with `smoke = True` (measured on 2 CPU
-# cores that other jobs were using, load average 0.8 before and 2.9 after; beside 4 busy processes
-# (load average 2.7 to 7.0) the smoke run took 26 s; Run All in JupyterLab adds the kernel's
+# **Expected run time**: 30 s on the simulated GPU, 17 s with `smoke = True` (measured on 2 CPU
+# cores that other jobs were using, load average 2.8 before and 1.7 after; beside 4 busy processes
+# (load average 1.7 to 5.8) the smoke run took 20 s; Run All in JupyterLab adds the kernel's
 # start; see the README's run-time table).
 #
 # **On a GPU** the same small model trains for real (not yet timed on a GPU).

@@ -13,9 +13,9 @@
 # **Prerequisites**: notebook 01 (measurement windows). No GPU needed: the simulated A40 replays
 # real measurements. On a real GPU, changing power limits needs root or `SYS_ADMIN`.
 #
-# **Expected run time**: 26 s on the simulated GPU, 25 s with `smoke = True` (measured on 2 CPU
-# cores that other jobs were using, load average 0.8 before and 2.9 after; beside 4 busy processes
-# (load average 2.7 to 7.0) the smoke run took 22 s; Run All in JupyterLab adds the kernel's
+# **Expected run time**: 19 s on the simulated GPU, 18 s with `smoke = True` (measured on 2 CPU
+# cores that other jobs were using, load average 2.8 before and 1.7 after; beside 4 busy processes
+# (load average 1.7 to 5.8) the smoke run took 16 s; Run All in JupyterLab adds the kernel's
 # start; see the README's run-time table).
 #
 # **On a GPU**, profiling takes about 50 real training steps per power limit (not yet timed).

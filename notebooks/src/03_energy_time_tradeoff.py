@@ -13,9 +13,9 @@
 # **Prerequisites**: notebooks 01 and 02. No GPU needed: the figures come from shipped traces,
 # and the live sweep runs on the simulated GPU when there is no real one.
 #
-# **Expected run time**: 21 s on the simulated GPU, 20 s with `smoke = True` (measured on 2 CPU
-# cores that other jobs were using, load average 0.8 before and 2.9 after; beside 4 busy processes
-# (load average 2.7 to 7.0) the smoke run took 18 s; Run All in JupyterLab adds the kernel's
+# **Expected run time**: 13 s on the simulated GPU, 14 s with `smoke = True` (measured on 2 CPU
+# cores that other jobs were using, load average 2.8 before and 1.7 after; beside 4 busy processes
+# (load average 1.7 to 5.8) the smoke run took 12 s; Run All in JupyterLab adds the kernel's
 # start; see the README's run-time table).
 #
 # **On a GPU** the live sweep trains every configuration for real (not yet timed on a GPU).

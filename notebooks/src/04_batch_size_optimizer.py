@@ -12,9 +12,9 @@
 #
 # **Prerequisites**: notebooks 02 and 03 (the Zeus cost, the tradeoff). No GPU needed.
 #
-# **Expected run time**: 20 s on the simulated GPU, 20 s with `smoke = True` (measured on 2 CPU
-# cores that other jobs were using, load average 0.8 before and 2.9 after; beside 4 busy processes
-# (load average 2.7 to 7.0) the smoke run took 15 s; Run All in JupyterLab adds the kernel's
+# **Expected run time**: 14 s on the simulated GPU, 13 s with `smoke = True` (measured on 2 CPU
+# cores that other jobs were using, load average 2.8 before and 1.7 after; beside 4 busy processes
+# (load average 1.7 to 5.8) the smoke run took 12 s; Run All in JupyterLab adds the kernel's
 # start; see the README's run-time table).
 #
 # **On a GPU** the live part trains a small model for real (not yet timed on a GPU).

@@ -14,9 +14,9 @@
 # (gloo) with one simulated A40 each. With GPUs, each rank takes one, so no more ranks run than
 # there are GPUs (with one GPU, one rank: the cell below says so).
 #
-# **Expected run time**: 45 s on the simulated GPU, 44 s with `smoke = True` (measured on 2 CPU
-# cores that other jobs were using, load average 0.8 before and 2.9 after; beside 4 busy processes
-# (load average 2.7 to 7.0) the smoke run took 45 s; Run All in JupyterLab adds the kernel's
+# **Expected run time**: 34 s on the simulated GPU, 34 s with `smoke = True` (measured on 2 CPU
+# cores that other jobs were using, load average 2.8 before and 1.7 after; beside 4 busy processes
+# (load average 1.7 to 5.8) the smoke run took 42 s; Run All in JupyterLab adds the kernel's
 # start; see the README's run-time table).
 #
 # **On GPUs** it depends on the model and data you choose (`arch`, `data`).

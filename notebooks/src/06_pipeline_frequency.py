@@ -19,9 +19,9 @@
 # pipeline's stages compute on the CPU (gloo), so on a GPU machine they still run on simulated
 # GPUs; real clocks are set only by `zeus_nb.train.pipeline --backend nvml`.
 #
-# **Expected run time**: 1 min 39 s on the simulated GPU, 1 min 35 s with `smoke = True` (measured
-# on 2 CPU cores that other jobs were using, load average 0.8 before and 2.9 after; beside 4 busy
-# processes (load average 2.7 to 7.0) the smoke run took 1 min 45 s; Run All in JupyterLab adds
+# **Expected run time**: 1 min 04 s on the simulated GPU, 53 s with `smoke = True` (measured on 2
+# CPU cores that other jobs were using, load average 2.8 before and 1.7 after; beside 4 busy
+# processes (load average 1.7 to 5.8) the smoke run took 1 min 16 s; Run All in JupyterLab adds
 # the kernel's start; see the README's run-time table).
 #
 # Most of it goes into starting the four pipeline processes three times, so a GPU does not change
