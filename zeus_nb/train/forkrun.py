@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import multiprocessing
-import sys
 import uuid
 
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -32,6 +32,8 @@ from zeus_nb.inputs.args import Parser, count
 from zeus_nb.train import cli
 from zeus_nb.train.pipeline import trainer
 from zeus_nb.utils.boundary import run_main
+
+log = logging.getLogger(__name__)
 
 # The entry points, and what their ranks import beyond what all do (COMMON): the fork server
 # imports these once. Not this module itself: a rank runs it as its main module first (as
@@ -98,7 +100,7 @@ def run(nproc: int, module: str, argv: list[str]) -> int:
         elastic_launch(config, entry)(module, argv)
     except ChildFailedError as e:
         # each failed rank printed its own error line already; this is torchrun's summary
-        print(e.format_msg(), file=sys.stderr, flush=True)
+        log.error("%s", e.format_msg())
         return 1
     return 0
 
