@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -262,25 +261,37 @@ def test_time_spent_waiting_for_a_cpu_is_not_the_loops(monkeypatch):
     assert system.clock() - t0 == pytest.approx(0.2)
 
 
+def stolen() -> float:
+    """Seconds the hypervisor ran something else on this machine's CPUs, summed over them."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()  # "cpu user nice system idle iowait irq softirq steal"
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not Path(sim_wall.SCHEDSTAT).exists(), reason="no /proc/self/schedstat")
-def test_own_time_of_cpu_work_beside_busy_processes_is_its_idle_time(busy_machine):
-    """The same CPU work measures alike idle and beside four busy processes (on this 2-core
-    machine its real time grows about 3x; its own time within the tolerance below)."""
+def test_own_time_of_cpu_work_beside_busy_processes_is_the_cpu_it_ran(busy_machine):
+    """Beside four busy processes, CPU work's own time is the CPU time it ran, not its real time:
+    the waits for a CPU are left out. What load does to the CPU itself is not: on CI's 2-core
+    virtual machine the same additions once ran 1.6x their idle CPU time under this load (cores
+    shared below the machine), so the bound here is the CPU time, plus whatever the hypervisor
+    stole meanwhile (a stolen slice is neither a wait nor CPU time to the kernel)."""
 
-    def work() -> tuple[float, float]:
-        real, own = time.monotonic(), sim_wall.own_time()
+    def work() -> tuple[float, float, float, float]:
+        real, own, cpu, steal = time.monotonic(), sim_wall.own_time(), time.thread_time(), stolen()
         x = 0
         for i in range(3_000_000):
             x += i
-        return time.monotonic() - real, sim_wall.own_time() - own
+        return (
+            time.monotonic() - real,
+            sim_wall.own_time() - own,
+            time.thread_time() - cpu,
+            stolen() - steal,
+        )
 
-    for p in busy_machine:  # idle first: stop the load
-        p.send_signal(signal.SIGSTOP)
-    idle = min(work()[1] for _ in range(3))
-    for p in busy_machine:
-        p.send_signal(signal.SIGCONT)
     time.sleep(0.5)
-    loaded = [work() for _ in range(3)]
-    own = min(o for _, o in loaded)
-    assert own == pytest.approx(idle, rel=0.5), (idle, loaded)
+    runs = [work() for _ in range(3)]
+    for _real, own, cpu, steal in runs:
+        assert cpu - 0.01 <= own <= cpu + steal + 0.03 + 0.05 * cpu, runs
+    if (os.cpu_count() or 1) <= len(busy_machine):  # the load kept the work off a CPU
+        assert max(real - own for real, own, _, _ in runs) > 0.05, runs

@@ -30,9 +30,11 @@ longer than the hold during which a window is read.
 
 "Real time" here is the monotonic clock less the time the process's main thread waited for a
 CPU (Linux's ``/proc/self/schedstat``; plain real time where it is missing): what the process ran
-or slept, not how long other processes kept it off a CPU. So the loop's own work (and its
-``time.sleep``) is what it costs, on an idle machine or beside busy processes alike: unmarked
-windows (a batch-size optimizer's epochs) compare the same numbers under load.
+or slept, not how long other processes kept it off a CPU. So unmarked windows (a batch-size
+optimizer's epochs) leave out the run-queue waits a busy machine adds. They keep what load does
+to the CPU itself: cores shared below a virtual machine, or time its hypervisor stole, ran the
+same additions at 1.6x their idle CPU time on a 2-core CI machine beside four busy processes.
+Marked steps past calibration (above) cost the same whatever the load does.
 
 Calibration steps cost their real time, so a window over one of them would compare a busy
 machine's pauses with the trace: the power-limit optimizer therefore opens no window before

@@ -175,9 +175,9 @@ def counter_period(system: GPUSystem) -> float:
 
 def sizing_clock() -> float:
     """Seconds to size work by where a counter period is the unit (notebooks 02 to 04 on real
-    GPUs): real time less the time this process waited for a CPU, so a busy machine sizes the
-    same windows as an idle one and a window sized under load still spans its updates when the
-    load falls."""
+    GPUs): real time less the time this process waited for a CPU, so other processes' load does
+    not stretch the windows by its waits (what it does to the CPU itself stays: notebooks size
+    windows for twice the counter updates they need, for that and for a pace that changes)."""
     return own_time()
 
 
