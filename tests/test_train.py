@@ -220,6 +220,28 @@ def test_the_gpu_system_is_passed_as_a_value(tmp_path, monkeypatch):
     assert device._current is None
 
 
+@pytest.mark.parametrize("gpus", [0, 1, 2])
+def test_ranks_train_on_cuda_only_where_each_has_a_gpu_of_its_own(monkeypatch, gpus):
+    """On an H200 (one GPU, read-only), notebook 05 ran 2 ranks on simulated GPUs: rank 1 took
+    ``cuda:1`` and failed with "invalid device ordinal". Ranks choose alike: CUDA for all where
+    each has a GPU, else the CPU for all; asked for CUDA without enough, a clear error."""
+    import torch
+
+    from zeus_nb.train.config import TrainConfig
+    from zeus_nb.train.distributed import _torch_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpus > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
+    for rank in (0, 1):
+        device, cuda = _torch_device(TrainConfig(device="auto"), rank, 2)
+        assert (str(device), cuda) == ((f"cuda:{rank}", True) if gpus >= 2 else ("cpu", False))
+        if gpus < 2:
+            with pytest.raises(ZeusNbError, match=f"needs 2 CUDA GPU.*torch sees {gpus}"):
+                _torch_device(TrainConfig(device="cuda"), rank, 2)
+    assert _torch_device(TrainConfig(device="auto"), 0)[1] is (gpus >= 1)  # one process
+
+
 def test_each_rank_gets_its_own_noise_seed(monkeypatch):
     from zeus_nb.train.distributed import Context, gpu_system
 

@@ -36,7 +36,7 @@ class TrainConfig:
     train_size: int = 2048  # synthetic data only
     val_size: int = 128  # synthetic data only
     backend: str | None = None  # zeus-nb device backend: auto, sim or nvml
-    device: str = "auto"  # torch device: auto (CUDA if available), cuda or cpu
+    device: str = "auto"  # torch device: auto (CUDA where each process has a GPU), cuda or cpu
     gpu: int = 0  # GPU index of a single-process run
     power_limit_optimizer: bool = True
     adaptive: bool = True  # skip power limits that cannot win (False: profile every one)

@@ -40,14 +40,21 @@ class Context:
         return self.rank == 0
 
 
-def _torch_device(config: TrainConfig, index: int):
-    """(torch device, uses CUDA) for GPU ``index``, made CUDA's current device."""
+def _torch_device(config: TrainConfig, index: int, processes: int = 1):
+    """(torch device, uses CUDA) for GPU ``index`` of a job of ``processes`` on this machine,
+    made CUDA's current device. ``auto`` takes CUDA only where every process has a GPU of its
+    own, so all ranks choose alike (a job of 2 ranks on simulated GPUs beside one real GPU
+    trains on the CPU, not on a ``cuda:1`` that does not exist)."""
     import torch
 
-    if config.device == "cuda" and not torch.cuda.is_available():
-        raise ZeusNbError("--device cuda: torch sees no CUDA GPU; use --device cpu or auto")
-    use_cuda = torch.cuda.is_available() and config.device != "cpu"
-    if not use_cuda:
+    have = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    need = max(index + 1, processes)
+    if config.device == "cuda" and have < need:
+        raise ZeusNbError(
+            f"--device cuda: this job needs {need} CUDA GPU(s) (one per process, GPU index "
+            f"{index}) and torch sees {have}; run fewer processes, or use --device cpu or auto"
+        )
+    if config.device == "cpu" or have < need:
         return torch.device("cpu"), False
     device = torch.device(f"cuda:{index}")
     torch.cuda.set_device(device)
@@ -70,7 +77,7 @@ def setup(mode: str, config: TrainConfig) -> Context:
     import torch.distributed as dist
 
     local_rank = env("LOCAL_RANK", 0)
-    device, use_cuda = _torch_device(config, local_rank)
+    device, use_cuda = _torch_device(config, local_rank, env("LOCAL_WORLD_SIZE", 1))
     comm = "nccl" if use_cuda else "gloo"
     if not dist.is_initialized():
         dist.init_process_group(backend=comm)
