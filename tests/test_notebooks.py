@@ -507,7 +507,7 @@ def test_no_gpu_notice_is_one_line_on_stdout_not_stderr(monkeypatch, capsys):
         raise NoGPUError("no NVIDIA driver found; install one")
 
     monkeypatch.delenv("ZEUS_NB_BACKEND", raising=False)
-    monkeypatch.setattr(nvml, "NvmlSystem", no_gpu)
+    monkeypatch.setattr(nvml, "NVIDIAGPUs", no_gpu)
     device.reset()
     try:
         system = zeus_nb.notebook_setup("auto")

@@ -187,3 +187,16 @@ def test_module_cli_prints_power_and_energy():
     assert float(lines["Time (s)"]) >= 0.3
     assert float(lines["GPU0 energy (J)"]) > 0 and float(lines["GPU1 energy (J)"]) > 0
     assert float(lines["CPU0 energy (J)"]) > 0
+
+
+def test_the_background_readers_power_is_the_instant_field_where_the_gpu_answers_it(fake_nvml):
+    """nvmlDeviceGetPowerUsage is a 1 s average on Ampere and newer (an H200's lagged its load
+    by a second); the counter reader shares steps out by the instant field, and instant power x
+    time is instant power, as Zeus reads them."""
+    from zeus_nb.device.gpu.nvidia import NVIDIAGPUs
+
+    fake_nvml.set_device(0, power_instant_mw=210_000)
+    gpus = NVIDIAGPUs().gpus
+    assert gpus[0].power_reader()() == gpus[0].power() == 210.0
+    assert gpus[0].get_power_usage() != 210_000  # the average, which differs here
+    assert gpus[1].power_reader()() == gpus[1].power() == gpus[1].get_power_usage() / 1000

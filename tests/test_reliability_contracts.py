@@ -196,7 +196,7 @@ def _zeusd_gpu():
 
 
 def _factories():
-    from zeus_nb.device.gpu.nvidia import NVIDIAGPU, NVIDIAGPUs, NvmlSystem, ZeusdNVIDIAGPU
+    from zeus_nb.device.gpu.nvidia import NVIDIAGPU, NVIDIAGPUs, ZeusdNVIDIAGPU
     from zeus_nb.device.replay import ReplayGPU, ReplaySystem
     from zeus_nb.device.sim import SimulatedGPU, SimulatedSystem
     from zeus_nb.monitor.power import PowerMonitor
@@ -211,7 +211,6 @@ def _factories():
         PowerMonitor: lambda: PowerMonitor(gpu_indices=[0], system=device.use_simulated()),
         # real GPUs, over the fake pynvml (and a fake zeusd) that the test installs for them
         NVIDIAGPUs: NVIDIAGPUs,
-        NvmlSystem: NvmlSystem,
         NVIDIAGPU: lambda: NVIDIAGPU(0),
         ZeusdNVIDIAGPU: _zeusd_gpu,
     }

@@ -100,11 +100,12 @@ class _Load:
 
 
 class _GPU:
-    def __init__(self, index, load, period, cost, power_scale, offset, reading_period):
+    def __init__(self, index, load, period, cost, power_scale, offset, reading_period, average_s):
         self.index, self.load, self.period = index, load, period
         self.cost, self.power_scale = cost, power_scale
         self.offset = offset  # where this GPU's counter steps fall within a period
         self.reading_period = reading_period
+        self.average_s = average_s
         self._held: tuple[float, float] = (math.nan, 0.0)  # the power reading the GPU holds
 
     def reading_w(self, t: float) -> float:
@@ -122,6 +123,20 @@ class _GPU:
         watts = (self.load.energy(end) - self.load.energy(end - r)) / r * self.power_scale
         self._held = (end, watts)
         return watts
+
+    def usage_w(self, t: float) -> float:
+        """What ``nvmlDeviceGetPowerUsage`` returns at ``t``: with ``average_s``, the average
+        over that many seconds up to the latest update (an H200's: 1 s, updated every 100 ms);
+        else the same as the instant field."""
+        a = self.average_s
+        if a <= 0:
+            return self.reading_w(t)
+        r = self.reading_period or PERIOD_H100
+        end = self.load.t0 + math.floor((t - self.load.t0) / r) * r
+        start = max(self.load.t0, end - a)
+        if end <= start:
+            return self.load.power(t) * self.power_scale
+        return (self.load.energy(end) - self.load.energy(start)) / (end - start) * self.power_scale
 
     def counter_mj(self, t: float) -> int:
         k = math.floor((t - self.load.t0 - self.offset) / self.period)
@@ -143,17 +158,28 @@ def configure(
     power_scale: float = 1.0,
     seed: int = 0,
     reading_period: float = 0.0,
+    average_s: float = 0.0,
 ) -> None:
     """GPUs from now on drawing ``phases`` (default: constant H100 matmul power), whose counter
     reads cost ``read_cost`` (the H100's by default; a number: always that) and step every
-    ``period`` s, and whose power reads are instant or held ``reading_period`` averages."""
+    ``period`` s, and whose power reads are instant or held ``reading_period`` averages; with
+    ``average_s``, ``nvmlDeviceGetPowerUsage`` is an average over that long (see H200)."""
     global _gpus, _rng
     t0 = time.perf_counter()
     load = _Load(phases or [(1.0, BUSY_W)], t0)
     _rng = random.Random(seed)
     offsets = random.Random(seed + 1)
     _gpus = [
-        _GPU(i, load, period, read_cost, power_scale, offsets.uniform(0, period), reading_period)
+        _GPU(
+            i,
+            load,
+            period,
+            read_cost,
+            power_scale,
+            offsets.uniform(0, period),
+            reading_period,
+            average_s,
+        )
         for i in range(num_gpus)
     ]
     counter_reads.clear()
@@ -244,7 +270,7 @@ def nvmlDeviceGetTotalEnergyConsumption(handle) -> int:
 
 
 def nvmlDeviceGetPowerUsage(handle) -> int:
-    return int(_gpu(handle).reading_w(time.perf_counter()) * 1000)
+    return int(_gpu(handle).usage_w(time.perf_counter()) * 1000)
 
 
 class _Value:
@@ -263,7 +289,8 @@ def nvmlDeviceGetFieldValues(handle, field_ids: list) -> list[_FieldValue]:
     for ident in field_ids:
         field = ident[0] if isinstance(ident, tuple) else ident
         if field == NVML_FI_DEV_POWER_INSTANT:
-            out.append(_FieldValue(NVML_SUCCESS, nvmlDeviceGetPowerUsage(handle)))
+            watts = _gpu(handle).reading_w(time.perf_counter())
+            out.append(_FieldValue(NVML_SUCCESS, int(watts * 1000)))
         else:
             out.append(_FieldValue(NVML_ERROR_NOT_SUPPORTED, 0))
     return out

@@ -4,15 +4,16 @@ On an H100 a read of NVML's energy counter costs 2.8 ms (up to 17 ms) and the co
 only every 100 ms, while a power reading costs 1 us (docs/measuring.md). A
 :class:`CounterReader` reads the counter on a daemon thread: back to back around a step until
 the steps' grid is known, then once just after each step (back to back again every few steps),
-sampling power beside. A window edge is a :class:`Mark`: the caller's clock and one power
-reading. The cumulative energy at a mark is *shared out* (final) once counter steps on both sides
-of it are known, ``E_j + (E_j+1 - E_j) * P(s_j..t) / P(s_j..s_j+1)`` by the power readings, so
+sampling the GPU's instant power beside. A window edge is a :class:`Mark`: the caller's clock
+and one power reading. The cumulative energy at a mark is *shared out* (final) once counter
+steps on both sides of it are known, ``E_j + (E_j+1 - E_j) * P(s_j..t) / P(s_j..s_j+1)``, so
 windows that tile a span add up to the counter's own difference over it; before the next step
-arrives it is *estimated*: the last step's value plus the integrated power since, scaled by the
-ratio of counter energy to integrated power over the last complete steps (the two can disagree
-widely on some GPUs; the counter stays the ground truth). Every mark resolves to one value, so
-back-to-back windows add up to the window around them, and a window during which the GPU drew
-power never measures 0 J. One reader serves every monitor of a process that measures the GPU
+it is *estimated*: the last step's value plus the integrated power since, times the median
+counter/power ratio of the last complete steps (the two can disagree widely on some GPUs;
+power lags a change of load, and a sum over steps across one set per-step windows on an H200
+8-16 % too high). Every mark resolves to one value, so back-to-back windows add up to the
+window around them, and a window during which the GPU drew power never measures 0 J. One
+reader serves every monitor of a process that measures the GPU
 (:mod:`zeus_nb.device.counter_registry` decides, once per GPU and process, under a lock).
 
 A starved or late reader (a busy machine, threads holding the GIL) must not move energy between
@@ -68,7 +69,7 @@ MAX_PERIOD_S = 1.0
 #: each step, and brackets a step tightly again after REBRACKET_STEPS such steps (the grid's
 #: points come from tight brackets; a clock drifting from the GPU's would leave it behind).
 GRID_TRUST, REBRACKET_STEPS = 0.5, 4
-#: Complete steps whose counter/power ratio calibrates estimates.
+#: Complete steps whose counter/power ratios (their median) calibrate estimates.
 CALIBRATION_STEPS = 10
 #: A bracket of two back-to-back reads is "tight" up to TIGHT_READS least read costs plus
 #: TIGHT_SLACK_S (an H100's reads took 2.6-3.0 ms, 1 in 200 more: two and the Python between).
@@ -124,8 +125,8 @@ class CounterReader:
         self._pending: list[Mark] = []
         self._gaps: collections.deque[float] = collections.deque(maxlen=9)
         self._loose = 0  # steps placed since the last tight bracket
-        self._ratios = [collections.deque(maxlen=CALIBRATION_STEPS) for _ in "cp"]
-        self._ratio = 1.0  # counter J / integrated power J over recent steps (_ratios, _step)
+        self._ratios: collections.deque[float] = collections.deque(maxlen=CALIBRATION_STEPS)
+        self._ratio = 1.0  # counter J / integrated power J: the median of recent steps' (_step)
         self._users = 0
         self._stop = Stop()
         self._thread: threading.Thread | None = None
@@ -348,11 +349,8 @@ class CounterReader:
             self._gaps.append(s - s0)
             self.period = self.grid.period if self.grid.ready else statistics.median(self._gaps)
             if whole > 0:
-                counted, integrated = self._ratios  # kept here, not summed per edge
-                counted.append(joules - e0)
-                integrated.append(whole)
-                j, p = sum(counted), sum(integrated)
-                self._ratio = j / p if j > 0 and p > 0 else 1.0
+                self._ratios.append((joules - e0) / whole)  # kept here, not summed per edge
+                self._ratio = statistics.median(self._ratios)
         exact = how if self._anchor_how == SHARED else self._anchor_how
         keep = []
         for j, m in enumerate(pending, 2):
@@ -421,7 +419,7 @@ class CounterReader:
     def _sample_power(self) -> None:
         try:
             t0 = self.clock()
-            watts = self.gpu.power()
+            watts = self._power_w()
             t1 = self.clock()
         except Exception:  # the counter read reports errors; a missed sample is harmless
             return

@@ -90,8 +90,9 @@ class WattHelpers:
         """The counter said it is not supported after all: integrate power from now on."""
 
     def power(self) -> float:
-        """Board power in W (the backend's cheapest reading)."""
-        return self.get_power_usage() / 1000.0
+        """Instant board power in W, as Zeus's monitors read it (NVML's plain reading is a 1 s
+        average on Ampere and newer, which lags a change of load by a second)."""
+        return self.get_instant_power_usage() / 1000.0
 
     def power_domains(self) -> tuple[str, ...]:
         """The :data:`POWER_DOMAINS` this GPU reports (every GPU has ``device_instant``)."""

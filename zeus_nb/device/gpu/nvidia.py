@@ -6,10 +6,9 @@ is :mod:`zeus_nb.device.gpu.nvml`, the NVML names zeus-nb uses, looked up in nvi
 ``pynvml`` at each use. Units are NVML's and Zeus's (mW, mJ, MHz); zeus-nb's helpers in W and J
 come from :class:`zeus_nb.device.base.GPU`. NVML errors become Zeus's classes with messages that
 say what to do (:func:`zeus_nb.device.gpu.translate.nvml_error`). :class:`NVIDIAGPUs` numbers GPUs
-as CUDA does (``CUDA_VISIBLE_DEVICES`` by index or UUID) and is zeus-nb's NVML GPU system
-(``NvmlSystem``). Like every GPU class, their public methods check numeric arguments
-(:func:`zeus_nb.inputs.api.checked_methods`) before NVML sees them: a NaN or text clock is our
-error, never NVML's ``InvalidArgument``.
+as CUDA does (``CUDA_VISIBLE_DEVICES`` by index or UUID). Like every GPU class, their public
+methods check numeric arguments (:func:`zeus_nb.inputs.api.checked_methods`) before NVML sees
+them: a NaN or text clock is our error, never NVML's ``InvalidArgument``.
 """
 
 from __future__ import annotations
@@ -43,7 +42,6 @@ __all__ = [
     "FROM_ENV",
     "NVIDIAGPU",
     "NVIDIAGPUs",
-    "NvmlSystem",
     "ZeusdNVIDIAGPU",
     "nvml_is_available",
     "visible_nvml_indices",
@@ -198,8 +196,21 @@ class NVIDIAGPU(GPU):
         return functools.partial(pynvml.nvmlDeviceGetTotalEnergyConsumption, self.handle)
 
     def power_reader(self) -> Callable[[], float]:
-        """NVML's power read (W) in one Python frame, not three: errors as counter_reader's."""
-        return lambda read=pynvml.nvmlDeviceGetPowerUsage, h=self.handle: read(h) / 1000.0
+        """Instant power (W) in one frame, errors as counter_reader's: the instant field, as Zeus
+        reads (nvmlDeviceGetPowerUsage, a 1 s average on Ampere and newer: docs/real_gpus.md)."""
+        try:
+            self._instant()
+        except ZeusNbError:
+            return lambda read=pynvml.nvmlDeviceGetPowerUsage, h=self.handle: read(h) / 1000.0
+        fields = [(pynvml.NVML_FI_DEV_POWER_INSTANT, self._scope())]
+
+        def read(get=pynvml.nvmlDeviceGetFieldValues, h=self.handle) -> float:
+            (value,) = get(h, fields)
+            if value.nvmlReturn:  # not NVML_SUCCESS (0)
+                raise pynvml.NVMLError(value.nvmlReturn)
+            return value.value.uiVal / 1000.0
+
+        return read
 
     @_nvml("reading power")
     def get_power_usage(self) -> int:
@@ -316,11 +327,8 @@ class NVIDIAGPU(GPU):
 
 @checked_methods
 class ZeusdNVIDIAGPU(ZeusdSettersMixin, NVIDIAGPU):
-    """An NVIDIA GPU read through NVML whose settings go through Zeus's daemon zeusd.
-
-    For a process without SYS_ADMIN beside a zeusd that runs as root:
-    ``ZeusdNVIDIAGPU(gpu_index, client)`` with a :class:`~zeus_nb.utils.zeusd.ZeusdClient`.
-    """
+    """An NVIDIA GPU read through NVML whose settings go through Zeus's daemon zeusd, for a
+    process without SYS_ADMIN beside a root zeusd: ``ZeusdNVIDIAGPU(gpu_index, ZeusdClient)``."""
 
 
 @environ_read("CUDA_VISIBLE_DEVICES, parsed there")
@@ -439,11 +447,3 @@ class NVIDIAGPUs(GPUSystem):
 
     def power_sampler(self, indices: list[int], period: float) -> ThreadSampler:
         return ThreadSampler(self, indices, period)
-
-
-@checked_methods
-class NvmlSystem(NVIDIAGPUs):
-    """:class:`NVIDIAGPUs` under zeus-nb's earlier name, ``cuda_visible_devices`` first."""
-
-    def __init__(self, cuda_visible_devices: str | None = FROM_ENV) -> None:
-        super().__init__(cuda_visible_devices=cuda_visible_devices)
