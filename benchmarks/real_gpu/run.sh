@@ -21,7 +21,7 @@ ROOT=$(pwd)
 OUT=${OUT:-$ROOT/benchmarks/results/real-gpu-$(date -u +%F)}; mkdir -p "$OUT"
 exec > >(tee -a "$OUT/log.txt") 2>&1
 T0=$SECONDS
-ONLY=${ONLY:-doctor,probe,costs,train,deny,tour,tourdeny}
+ONLY=${ONLY:-doctor,probe,costs,per_step,trace,train,deny,tour,tourdeny}
 want() { [[ ",$ONLY," == *",$1,"* ]]; }
 step() { echo; echo "== [$((SECONDS - T0)) s] $*"; }
 Q=name,driver_version,power.limit,power.default_limit,power.min_limit,power.max_limit,clocks.max.sm,persistence_mode
@@ -45,6 +45,10 @@ want probe && { step "probe: zeus-nb beside Zeus 0.16 on the same GPU (energy ag
   timeout 150 python3 "$T/probe.py" "$OUT/probe.json"; echo "exit $?"; }
 want costs && { step "NVML read costs and update periods"
   timeout 60 python3 "$T/nvml_costs.py" "$OUT/nvml.json"; echo "exit $?"; }
+want per_step && { step "a window around each training step: what it adds (paired runs, beside Zeus 0.16)"
+  timeout 160 python3 "$T/per_step.py" "$OUT/per_step.json" | tail -4; echo "exit ${PIPESTATUS[0]}"; }
+want trace && { step "every NVML energy and power read of per-step windows, to replay on the CPU"
+  timeout 80 python3 "$T/trace.py" "$OUT/trace.json"; echo "exit $?"; }
 if want train || want deny; then
   python3 data_scripts/make_synthetic_imagenet.py /tmp/syn --classes 4 --train-per-class 400 \
     --val-per-class 16 --image-size 64 --layout-only >/dev/null
