@@ -17,7 +17,6 @@ fake NVML (no CUDA).
 """
 
 import gc
-import json
 import os
 import random
 import statistics
@@ -27,6 +26,7 @@ import time
 import warnings
 
 import torch
+from emit import emit  # beside this script
 
 warnings.filterwarnings("ignore")
 DEV = os.environ.get("PROBE_DEVICE", "cuda")
@@ -41,14 +41,6 @@ import pynvml  # noqa: E402 - after the dry run's fake
 PAIRS = int(os.environ.get("PER_STEP_PAIRS", "16"))
 STEPS = 30  # steps a run
 KW = {} if DEV == "cuda" else {"sync_execution": False}  # no CUDA to synchronize in a dry run
-res: dict = {}
-
-
-def emit(k, v):
-    res[k] = v
-    print(json.dumps({k: v}), flush=True)
-    with open(sys.argv[1], "w") as f:
-        json.dump(res, f, indent=1)
 
 
 # Count the counter reads made off the main thread (the reader's), by wrapping the NVML call

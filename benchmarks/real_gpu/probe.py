@@ -7,24 +7,16 @@
 Prints one JSON object per result and keeps them all in argv[1].
 PROBE_DEVICE=cpu is a dry run of this script on a fake NVML (no CUDA)."""
 
-import json
 import os
 import statistics
-import sys
 import time
 import warnings
+
+from emit import emit  # beside this script
 
 warnings.filterwarnings("ignore")
 DEV = os.environ.get("PROBE_DEVICE", "cuda")
 SYNC = DEV == "cuda"
-res: dict = {}
-
-
-def emit(k, v):
-    res[k] = v
-    print(json.dumps({k: v}), flush=True)
-    with open(sys.argv[1], "w") as f:
-        json.dump(res, f, indent=1)
 
 
 def device_info():
