@@ -9,14 +9,21 @@ the reader's counter reads to :meth:`observe`, its power samples to the power tr
 caller's power reads as window edges. What a window returned at once is an estimate; once the
 counter stepped past the run, its edges are shared out from the counter. On real data, not a
 fake's, the estimates must add up to what the counter says within one counter step.
+
+The same recording begins with the GPU's step response (no monitor: one thread reading the
+counter, ``nvmlDeviceGetPowerUsage`` and the instant field back to back over 0.5 s idle, 1 s of
+matmuls, 0.5 s idle): the last tests read from it how each source follows the load, and check
+the H200 mode of the tests' fake NVML against it.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
+import timed_nvml
 
 from zeus_nb.device import counter, counter_track
 
@@ -104,3 +111,57 @@ def test_the_h200s_one_second_average_power_would_not_do(run_index):
     run = json.loads((RESULTS / "trace-power-usage.json").read_text())["runs"][run_index]
     steps, _, final = replay(run, "P")
     assert abs(sum(steps) - final) > largest_step(run), (sum(steps), final)
+
+
+def step_response() -> tuple[dict, float, float]:
+    """(the recorded step response, the GPU's idle and busy power by its counter: the median
+    rate of the counter's steps wholly before and wholly inside the busy second, W)."""
+    response = json.loads((RESULTS / "trace-instant.json").read_text())["step_response"]
+    t_busy, t_idle = response["busy"]
+    changes, last = [], None
+    for kind, _, a, b, value in response["reads"]:
+        if kind == "E":
+            if last is not None and value != last[2]:
+                changes.append(((last[0] + b) / 2, value / 1000.0))
+            last = (a, b, value)
+    pairs = zip(changes, changes[1:], strict=False)
+    rates = [((t0, t1), (e1 - e0) / (t1 - t0)) for (t0, e0), (t1, e1) in pairs]
+    idle = statistics.median(r for (_, t1), r in rates if t1 <= t_busy)
+    busy = statistics.median(r for (t0, t1), r in rates if t0 >= t_busy and t1 <= t_idle)
+    return response, idle, busy
+
+
+def test_on_the_h200_the_plain_power_reading_lags_the_load_by_most_of_a_second():
+    """What docs/real_gpus.md says of the H200: from idle to load (as its counter measured them),
+    the instant field reaches 80 % of the way within 0.1 s; ``nvmlDeviceGetPowerUsage`` takes
+    over 0.5 s (0.07 s and 0.87 s in the recording)."""
+    response, idle, busy = step_response()
+    assert busy > 4 * idle  # the matmuls loaded the GPU
+    t_busy = response["busy"][0]
+    high = idle + 0.8 * (busy - idle)
+    first = {
+        kind: min(a for k, _, a, _, v in response["reads"] if k == kind and a >= t_busy and
+                  v / 1000.0 >= high) - t_busy
+        for kind in ("P", "F")
+    }  # fmt: skip
+    assert first["F"] <= 0.1 and first["P"] >= 0.5, first
+
+
+def test_the_fakes_h200_mode_follows_the_recorded_power_reading():
+    """``timed_nvml.configure(average_s=1.0, reading_period=0.1)``: over the recorded load (idle,
+    1 s busy, idle at the powers the counter measured), the fake's nvmlDeviceGetPowerUsage stays
+    within 15 % of the load's swing of every recorded reading; without the average it would not."""
+    response, idle, busy = step_response()
+    t_busy, t_idle = response["busy"]
+    load = timed_nvml._Load([(2.0, idle), (t_idle - t_busy, busy), (10.0, idle)], t_busy - 2.0)
+
+    def worst(average_s: float) -> float:
+        gpu = timed_nvml._GPU(0, load, 0.1, 0.0, 1.0, 0.0, 0.1, average_s)
+        return max(
+            abs(gpu.usage_w(a) - v / 1000.0)
+            for k, _, a, _, v in response["reads"]
+            if k == "P" and t_busy <= a <= t_idle + 0.5
+        )
+
+    swing = busy - idle
+    assert worst(1.0) <= 0.15 * swing < worst(0.0)
