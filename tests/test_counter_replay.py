@@ -94,13 +94,25 @@ def largest_step(run: dict) -> float:
     return max(y - x for x, y in zip(values, values[1:], strict=False))
 
 
+@pytest.mark.parametrize("trace", ["trace-instant.json", "trace-instant-median.json"])
 @pytest.mark.parametrize("run_index", [0, 1, 2])
-def test_step_windows_add_up_to_the_counter_within_one_step_on_a_real_h200(run_index):
-    run = json.loads((RESULTS / "trace-instant.json").read_text())["runs"][run_index]
+def test_step_windows_add_up_to_the_counter_within_one_step_on_a_real_h200(trace, run_index):
+    run = json.loads((RESULTS / trace).read_text())["runs"][run_index]
     steps, at_once, final = replay(run, "F")
     assert all(s > 0 for s in steps)
     assert abs(sum(steps) - final) <= largest_step(run), (sum(steps), final)
     assert abs(at_once - final) <= largest_step(run), (at_once, final)
+
+
+def test_the_replay_gives_what_the_reader_returned_on_the_h200():
+    """``trace-instant-median.json`` was recorded with the reader as it is now; the first run of
+    a process (a reader of its own, no earlier state) replays to the windows it returned there."""
+    run = json.loads((RESULTS / "trace-instant-median.json").read_text())["runs"][0]
+    steps, at_once, _ = replay(run, "F")
+    recorded = [w[3] for w in run["windows"]]
+    assert steps == pytest.approx(recorded, abs=0.5)
+    assert at_once == pytest.approx(run["run"][2], abs=0.5)
+    assert sum(recorded) == pytest.approx(sum(steps), rel=1e-3)
 
 
 @pytest.mark.parametrize("run_index", [0, 1, 2])
