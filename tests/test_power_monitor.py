@@ -200,3 +200,15 @@ def test_the_background_readers_power_is_the_instant_field_where_the_gpu_answers
     assert gpus[0].power_reader()() == gpus[0].power() == 210.0
     assert gpus[0].get_power_usage() != 210_000  # the average, which differs here
     assert gpus[1].power_reader()() == gpus[1].power() == gpus[1].get_power_usage() / 1000
+
+
+def test_a_gpu_without_the_instant_field_is_asked_for_it_once(fake_nvml, monkeypatch):
+    """power() samples many times a second: a driver's "not supported" is remembered."""
+    from zeus_nb.device.gpu.nvidia import NVIDIAGPUs
+
+    gpu = NVIDIAGPUs().gpus[1]  # the fake's GPU 1 answers no power field
+    asked = []
+    instant = gpu._instant
+    monkeypatch.setattr(gpu, "_instant", lambda: asked.append(1) or instant())
+    readings = [gpu.power() for _ in range(3)]
+    assert readings == [gpu.get_power_usage() / 1000] * 3 and len(asked) == 1

@@ -11,7 +11,7 @@ windows that tile a span add up to the counter's own difference over it; before 
 it is *estimated*: the last step's value plus the integrated power since, times the median
 counter/power ratio of the last complete steps (the two can disagree widely on some GPUs;
 power lags a change of load, and a sum over steps across one set per-step windows on an H200
-8-16 % too high). Every mark resolves to one value, so back-to-back windows add up to the
+8-13 % too high). Every mark resolves to one value, so back-to-back windows add up to the
 window around them, and a window during which the GPU drew power never measures 0 J. One
 reader serves every monitor of a process that measures the GPU
 (:mod:`zeus_nb.device.counter_registry` decides, once per GPU and process, under a lock).

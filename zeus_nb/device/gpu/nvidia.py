@@ -104,6 +104,7 @@ class NVIDIAGPU(GPU):
         self.handle = handle
         self._supportsGetTotalEnergyConsumption: bool | None = None
         self._grace_hopper: bool | None = None
+        self._no_instant = False  # the driver answered that it has no instant power field
         # NVML cannot report locked clocks: this process's own locks, None when unlocked by it.
         self._locked: tuple[int, int] | None = None
         # Who changes this GPU's settings, found by the first setter (None: none ran yet).
@@ -238,11 +239,14 @@ class NVIDIAGPU(GPU):
         return value.value.uiVal
 
     def get_instant_power_usage(self) -> int:
-        """Instant power in mW; where the driver has no such field, nvmlDeviceGetPowerUsage."""
-        try:
-            return self._instant()
-        except ZeusGPUNotSupportedError:
-            return self.get_power_usage()
+        """Instant power in mW; where the driver has no such field (asked once, not at every
+        sample), nvmlDeviceGetPowerUsage."""
+        if not self._no_instant:
+            try:
+                return self._instant()
+            except ZeusGPUNotSupportedError:
+                self._no_instant = True
+        return self.get_power_usage()
 
     @_nvml("reading instant power")
     def _instant(self) -> int:
@@ -335,15 +339,11 @@ class ZeusdNVIDIAGPU(ZeusdSettersMixin, NVIDIAGPU):
 def visible_nvml_indices(
     count: int, cuda_visible_devices: str | None = FROM_ENV
 ) -> list[int | str]:
-    """NVML indices (or UUIDs) of the GPUs CUDA numbers 0, 1, ... under CUDA_VISIBLE_DEVICES.
-
-    ``cuda_visible_devices`` overrides the environment variable (None: every GPU is visible).
-    """
-    env = (
-        os.environ.get("CUDA_VISIBLE_DEVICES")
-        if cuda_visible_devices is FROM_ENV
-        else cuda_visible_devices
-    )
+    """NVML indices (or UUIDs) of the GPUs CUDA numbers 0, 1, ... under CUDA_VISIBLE_DEVICES;
+    ``cuda_visible_devices`` overrides the environment variable (None: every GPU is visible)."""
+    env = cuda_visible_devices
+    if env is FROM_ENV:
+        env = os.environ.get("CUDA_VISIBLE_DEVICES")
     if env is None:
         return list(range(count))
     out: list[int | str] = []
