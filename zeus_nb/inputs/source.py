@@ -24,6 +24,7 @@ from zeus_nb.errors import (
     MissingInputError,
     TraceFormatError,
 )
+from zeus_nb.inputs.jsonschema_formats import skip_iri_grammar
 
 __all__ = [
     "MAX_BYTES",
@@ -189,6 +190,7 @@ def read_text(path: str | Path, what: str, max_bytes: int = MAX_BYTES) -> str:
 def read_ipynb(path: str | Path, what: str = "notebook", max_bytes: int = MAX_NOTEBOOK_BYTES):
     """A Jupyter notebook (``nbformat`` node, version 4) read through :func:`read_text`;
     what is not a notebook is our error naming the file."""
+    skip_iri_grammar()
     import nbformat
 
     text = read_text(path, what, max_bytes)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zeus_nb.inputs.jsonschema_formats import skip_iri_grammar
 from zeus_nb.inputs.registry import system_read
 from zeus_nb.utils.threads import thread_environment
 
@@ -131,6 +132,7 @@ def execute(
     The environment the kernel inherits is the caller's (see
     :func:`zeus_nb.utils.environ.temp_environ`).
     """
+    skip_iri_grammar()
     import papermill
     from papermill.exceptions import PapermillExecutionError
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from zeus_nb.errors import InputError, UsageError, ZeusNbError
 from zeus_nb.inputs import read_ipynb
+from zeus_nb.inputs.jsonschema_formats import skip_iri_grammar
 from zeus_nb.inputs.registry import environ_read, not_input
 from zeus_nb.runner.execute import KERNEL
 from zeus_nb.runner.paths import PACKAGE_ROOT, NotebookNotFoundError, notebooks_dir
@@ -69,6 +70,7 @@ def find_notebook(name: str | Path) -> Path:
 
 def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
     """The ``parameters`` cell's names -> {inferred_type_name, default, help}."""
+    skip_iri_grammar()
     import papermill
 
     try:
