@@ -12,6 +12,7 @@ from typing import Any
 
 from zeus_nb.course.check import FAILED_MARK, NOT_DONE_MARK, PASSED_MARK  # noqa: F401 (re-exported)
 from zeus_nb.errors import ZeusNbError
+from zeus_nb.inputs.jsonschema_formats import skip_iri_grammar
 from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import read_ipynb
 from zeus_nb.runner.notebooks import list_notebooks
@@ -184,6 +185,7 @@ def build(
     All notebooks are checked before anything is written, so a marker error leaves no half-built
     course.
     """
+    skip_iri_grammar()
     import nbformat
 
     sources = _collect(notebooks)
@@ -244,6 +246,7 @@ def edition_text(path: str | os.PathLike, solutions: bool = False) -> str:
     What anything that hands notebooks to students writes (``zeus-nb notebooks``, the Docker
     image, the docs site): the same bytes for the same source, so copies can be compared.
     """
+    skip_iri_grammar()
     import nbformat
 
     p = Path(path)

@@ -18,6 +18,7 @@ from typing import Any
 
 from zeus_nb.course.markers import EXERCISE_TAG, CourseError, _source, split_source
 from zeus_nb.course.slide_notes import notes_cell
+from zeus_nb.inputs.jsonschema_formats import skip_iri_grammar
 from zeus_nb.runner.records import MIMETYPE
 
 _CHECK_CALL = re.compile(r"^\s*\w+\s*=\s*check\.(\w+)\(")  # the exercise's check call
@@ -58,6 +59,7 @@ def smaller_png(data: str) -> str:
 
 def _visible_outputs(outputs: list[Any]) -> list[Any]:
     """Outputs worth a slide, consecutive text merged and shortened; records and widgets dropped."""
+    skip_iri_grammar()
     import nbformat
 
     kept: list[Any] = []
@@ -184,6 +186,7 @@ def lay_out(
     the speaker notes for a slide: ``key`` is a heading's text, ``"title"`` for the first
     slide, or ``"check:<name>"`` for an exercise that calls ``check.<name>``.
     """
+    skip_iri_grammar()
     import nbformat
 
     nb = copy.deepcopy(executed)

@@ -18,6 +18,7 @@ from typing import Any
 from zeus_nb.course import runtimes
 from zeus_nb.course.exercises import EXERCISES, MISTAKES
 from zeus_nb.course.exercises.base import use_seed
+from zeus_nb.inputs.jsonschema_formats import skip_iri_grammar
 from zeus_nb.runner import setup
 
 # notebook stem -> {section heading (without the #s) -> the teacher's note}
@@ -226,6 +227,7 @@ def section_note(stem: str, heading: str) -> str | None:
 
 def notes_cell(text: str) -> Any:
     """A markdown cell reveal.js shows as speaker notes."""
+    skip_iri_grammar()
     import nbformat
 
     cell = nbformat.v4.new_markdown_cell(text)

@@ -23,6 +23,7 @@ from zeus_nb.course.markers import CourseError, _collect
 from zeus_nb.course.reveal import vendor
 from zeus_nb.course.slide_layout import HIDE_INPUT, SLIDE_KEY, lay_out, student_sources
 from zeus_nb.course.slide_notes import deck_notes
+from zeus_nb.inputs.jsonschema_formats import skip_iri_grammar
 from zeus_nb.inputs.registry import not_input, system_read
 from zeus_nb.inputs.table import read_ipynb
 from zeus_nb.runner.notebooks import run_notebook
@@ -73,6 +74,7 @@ def _current_prose(executed: Any, source: Any) -> None:
 
 
 def _exporter(reveal_url_prefix: str | None):
+    skip_iri_grammar()
     from nbconvert import SlidesExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
 

@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 from zeus_nb.course import write_edition
 from zeus_nb.errors import ZeusNbError
 from zeus_nb.inputs import read_ipynb
+from zeus_nb.inputs.jsonschema_formats import skip_iri_grammar
 from zeus_nb.inputs.registry import environ_read, not_input, system_read
 from zeus_nb.runner.notebooks import list_notebooks, run_notebook
 from zeus_nb.utils.environ import temp_environ
@@ -60,6 +61,7 @@ class SiteBuild:
 def _title(path: Path) -> str:
     """The first markdown ``# heading`` of a page or notebook, else the file's stem."""
     if path.suffix == ".ipynb":
+        skip_iri_grammar()
         import nbformat
 
         texts = [
@@ -134,6 +136,7 @@ def clean_executed(path: Path) -> None:
     """An executed notebook as a page shows it: no widget state (a static page cannot run the
     controls, and keeping it would make the page load a widget manager from the web) and no
     records sidecar beside it."""
+    skip_iri_grammar()
     import nbformat
 
     executed = read_ipynb(path, "executed notebook")

@@ -376,6 +376,7 @@ def is_complete(output: str | Path) -> bool:
 )
 def _stamp_outcome(partial: Path, out: Path, outcome: str) -> None:
     """Move a finished run's notebook into place, stamped with its outcome ("ok" or why not)."""
+    skip_iri_grammar()
     import nbformat
 
     try:
