@@ -12,16 +12,25 @@ the tolerance it must meet:
 - the cost the batch-size optimizer compares (an unmarked wall-clock window, as Zeus's MNIST
   example measures each epoch): one epoch of the same torch training per batch size (8, 64, 512);
   the batch sizes must keep their order by cost, and each cost must stay within 50 % of idle
-  (the wall clock charges the process's own time, not the time it waited for a CPU).
+  (the wall clock charges the process's own time, not the time it waited for a CPU);
+- the energy of a fresh monitor's windows on the H100-shaped fake NVML of the tests
+  (``tests/fake_nvml``: its counter moves every 100 ms, a read costs 2.8 ms, the card draws the
+  693 W it drew under load at its 700 W limit), in notebook 01's smoke shape: a window around two
+  epochs of four 80 ms steps of Python work, a window around each epoch and each step, each run
+  in a new process (so a new reader); every epoch and training window must be within one
+  counter update at that power (69.3 J) of 693 W x its time.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import zeus_nb  # noqa: F401
 from zeus_nb import device
@@ -30,6 +39,35 @@ from zeus_nb.optimizer.power_limit import GlobalPowerLimitOptimizer, MaxSlowdown
 
 BUSY = "import time\nend = time.monotonic() + 900\nwhile time.monotonic() < end:\n    pass\n"
 BATCH_SIZES = (8, 64, 512)
+REPO = Path(__file__).resolve().parents[1]
+FAKE_NVML = REPO / "tests" / "fake_nvml"
+# the H100 row's power under load at its 700 W limit (tests/fake_nvml/nvml_rows.py) and period
+H100_W, H100_PERIOD_S = 693.0, 0.1
+WINDOWS = """
+import json, os, sys, time
+import pynvml  # the fake, first on the path
+state = os.path.join(sys.argv[1], "fake_nvml.json")
+with open(state, "w") as f:
+    json.dump(pynvml.row_state("h100", 1), f)
+os.environ.update(ZEUS_NB_FAKE_NVML_STATE=state, ZEUS_NB_BACKEND="nvml",
+                  ZEUS_NB_ENERGY_READS="auto", ZEUS_NB_STATE_DIR=os.path.join(sys.argv[1], "s"))
+from zeus_nb.monitor import ZeusMonitor
+m, out = ZeusMonitor(gpu_indices=[0]), []
+m.begin_window("training")
+for epoch in range(2):
+    m.begin_window("epoch")
+    for _ in range(4):
+        m.begin_window("step")
+        t = time.perf_counter()
+        while time.perf_counter() - t < 0.08:
+            sum(range(1000))
+        m.end_window("step")
+    r = m.end_window("epoch")
+    out.append((f"epoch {epoch}", r.time, r.total_energy))
+r = m.end_window("training")
+out.append(("training", r.time, r.total_energy))
+print(json.dumps(out))
+"""
 
 
 def implied(system, factor: float) -> float:
@@ -85,18 +123,37 @@ def bso_costs() -> dict[int, float]:
     return out
 
 
-def measure(runs: int) -> dict:
-    system = device.use_simulated(gpu="a40", workload="imagenet", clock="wall")
-    plo = {}
-    for factor in (1.0, 1.5):
-        for step_ends in (True, False):
-            for warmup in (0, 2):
-                key = f"x{factor:g} {'4 hooks' if step_ends else '3 hooks'} warmup {warmup}"
-                chosen = [plo_choice(factor, step_ends, warmup) for _ in range(runs)]
-                plo[key] = {"expected": implied(system, factor), "chosen": chosen}
-    costs = [bso_costs() for _ in range(runs)]
-    bso = {bs: min(c[bs] for c in costs) for bs in BATCH_SIZES}
-    return {"plo": plo, "bso": bso}
+def window_errors() -> list[tuple[str, float]]:
+    """(window, its energy minus 693 W x its time, in J) of one fresh process's windows."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(FAKE_NVML), str(REPO))))
+    with tempfile.TemporaryDirectory(prefix="bench_load_") as tmp:
+        out = subprocess.run(
+            [sys.executable, "-c", WINDOWS, tmp], env=env, capture_output=True, text=True
+        )
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    rows = json.loads(out.stdout.strip().splitlines()[-1])
+    return [(name, energy - H100_W * seconds) for name, seconds, energy in rows]
+
+
+def measure(runs: int, only: str | None = None) -> dict:
+    """The results of ``only`` (plo, bso or windows; None: all), each of ``runs`` runs."""
+    out: dict = {}
+    if only in (None, "plo"):
+        system = device.use_simulated(gpu="a40", workload="imagenet", clock="wall")
+        plo = out["plo"] = {}
+        for factor in (1.0, 1.5):
+            for step_ends in (True, False):
+                for warmup in (0, 2):
+                    key = f"x{factor:g} {'4 hooks' if step_ends else '3 hooks'} warmup {warmup}"
+                    chosen = [plo_choice(factor, step_ends, warmup) for _ in range(runs)]
+                    plo[key] = {"expected": implied(system, factor), "chosen": chosen}
+    if only in (None, "bso"):
+        costs = [bso_costs() for _ in range(runs)]
+        out["bso"] = {bs: min(c[bs] for c in costs) for bs in BATCH_SIZES}
+    if only in (None, "windows"):
+        out["windows"] = [window_errors() for _ in range(runs)]
+    return out
 
 
 def main() -> None:
@@ -104,38 +161,53 @@ def main() -> None:
     ap.add_argument("--busy", type=int, default=4, help="CPU-bound processes beside (default 4)")
     ap.add_argument("--runs", type=int, default=3, help="runs of each result (default 3)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--only", choices=["plo", "bso", "windows"], help="one result alone")
     args = ap.parse_args()
-    idle = measure(args.runs)
+    idle = measure(args.runs, args.only)
     procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(args.busy)]
     try:
         time.sleep(1.0)
-        busy = measure(args.runs)
+        busy = measure(args.runs, args.only)
     finally:
         for p in procs:
             p.kill()
             p.wait()
     ok = True
-    print(f"power limit chosen on the wall clock (W): idle | beside {args.busy} busy processes")
-    for key, a in idle["plo"].items():
-        b = busy["plo"][key]
-        good = set(a["chosen"]) == set(b["chosen"]) == {a["expected"]}
-        ok &= good
+    if "plo" in idle:
+        print(f"power limit chosen on the wall clock (W): idle | beside {args.busy} busy processes")
+        for key, a in idle["plo"].items():
+            b = busy["plo"][key]
+            good = set(a["chosen"]) == set(b["chosen"]) == {a["expected"]}
+            ok &= good
+            print(
+                f"  {key:26} {a['chosen']} | {b['chosen']}  trace {a['expected']:g} W "
+                + ("(must equal): ok" if good else "(must equal): FAIL")
+            )
+    if "bso" in idle:
+        print("batch-size optimizer: wall-clock seconds of 3 epochs per batch size: idle | busy")
+        order = sorted(BATCH_SIZES, key=idle["bso"].get) == sorted(BATCH_SIZES, key=busy["bso"].get)
+        for bs in BATCH_SIZES:
+            a, b = idle["bso"][bs], busy["bso"][bs]
+            good = abs(b / a - 1) <= 0.5
+            ok &= good
+            print(
+                f"  batch {bs:4}: {a:.3f} s | {b:.3f} s  ({b / a:.2f}x; within 1.5x): "
+                + ("ok" if good else "FAIL")
+            )
+        ok &= order
+        print(f"  order by cost the same idle and busy: {'ok' if order else 'FAIL'}")
+    if "windows" in idle:
+        bound = H100_W * H100_PERIOD_S
         print(
-            f"  {key:26} {a['chosen']} | {b['chosen']}  trace {a['expected']:g} W (must equal): "
-            + ("ok" if good else "FAIL")
+            "window energy on the H100-shaped fake, a fresh monitor (J over 693 W x time; within "
+            f"{bound:.1f} J): idle | busy"
         )
-    print("batch-size optimizer: wall-clock seconds of 3 epochs per batch size: idle | busy")
-    order = sorted(BATCH_SIZES, key=idle["bso"].get) == sorted(BATCH_SIZES, key=busy["bso"].get)
-    for bs in BATCH_SIZES:
-        a, b = idle["bso"][bs], busy["bso"][bs]
-        good = abs(b / a - 1) <= 0.5
-        ok &= good
-        print(
-            f"  batch {bs:4}: {a:.3f} s | {b:.3f} s  ({b / a:.2f}x; within 1.5x): "
-            + ("ok" if good else "FAIL")
-        )
-    ok &= order
-    print(f"  order by cost the same idle and busy: {'ok' if order else 'FAIL'}")
+        for i, name in enumerate(n for n, _ in idle["windows"][0]):
+            a = [round(run[i][1], 1) for run in idle["windows"]]
+            b = [round(run[i][1], 1) for run in busy["windows"]]
+            good = all(abs(x) <= bound for x in a + b)
+            ok &= good
+            print(f"  {name:10} {a} | {b}: " + ("ok" if good else "FAIL"))
     if args.json:
         print(json.dumps({"idle": idle, "busy": busy, "ok": ok}, default=str))
     sys.exit(0 if ok else 1)
