@@ -9,22 +9,19 @@ and one power reading. The cumulative energy at a mark is *shared out* (final) o
 steps on both sides of it are known, ``E_j + (E_j+1 - E_j) * P(s_j..t) / P(s_j..s_j+1)``, so
 windows that tile a span add up to the counter's own difference over it; before the next step
 it is *estimated*: the last step's value plus the integrated power since, times the median
-counter/power ratio of the last complete steps (the two can disagree widely on some GPUs;
-power lags a change of load, and a sum over steps across one set per-step windows on an H200
-8-13 % too high). Every mark resolves to one value, so back-to-back windows add up to the
-window around them, and a window during which the GPU drew power never measures 0 J. One
-reader serves every monitor of a process that measures the GPU
+counter/power ratio of the last complete steps placed to within a tenth of their length (the
+two can disagree widely on some GPUs; power lags a change of load, and a sum over steps across
+one set per-step windows on an H200 8-13 % too high; a step placed mid-gap by a starved reader
+gives a ratio off by as much as it is misplaced). Every mark resolves to one value, so
+back-to-back windows add up to the window around them, and a window during which the GPU drew
+power never measures 0 J. One reader serves every monitor of a process that measures the GPU
 (:mod:`zeus_nb.device.counter_registry` decides, once per GPU and process, under a lock).
 
 A starved or late reader (a busy machine, threads holding the GIL) must not move energy between
-windows: each read is timed before and after, a step seen between back-to-back reads is placed in
-that tight bracket, those brackets fit the counter's regular grid (:class:`StepGrid`), and a step
-seen after a long gap goes to the grid point the gap holds (several points: the counter's new
-value counts up to the last one, and power shares it out). A reading the counter's physics rule
-out (it went back; it jumped more than the GPU's highest power limit can draw in the time) is
-rejected, and a read that stalled is flagged: windows over either, or over a step placed more
-loosely than a tight bracket, are labelled estimates (``Measurement.energy_method``), and each
-cause is logged once as a warning.
+windows: each read is timed before and after, and a step is placed in its tight bracket or on the
+counter's grid (:meth:`CounterReader._place`). A reading the counter's physics rule out is
+rejected and a stalled read flagged: windows over either, or over a loosely placed step, are
+labelled estimates (``Measurement.energy_method``), and each cause is logged once as a warning.
 """
 
 from __future__ import annotations
@@ -47,6 +44,8 @@ from zeus_nb.device.counter_track import (
     PowerTrack,
     Read,
     StepGrid,
+    implausible,
+    max_watts,
 )
 from zeus_nb.device.sampling import Stop
 
@@ -71,15 +70,15 @@ MAX_PERIOD_S = 1.0
 GRID_TRUST, REBRACKET_STEPS = 0.5, 4
 #: Complete steps whose counter/power ratios (their median) calibrate estimates.
 CALIBRATION_STEPS = 10
+#: A step calibrates only where its two ends are placed to within this fraction of its length
+#: (together): a step placed in a wide bracket (a starved reader's) gives a ratio off by as much.
+CALIBRATION_SPREAD = 0.1
 #: A bracket of two back-to-back reads is "tight" up to TIGHT_READS least read costs plus
 #: TIGHT_SLACK_S (an H100's reads took 2.6-3.0 ms, 1 in 200 more: two and the Python between).
 TIGHT_READS, TIGHT_SLACK_S = 3, 1e-3
 #: A counter read longer than this (or half a period) is a stall: what it read is placed
 #: by power and windows over it are estimates (an H100's slowest read of 200 took 16.8 ms).
 STALL_S = 0.05
-#: A step larger than this x the GPU's highest power limit x the time it can span is no
-#: energy the GPU drew (power briefly above the limit is allowed for).
-JUMP_MARGIN = 1.5
 #: A power reading whose call took longer than this has no known time and is left out.
 POWER_WIDTH_S = 5e-3
 #: wait_for_counter waits this many periods (plus reads and slack) for the next step.
@@ -107,7 +106,7 @@ class CounterReader:
         self.read_cost = 0.0  # the latest counter read's duration
         self.least_cost = float("inf")  # the least read duration seen
         self.error: Exception | None = None
-        self.max_watts = _max_watts(gpu)
+        self.max_watts = max_watts(gpu)
         self._power_w = gpu.power_reader()  # W, at each window edge
         self.grid = StepGrid()
         self._lock = threading.Lock()
@@ -116,6 +115,7 @@ class CounterReader:
         self._anchor: tuple[float, float] | None = None  # (time, J) of the last step (or 1st read)
         self._anchor_lo = 0.0  # the earliest the anchor's step can have been
         self._anchor_how = SHARED  # how the anchor was placed (SHARED: within a tight bracket)
+        self._anchor_spread = 0.0  # how far the anchor's step may lie from where it was placed (s)
         self._stepped = False  # whether the anchor is a counter step (not just the first read)
         self._last: Read | None = None  # the latest good read (raw counter J)
         self._suspect: Read | None = None  # a rejected read: a new base if the next agrees
@@ -141,12 +141,23 @@ class CounterReader:
         except Exception:  # the slow way: its error names the GPU and the fix
             watts = self.gpu.power()
         t1 = self.clock()
-        m = _new_mark(Mark)
-        m.t, m.energy, m.how = t, None, ESTIMATED
         with self._lock:
             if t1 - t <= POWER_WIDTH_S:  # a reading whose time is known; else only the edge
                 self._power.add((t + t1) / 2, watts)
-            self._pending.append(m)
+            return self._pend(t)
+
+    def mark_at(self, t: float) -> Mark | None:
+        """A window edge at an earlier time ``t`` (a window begun on the timed first reads,
+        whose counter value is up to a step old), resolved as any edge before the first step
+        seen; None once the reader has seen one (no step would resolve it)."""
+        with self._lock:
+            return None if self._stepped else self._pend(t)
+
+    def _pend(self, t: float) -> Mark:
+        """A new edge at ``t``, resolved at the next counter step (lock held)."""
+        m = _new_mark(Mark)
+        m.t, m.energy, m.how = t, None, ESTIMATED
+        self._pending.append(m)
         return m
 
     def energy_between(self, a: Mark, b: Mark) -> tuple[float, str]:
@@ -236,9 +247,10 @@ class CounterReader:
                 self._anchor = ((a + b) / 2, raw_joules)
                 self._anchor_lo = a - MAX_PERIOD_S
                 return
-            why = self._implausible(last, read)
+            earliest, most = self._anchor_lo, self.max_watts
+            why = implausible(last, read, earliest, most)
             suspect, self._suspect = self._suspect, None
-            if why is not None and suspect is not None and self._implausible(suspect, read) is None:
+            if why and suspect is not None and implausible(suspect, read, earliest, most) is None:
                 self._rebase(suspect)  # the counter moved to a new base and stays there
                 last, why = self._last, None
             if why is not None:  # keep the last good reading: a single bad read is dropped
@@ -249,22 +261,11 @@ class CounterReader:
             self._last = read
             if raw_joules == last.joules:
                 return
-            s, _, how = self._place(last, read, raw_joules - last.joules)
+            s, spread, how = self._place(last, read, raw_joules - last.joules)
+            if stalled:
+                how, spread = STALLED, max(spread, cost / 2)
             # the step came after ``last`` began: whatever its placement, a bound for the next
-            self._step(s, raw_joules + self._offset, STALLED if stalled else how, last.a)
-
-    def _implausible(self, last: Read, read: Read) -> str | None:
-        """Why ``read`` cannot follow ``last`` on a counter of this GPU, or None."""
-        delta = read.joules - last.joules
-        if delta < 0:
-            return f"the counter went back by {-delta:.3f} J"
-        span = read.b - min(self._anchor_lo, last.a)
-        if self.max_watts is not None and delta > JUMP_MARGIN * self.max_watts * span + 1:
-            return (
-                f"the counter jumped by {delta:.3f} J in at most {span:.3f} s (over "
-                f"{self.max_watts:g} W x {JUMP_MARGIN:g})"
-            )
-        return None
+            self._step(s, raw_joules + self._offset, how, last.a, spread)
 
     def _rebase(self, read: Read) -> None:
         """The counter restarted from ``read``'s value: continue from power (lock held)."""
@@ -285,7 +286,8 @@ class CounterReader:
         self._stepped_cond.notify_all()
 
     def _place(self, last: Read, cur: Read, delta: float) -> tuple[float, float, str]:
-        """(time of the step between ``last`` and ``cur``, its earliest, how exact) (lock held).
+        """(time of the step between ``last`` and ``cur``, how far from it the step may lie,
+        how exact) (lock held).
 
         The step came after ``last`` began and before ``cur`` returned. A tight bracket (two
         reads back to back) places it at its middle; a wider one at the grid point it holds;
@@ -304,20 +306,22 @@ class CounterReader:
             mid = (lo + hi) / 2
             self.grid.add(mid, width / 2, self.period)
             self._loose = 0
-            return mid, lo, SHARED
+            return mid, width / 2, SHARED
         self._loose += 1
         grid = self.grid
         if not grid.ready:
             due = self._anchor[0] + self.period if self._stepped else (lo + hi) / 2
-            return min(max(due, lo), hi), lo, ESTIMATED
+            s = min(max(due, lo), hi)
+            return s, max(s - lo, hi - s), ESTIMATED
         cands, k_hi, eps = grid.candidates(lo, hi, cur.a)
         how = ESTIMATED if eps > tight else SHARED  # final: grid known to a tight width
         if not cands:  # the grid's point lies just outside the gap: the nearest, clamped in
             near = min((k_hi, k_hi + 1), key=lambda k: max(lo - grid.at(k), grid.at(k) - hi))
-            return min(max(grid.at(near), lo), hi), lo, ESTIMATED
+            s = min(max(grid.at(near), lo), hi)
+            return s, max(s - lo, hi - s), ESTIMATED
         if len(cands) == 1:
             s = min(max(grid.at(cands[0]), lo), hi)
-            return s, s - eps, how
+            return s, eps, how
         s0 = self._anchor[0]
         ratio = self._ratio
 
@@ -326,15 +330,16 @@ class CounterReader:
 
         best = min(cands, key=miss)
         s = min(max(grid.at(best), lo), hi)
-        return s, lo, ESTIMATED
+        return s, max(s - lo, hi - s), ESTIMATED
 
     def _tight(self) -> float:
         """The widest bracket that still places a step tightly (s)."""
         least = self.least_cost if self.least_cost < float("inf") else 0.0
         return TIGHT_READS * least + TIGHT_SLACK_S
 
-    def _step(self, s: float, joules: float, how: str = SHARED, lo: float | None = None) -> None:
-        """A counter step at time ``s`` to ``joules``: resolve the marks before it (lock held)."""
+    def _step(self, s: float, joules: float, how=SHARED, lo=None, spread: float = 0.0) -> None:
+        """A counter step at time ``s`` (give or take ``spread``) to ``joules``: resolve the
+        marks before it (lock held)."""
         s0, e0 = self._anchor  # type: ignore[misc]
         power, ratio = self._power, self._ratio
         pending = self._pending
@@ -348,7 +353,8 @@ class CounterReader:
         if self._stepped:
             self._gaps.append(s - s0)
             self.period = self.grid.period if self.grid.ready else statistics.median(self._gaps)
-            if whole > 0:
+            placed = spread + self._anchor_spread <= CALIBRATION_SPREAD * (s - s0)
+            if whole > 0 and placed:
                 self._ratios.append((joules - e0) / whole)  # kept here, not summed per edge
                 self._ratio = statistics.median(self._ratios)
         exact = how if self._anchor_how == SHARED else self._anchor_how
@@ -365,6 +371,7 @@ class CounterReader:
         self._pending = keep
         power.forget_before(s)
         self._anchor, self._anchor_how, self._stepped = (s, joules), how, True
+        self._anchor_spread = spread
         self._anchor_lo = s if lo is None else lo
         if len(self._breaks) > MAX_BREAKS:
             del self._breaks[: len(self._breaks) - MAX_BREAKS]
@@ -438,11 +445,3 @@ class CounterReader:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=1.0)
-
-
-def _max_watts(gpu) -> float | None:
-    """The GPU's highest power limit (W), which bounds a counter step; None where unknown."""
-    try:
-        return gpu.get_power_management_limit_constraints()[1] / 1000.0
-    except Exception:
-        return None

@@ -15,6 +15,9 @@ import math
 from collections.abc import Iterable
 from typing import NamedTuple
 
+#: A step larger than this x the GPU's highest power limit x the time it can span is no
+#: energy the GPU drew (power briefly above the limit is allowed for).
+JUMP_MARGIN = 1.5
 #: Tightly bracketed steps the grid is fitted to, and how many it needs first.
 GRID_POINTS, GRID_MIN_POINTS = 32, 3
 
@@ -186,3 +189,26 @@ class StepGrid:
         self.k_span = max(ks) - min(ks)
         # the phase at the latest point, so that indices near now stay small
         self.phase, self.period = phase + period * ks[-1], period
+
+
+def max_watts(gpu) -> float | None:
+    """The GPU's highest power limit (W), which bounds a counter step; None where unknown."""
+    try:
+        return gpu.get_power_management_limit_constraints()[1] / 1000.0
+    except Exception:
+        return None
+
+
+def implausible(last: Read, read: Read, earliest: float, watts: float | None) -> str | None:
+    """Why ``read`` cannot follow ``last`` on a counter whose step before ``last`` came no
+    earlier than ``earliest``, on a GPU whose highest power limit is ``watts``; or None."""
+    delta = read.joules - last.joules
+    if delta < 0:
+        return f"the counter went back by {-delta:.3f} J"
+    span = read.b - min(earliest, last.a)
+    if watts is not None and delta > JUMP_MARGIN * watts * span + 1:
+        return (
+            f"the counter jumped by {delta:.3f} J in at most {span:.3f} s (over "
+            f"{watts:g} W x {JUMP_MARGIN:g})"
+        )
+    return None

@@ -33,7 +33,7 @@ from zeus_nb.inputs.validate import integer
 from zeus_nb.monitor.log_file import MonitorLog
 from zeus_nb.monitor.power import PowerMonitor
 from zeus_nb.monitor.sources import MonitoredGPUs, open_cpus, sync_jax
-from zeus_nb.monitor.states import Measurement, MeasurementState, StatesView, cpu_delta
+from zeus_nb.monitor.states import Measurement, MeasurementState, StatesView, cpu_delta, mark_starts
 
 __all__ = ["SYNC_FRAMEWORKS", "Measurement", "MeasurementState", "PowerMonitor", "ZeusMonitor"]
 
@@ -127,8 +127,7 @@ class ZeusMonitor:
         self._log = (
             MonitorLog(Path(log_file), self._header(), self) if log_file is not None else None
         )
-        # One reader per GPU, chosen here: a counter on the caller's thread where cheap (Zeus's
-        # reads), on a background reader where slow; power where none; else one snapshot.
+        # One reader per GPU: Zeus's reads if cheap, a background reader if slow, power if none.
         self._counted = self.system.windows_read_counters
         self._snapshot = None if self._counted else self.system.snapshot_reader(list(self.gpus))
         old = [g.index for g in self.gpus if self._counted and not g.supports_energy_counter()]
@@ -151,6 +150,7 @@ class ZeusMonitor:
             elif slow and g.index not in self._readers:
                 self._readers[g.index] = reader = counter_registry.acquire(g)
                 weakref.finalize(self, counter_registry.release, reader)
+                mark_starts(self._states, g.index, reader, time() - reader.clock())
         self._direct = [  # (index, read mJ, GPU whose read names the error)
             (g.index, g.counter_reader(), g)
             for g in self._counters

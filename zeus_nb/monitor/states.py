@@ -113,6 +113,19 @@ class StatesView(MutableMapping):
         return key in self._states
 
 
+def mark_starts(states: dict[str, MeasurementState], index: int, reader: Any, ago: float) -> None:
+    """Give the windows begun on the timed first reads a mark at their start on GPU ``index``'s
+    new ``reader`` (``ago``: time.time less the reader's clock). The counter they read there
+    holds the last step's value, up to a whole step (69 J at an H100's 693 W) before the window
+    began; the reader resolves the mark by power back from the first step it sees."""
+    for state in list(states.values()):
+        if state.marks is None or index not in state.marks:
+            mark = reader.mark_at(state.time - ago)
+            if mark is not None:
+                state.marks = {**(state.marks or {}), index: mark}
+                state.gpu_energy.pop(index, None)  # the view fills in the mark's estimate
+
+
 def cpu_delta(
     start: MeasurementState, cpu_end: dict | None, dram_end: dict | None
 ) -> tuple[dict | None, dict | None]:
