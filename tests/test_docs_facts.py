@@ -177,6 +177,42 @@ def test_skip_markers_are_read():
     assert _blocks(text) == [("bash", "x\n", "needs a GPU"), ("python", "y\n", None)]
 
 
+SAME_AS = re.compile(r"\bsame as (?P<page>[\w./-]+\.md)\b")
+
+
+def _commands(code: str) -> list[str]:
+    """A block's commands: continuation lines joined, comments and spacing dropped."""
+    joined = re.sub(r"\\\n\s*", " ", code)
+    lines = (re.sub(r"\s+#.*$", "", line) for line in joined.splitlines())
+    return [" ".join(line.split()) for line in lines if line.strip()]
+
+
+def test_commands_are_read_as_written():
+    code = "torchrun -m x \\\n    --epochs 3   # three\n\nzeus-nb doctor\n"
+    assert _commands(code) == ["torchrun -m x --epochs 3", "zeus-nb doctor"]
+
+
+@pytest.mark.parametrize("document", RUNNABLE)
+def test_a_block_skipped_as_the_same_as_another_pages_runs_there(document):
+    """A block skipped because another page runs the same commands (`<!-- skip: same as
+    docs/x.md ... -->`) is only skipped while that page runs each of them, unskipped, in a
+    block of the same language: the marker cannot outlive an edit of either page."""
+    for language, code, why in _blocks((REPO / document).read_text()):
+        m = SAME_AS.search(why or "")
+        if m is None:
+            continue
+        page = REPO / m.group("page")
+        assert page.is_file() and page.relative_to(REPO).as_posix() in RUNNABLE, m.group("page")
+        ran = {
+            command
+            for lang, other, skip in _blocks(page.read_text())
+            if lang == language and skip is None
+            for command in _commands(other)
+        }
+        missing = [c for c in _commands(code) if c not in ran]
+        assert not missing, f"{document}: {m.group('page')} does not run {missing}"
+
+
 @pytest.mark.parametrize("document", RUNNABLE)
 def test_blocks_that_need_what_this_machine_lacks_say_so(document):
     """A GPU, Docker, a new virtual environment, PyTorch's index or a server never runs here
