@@ -338,27 +338,6 @@ def test_power_limit_explorer_overlays_runs_at_the_limits_used(lab):
     _run_in_browser(lab, check)
 
 
-@pytest.mark.parametrize("lab", ["06"], indirect=True)
-def test_deadline_slider_redraws_the_plan_in_place(lab):
-    """Notebook 06: moving the deadline redraws the pipeline timeline under the slider."""
-
-    def check(page) -> None:
-        slider = page.locator(".widget-slider", has_text="deadline_s").first
-        slider.wait_for(state="visible", timeout=30_000)
-        box = page.locator(".widget-vbox", has=slider).last
-        readout = slider.locator(".widget-readout")
-        before_value, before_plot = readout.inner_text(), _image_of(box)
-        _set_slider(page, slider, 0)  # below the range: the fastest plan's iteration time
-        deadline = time.monotonic() + 30
-        while _image_of(box) == before_plot:
-            assert time.monotonic() < deadline, "the timeline did not change with the deadline"
-            page.wait_for_timeout(300)
-        assert readout.inner_text() != before_value  # the slider shows the deadline used
-        slider.scroll_into_view_if_needed()
-
-    _run_in_browser(lab, check)
-
-
 # --- exercises answered in the browser ------------------------------------------------------
 
 SET_ANSWER = """(args) => {
@@ -444,14 +423,34 @@ def _printed_your_lines(page) -> list[str]:
     return [ln for ln in lines if re.search(r"\byours?\b", ln, re.I) and "your turn" not in ln]
 
 
+def _deadline_slider_redraws_the_plan(page) -> None:
+    """Notebook 06: moving the deadline redraws the pipeline timeline under the slider."""
+    slider = page.locator(".widget-slider", has_text="deadline_s").first
+    slider.wait_for(state="visible", timeout=30_000)
+    box = page.locator(".widget-vbox", has=slider).last
+    readout = slider.locator(".widget-readout")
+    before_value, before_plot = readout.inner_text(), _image_of(box)
+    _set_slider(page, slider, 0)  # below the range: the fastest plan's iteration time
+    deadline = time.monotonic() + 30
+    while _image_of(box) == before_plot:
+        assert time.monotonic() < deadline, "the timeline did not change with the deadline"
+        page.wait_for_timeout(300)
+    assert readout.inner_text() != before_value  # the slider shows the deadline used
+    slider.scroll_into_view_if_needed()
+
+
 @pytest.mark.parametrize("lab", ["06"], indirect=True)
-def test_exercise_answers_in_the_browser_get_fitting_feedback_and_honest_lines(lab):
-    """Notebook 06 (student edition): unsolved, its lines name the reference; a constant, a
-    missing return and a known mistake each get their own hint; a right answer is called yours."""
+def test_deadline_slider_and_exercise_answers_in_the_browser(lab):
+    """Notebook 06 (student edition), one run in JupyterLab (its three training launches are
+    the costliest run of the browser tests): moving the deadline redraws the plan in place;
+    unsolved, its lines name the reference; a constant, a missing return and a known mistake
+    each get their own hint; a right answer is called yours."""
 
     def check(page) -> None:
         assert _printed_your_lines(page) == []
         assert "the reference iteration_energy gives" in page.evaluate(OUTPUT_TEXT, -1)
+        _deadline_slider_redraws_the_plan(page)
+        assert _printed_your_lines(page) == []  # the redraw printed nothing of the student's
         marker, last = "def iteration_energy(", "return "
         then = "the planner's timeline"  # printed after the check's line
         out = _answer(page, marker, "return 1000.0", last, "whatever the input", then)
