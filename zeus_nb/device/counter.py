@@ -287,15 +287,10 @@ class CounterReader:
 
     def _place(self, last: Read, cur: Read, delta: float) -> tuple[float, float, str]:
         """(time of the step between ``last`` and ``cur``, how far from it the step may lie,
-        how exact) (lock held).
-
-        The step came after ``last`` began and before ``cur`` returned. A tight bracket (two
-        reads back to back) places it at its middle; a wider one at the grid point it holds;
-        where the gap holds several grid points the counter stepped several times, and the
-        last one it can have counted is where its value belongs (the power between is shared
-        out as for one step); where which one is unclear, power decides and the edges it
-        resolves are estimates.
-        """
+        how exact) (lock held). The step came after ``last`` began and before ``cur`` returned.
+        A tight bracket (two reads back to back) places it at its middle; a wider one at the
+        last grid point it holds, the last step the value can count (the power between is
+        shared out as for one step); where which is unclear, power decides (estimates)."""
         lo = last.a
         if self._stepped:
             lo = max(lo, self._anchor[0] + 0.5 * self.grid.period if self.grid.ready else lo)
@@ -309,8 +304,12 @@ class CounterReader:
             return mid, width / 2, SHARED
         self._loose += 1
         grid = self.grid
-        if not grid.ready:
-            due = self._anchor[0] + self.period if self._stepped else (lo + hi) / 2
+        if not grid.ready:  # the value is the last step's before ``hi``: one period apart
+            if self._stepped:
+                s0, period = self._anchor[0], self.period
+                due = s0 + max(1, math.floor((hi - s0) / period)) * period
+            else:
+                due = max((lo + hi) / 2, hi - self.period / 2)
             s = min(max(due, lo), hi)
             return s, max(s - lo, hi - s), ESTIMATED
         cands, k_hi, eps = grid.candidates(lo, hi, cur.a)
@@ -337,7 +336,9 @@ class CounterReader:
         least = self.least_cost if self.least_cost < float("inf") else 0.0
         return TIGHT_READS * least + TIGHT_SLACK_S
 
-    def _step(self, s: float, joules: float, how=SHARED, lo=None, spread: float = 0.0) -> None:
+    def _step(
+        self, s: float, joules: float, how: str = SHARED, lo: float | None = None, spread=0.0
+    ) -> None:
         """A counter step at time ``s`` (give or take ``spread``) to ``joules``: resolve the
         marks before it (lock held)."""
         s0, e0 = self._anchor  # type: ignore[misc]

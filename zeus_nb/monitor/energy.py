@@ -177,8 +177,7 @@ class ZeusMonitor:
 
     def _log_whole(self, name: str, taken: int | None = None, total: int | None = None) -> None:
         """Log the held pieces of ``name`` as one record: whole, or a part of ``taken`` of
-        ``total`` steps (the power-limit optimizer's windows: see
-        :mod:`zeus_nb.monitor.log_file`)."""
+        ``total`` steps (the power-limit optimizer's windows: :mod:`zeus_nb.monitor.log_file`)."""
         if self._log is not None:
             self._log.release(name, taken, total)
 
@@ -220,7 +219,8 @@ class ZeusMonitor:
                     energy[i] = self._readers[i].estimate(m)
             edge = (now, energy, *self._read_cpus(), marks)
             if all(counter_registry.decided(g, "auto") is not None for g in undecided):
-                self._settle()
+                self._settle()  # a start then takes a mark, not a value a step old:
+                return self._read() if begun is None and self._readers else edge
             return edge
 
         return probing
