@@ -219,7 +219,7 @@ class ZeusMonitor:
                     energy[i] = self._readers[i].estimate(m)
             edge = (now, energy, *self._read_cpus(), marks)
             if all(counter_registry.decided(g, "auto") is not None for g in undecided):
-                self._settle()  # a start then takes a mark, not a value a step old:
+                self._settle()  # a start takes the new readers' marks, not a step-old value
                 return self._read() if begun is None and self._readers else edge
             return edge
 
