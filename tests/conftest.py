@@ -15,6 +15,7 @@ from hypothesis import settings
 
 import zeus_nb.device.gpu.nvidia  # noqa: F401 - binds the real pynvml before a test fakes it
 from zeus_nb import device
+from zeus_nb.train import launcher
 
 FAKE_NVML_DIR = Path(__file__).parent / "fake_nvml"
 REPO = Path(__file__).resolve().parents[1]
@@ -81,9 +82,11 @@ def _descendants(pid: int) -> dict[int, str]:
 @pytest.fixture(autouse=True, scope="session")
 def _no_process_left_behind():
     """The session fails if a test left a child process running (a server, a kernel, a
-    worker): each test must stop what it starts. The leftovers are named, then killed."""
+    worker): each test must stop what it starts. The leftovers are named, then killed. The
+    forkrun launcher kept for this process's training jobs ends with the process: here."""
     before = set(_descendants(os.getpid()))
     yield
+    launcher.close_kept()
     deadline = time.monotonic() + 15  # let processes that were just told to stop finish
     while True:
         left = {p: c for p, c in _descendants(os.getpid()).items() if p not in before}

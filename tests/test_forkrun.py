@@ -73,6 +73,87 @@ def test_a_failed_rank_says_why_in_one_line(tmp_path):
     )
 
 
+@pytest.mark.slow  # two launchers start (PyTorch imported four times); five jobs
+def test_a_process_keeps_one_launcher_for_its_jobs_until_one_overruns(tmp_path, monkeypatch):
+    """launch()'s jobs run in the launcher kept for the process while the environment stays:
+    a usage error or a failed rank ends the job, not the launcher; another environment gets a
+    new one; a job past its timeout stops it with its ranks."""
+    from zeus_nb.train import launch as launch_mod
+    from zeus_nb.train import launcher
+
+    syn = _synthetic_imagenet_module()
+    syn.make(tmp_path, classes=2, train_per_class=4, val_per_class=2, archives=False)
+    folder = tmp_path / "imagenet"
+    job = dict(backend="sim", epochs=1, workers=0, image_size=16, batch_size=2, echo=False)
+    job |= dict(power_limit_optimizer=False, timeout=600)
+    monkeypatch.setenv("ZEUS_NB_STATE_DIR", str(tmp_path / "state"))
+    launcher.close_kept()
+
+    def kept() -> int:
+        assert launcher._kept is not None and launcher._kept.proc.poll() is None
+        return launcher._kept.proc.pid
+
+    first = launch_mod.launch("dp", nproc=2, data=str(folder), **job)
+    assert first["world_size"] == 2 and first["num_classes"] == 2
+    pid = kept()
+    with pytest.raises(launch_mod.TrainingFailed, match="exit status 2"):
+        bad = [sys.executable, "-m", "zeus_nb.train.forkrun", "--nproc_per_node", "0"]
+        with monkeypatch.context() as m:
+            m.setattr(launch_mod, "command", lambda *a, **k: [*bad, "zeus_nb.train.dp"])
+            launch_mod.launch("dp", nproc=2, data=str(folder), **job)
+    with pytest.raises(launch_mod.TrainingFailed, match="exit status 1"):  # a rank failed
+        launch_mod.launch("fsdp", nproc=2, data=str(tmp_path / "nowhere"), **job)
+    again = launch_mod.launch("fsdp", nproc=2, data=str(folder), **job)
+    assert again["world_size"] == 2 and kept() == pid
+
+    other = launch_mod.launch(
+        "dp", nproc=2, data=str(folder), env={"ZEUS_NB_SIM_GPU": "v100"}, **job
+    )
+    assert other["world_size"] == 2 and kept() != pid and not _alive(pid)
+
+    # a rank that hangs opening an image (a named pipe no one writes): stopped at the timeout
+    pid = kept()
+    hung = next((folder / "train").rglob("*.JPEG"))
+    hung.unlink()
+    os.mkfifo(hung)
+    ranks = job | {"timeout": 8}
+    with pytest.raises(launch_mod.TrainingTimedOut):
+        launch_mod.launch("dp", nproc=2, data=str(folder), env={"ZEUS_NB_SIM_GPU": "v100"}, **ranks)
+    assert launcher._kept is None and not _alive(pid)
+    assert not _group(pid)  # its fork server and ranks were stopped with it
+
+
+def _synthetic_imagenet_module():
+    import importlib.util
+
+    path = REPO / "data_scripts" / "make_synthetic_imagenet.py"
+    spec = importlib.util.spec_from_file_location("make_synthetic_imagenet", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:  # a zombie is dead, only not reaped yet
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _group(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            found.append(int(entry.name))
+    return found
+
+
 def test_only_zeus_nb_entry_points_run(capsys):
     with pytest.raises(SystemExit) as e:
         forkrun.main(["--nproc_per_node", "2", "zeus_nb.train.nope"])

@@ -13,16 +13,20 @@ the same error boundary. The fork server is a fresh single-threaded interpreter 
 so each rank opens CUDA and NVML itself, as under torchrun.
 
 :func:`zeus_nb.train.launch.launch` (``dp``, ``fsdp``) and
-:func:`zeus_nb.train.pipeline.launch.launch` run their jobs this way; from a shell or a cluster
-script, run the same modules under ``torchrun``.
+:func:`zeus_nb.train.pipeline.launch.launch` run their jobs this way, through a launcher kept
+for the process that launches them (``--serve``, :mod:`zeus_nb.train.launcher`): its fork server
+imports every entry point's modules once and forks the ranks of each later job too. From a shell
+or a cluster script, run the same modules under ``torchrun``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import logging
 import multiprocessing
+import sys
 import uuid
 
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -45,6 +49,7 @@ ENTRIES: dict[str, tuple[str, ...]] = {
     "zeus_nb.train.pipeline": ("torch.distributed.pipelining",),
 }
 MODULE = "zeus_nb.train.forkrun"
+PROG = MODULE  # the name its error lines begin with
 COMMON = (
     "torch",
     "torch._dynamo",
@@ -69,7 +74,7 @@ def rank(module: str, argv: list[str]) -> None:
 
 def parser() -> argparse.ArgumentParser:
     p = Parser(
-        prog="zeus_nb.train.forkrun",
+        prog=PROG,
         description="torchrun --standalone for zeus-nb's entry points, ranks forked from a "
         "process that imported PyTorch once.",
     )
@@ -79,9 +84,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def run(nproc: int, module: str, argv: list[str]) -> int:
-    """``module``'s job in ``nproc`` forked ranks; 0, or 1 when a rank failed (as torchrun)."""
-    multiprocessing.set_forkserver_preload([*COMMON, *ENTRIES[module]])
+def run(nproc: int, module: str, argv: list[str], every_entry: bool = False) -> int:
+    """``module``'s job in ``nproc`` forked ranks; 0, or 1 when a rank failed (as torchrun).
+
+    The fork server starts with this process's first job and imports what its ranks need (with
+    ``every_entry``, what any entry point's need: :func:`serve`); later jobs fork from it too."""
+    extra = [name for m in (ENTRIES if every_entry else [module]) for name in ENTRIES[m]]
+    multiprocessing.set_forkserver_preload(list(dict.fromkeys([*COMMON, *extra])))
     config = LaunchConfig(
         min_nodes=1,
         max_nodes=1,
@@ -105,12 +114,34 @@ def run(nproc: int, module: str, argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    def launch_here(args: list[str]) -> int:
-        ns = parser().parse_args(args)
-        return run(ns.nproc_per_node, ns.module, ns.args)
+def serve(token: str) -> int:
+    """Run jobs as they come, one a line of standard input (a JSON list of this command's
+    arguments), each ended by a line ``<token> <exit status>``, until the input closes.
 
-    return run_main("zeus_nb.train.forkrun", launch_here, argv)
+    The process's environment and working directory are every job's (the launcher that sends
+    them starts a new server for another). The fork server imports every entry point's modules,
+    so that each job, whatever its entry point, forks its ranks from it."""
+    for line in sys.stdin:
+        try:
+            code = run_main(PROG, lambda args: job(args, every_entry=True), json.loads(line))
+        except SystemExit as e:  # the parser's usage errors end a job, never the server
+            code = e.code if isinstance(e.code, int) else 2
+        sys.stderr.flush()
+        print(f"{token} {code}", flush=True)
+    return 0
+
+
+def job(args: list[str], every_entry: bool = False) -> int:
+    """One job from its command-line arguments (:func:`parser`)."""
+    ns = parser().parse_args(args)
+    return run(ns.nproc_per_node, ns.module, ns.args, every_entry)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) == 2 and args[0] == "--serve":
+        return serve(args[1])
+    return run_main(PROG, job, argv)
 
 
 if __name__ == "__main__":

@@ -2,23 +2,18 @@
 
 DDP and FSDP need one process per GPU, which a notebook kernel cannot be, so :func:`launch` runs
 ``python -m zeus_nb.train.forkrun --nproc_per_node N zeus_nb.train.<mode>`` (torchrun's job, its
-ranks forked from a process that imported PyTorch once; or ``python -m zeus_nb.train.single``)
-as a subprocess, echoes its output line by line into the cell,
-and returns the results JSON as a dictionary.
+ranks forked from a process that imported PyTorch once, kept for this process's later jobs:
+:mod:`zeus_nb.train.launcher`; or ``python -m zeus_nb.train.single``) as a subprocess, echoes its
+output line by line into the cell, and returns the results JSON as a dictionary.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import queue
 import re
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import deque
 from dataclasses import fields
@@ -28,7 +23,7 @@ from typing import Any
 from zeus_nb.errors import InputError, ZeusNbError
 from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import read_json
-from zeus_nb.train import MODES
+from zeus_nb.train import MODES, launcher
 from zeus_nb.train.config import OPTIMIZER_OPTIONS, TrainConfig
 from zeus_nb.utils.threads import thread_environment
 
@@ -190,71 +185,16 @@ def run_streaming(
     The output is read on a helper thread and printed from this one (so it lands in the calling
     notebook cell), which leaves this thread free to enforce ``timeout`` even when the child (or
     a torchrun worker) hangs with its stdout open. The child leads its own process group, so a
-    timeout or an interrupt stops every process it started.
+    timeout or an interrupt stops every process it started. A forkrun job runs in the launcher
+    kept for this process's jobs (:mod:`zeus_nb.train.launcher`).
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     tail: deque[str] = deque(maxlen=200)
-    lines: queue.Queue[str | None] = queue.Queue()
-    proc = subprocess.Popen(
-        cmd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        bufsize=1,
-        start_new_session=True,
-    )
-    reader = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
-    reader.start()
     try:
-        while (line := lines.get(timeout=_left(deadline))) is not None:
-            tail.append(line.rstrip("\n"))
-            if echo:
-                print(line, end="", flush=True)
-        rc = proc.wait(timeout=_left(deadline))
-    except (queue.Empty, subprocess.TimeoutExpired):
-        _stop(proc, reader)
+        rc = launcher.stream(cmd, env, tail, echo, deadline)
+    except launcher.Overran:
         raise TrainingTimedOut(
             f"training did not finish within {timeout:g} s and was stopped: {' '.join(cmd)}\n"
             + "\n".join(tail)
         ) from None
-    except BaseException:  # KeyboardInterrupt in a notebook: leave no stray workers
-        _stop(proc, reader)
-        raise
-    reader.join()
-    proc.stdout.close()
     return rc, list(tail)
-
-
-def _pump(stream, lines: queue.Queue) -> None:
-    """Copy ``stream``'s lines into ``lines``, then None at end of file."""
-    try:
-        for line in stream:
-            lines.put(line)
-    finally:
-        lines.put(None)
-
-
-def _left(deadline: float | None) -> float | None:
-    """Seconds until ``deadline`` (None: no limit); 0 once it has passed."""
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-
-def _stop(proc: subprocess.Popen, reader: threading.Thread, grace: float = 5.0) -> None:
-    """SIGTERM the child's process group (torchrun forwards it to its workers), then SIGKILL
-    whatever is left of the group, so no worker keeps running or holds the output pipe open."""
-    _signal_group(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        log.warning("training process %d ignored SIGTERM for %g s; killing it", proc.pid, grace)
-    _signal_group(proc.pid, signal.SIGKILL)
-    proc.wait()
-    reader.join(timeout=grace)
-    if not reader.is_alive():  # closing a pipe another thread still reads could block
-        proc.stdout.close()
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
-        os.killpg(pgid, sig)
