@@ -123,6 +123,29 @@ def test_a_process_keeps_one_launcher_for_its_jobs_until_one_overruns(tmp_path, 
     assert not _group(pid)  # its fork server and ranks were stopped with it
 
 
+@pytest.mark.slow  # three launchers start
+def test_a_kept_launcher_left_idle_ends_and_its_next_job_goes_to_a_new_one(tmp_path, monkeypatch):
+    """An idle launcher ends by itself (its memory freed); a job sent to it as it ended is run by
+    a new one, not lost."""
+    from zeus_nb.train import launch as launch_mod
+    from zeus_nb.train import launcher
+
+    monkeypatch.setattr(launcher, "IDLE_S", 1.0)
+    monkeypatch.setenv("ZEUS_NB_STATE_DIR", str(tmp_path / "state"))
+    launcher.close_kept()
+    job = dict(data="synthetic", backend="sim", epochs=1, echo=False, timeout=600)
+    assert launch_mod.launch("dp", nproc=2, **job)["world_size"] == 2
+    first = launcher._kept.proc
+    assert first.wait(timeout=120) == launcher.IDLE_EXIT  # no job for 1 s: it ended
+    assert launch_mod.launch("dp", nproc=2, **job)["world_size"] == 2  # found ended: a new one
+    second = launcher._kept.proc
+    assert second.pid != first.pid and second.wait(timeout=120) == launcher.IDLE_EXIT
+    monkeypatch.setattr(second, "poll", lambda: None)  # as if it ended just after being found
+    assert launch_mod.launch("dp", nproc=2, **job)["world_size"] == 2
+    assert launcher._kept.proc.pid not in (first.pid, second.pid)
+    launcher.close_kept()
+
+
 def _synthetic_imagenet_module():
     import importlib.util
 

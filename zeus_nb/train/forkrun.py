@@ -26,6 +26,8 @@ import importlib
 import json
 import logging
 import multiprocessing
+import os
+import select
 import sys
 import uuid
 
@@ -34,6 +36,7 @@ from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 from zeus_nb.inputs.args import Parser, count
 from zeus_nb.train import cli
+from zeus_nb.train.launcher import IDLE_EXIT
 from zeus_nb.train.pipeline import trainer
 from zeus_nb.utils.boundary import run_main
 
@@ -114,21 +117,30 @@ def run(nproc: int, module: str, argv: list[str], every_entry: bool = False) -> 
     return 0
 
 
-def serve(token: str) -> int:
+def serve(token: str, idle_s: float) -> int:
     """Run jobs as they come, one a line of standard input (a JSON list of this command's
-    arguments), each ended by a line ``<token> <exit status>``, until the input closes.
+    arguments), each ended by a line ``<token> <exit status>``, until the input closes (0) or
+    no job came for ``idle_s`` seconds (:data:`~zeus_nb.train.launcher.IDLE_EXIT`).
 
     The process's environment and working directory are every job's (the launcher that sends
     them starts a new server for another). The fork server imports every entry point's modules,
     so that each job, whatever its entry point, forks its ranks from it."""
-    for line in sys.stdin:
+    fd, pending = sys.stdin.fileno(), b""
+    while True:
+        while b"\n" not in pending:
+            if not select.select([fd], [], [], idle_s)[0]:
+                return IDLE_EXIT
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return 0
+            pending += chunk
+        line, pending = pending.split(b"\n", 1)
         try:
             code = run_main(PROG, lambda args: job(args, every_entry=True), json.loads(line))
         except SystemExit as e:  # the parser's usage errors end a job, never the server
             code = e.code if isinstance(e.code, int) else 2
         sys.stderr.flush()
         print(f"{token} {code}", flush=True)
-    return 0
 
 
 def job(args: list[str], every_entry: bool = False) -> int:
@@ -139,8 +151,8 @@ def job(args: list[str], every_entry: bool = False) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) == 2 and args[0] == "--serve":
-        return serve(args[1])
+    if len(args) == 3 and args[0] == "--serve":
+        return serve(args[1], float(args[2]))
     return run_main(PROG, job, argv)
 
 

@@ -9,7 +9,7 @@ once: the launcher started for the first job stays (``forkrun --serve``) and run
 that has the same interpreter, environment and working directory, its ranks forked afresh from
 the same fork server. A job with another gets a new launcher; a timeout or an interrupt stops the
 launcher with its ranks, and the next job starts a new one. The launcher ends with this process
-(its input closes).
+(its input closes), or after :data:`IDLE_S` without a job.
 """
 
 from __future__ import annotations
@@ -31,6 +31,10 @@ from dataclasses import dataclass, field
 log = logging.getLogger(__name__)
 
 FORKRUN = ("-m", "zeus_nb.train.forkrun")
+#: a kept launcher with no job for this long ends, its memory (PyTorch imported twice, about 1.2 GB
+#: on this project's machines) freed; a notebook's consecutive cells launch well within it
+IDLE_S = 120.0
+IDLE_EXIT = 75  # its exit status then (EX_TEMPFAIL): a job sent just then goes to a new one
 
 
 class Overran(Exception):
@@ -80,30 +84,52 @@ _kept_lock = threading.Lock()
 def _kept_run(
     cmd: list[str], env: dict[str, str], tail: deque[str], echo: bool, deadline: float | None
 ) -> int:
-    """``cmd``'s job in the kept launcher, started (again) where none fits."""
-    global _kept
+    """``cmd``'s job in the kept launcher, started (again) where none fits. A launcher that
+    left idle just as the job came never read it: the job goes to a new one."""
     key = (cmd[0], os.getcwd(), tuple(sorted(env.items())))
+    for attempt in (1, 2):
+        launcher = _launcher_for(key, env)
+        with launcher.busy:  # one job at a time (a second thread's job waits for this one)
+            try:
+                sent = _send(launcher, cmd[3:])
+                code = _copy(launcher.lines, tail, echo, deadline, launcher.token) if sent else None
+            except BaseException:
+                _forget(launcher)
+                raise
+        if code is not None:
+            return code
+        status = launcher.proc.wait()  # it ended without finishing the job: why?
+        _forget(launcher)
+        if status != IDLE_EXIT or attempt == 2:
+            return status or 1
+    raise AssertionError("unreachable")
+
+
+def _launcher_for(key: tuple, env: dict[str, str]) -> _Launcher:
+    """The kept launcher if it was started with ``key`` and runs, else a new one."""
+    global _kept
     with _kept_lock:
         launcher = _kept
-        if launcher is None or launcher.key != key or launcher.proc.poll() is not None:
-            close_kept()
-            token = f"zeus-nb-forkrun-done-{uuid.uuid4().hex}"
-            proc = _start([cmd[0], *FORKRUN, "--serve", token], env, stdin=subprocess.PIPE)
-            reader, lines = _reader(proc)
-            launcher = _kept = _Launcher(proc, key, token, reader, lines)
-    with launcher.busy:  # one job at a time (a second thread's job waits for this one)
-        try:
-            launcher.proc.stdin.write(json.dumps(cmd[3:]) + "\n")
-            launcher.proc.stdin.flush()
-            code = _copy(launcher.lines, tail, echo, deadline, launcher.token)
-        except BaseException:
-            _forget(launcher)
-            raise
-    if code is None:  # it ended without finishing the job (killed, or it crashed)
-        code = launcher.proc.wait()
-        _forget(launcher)
-        return code or 1
-    return code
+        if launcher is not None and launcher.key == key and launcher.proc.poll() is None:
+            return launcher
+    close_kept()
+    token = f"zeus-nb-forkrun-done-{uuid.uuid4().hex}"
+    serve = [key[0], *FORKRUN, "--serve", token, f"{IDLE_S:g}"]
+    proc = _start(serve, env, stdin=subprocess.PIPE)
+    reader, lines = _reader(proc)
+    with _kept_lock:
+        _kept = _Launcher(proc, key, token, reader, lines)
+        return _kept
+
+
+def _send(launcher: _Launcher, args: list[str]) -> bool:
+    """Hand ``args`` to ``launcher``; False when it has ended (its input is closed)."""
+    try:
+        launcher.proc.stdin.write(json.dumps(args) + "\n")
+        launcher.proc.stdin.flush()
+    except (BrokenPipeError, ValueError):
+        return False
+    return True
 
 
 def close_kept() -> None:
