@@ -87,7 +87,8 @@ def _kept_run(
     """``cmd``'s job in the kept launcher, started (again) where none fits. A launcher that
     left idle just as the job came never read it: the job goes to a new one."""
     key = (cmd[0], os.getcwd(), tuple(sorted(env.items())))
-    for attempt in (1, 2):
+    resent = False
+    while True:
         launcher = _launcher_for(key, env)
         with launcher.busy:  # one job at a time (a second thread's job waits for this one)
             try:
@@ -100,9 +101,9 @@ def _kept_run(
             return code
         status = launcher.proc.wait()  # it ended without finishing the job: why?
         _forget(launcher)
-        if status != IDLE_EXIT or attempt == 2:
+        if status != IDLE_EXIT or resent:
             return status or 1
-    raise AssertionError("unreachable")
+        resent = True
 
 
 def _launcher_for(key: tuple, env: dict[str, str]) -> _Launcher:
