@@ -169,7 +169,10 @@ def test_the_grid_points_a_late_step_can_be():
     assert [round(grid.at(k), 6) for k in cands] == [0.4] and k_hi == cands[-1]
     # one begun at 0.25 can have seen any of the three (power decides)
     cands, _, _ = grid.candidates(0.15, 0.42, 0.25)
-    assert [round(grid.at(k), 6) for k in cands] == [0.2, 0.3, 0.4] and eps < 1e-9
+    assert [round(grid.at(k), 6) for k in cands] == [0.2, 0.3, 0.4]
+    # the grid's error one step past its points: more than none (each point lies somewhere in
+    # its 1 ms bracket), less than a bracket (four points fit the period better than one)
+    assert 0 < eps < 0.001
 
 
 def test_the_readers_stop_wakes_its_sleep_at_once():
@@ -424,6 +427,40 @@ def test_per_step_windows_across_idle_and_busy_spells_add_up_to_what_the_gpu_dre
     assert abs(sum(parts) - drawn) <= (busy - idle) * held, (sum(parts), drawn)
 
 
+def test_a_caller_busy_in_python_costs_one_read_a_step_and_leaves_the_grid_true(h100):
+    """A caller's thread running Python holds the GIL: each read returns up to the 5 ms switch
+    interval late, and no two reads bracket a step tightly. The reader then tried a tight
+    bracket at every step, reading back to back across a span that widened with the grid's
+    error (12 reads a counter step after 10 s), and, with tries spaced out, a grid fitted to
+    three points 1 % off the period drifted 1 ms a step while labelling its windows final
+    (2 s windows 3-4 % off). Here: at most two reads a counter step through 3 s of such
+    steps, a window around each, then a calm window as exact as its label says."""
+    system = h100(phases=BURSTY, reading_period=0.05)
+    mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=system, energy_reads="background")
+    reader = wait_for_grid(mon)
+
+    def reads() -> int:
+        return sum(n for name, n in timed_nvml.counter_reads.items() if name.startswith("zeus"))
+
+    before, t0 = reads(), time.perf_counter()
+    while time.perf_counter() - t0 < 3.0:
+        mon.begin_window("step")
+        x = 0
+        for i in range(30_000):  # a few ms to tens of ms of Python, holding the GIL
+            x += i * i
+        mon.end_window("step")
+    steps = (time.perf_counter() - t0) / timed_nvml.PERIOD_H100
+    assert (reads() - before) / steps <= 2.0, (reads() - before, steps)
+    b0, b1, _ = timed(mon.begin_window, "calm")
+    time.sleep(1.0)
+    e0, e1, m = timed(mon.end_window, "calm", wait_for_counter=True)
+    low, high = timed_nvml.true_energy(0, b1, e0), timed_nvml.true_energy(0, b0, e1)
+    how = m.energy_method[0]
+    shape = bursty_shape(BURSTY, 0.05, timed_nvml.PERIOD_H100)
+    tol = window_tolerance(reader, how, shape, e1 - b0)
+    assert low - tol <= m.gpu_energy[0] <= high + tol, (m, how, low, high, tol)
+
+
 @pytest.mark.parametrize("busy_threads", [0, 4])
 def test_a_long_window_agrees_with_the_counter(h100, busy_threads):
     """Beside threads holding the GIL the reader is starved; its window stays as exact as the
@@ -519,22 +556,27 @@ def driven_reader(watts: float = 693.0):
 def test_a_starved_reader_places_late_steps_on_the_counters_grid():
     """Tolerance per final edge: max power x the tight bracket W (three least reads + 1 ms),
     the most a step placed by tight brackets or their grid can be off; per estimated edge, one
-    counter step (max power x period). Power is constant: power readings add no error."""
+    counter step (max power x period). Power is constant: power readings add no error. The
+    grid was fitted over 3 s of calm reads: 30 steps of ~3 ms brackets know the period to
+    within a few us, so it still places steps to within a tight bracket 30 steps on."""
     rng = random.Random(7)
     r, clock, sim = driven_reader()
     cost = 0.0028
-    calm_reads(r, clock, sim, 0.0, 1.0, cost)
+    calm_reads(r, clock, sim, 0.0, 3.0, cost)
     assert r.grid.ready and r.grid.period == pytest.approx(sim.period, abs=1e-4)
     marks: list = []
-    starved_reads(r, clock, sim, 1.0, 4.0, cost, rng, marks)
-    calm_reads(r, clock, sim, 4.0, 4.3, cost)  # the last edges get their step
+    starved_reads(r, clock, sim, 3.0, 6.0, cost, rng, marks)
+    calm_reads(r, clock, sim, 6.0, 6.3, cost)  # the last edges get their step
     final = 0
     for a, b in zip(marks, marks[1:], strict=False):
         joules, how = r.energy_between(a, b)
         per_edge = sim.watts * (r._tight() if how == counter_track.SHARED else r.period)
         assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * per_edge, (a.t, b.t, how)
         final += how == counter_track.SHARED
-    assert final >= 0.8 * (len(marks) - 1)  # the grid placed most late steps exactly
+    # the grid placed most late steps exactly; a read begun within the grid's error (1-2 ms,
+    # 10 to 30 steps past its last point) of a grid point may not have counted that step:
+    # two candidates, which power alone places (an estimate)
+    assert final >= 0.66 * (len(marks) - 1)
 
 
 def test_a_late_step_just_before_the_grids_next_point_is_placed_at_the_read_not_mid_gap():

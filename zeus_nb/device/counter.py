@@ -40,10 +40,13 @@ from zeus_nb.device.counter_track import (
     REJECTED,
     SHARED,
     STALLED,
+    TIGHT_READS,
+    TIGHT_SLACK_S,
     Mark,
     PowerTrack,
     Read,
     StepGrid,
+    Tries,
     implausible,
     max_watts,
 )
@@ -64,18 +67,15 @@ POWER_PERIOD_S = 0.05
 DEFAULT_PERIOD_S = 0.1
 #: The longest counter period believed (s): bounds how early a first reading's step can be.
 MAX_PERIOD_S = 1.0
-#: Once the grid is known to GRID_TRUST x the tight bracket, the reader reads once just after
-#: each step, and brackets a step tightly again after REBRACKET_STEPS such steps (the grid's
-#: points come from tight brackets; a clock drifting from the GPU's would leave it behind).
-GRID_TRUST, REBRACKET_STEPS = 0.5, 4
+#: A bracket up to GRID_READS x the tight width still gives the grid a point (weighted by its
+#: width): beside a caller running Python, two back-to-back H100 reads bracket about 15 ms,
+#: and without such points the grid would drift from the counter's clock.
+GRID_READS = 2
 #: Complete steps whose counter/power ratios (their median) calibrate estimates.
 CALIBRATION_STEPS = 10
 #: A step calibrates only where its two ends are placed to within this fraction of its length
 #: (together): a step placed in a wide bracket (a starved reader's) gives a ratio off by as much.
 CALIBRATION_SPREAD = 0.1
-#: A bracket of two back-to-back reads is "tight" up to TIGHT_READS least read costs plus
-#: TIGHT_SLACK_S (an H100's reads took 2.6-3.0 ms, 1 in 200 more: two and the Python between).
-TIGHT_READS, TIGHT_SLACK_S = 3, 1e-3
 #: A counter read longer than this (or half a period) is a stall: what it read is placed
 #: by power and windows over it are estimates (an H100's slowest read of 200 took 16.8 ms).
 STALL_S = 0.05
@@ -124,7 +124,7 @@ class CounterReader:
         self._power = PowerTrack()  # readings since the anchor (and the one before it)
         self._pending: list[Mark] = []
         self._gaps: collections.deque[float] = collections.deque(maxlen=9)
-        self._loose = 0  # steps placed since the last tight bracket
+        self.tries = Tries()  # when to try a tight bracket
         self._ratios: collections.deque[float] = collections.deque(maxlen=CALIBRATION_STEPS)
         self._ratio = 1.0  # counter J / integrated power J: the median of recent steps' (_step)
         self._users = 0
@@ -300,9 +300,12 @@ class CounterReader:
         if width <= tight:
             mid = (lo + hi) / 2
             self.grid.add(mid, width / 2, self.period)
-            self._loose = 0
+            self.tries.tight()
             return mid, width / 2, SHARED
-        self._loose += 1
+        close = width <= GRID_READS * tight  # a close bracket (a caller's thread held the GIL)
+        if close:
+            self.grid.add((lo + hi) / 2, width / 2, self.period)
+        self.tries.loose(close)
         grid = self.grid
         if not grid.ready:  # the value is the last step's before ``hi``: one period apart
             if self._stepped:
@@ -317,6 +320,8 @@ class CounterReader:
         if not cands:  # the grid's point lies just outside the gap: the nearest, clamped in
             near = min((k_hi, k_hi + 1), key=lambda k: max(lo - grid.at(k), grid.at(k) - hi))
             s = min(max(grid.at(near), lo), hi)
+            if abs(grid.at(near) - s) > grid.error(near) + tight:  # not just outside: off
+                grid.restart()  # fitted afresh from the next brackets
             return s, max(s - lo, hi - s), ESTIMATED
         if len(cands) == 1:
             s = min(max(grid.at(cands[0]), lo), hi)
@@ -387,7 +392,8 @@ class CounterReader:
         nap = stop.nap  # sleeps up to its timeout; True once stopped
         while not stop.flag:
             if self._stepped:  # sleep until the read is due, in one call (a wait, then the read)
-                delay = self._wake() - clock()
+                now = clock()
+                delay = self._wake(now) - now
                 if (delay > 0 and nap(timeout=max(0.0005, delay))) or stop.flag:
                     break  # stopped while asleep, or while this thread waited for the GIL
             try:
@@ -411,18 +417,12 @@ class CounterReader:
             if stalled and nap(timeout=self.period / 4):  # a counter that stopped: read less
                 break
 
-    def _wake(self) -> float:
-        """When to begin the next read: just after the next step where the grid places it,
-        else early enough to end before it, so that the read after brackets it tightly."""
-        s, grid = self._anchor[0], self.grid  # type: ignore[index]
-        lead = 2 * self.least_cost if self.least_cost < 1.0 else 0.0  # two reads before it
-        if not grid.ready:
-            return s + self.period - lead
-        k = math.floor((s - grid.phase) / grid.period + 0.5) + 1
-        due, err = grid.phase + k * grid.period, grid.error(k)
-        if err <= GRID_TRUST * self._tight() and self._loose < REBRACKET_STEPS:
-            return due + err + TIGHT_SLACK_S  # the grid places it: one read just after
-        return due - err - lead
+    def _wake(self, now: float) -> float:
+        """When to begin the next read (:meth:`Tries.wake`)."""
+        least = self.least_cost if self.least_cost < 1.0 else 0.0
+        last_b = None if self._last is None else self._last.b
+        s, spread = self._anchor[0], self._anchor_spread  # type: ignore[index]
+        return self.tries.wake(now, s, spread, self.grid, self.period, least, last_b)
 
     def _sample_power(self) -> None:
         try:

@@ -18,8 +18,22 @@ from typing import NamedTuple
 #: A step larger than this x the GPU's highest power limit x the time it can span is no
 #: energy the GPU drew (power briefly above the limit is allowed for).
 JUMP_MARGIN = 1.5
-#: Tightly bracketed steps the grid is fitted to, and how many it needs first.
+#: Closely bracketed steps the grid is fitted to, and how many it needs first.
 GRID_POINTS, GRID_MIN_POINTS = 32, 3
+#: Once the grid is known to GRID_TRUST x the tight bracket, the reader reads once just after
+#: each step, and brackets a step tightly again after REBRACKET_STEPS such steps (the grid's
+#: points come from tight brackets; a clock drifting from the GPU's would leave it behind).
+GRID_TRUST, REBRACKET_STEPS = 0.5, 4
+#: A try that came out loose (a caller's thread holding the GIL delays each read's return by
+#: up to its switch interval, 5 ms, so no two reads bracket tightly) is made again after twice
+#: as many steps, up to MAX_REBRACKET_STEPS: trying at every step read back to back across a
+#: span that widened with the grid's error (measured: 12 reads a step beside a caller running
+#: Python). A try reads back to back from ATTEMPT_SPAN periods (at most) before the grid's
+#: point to as far after; past that, once a quarter period.
+MAX_REBRACKET_STEPS, ATTEMPT_SPAN = 64, 0.25
+#: A bracket of two back-to-back reads is "tight" up to TIGHT_READS least read costs plus
+#: TIGHT_SLACK_S (an H100's reads took 2.6-3.0 ms, 1 in 200 more: two and the Python between).
+TIGHT_READS, TIGHT_SLACK_S = 3, 1e-3
 
 # How a window's energy was obtained (Measurement.energy_method values).
 COUNTER = "counter"  # synchronous counter reads at both edges (Zeus's way)
@@ -119,20 +133,29 @@ class PowerTrack:
 
 
 class StepGrid:
-    """Where the counter steps: ``phase + k * period``, fitted to steps bracketed tightly.
+    """Where the counter steps: ``phase + k * period``, fitted to steps bracketed closely.
 
-    A step seen between two back-to-back reads is known to within their span (a few ms); one
-    seen after a long gap (a starved or late reader) is only known to lie in the gap. Counters
-    step on a regular clock (an H100's every 100 ms), so the tight brackets give the grid, and
-    a step seen late goes to the grid point the gap holds.
+    A step seen between two back-to-back reads is known to within their span (a few ms, or
+    about 15 ms where a thread running Python delays each read's return); one seen after a
+    long gap (a starved or late reader) is only known to lie in the gap. Counters step on a
+    regular clock (an H100's every 100 ms), so the brackets give the grid (each weighted by
+    how tight it is), and a step seen late goes to the grid point the gap holds.
+
+    Each point keeps the grid index it was given when it came: a later fit never renumbers
+    it, and a point whose index the grid cannot tell for sure (its error there reaches a
+    third of a period, e.g. after a long spell without brackets) starts the grid afresh
+    instead of being counted a step off, which would skew the period and every point after.
     """
 
     def __init__(self) -> None:
-        self.points: collections.deque[tuple[float, float]] = collections.deque(maxlen=GRID_POINTS)
+        self.points: collections.deque[tuple[float, float, int]] = collections.deque(
+            maxlen=GRID_POINTS
+        )  # (time, half-width, index)
         self.phase = 0.0
         self.period = 0.0  # 0: not fitted yet
-        self.resid = 0.0  # the largest residual of the fit (s)
+        self.resid = 0.0  # the largest residual of the fit among its closest brackets (s)
         self.k_span = 0
+        self.slope = 0.0  # how much the grid's error grows a step away from its latest point (s)
         #: Whether the grid is fitted (to GRID_MIN_POINTS points or more): a plain attribute,
         #: set where points and period change, as the reader asks it several times a read.
         self.ready = False
@@ -144,10 +167,9 @@ class StepGrid:
         return self.phase + k * self.period
 
     def error(self, k: int) -> float:
-        """How far grid point ``k`` may lie from the truth (s): residuals plus extrapolation."""
-        last = (self.points[-1][0] - self.phase) / self.period  # the latest point's index
-        slope = 2 * self.resid / max(self.k_span, 1)
-        return self.resid + abs(k - last) * slope
+        """How far grid point ``k`` may lie from the truth (s): residuals plus extrapolation
+        (see :meth:`_fit` for the period's error)."""
+        return self.resid + abs(k - self.points[-1][2]) * self.slope
 
     def candidates(self, lo: float, hi: float, begun: float) -> tuple[range, int, float]:
         """(The points a step seen between ``lo`` and ``hi`` by a read ``begun`` then can be,
@@ -160,35 +182,132 @@ class StepGrid:
         return range(first, math.floor((hi + eps - phase) / period) + 1), k_hi, eps
 
     def add(self, t: float, half: float, guess: float) -> None:
-        """A step bracketed within ``t`` +- ``half``; a point off the grid restarts it.
-        ``guess``: the period as the gaps between steps say, until the grid is fitted."""
-        if self.ready:
-            k = round(self.index(t))
-            if abs(self.at(k) - t) > half + self.error(k) + half:
-                self.points.clear()
-                self.period = 0.0
-        self.points.append((t, half))
-        self._fit(self.period or guess)
+        """A step bracketed within ``t`` +- ``half``. ``guess``: the period as the gaps between
+        steps say, until the grid is fitted. A point off the grid, or one whose index is not
+        sure, restarts it."""
+        if self.ready:  # indices from the fit, which knows the period best
+            x = (t - self.phase) / self.period
+            k = round(x)
+            sure = self.error(k) + 2 * half < self.period / 3
+            if not sure or abs(self.at(k) - t) > 2 * half + self.error(k):
+                self.restart()
+        if self.points and not self.ready:  # from the last point, by the guessed period
+            lt, lh, lk = self.points[-1]
+            gap = (t - lt) / guess if guess > 0 else 0.0
+            # a guess may be off by a few % (loosely placed steps): more steps than 3 apart
+            # can be miscounted, so the grid starts again from here
+            if guess <= 0 or gap > 3.5 or gap < 0.5:
+                self.restart()
+            else:
+                k = lk + round(gap)
+        if not self.points:
+            k = 0
+        self.points.append((t, half, k))
+        self._fit()
         self.ready = self.period > 0 and len(self.points) >= GRID_MIN_POINTS
 
-    def _fit(self, guess: float) -> None:
-        pts = [t for t, _ in self.points]
-        if len(pts) < 2 or guess <= 0:
+    def restart(self) -> None:
+        """Forget the points: the grid is fitted again from the next brackets."""
+        self.points.clear()
+        self.period, self.resid, self.slope, self.k_span, self.ready = 0.0, 0.0, 0.0, 0, False
+
+    def _fit(self) -> None:
+        """Weighted least squares of time on index (a point's weight: 1 / its half-width
+        squared), with the phase at the latest point so that indices near now stay small."""
+        pts = self.points
+        if len(pts) < 2:
             return
-        ks = [round((t - pts[0]) / guess) for t in pts]
-        n = len(ks)
-        mk, mt = sum(ks) / n, sum(pts) / n
-        var = sum((k - mk) ** 2 for k in ks)
+        ws = [1.0 / max(h, 1e-4) ** 2 for _, h, _ in pts]
+        sw = sum(ws)
+        mk = sum(w * k for w, (_, _, k) in zip(ws, pts, strict=True)) / sw
+        mt = sum(w * t for w, (t, _, _) in zip(ws, pts, strict=True)) / sw
+        var = sum(w * (k - mk) ** 2 for w, (_, _, k) in zip(ws, pts, strict=True))
         if var == 0:
             return
-        period = sum((k - mk) * (t - mt) for k, t in zip(ks, pts, strict=True)) / var
+        cov = sum(w * (k - mk) * (t - mt) for w, (t, _, k) in zip(ws, pts, strict=True))
+        period = cov / var
         if period <= 0:
             return
         phase = mt - period * mk
-        self.resid = max(abs(phase + period * k - t) for k, t in zip(ks, pts, strict=True))
+        last = pts[-1][2]
+        # re-index so that the latest point is 0: the stored indices shift with the phase
+        self.points = collections.deque(((t, h, k - last) for t, h, k in pts), maxlen=GRID_POINTS)
+        ks = [k for _, _, k in pts]
         self.k_span = max(ks) - min(ks)
-        # the phase at the latest point, so that indices near now stay small
-        self.phase, self.period = phase + period * ks[-1], period
+        # the residuals of the closest brackets (within 2x the closest): wide ones, which weigh
+        # little in the fit, would otherwise hide how well the tight ones place the grid
+        close = 2 * min(h for _, h, _ in pts)
+        self.resid = max(abs(phase + period * k - t) for t, h, k in pts if h <= close)
+        # The period's error a step (two standard errors), from the brackets' widths (a point
+        # lies anywhere in its bracket: a standard deviation of half-width / sqrt 3), or from
+        # the residuals where they say more (a clock drifting from the counter's). Residuals
+        # alone can be near 0 by chance: three points 1 % off the period fitted to within a
+        # millisecond, and the grid drifted 1 ms a step while claiming 0.15.
+        self.slope = max(2 / math.sqrt(3 * var), 2 * self.resid / max(self.k_span, 1))
+        self.phase, self.period = phase + period * last, period
+
+
+class Tries:
+    """When the reader tries to bracket a step tightly (reading back to back across it)."""
+
+    def __init__(self) -> None:
+        self.loose_steps = 0  # steps placed since the last tight bracket
+        self.backoff = REBRACKET_STEPS  # loose steps between tries
+        self.next_at = REBRACKET_STEPS  # the count of loose steps at which the next is made
+        self.trying = False  # whether the reads now are a try
+        self.failed = False  # whether the last try gave the grid no point
+
+    def wake(
+        self, now: float, s: float, spread: float, grid: StepGrid, period: float, least: float,
+        last_b: float | None,
+    ) -> float:  # fmt: skip
+        """When to begin the next read, the last step placed at ``s`` (give or take
+        ``spread``), reads costing ``least`` at least: just after the next step where the grid
+        places it; where the grid is not fitted, and when a try is due, early enough to end
+        before it, so that the read after brackets it tightly, and back to back until the step
+        (or, on a fitted grid, the end of the try's span). Past that span, and past a read
+        just after that found no step, once a quarter period until the step comes."""
+        lead, slack = 2 * least, TIGHT_SLACK_S  # two reads before it
+        if not grid.ready:  # back to back from just before the step, until it comes (a loosely
+            # placed last step may have come earlier than placed: so may this one)
+            return s + period - lead - min(spread, period / 2)
+        k = math.floor((s - grid.phase) / grid.period + 0.5) + 1
+        due, err = grid.phase + k * grid.period, grid.error(k)
+        if self.due(err, TIGHT_READS * least + slack, period):
+            span = min(err, ATTEMPT_SPAN * period)
+            if now <= due + span + lead + slack:
+                self.trying = True
+                return due - span - lead
+            if self.trying:  # no step in the try's span: try again later
+                self.give_up(failed=True)
+        once = due + min(err, period / 2) + slack
+        if now <= once or last_b is None:
+            return once
+        return last_b + ATTEMPT_SPAN * period
+
+    def due(self, err: float, tight: float, period: float) -> bool:
+        """Whether to try at the next step, the grid's error there being ``err``. A grid kept
+        by tight brackets is trusted to a fraction of one; one kept by close brackets only
+        while it tells its indices apart. After a try that gave no point, only on schedule:
+        a reader that cannot bracket would otherwise read back to back."""
+        trust = GRID_TRUST * tight if self.backoff == REBRACKET_STEPS else period / 8
+        return self.loose_steps >= self.next_at or (err > trust and not self.failed)
+
+    def tight(self) -> None:
+        self.loose_steps, self.trying, self.failed = 0, False, False
+        self.backoff = self.next_at = REBRACKET_STEPS
+
+    def loose(self, close: bool) -> None:
+        """A step placed loosely; ``close``: its bracket still gave the grid a point."""
+        self.loose_steps += 1
+        if self.trying:
+            self.give_up(failed=not close)
+
+    def give_up(self, failed: bool) -> None:
+        """A try came out loose: the next comes after twice as many steps."""
+        self.trying, self.failed = False, failed
+        self.backoff = min(2 * self.backoff, MAX_REBRACKET_STEPS)
+        self.next_at = self.loose_steps + self.backoff
 
 
 def max_watts(gpu) -> float | None:
