@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from processes import descendants
 
 import zeus_nb.device.gpu.nvidia  # noqa: F401 - binds the real pynvml before a test fakes it
 from zeus_nb import device
@@ -43,53 +44,17 @@ def pytest_configure(config):
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def _descendants(pid: int) -> dict[int, str]:
-    """Live descendants of ``pid`` and their command lines (Linux ``/proc``; empty elsewhere).
-
-    Zombies are left out (their parent reaps them), and so are the interpreter's own helpers
-    (multiprocessing's resource tracker and fork server), which end with the interpreter.
-    """
-    children: dict[int, list[int]] = {}
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return {}
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        state, ppid = stat[stat.rfind(")") + 2 :].split()[:2]
-        if state != "Z":
-            children.setdefault(int(ppid), []).append(int(entry.name))
-    found: dict[int, str] = {}
-    stack = [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            try:
-                cmd = (proc / str(child) / "cmdline").read_bytes().replace(b"\0", b" ")
-            except OSError:
-                continue
-            text = cmd.decode(errors="replace").strip()
-            if "resource_tracker" in text or "forkserver" in text:
-                continue
-            found[child] = text
-            stack.append(child)
-    return found
-
-
 @pytest.fixture(autouse=True, scope="session")
 def _no_process_left_behind():
     """The session fails if a test left a child process running (a server, a kernel, a
     worker): each test must stop what it starts. The leftovers are named, then killed. The
     forkrun launcher kept for this process's training jobs ends with the process: here."""
-    before = set(_descendants(os.getpid()))
+    before = set(descendants(os.getpid()))
     yield
     launcher.close_kept()
     deadline = time.monotonic() + 15  # let processes that were just told to stop finish
     while True:
-        left = {p: c for p, c in _descendants(os.getpid()).items() if p not in before}
+        left = {p: c for p, c in descendants(os.getpid()).items() if p not in before}
         if not left or time.monotonic() > deadline:
             break
         time.sleep(0.2)

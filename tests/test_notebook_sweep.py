@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 import pytest
+from processes import descendants
 
 from zeus_nb import cli
 from zeus_nb.runner.notebooks import (
@@ -152,7 +154,11 @@ def test_interrupted_sweep_resumes_to_all_results(tmp_path):
                 break
             time.sleep(0.05)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its kernel
+        kernels = descendants(proc.pid)  # a kernel runs in a session of its own
+        os.killpg(proc.pid, signal.SIGKILL)  # the sweep
+        for pid in kernels:  # and its kernel: orphaned, it would outlive a subreaper parent
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
         proc.wait()
     done_before = finished(out)
     assert 3 <= len(done_before) < 6, done_before
