@@ -97,6 +97,33 @@ def test_judging_names_every_kind_of_problem(monkeypatch):
     assert not any("more than 1%" in p for p in found)  # 3 of 404 is under 1 %
 
 
+def test_a_failure_that_passes_alone_counts_as_passed_and_is_named():
+    """A race in a test (threads timed against sleeps) that fails beside busy processes and
+    passes when run again alone is counted as passed, and named with its first failure; a
+    test that fails again, or was not run again, stays failed."""
+    raw = {
+        "wheel": "zeus-0.16.0-py3-none-any.whl",
+        "tests": {
+            "t.py::racy": {"outcome": "failed", "reason": "assert 1 == 2"},
+            "t.py::broken": {"outcome": "failed", "reason": "boom"},
+            "t.py::not_again": {"outcome": "error", "reason": "fixture"},
+            "t.py::ok": {"outcome": "passed", "reason": ""},
+        },
+        "collection_errors": {},
+    }
+    rerun = {
+        "tests": {
+            "t.py::racy": {"outcome": "passed", "reason": ""},
+            "t.py::broken": {"outcome": "failed", "reason": "boom"},
+        },
+        "collection_errors": {},
+    }
+    summary = zeus_suite.summarize(zeus_suite.merge_rerun(raw, rerun))
+    assert summary["totals"] == {"passed": 2, "failed": 1, "error": 1, "skipped": 0}
+    assert summary["passed_on_rerun"] == {"t.py::racy": "assert 1 == 2"}
+    assert set(summary["not_passing"]) == {"t.py::broken", "t.py::not_again"}
+
+
 def test_the_suite_fails_instead_of_skipping_without_the_wheel(monkeypatch, tmp_path):
     """No wheel and no way to download one is a failure of the run, not a silent skip."""
     monkeypatch.setenv("ZEUS_WHEEL", str(tmp_path / "absent.whl"))
