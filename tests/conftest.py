@@ -16,6 +16,7 @@ from processes import descendants
 
 import zeus_nb.device.gpu.nvidia  # noqa: F401 - binds the real pynvml before a test fakes it
 from zeus_nb import device
+from zeus_nb.runner import kernels
 from zeus_nb.train import launcher
 
 FAKE_NVML_DIR = Path(__file__).parent / "fake_nvml"
@@ -48,10 +49,12 @@ def pytest_configure(config):
 def _no_process_left_behind():
     """The session fails if a test left a child process running (a server, a kernel, a
     worker): each test must stop what it starts. The leftovers are named, then killed. The
-    forkrun launcher kept for this process's training jobs ends with the process: here."""
+    forkrun launcher kept for this process's training jobs, and the kernel zygotes, end with
+    the process: here."""
     before = set(descendants(os.getpid()))
     yield
     launcher.close_kept()
+    kernels.close()
     deadline = time.monotonic() + 15  # let processes that were just told to stop finish
     while True:
         left = {p: c for p, c in descendants(os.getpid()).items() if p not in before}

@@ -73,6 +73,8 @@ VARIABLES: dict[str, Variable] = {
         _v("ZEUS_NB_CHECKS", "choice", "exercise checks", choices=("strict", "lenient")),
         _v("ZEUS_NB_DEBUG", "bool", "show tracebacks of errors"),
         _v("ZEUS_NB_HEADLESS", "bool", "widgets show no controls"),
+        _v("ZEUS_NB_WARM_KERNELS", "bool", "notebook kernels fork from a process that "
+           "imported PyTorch and the rest once (default: on, Linux)"),
         _v("ZEUS_NB_RECORD_FILE", _PATH, "sidecar file of zeus_nb.record"),
         _v("ZEUS_NB_RECORD_DIR", _PATH, "folder of sidecar files of zeus_nb.record"),
         _v("ZEUS_MAX_SLOWDOWN", "number", "Zeus's maximum slowdown factor", quantity=_SLOWDOWN),

@@ -24,6 +24,7 @@ from typing import Any
 
 from zeus_nb.inputs.jsonschema_formats import skip_iri_grammar
 from zeus_nb.inputs.registry import system_read
+from zeus_nb.runner import kernels
 from zeus_nb.utils.threads import thread_environment
 
 KERNEL = "python3"
@@ -77,6 +78,8 @@ def _quiet_shutdown(running: dict[str, bool], log: Any = None) -> type:
     Without ``OMP_NUM_THREADS`` of its own, the kernel starts with the thread count of a small
     model (:func:`zeus_nb.utils.threads.thread_environment`): torch's default of one thread per
     core makes the notebooks' tiny models several times slower on a machine other work shares.
+    A python kernel of this interpreter is forked from a process that imported the heavy
+    modules once (:mod:`zeus_nb.runner.kernels`).
     """
     from jupyter_client.manager import AsyncKernelManager
 
@@ -90,7 +93,13 @@ def _quiet_shutdown(running: dict[str, bool], log: Any = None) -> type:
                 kw["stderr"] = log
             if isinstance(kw.get("env"), dict):  # threads for small models, unless set
                 thread_environment(kw["env"])
-            await super()._async_launch_kernel(kernel_cmd, **kw)
+            forked = kernels.launch(kernel_cmd, kw)
+            if forked is None:
+                await super()._async_launch_kernel(kernel_cmd, **kw)
+                return
+            p = self.provisioner  # what LocalProvisioner.launch_kernel keeps of a process
+            p.process, p.pid, p.pgid, p.cwd = forked, forked.pid, forked.pid, kw.get("cwd")
+            self._reconcile_connection_info(p.connection_info)
 
     return QuietShutdownKernelManager
 
