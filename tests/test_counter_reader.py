@@ -602,6 +602,26 @@ def test_a_late_step_just_before_the_grids_next_point_is_placed_at_the_read_not_
         assert abs(r.estimate(m) - sim.watts * m.t) <= sim.watts * r._tight(), m.t
 
 
+def test_a_step_seen_within_half_a_period_of_the_last_is_placed_in_its_bracket():
+    """A step a read sees before the grid's half-period floor (the counter stepped early, or
+    the last step was placed late) goes in the read's own bracket. The floor once cut the
+    bracket to a negative width: the step went after the read that saw it (here 16 ms), and
+    in 1 of 3000 simulated runs of a 20 ms counter its grid point stopped the reader's thread
+    with a ValueError."""
+    r, clock, sim = driven_reader()
+    cost = 0.0028
+    calm_reads(r, clock, sim, 0.0, 1.0, cost)
+    assert r.grid.ready and r._anchor[0] == pytest.approx(0.937, abs=0.003)
+    last = r._last
+    a = last.b + 0.01  # 13 ms after the last step, the counter has stepped again
+    sample(r, clock, a, sim.watts)
+    r.observe(a, a + cost, last.joules + 5.0)
+    s, joules = r._anchor
+    assert last.a <= s <= a + cost and joules == pytest.approx(last.joules + 5.0)
+    calm_reads(r, clock, sim, 1.05, 2.0, cost)  # and the reader goes on
+    assert r.grid.ready and r._anchor[0] == pytest.approx(1.937, abs=0.003)
+
+
 def test_a_counter_jump_beyond_max_power_is_rejected_and_logged_once(caplog, monkeypatch):
     monkeypatch.setattr(counter, "_noted", set())  # causes are logged once per process
     r, clock, sim = driven_reader()

@@ -291,10 +291,12 @@ class CounterReader:
         A tight bracket (two reads back to back) places it at its middle; a wider one at the
         last grid point it holds, the last step the value can count (the power between is
         shared out as for one step); where which is unclear, power decides (estimates)."""
-        lo = last.a
-        if self._stepped:
-            lo = max(lo, self._anchor[0] + 0.5 * self.grid.period if self.grid.ready else lo)
-        hi = cur.b
+        lo, hi = last.a, cur.b
+        # no step within half a period of the last, unless this read saw one there (the grid
+        # or the anchor is off: the bare bracket stands, never one of negative width)
+        floor = self._anchor[0] + 0.5 * self.grid.period if self.grid.ready else lo
+        if self._stepped and floor < hi:
+            lo = max(lo, floor)
         width = hi - lo
         tight = self._tight()
         if width <= tight:
