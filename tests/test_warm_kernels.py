@@ -5,6 +5,7 @@ process that asked for it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -101,6 +102,15 @@ nb = nbformat.v4.new_notebook()
 nb.cells = [nbformat.v4.new_code_cell("import time; time.sleep(600)")]
 execute(nb, sys.argv[1])
 """
+#: A parent that adopts orphans (as a CI harness or a container's init may): the client's
+#: children do not go to process 1 when it ends, so a kernel's watch for process 1 never fires.
+SUBREAPER = """
+import ctypes, subprocess, sys
+ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+client = subprocess.Popen(sys.argv[1:])
+print(client.pid, flush=True)
+sys.stdin.read()  # until the test is done: orphans stay here, reaped or not
+"""
 
 
 def _gone(pids, seconds: float) -> bool:
@@ -113,25 +123,43 @@ def _gone(pids, seconds: float) -> bool:
 
 
 @pytest.mark.slow
-def test_a_zygote_and_its_kernels_end_with_the_process_that_asked(tmp_path):
+@pytest.mark.parametrize(
+    ("adopter", "wanted"),
+    [("init", 2), ("subreaper", 2), ("subreaper", 1)],
+    ids=["kernel-running", "kernel-running-subreaper", "zygote-importing-subreaper"],
+)
+def test_a_zygote_and_its_kernels_end_with_the_process_that_asked(tmp_path, adopter, wanted):
+    """Killed while its kernel runs, or while its zygote still imports (the zygote must not
+    take its adopter for the parent it watches)."""
     env = {**os.environ, "ZEUS_NB_WARM_KERNELS": "1"}
-    proc = subprocess.Popen([sys.executable, "-c", SLEEPER, str(tmp_path / "o.ipynb")], env=env)
+    client = [sys.executable, "-c", SLEEPER, str(tmp_path / "o.ipynb")]
+    if adopter == "init":
+        proc = subprocess.Popen(client, env=env)
+        pid = proc.pid
+    else:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SUBREAPER, *client], env=env, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        pid = int(proc.stdout.readline())
+    found: dict = {}
     try:
         end = time.monotonic() + 120
         while time.monotonic() < end:  # the zygote, then the kernel it forked
-            found = descendants(proc.pid)
-            if len([c for c in found.values() if "zeus_nb.runner.kernels" in c]) >= 2:
+            found = descendants(pid)
+            if len([c for c in found.values() if "zeus_nb.runner.kernels" in c]) >= wanted:
                 break
             time.sleep(0.2)
         else:
-            pytest.fail(f"no zygote and kernel under the client: {found}")
-        proc.kill()  # no shutdown, no atexit: the zygote sees its parent gone
-        proc.wait()
+            pytest.fail(f"no zygote (and kernel) under the client: {found}")
+        os.kill(pid, signal.SIGKILL)  # no shutdown, no atexit: the zygote sees its parent gone
         assert _gone(found, 20), {p: kernels._alive(p) for p in found}
     finally:
+        for p in [*found, pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p, signal.SIGKILL)
         proc.kill()
-        for pid in descendants(proc.pid):
-            os.kill(pid, signal.SIGKILL)
+        proc.wait()
 
 
 @pytest.mark.slow

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import importlib
 import importlib.util
 import json
@@ -43,6 +44,7 @@ import traceback
 from typing import Any
 
 from zeus_nb.inputs.env import env
+from zeus_nb.inputs.registry import system_read
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,8 @@ PER_KERNEL = ("ZEUS_NB_", "JPY_")
 #: The backend ipykernel sets for a kernel without one, before any notebook imports matplotlib.
 INLINE = "module://matplotlib_inline.backend_inline"
 _HEADER = struct.Struct("!I")
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends (Linux)
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 
 def enabled() -> bool:
@@ -107,6 +111,7 @@ class ForkedKernel:
         self.send_signal(signal.SIGKILL)
 
 
+@system_read("/proc/<pid>/stat (kernel)")
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as f:
@@ -156,7 +161,7 @@ class _Zygote:
         self.path = os.path.join(self.folder, "s")
         zenv = {k: v for k, v in env.items() if not k.startswith(PER_KERNEL)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", __name__, self.path, str(IDLE_S)],
+            [sys.executable, "-m", __name__, self.path, str(IDLE_S), str(os.getpid())],
             env=zenv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -233,13 +238,13 @@ def close() -> None:
 
 
 # --- the zygote ------------------------------------------------------------------------------
-def serve(path: str, idle_s: float = IDLE_S) -> None:
-    """Import PRELOAD, then fork a kernel for each request on the socket at ``path``."""
+def serve(path: str, idle_s: float, parent: int) -> None:
+    """Import PRELOAD, then fork a kernel for each request on the socket at ``path``, while
+    the process ``parent`` that started this one lives (checked each second)."""
     os.environ.setdefault("MPLBACKEND", INLINE)  # as ipykernel would, before the imports
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    parent = os.getppid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # kernels are reaped as they end
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -263,9 +268,10 @@ def serve(path: str, idle_s: float = IDLE_S) -> None:
             request, fds = _receive(conn)
             sys.stdout.flush()
             sys.stderr.flush()
+            zygote = os.getpid()
             pid = os.fork()
             if pid == 0:
-                _become_kernel(listener, conn, request, fds)
+                _become_kernel(listener, conn, request, fds, zygote)
             for fd in fds:
                 os.close(fd)
             kernels.add(pid)
@@ -287,11 +293,20 @@ def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
     return json.loads(body), fds
 
 
-def _become_kernel(listener: socket.socket, conn: socket.socket, request: dict, fds: list[int]):
+def _become_kernel(
+    listener: socket.socket, conn: socket.socket, request: dict, fds: list[int], zygote: int
+):
     """In the forked child: the kernel's session, streams, folder and environment, then
-    ``python -m ipykernel_launcher`` with the kernel spec's arguments. Never returns."""
+    ``python -m ipykernel_launcher`` with the kernel spec's arguments. Never returns.
+
+    The kernel ends with the zygote, as any kernel with its parent: by the kernel's signal
+    that its parent ended, set before anything else (ipykernel's own watch of its parent
+    misses a parent that ended before the watch began, under a subreaper)."""
     code = 1
     try:
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # type: ignore[union-attr]
+        if os.getppid() != zygote:  # ended before the signal was set
+            os._exit(1)
         listener.close()
         conn.close()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -331,4 +346,4 @@ def _become_kernel(listener: socket.socket, conn: socket.socket, request: dict, 
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], float(sys.argv[2]))
+    serve(sys.argv[1], float(sys.argv[2]), int(sys.argv[3]))
