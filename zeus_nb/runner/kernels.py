@@ -63,8 +63,9 @@ IDLE_S = 30.0
 #: How long the first kernel waits for its zygote's imports before starting cold (s).
 READY_S = 120.0
 #: Variables a kernel gets but the zygote's imports never read: kernels that differ only in
-#: them share a zygote (the runner sets a record file and a backend per notebook).
-PER_KERNEL = ("ZEUS_NB_", "JPY_")
+#: them share a zygote (the runner sets a record file and a backend per notebook; pytest names
+#: the test running in PYTEST_CURRENT_TEST).
+PER_KERNEL = ("ZEUS_NB_", "JPY_", "PYTEST_")
 #: The backend ipykernel sets for a kernel without one, before any notebook imports matplotlib.
 INLINE = "module://matplotlib_inline.backend_inline"
 _HEADER = struct.Struct("!I")
@@ -78,7 +79,8 @@ def enabled() -> bool:
 
 class ForkedKernel:
     """What jupyter_client keeps of a kernel process (a ``Popen``'s calls), for a kernel this
-    process did not start: alive while its pid is (its zygote reaps it at once)."""
+    process did not start: alive while its pid is and is no zombie (its zygote reaps it
+    within a second)."""
 
     stdin = stdout = stderr = None
 
@@ -246,7 +248,6 @@ def serve(path: str, idle_s: float, parent: int) -> None:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # kernels are reaped as they end
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(8)
@@ -255,7 +256,7 @@ def serve(path: str, idle_s: float, parent: int) -> None:
     kernels: set[int] = set()
     last = time.monotonic()
     while os.getppid() == parent:
-        kernels = {pid for pid in kernels if _alive(pid)}
+        kernels = {pid for pid in kernels if not _reaped(pid)}
         if not kernels and time.monotonic() - last > idle_s:
             break
         try:
@@ -279,6 +280,15 @@ def serve(path: str, idle_s: float, parent: int) -> None:
     listener.close()
     with contextlib.suppress(OSError):
         os.unlink(path)
+
+
+def _reaped(pid: int) -> bool:
+    """Whether the kernel ``pid`` ended (and is now reaped: its CPU time counts in this
+    process's children's, and so in the runner's, as a cold kernel's does)."""
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] == pid
+    except ChildProcessError:
+        return True
 
 
 def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
@@ -309,7 +319,6 @@ def _become_kernel(
             os._exit(1)
         listener.close()
         conn.close()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.setsid()
         null = os.open(os.devnull, os.O_RDONLY)
