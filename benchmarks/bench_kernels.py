@@ -14,9 +14,7 @@ parents never wait for are waited for here and counted in ``RUSAGE_CHILDREN``.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -24,23 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from subreaper import become_subreaper, children_cpu, reap
+
 from zeus_nb.runner.records import read_notebook
 
 REPO = Path(__file__).resolve().parents[1]
-PR_SET_CHILD_SUBREAPER = 36
-
-
-def children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def reap() -> None:
-    while True:
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            return
 
 
 def tour(warm: bool, folder: Path) -> tuple[float, float, dict[str, dict]]:
@@ -62,8 +48,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
-    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        sys.exit("prctl(PR_SET_CHILD_SUBREAPER) failed: this benchmark needs Linux")
+    become_subreaper()
     load = os.getloadavg()[0]
     runs: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
     records: dict[bool, list[dict]] = {False: [], True: []}

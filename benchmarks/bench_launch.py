@@ -17,10 +17,8 @@ never wait for, are waited for here and their CPU time is counted in ``RUSAGE_CH
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -29,10 +27,11 @@ import time
 from collections import deque
 from pathlib import Path
 
+from subreaper import become_subreaper, children_cpu, reap
+
 from zeus_nb.train import launcher
 
 REPO = Path(__file__).resolve().parents[1]
-PR_SET_CHILD_SUBREAPER = 36
 JOBS = {
     "pipeline": (
         4,
@@ -55,20 +54,6 @@ LAUNCHERS = {
         "-m", "zeus_nb.train.forkrun", "--nproc_per_node", str(n), module
     ],
 }  # fmt: skip
-
-
-def children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def reap() -> None:
-    """Wait for every orphan handed to this process (the fork server, its ranks)."""
-    while True:
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            return
 
 
 def job_command(name: str, job: str, out: Path) -> list[str]:
@@ -114,8 +99,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--job", choices=sorted(JOBS), default="pipeline")
     args = parser.parse_args()
-    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        sys.exit("prctl(PR_SET_CHILD_SUBREAPER) failed: this benchmark needs Linux")
+    become_subreaper()
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in LAUNCHERS}
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="bench_launch_") as tmp:
