@@ -49,8 +49,11 @@ def _probe(tmp_path, name: str, warm: bool, monkeypatch) -> dict:
     return json.loads("".join(o["text"] for o in cell.outputs if o.get("name") == "stdout"))
 
 
-def test_only_this_interpreters_ipykernel_is_forked():
+def test_only_this_interpreters_ipykernel_is_forked(tmp_path):
     assert kernels._is_ipykernel([sys.executable, "-m", "ipykernel_launcher", "-f", "c.json"])
+    other_venv = tmp_path / "python"  # another environment: the same interpreter, linked
+    other_venv.symlink_to(os.path.realpath(sys.executable))
+    assert not kernels._is_ipykernel([str(other_venv), "-m", "ipykernel_launcher", "-f", "c"])
     assert not kernels._is_ipykernel(["/usr/bin/python3-other", "-m", "ipykernel_launcher"])
     assert not kernels._is_ipykernel([sys.executable, "-m", "other_kernel", "-f", "c.json"])
     assert not kernels._is_ipykernel(["ir", "--vanilla"])

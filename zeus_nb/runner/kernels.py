@@ -145,8 +145,10 @@ def launch(cmd: list[str], kw: dict[str, Any]) -> ForkedKernel | None:
 def _is_ipykernel(cmd: list[str]) -> bool:
     if len(cmd) < 3 or cmd[1:3] != ["-m", "ipykernel_launcher"]:
         return False
+    # paths compared as given, links not followed: another virtual environment's python is a
+    # link to the same interpreter, with other packages
     exe = shutil.which(cmd[0]) or cmd[0]
-    return os.path.realpath(exe) == os.path.realpath(sys.executable)
+    return os.path.abspath(exe) == os.path.abspath(sys.executable)
 
 
 def _fileno(stream: Any, default: int) -> int:
