@@ -59,6 +59,16 @@ def test_only_this_interpreters_ipykernel_is_forked(tmp_path):
     assert not kernels._is_ipykernel(["ir", "--vanilla"])
 
 
+def test_kernels_start_the_usual_way_when_off_or_given_a_pipe(monkeypatch):
+    cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "c.json"]
+    before = dict(kernels._zygotes)  # this process's, from earlier tests
+    monkeypatch.setenv("ZEUS_NB_WARM_KERNELS", "0")
+    assert not kernels.enabled() and kernels.launch(cmd, {}) is None
+    monkeypatch.setenv("ZEUS_NB_WARM_KERNELS", "1")
+    assert kernels.launch(cmd, {"stdout": subprocess.PIPE}) is None  # only Popen makes pipes
+    assert kernels._zygotes == before  # and no zygote was started for either
+
+
 def test_a_kernel_that_is_gone_reads_ended():
     done = subprocess.run([sys.executable, "-c", "pass"], check=True)
     gone = kernels.ForkedKernel(os.getpid())

@@ -74,6 +74,7 @@ _libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 
 def enabled() -> bool:
+    """Whether kernels fork from a zygote here (Linux, unless ZEUS_NB_WARM_KERNELS is off)."""
     return sys.platform == "linux" and env("ZEUS_NB_WARM_KERNELS") is not False
 
 
@@ -127,12 +128,14 @@ def launch(cmd: list[str], kw: dict[str, Any]) -> ForkedKernel | None:
     stdout, stderr) from a zygote; None where it is to start the usual way."""
     if not enabled() or not _is_ipykernel(cmd):
         return None
-    env = dict(kw.get("env") or os.environ)
-    key = tuple(sorted((k, v) for k, v in env.items() if not k.startswith(PER_KERNEL)))
-    request = {"args": cmd[3:], "env": env, "cwd": str(kw.get("cwd") or os.getcwd())}
+    environ = dict(kw.get("env") or os.environ)
+    key = tuple(sorted((k, v) for k, v in environ.items() if not k.startswith(PER_KERNEL)))
+    request = {"args": cmd[3:], "env": environ, "cwd": str(kw.get("cwd") or os.getcwd())}
     fds = [_fileno(kw.get("stdout"), 1), _fileno(kw.get("stderr"), 2)]
+    if min(fds) < 0:  # a pipe to be made for the kernel (subprocess.PIPE): only Popen makes it
+        return None
     for _ in range(2):  # a zygote that just ended idle: once more with a new one
-        zygote = _zygote(key, env)
+        zygote = _zygote(key, environ)
         if zygote is None:
             return None
         pid = zygote.fork(request, fds)
