@@ -270,6 +270,27 @@ def stolen() -> float:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path(sim_wall.SCHEDSTAT).exists(), reason="no /proc/self/schedstat")
+def test_own_time_is_not_shifted_by_a_wait_for_a_cpu_between_its_reads(monkeypatch):
+    """A busy machine preempts the reader inside its read of the wait (a file read): the wait
+    then counts in the wait read but not in the clock read before it. Own time is 9 s here
+    before and after that 0.5 s wait; reading the clock once, before the wait, gave 8.5 s (a
+    busy run's test of CPU work saw own time 16 ms under its CPU time)."""
+    fake = FakeTime()
+    fake.now, machine = 10.0, {"waited": 1.0, "preempt": True}
+
+    def waited() -> float:
+        if machine["preempt"]:  # preempted inside this read: the wait is accounted first
+            machine["preempt"] = False
+            fake.now += 0.5
+            machine["waited"] += 0.5
+        return machine["waited"]
+
+    monkeypatch.setattr(sim_wall, "time", fake)
+    monkeypatch.setattr(sim_wall, "_HAS_SCHEDSTAT", True)
+    monkeypatch.setattr(sim_wall, "_waited", waited)
+    assert sim_wall.own_time() == 9.0
+
+
 def test_own_time_of_cpu_work_beside_busy_processes_is_the_cpu_it_ran(busy_machine):
     """Beside four busy processes, CPU work's own time is the CPU time it ran, not its real time:
     the waits for a CPU are left out. What load does to the CPU itself is not: on CI's 2-core

@@ -73,8 +73,22 @@ _HAS_SCHEDSTAT = _waited() > 0 or os.path.exists(SCHEDSTAT)
 
 
 def own_time() -> float:
-    """Monotonic seconds less those spent waiting for a CPU: the process's own time."""
-    return time.monotonic() - (_waited() if _HAS_SCHEDSTAT else 0.0)
+    """Monotonic seconds less those spent waiting for a CPU: the process's own time.
+
+    The clock is read between two reads of the wait, and kept only where they agree: a wait
+    for a CPU between the clock and the wait's read (the file read is where a busy machine
+    often preempts) would count in one and not the other, and shift this time by that wait
+    (16 ms seen beside four busy processes)."""
+    if not _HAS_SCHEDSTAT:
+        return time.monotonic()
+    waited = _waited()
+    for _ in range(5):
+        now = time.monotonic()
+        after = _waited()
+        if after == waited:
+            break
+        waited = after
+    return now - waited
 
 
 class WallPace:
