@@ -1,8 +1,8 @@
-"""The test files that take longest run first, so that the two xdist workers finish together.
+"""The test files that take longest run first, so that the xdist workers finish together.
 
 pytest-xdist (``--dist loadfile --no-loadscope-reorder``, pyproject.toml) hands out whole files in
 collection order. Alphabetically the docs site build (``test_site.py``, which executes every
-notebook) came last and ran alone at the end while the other worker sat idle; moved to the front,
+notebook) came last and ran alone at the end while the other workers sat idle; moved to the front,
 the long files start at once and the many short files fill in around them. The order of the
 tests within a file is kept.
 """
@@ -12,9 +12,11 @@ from __future__ import annotations
 import pytest
 from tour_fixture import FIXTURE_RUNS
 
-# Longest first, by `--durations` of a whole-suite run: the docs site build, the notebook tour,
-# the tours on fake NVML GPUs, Zeus's own unit tests, JupyterLab in Chromium, both course editions.
+# Longest first, by `--durations` of a whole-suite run: every runnable block of the docs (the
+# longest file, 7 min of one worker on 2026-12-05), the docs site build, the notebook tour, the
+# tours on fake NVML GPUs, Zeus's own unit tests, JupyterLab in Chromium, both course editions.
 FIRST = (
+    "test_docs_facts.py",
     "test_site.py",
     "test_notebooks.py",
     "test_tour_nvml.py",
