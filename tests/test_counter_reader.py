@@ -492,6 +492,30 @@ def test_a_long_window_agrees_with_the_counter(h100, busy_threads):
     assert how in counter_track.EXACT or m.approximate == [0]
 
 
+def test_a_step_across_a_change_of_load_never_calibrates_the_ratio():
+    """Power readings lag a change of load (100 ms averages on an H100): a step across one
+    gave a counter/power ratio of 1.5 to 3.4, and a reader starved beside busy CPUs, with few
+    steps placed closely, took its median from such steps; 120 per-step windows then summed
+    7 % off. A step calibrates once its readings and the next step's held steady."""
+    clock, gpu = Clock(), StubGPU()
+    r = reader_at(clock, gpu)
+    r._anchor = (0.0, 0.0)
+    # the GPU draws 100 W, then 500 W from 0.13 s on; readings show it from 0.18 s on
+    energy = {1: 10.0, 2: 10.0 + 0.03 * 100 + 0.07 * 500}
+    for k in range(3, 7):
+        energy[k] = energy[k - 1] + 50.0
+    for k in range(1, 7):
+        for t in (0.025, 0.05, 0.075):
+            at = (k - 1) * 0.1 + t
+            sample(r, clock, at, 100.0 if at < 0.18 else 500.0)
+        if k == 2:
+            sample(r, clock, 0.19, 500.0)
+        with r._lock:
+            r._step(k * 0.1, energy[k])
+    assert r._ratios and max(abs(x - 1.0) for x in r._ratios) < 1e-9, list(r._ratios)
+    assert r._ratio == pytest.approx(1.0)
+
+
 def test_power_readings_that_disagree_with_the_counter_are_scaled_to_it(h100):
     # power readings at 57 % of what the counter counts (as 187 J vs 327 J over 5 s idle)
     system = h100(power_scale=0.57)

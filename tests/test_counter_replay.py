@@ -105,11 +105,13 @@ def test_step_windows_add_up_to_the_counter_within_one_step_on_a_real_h200(trace
 
 
 def test_the_replay_gives_what_the_reader_returned_on_the_h200(monkeypatch):
-    """``trace-instant-median.json`` was recorded with the reader as it is now but for one rule
+    """``trace-instant-median.json`` was recorded with the reader as it is now but for two rules
     added since: it calibrated on every complete step, however loosely placed (a calibration
-    spread without bound). So set, the first run of a process (a reader of its own, no earlier
-    state) replays to the windows it returned there; the test above checks the reader as it is."""
+    spread without bound) and whatever the power did across it and after (``STEADY`` None: at
+    once). So set, the first run of a process (a reader of its own, no earlier state) replays to
+    the windows it returned there; the test above checks the reader as it is."""
     monkeypatch.setattr(counter, "CALIBRATION_SPREAD", float("inf"))
+    monkeypatch.setattr(counter, "STEADY", None)
     run = json.loads((RESULTS / "trace-instant-median.json").read_text())["runs"][0]
     steps, at_once, _ = replay(run, "F")
     recorded = [w[3] for w in run["windows"]]

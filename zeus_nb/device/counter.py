@@ -9,10 +9,8 @@ and one power reading. The cumulative energy at a mark is *shared out* (final) o
 steps on both sides of it are known, ``E_j + (E_j+1 - E_j) * P(s_j..t) / P(s_j..s_j+1)``, so
 windows that tile a span add up to the counter's own difference over it; before the next step
 it is *estimated*: the last step's value plus the integrated power since, times the median
-counter/power ratio of the last complete steps placed to within a tenth of their length (the
-two can disagree widely on some GPUs; power lags a change of load, and a sum over steps across
-one set per-step windows on an H200 8-13 % too high; a step placed mid-gap by a starved reader
-gives a ratio off by as much as it is misplaced). Every mark resolves to one value, so
+counter/power ratio of recent complete steps placed closely and under steady power (the two
+disagree widely on some GPUs; :data:`CALIBRATION_SPREAD`). Every mark resolves to one value, so
 back-to-back windows add up to the window around them, and a window during which the GPU drew
 power never measures 0 J. One reader serves every monitor of a process that measures the GPU
 (:mod:`zeus_nb.device.counter_registry` decides, once per GPU and process, under a lock).
@@ -60,8 +58,8 @@ log = logging.getLogger(__name__)
 #: A counter read slower than this (the least of the first reads) goes to a background reader.
 SLOW_READ_S = 1e-3
 #: The reader reads power beside its counter reads, at most this often (window edges add their
-#: own): an H100's power reading changed every 50-100 ms (docs/measuring.md), and each wake of
-#: the reader costs the caller's thread a turn of the GIL, so it wakes for counter steps only.
+#: own): an H100's reading changed every 50-100 ms (docs/measuring.md), and each wake of the
+#: reader costs the caller's thread a turn of the GIL, so it wakes for counter steps only.
 POWER_PERIOD_S = 0.05
 #: Counter period assumed until two steps were seen (an H100's is 100 ms).
 DEFAULT_PERIOD_S = 0.1
@@ -73,12 +71,11 @@ MAX_PERIOD_S = 1.0
 GRID_READS = 2
 #: Complete steps whose counter/power ratios (their median) calibrate estimates.
 CALIBRATION_STEPS = 10
-#: A step calibrates only where its two ends are placed to within this fraction of its length
-#: (together): a step placed in a wide bracket (a starved reader's) gives a ratio off by as much.
-CALIBRATION_SPREAD = 0.1
-#: A counter read longer than this (or half a period) is a stall: what it read is placed
-#: by power and windows over it are estimates (an H100's slowest read of 200 took 16.8 ms).
-STALL_S = 0.05
+#: A step calibrates only where its ends are placed to within this fraction of its length (a
+#: wide bracket's step gives a ratio off by as much), and its power readings and the next step's
+#: held within STEADY (they lag a change of load: ratios 1.5-3.4 across one, beside busy CPUs).
+CALIBRATION_SPREAD, STEADY = 0.1, 0.2  # STEADY None: any step placed calibrates, at once
+STALL_S = 0.05  # a longer read (or half a period) is a stall: placed by power (H100: 16.8 ms)
 #: A power reading whose call took longer than this has no known time and is left out.
 POWER_WIDTH_S = 5e-3
 #: wait_for_counter waits this many periods (plus reads and slack) for the next step.
@@ -121,12 +118,13 @@ class CounterReader:
         self._suspect: Read | None = None  # a rejected read: a new base if the next agrees
         self._offset = 0.0  # added to raw readings after a rejected one (J)
         self._breaks: list[tuple[float, float, str]] = []  # spans windows cannot be exact over
-        self._power = PowerTrack()  # readings since the anchor (and the one before it)
+        self._power = PowerTrack()  # readings since the step before the anchor (and one before)
         self._pending: list[Mark] = []
         self._gaps: collections.deque[float] = collections.deque(maxlen=9)
         self.tries = Tries()  # when to try a tight bracket
         self._ratios: collections.deque[float] = collections.deque(maxlen=CALIBRATION_STEPS)
         self._ratio = 1.0  # counter J / integrated power J: the median of recent steps' (_step)
+        self._candidate: tuple[float, float] | None = None  # (start, ratio): judged a step on
         self._users = 0
         self._stop = Stop()
         self._thread: threading.Thread | None = None
@@ -264,8 +262,7 @@ class CounterReader:
             s, spread, how = self._place(last, read, raw_joules - last.joules)
             if stalled:
                 how, spread = STALLED, max(spread, cost / 2)
-            # the step came after ``last`` began: whatever its placement, a bound for the next
-            self._step(s, raw_joules + self._offset, how, last.a, spread)
+            self._step(s, raw_joules + self._offset, how, last.a, spread)  # after ``last`` began
 
     def _rebase(self, read: Read) -> None:
         """The counter restarted from ``read``'s value: continue from power (lock held)."""
@@ -292,8 +289,8 @@ class CounterReader:
         last grid point it holds, the last step the value can count (the power between is
         shared out as for one step); where which is unclear, power decides (estimates)."""
         lo, hi = last.a, cur.b
-        # no step within half a period of the last, unless this read saw one there (the grid
-        # or the anchor is off: the bare bracket stands, never one of negative width)
+        # no step within half a period of the last, unless this read saw one there (no bracket
+        # of negative width)
         floor = self._anchor[0] + 0.5 * self.grid.period if self.grid.ready else lo
         if self._stepped and floor < hi:
             lo = max(lo, floor)
@@ -362,9 +359,12 @@ class CounterReader:
             self._gaps.append(s - s0)
             self.period = self.grid.period if self.grid.ready else statistics.median(self._gaps)
             placed = spread + self._anchor_spread <= CALIBRATION_SPREAD * (s - s0)
-            if whole > 0 and placed:
-                self._ratios.append((joules - e0) / whole)  # kept here, not summed per edge
+            new = (s0, (joules - e0) / whole) if whole > 0 and placed else None
+            judged = new if STEADY is None else self._candidate  # None: at once, unjudged
+            if judged and (STEADY is None or power.steady(judged[0], s, STEADY)):
+                self._ratios.append(judged[1])  # kept here, not summed per edge
                 self._ratio = statistics.median(self._ratios)
+            self._candidate = new
         exact = how if self._anchor_how == SHARED else self._anchor_how
         keep = []
         for j, m in enumerate(pending, 2):
@@ -377,7 +377,7 @@ class CounterReader:
             else:  # before the first step seen: back from it by power
                 m.energy, m.how = joules - ratio * power.integral(m.t, s), ESTIMATED
         self._pending = keep
-        power.forget_before(s)
+        power.forget_before(s0)  # the candidate's readings are judged at the next step
         self._anchor, self._anchor_how, self._stepped = (s, joules), how, True
         self._anchor_spread = spread
         self._anchor_lo = s if lo is None else lo

@@ -126,6 +126,14 @@ class PowerTrack:
         at_a, at_b = self.at_each((a, b))
         return at_b - at_a
 
+    def steady(self, a: float, b: float, spread: float) -> bool:
+        """Whether the readings from ``a`` to ``b`` (and the one before ``a``) stay within
+        ``spread`` of each other. Readings lag a change of load (an H100's are 100 ms
+        averages), so a counter step's energy over its power integral is the two's scale only
+        where power held steady across the step and a reading lag after it."""
+        ps = self.p[max(0, bisect.bisect_left(self.t, a) - 1) : bisect.bisect_right(self.t, b)]
+        return bool(ps) and min(ps) > 0 and max(ps) <= (1 + spread) * min(ps)
+
     def forget_before(self, t: float) -> None:
         """Drop readings before ``t`` but the last one, which still bounds ``t``."""
         cut = max(0, bisect.bisect_left(self.t, t) - 1)
