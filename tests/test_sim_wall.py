@@ -268,8 +268,6 @@ def stolen() -> float:
     return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not Path(sim_wall.SCHEDSTAT).exists(), reason="no /proc/self/schedstat")
 def test_own_time_is_not_shifted_by_a_wait_for_a_cpu_between_its_reads(monkeypatch):
     """A busy machine preempts the reader inside its read of the wait (a file read): the wait
     then counts in the wait read but not in the clock read before it. Own time is 9 s here
@@ -291,6 +289,8 @@ def test_own_time_is_not_shifted_by_a_wait_for_a_cpu_between_its_reads(monkeypat
     assert sim_wall.own_time() == 9.0
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not Path(sim_wall.SCHEDSTAT).exists(), reason="no /proc/self/schedstat")
 def test_own_time_of_cpu_work_beside_busy_processes_is_the_cpu_it_ran(busy_machine):
     """Beside four busy processes, CPU work's own time is the CPU time it ran, not its real time:
     the waits for a CPU are left out. What load does to the CPU itself is not: on CI's 2-core
