@@ -154,6 +154,61 @@ def test_ctrl_c_stops_and_the_next_run_resumes(tmp_path, mode):
     assert keys[: len(first)] == first
 
 
+# Ctrl-C while the client is inside its own code and inside Dask's: SIGINT sent by the client to
+# itself as the first result is half written, then again inside `Future.result` (a blocking Dask
+# call) as the second is fetched.
+CTRL_C_INSIDE = """
+import json, os, signal, sys
+from pathlib import Path
+from distributed import Future
+from cluster_tasks import slow_square
+from zeus_nb.runner.cluster import open_client, run_points
+
+results = Path(sys.argv[1])
+log = str(results.with_name("started.log"))
+points = {f"p{x}": {"x": x, "seconds": 1.0, "log": log} for x in range(6)}
+fetched = []
+plain_result = Future.result
+
+def result(self, *args, **kwargs):
+    fetched.append(self.key)
+    if len(fetched) == 2:
+        os.kill(os.getpid(), signal.SIGINT)
+    return plain_result(self, *args, **kwargs)
+
+Future.result = result
+
+def write(key, result):
+    line = json.dumps({"key": key, **result})
+    with results.open("a") as f:
+        f.write(line[:10])
+        if len(fetched) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        f.write(line[10:] + "\\n")
+
+with open_client(workers=2) as client:
+    client.wait_for_workers(2)
+    try:
+        run_points(points, slow_square, client, on_result=write, progress=False)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+"""
+
+
+def test_ctrl_c_inside_a_result_write_or_a_dask_call_never_cuts_it(tmp_path):
+    """A Ctrl-C is acted on between calls: the result being written is written whole, the
+    point being fetched is fetched, the running points finish and are written, then the run
+    stops with KeyboardInterrupt (a second Ctrl-C would cancel them)."""
+    results = tmp_path / "results.jsonl"
+    cmd = [sys.executable, "-c", textwrap.dedent(CTRL_C_INSIDE), str(results)]
+    run = subprocess.run(cmd, env=dask_env(), capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0 and "interrupted" in run.stdout, run.stdout + run.stderr
+    written = [json.loads(line) for line in lines(results)]  # every line whole
+    started = {f"p{line.split()[0]}" for line in lines(tmp_path / "started.log")}
+    assert {w["key"] for w in written} == started and len(written) == len(started) < 6
+    assert all(w["square"] == w["x"] ** 2 for w in written)
+
+
 def test_slurm_job_script_asks_for_gpus_and_one_worker_per_gpu():
     opts = SlurmOptions(
         queue="gpu", account="lab42", walltime="02:30:00", gpus_per_job=4, memory="64GB"

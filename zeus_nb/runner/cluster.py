@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from zeus_nb.errors import InputError, ZeusNbError
+from zeus_nb.runner.interrupts import CountedInterrupts
 from zeus_nb.runner.workers import IgnoreInterrupts, PinGPU
 
 if TYPE_CHECKING:
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GPU = "GPU"
+READY_POLL_S = 0.05  # how often a waiting client looks for finished points and Ctrl-C
 CONNECT_TIMEOUT = "5s"  # to reach a scheduler: a wrong address fails in seconds, not a minute
 WORKER_TIMEOUT = 60.0  # s an existing scheduler has to show a worker with a GPU resource
 # A point whose worker dies is tried on one more worker, then reported as failed.
@@ -327,21 +330,24 @@ def run_points(
         bar = tqdm(total=total, initial=done_before, desc=desc, unit="point")
     flight = _Flight(client, fn, points, on_result, on_failure, bar)
     try:
-        flight.top_up()
-        for fut in flight.completed:
-            flight.collect(fut)
+        with CountedInterrupts() as ctrl_c:
             flight.top_up()
-    except KeyboardInterrupt:
-        flight.queue.clear()  # submit nothing more
-        flight.after_interrupt(wait=on_interrupt == "wait")
-        raise
-    except BaseException:
+            while not ctrl_c.count and not flight.completed.is_empty():
+                for fut in flight.ready(ctrl_c):
+                    flight.collect(fut)
+                    flight.top_up()
+            if ctrl_c.count:
+                flight.queue.clear()  # submit nothing more
+                flight.after_interrupt(ctrl_c, wait=on_interrupt == "wait")
+    except BaseException:  # a failure, or a Ctrl-C the handler could not take: cancel all
         flight.queue.clear()
         _cancel(client, flight.futures)
         raise
     finally:
         if bar is not None:
             bar.close()
+    if ctrl_c.count:
+        raise KeyboardInterrupt
     return flight.outcome
 
 
@@ -389,12 +395,24 @@ class _Flight:
         if self.bar is not None:
             self.bar.update(1)
 
-    def after_interrupt(self, wait: bool) -> None:
-        """After Ctrl-C: let the running points finish and be written, or cancel them."""
+    def ready(self, ctrl_c: CountedInterrupts, futures=None) -> list:
+        """The finished points of ``futures`` (default: all submitted), once one is finished
+        or Ctrl-C came (then perhaps none). Polled, so that Ctrl-C is seen within 50 ms."""
+        done = self.completed if futures is None else futures
+        start = ctrl_c.count
+        while ctrl_c.count == start:
+            if done.has_ready():
+                return done.next_batch(block=False)
+            if done.is_empty():
+                return []
+            time.sleep(READY_POLL_S)
+        return []
+
+    def after_interrupt(self, ctrl_c: CountedInterrupts, wait: bool) -> None:
+        """After Ctrl-C: let the running points finish and be written (until Ctrl-C again), or
+        cancel them."""
         from distributed import as_completed
 
-        # Everything submitted and not yet written: an interrupt may have come between a
-        # submit and its completed.add, so the futures dict is the truth, not the iterator.
         left = [f for f, key in self.futures.items() if key not in self.collected]
         if not (wait and left):
             _cancel(self.client, self.futures)
@@ -404,12 +422,12 @@ class _Flight:
             "them); run again to resume",
             sum(not f.done() for f in left),
         )
-        try:
-            for fut in as_completed(left):
+        pending, first = as_completed(left), ctrl_c.count
+        while not pending.is_empty() and ctrl_c.count == first:
+            for fut in self.ready(ctrl_c, pending):
                 self.collect(fut)
-        except KeyboardInterrupt:
+        if ctrl_c.count != first:
             _cancel(self.client, self.futures)
-            raise
 
 
 def _cancel(client: Client, futures) -> None:
