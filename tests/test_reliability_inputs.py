@@ -296,29 +296,47 @@ def test_verify_still_reports_every_notebook_when_one_has_no_run_time(
     assert "02.ipynb" in captured.err and "Traceback" not in captured.err
 
 
+COUNT_CASES = [
+    ("01_measuring_energy.ipynb", ["batch_size"], {"epochs": -1}),
+    ("01_measuring_energy.ipynb", ["batch_size"], {"steps_per_epoch": 0}),
+    ("01_measuring_energy.ipynb", ["batch_size"], {"batch_size": 2.5}),
+    ("01_measuring_energy.ipynb", ["sample_period"], {"sample_period": float("nan")}),
+    ("02_power_limit_optimizer.ipynb", ["steps_per_epoch"], {"warmup_steps": -1}),
+    ("02_power_limit_optimizer.ipynb", ["steps_per_epoch"], {"profile_steps": 0}),
+    ("02_power_limit_optimizer.ipynb", ["steps_per_epoch"], {"epochs": 2.5}),
+    ("03_energy_time_tradeoff.ipynb", ["power_limits"], {"max_epochs": 0}),
+    ("04_batch_size_optimizer.ipynb", ["candidates"], {"live_recurrences": -2}),
+    ("04_batch_size_optimizer.ipynb", ["candidates"], {"compare_seeds": 0}),
+]
+
+
+@pytest.fixture(scope="module")
+def count_results(tmp_path_factory):
+    """Each notebook's cases of :data:`COUNT_CASES` (and its defaults) run in one subprocess, as
+    they are asked for: each override set starts from the defaults, so one interpreter serves
+    them all and pays for the notebook's imports once."""
+    runs: dict[tuple[str, tuple[str, ...]], dict[str, dict]] = {}
+
+    def result(notebook: str, names: list[str], bad: dict) -> tuple[dict, dict]:
+        key = (notebook, tuple(names))
+        if key not in runs:
+            bads = [b for nb, n, b in COUNT_CASES if (nb, tuple(n)) == key]
+            got = _parse_parameters(tmp_path_factory.mktemp("counts"), notebook, names, [*bads, {}])
+            runs[key] = {repr(b): g for b, g in zip([*bads, {}], got, strict=True)}
+        return runs[key][repr(bad)], runs[key][repr({})]
+
+    return result
+
+
 @pytest.mark.slow  # runs a notebook's first cells in a subprocess
-@pytest.mark.parametrize(
-    ("notebook", "names", "bad"),
-    [
-        ("01_measuring_energy.ipynb", ["batch_size"], {"epochs": -1}),
-        ("01_measuring_energy.ipynb", ["batch_size"], {"steps_per_epoch": 0}),
-        ("01_measuring_energy.ipynb", ["batch_size"], {"batch_size": 2.5}),
-        ("01_measuring_energy.ipynb", ["sample_period"], {"sample_period": float("nan")}),
-        ("02_power_limit_optimizer.ipynb", ["steps_per_epoch"], {"warmup_steps": -1}),
-        ("02_power_limit_optimizer.ipynb", ["steps_per_epoch"], {"profile_steps": 0}),
-        ("02_power_limit_optimizer.ipynb", ["steps_per_epoch"], {"epochs": 2.5}),
-        ("03_energy_time_tradeoff.ipynb", ["power_limits"], {"max_epochs": 0}),
-        ("04_batch_size_optimizer.ipynb", ["candidates"], {"live_recurrences": -2}),
-        ("04_batch_size_optimizer.ipynb", ["candidates"], {"compare_seeds": 0}),
-    ],
-)
-def test_notebook_count_parameters_must_be_whole_and_positive(tmp_path, notebook, names, bad):
+@pytest.mark.parametrize(("notebook", "names", "bad"), COUNT_CASES)
+def test_notebook_count_parameters_must_be_whole_and_positive(count_results, notebook, names, bad):
     # epochs=-1 once ran no training and recorded 0 J and 0 W with status ok
-    got = _parse_parameters(tmp_path, notebook, names, [bad, {}])
+    got, defaults = count_results(notebook, names, bad)
     (name,) = bad
-    assert got[0]["error"][0] == "InputError", got
-    assert f"notebook parameter {name}" in got[0]["error"][1]
-    assert "ok" in got[1], got  # the defaults pass
+    assert got["error"][0] == "InputError", got
+    assert f"notebook parameter {name}" in got["error"][1]
+    assert "ok" in defaults, defaults  # the defaults pass
 
 
 def test_grade_of_missing_submissions_creates_no_output_folder(tmp_path, capsys):
