@@ -9,12 +9,15 @@ computes on simulated GPUs by design, runs in the read-only H100's tour, which r
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
-from tour_fixture import SHAPED_ONLY
+from tour_fixture import SHAPED_ONLY, nvml_env
 
 from zeus_nb.runner.records import read_notebook
 
@@ -242,3 +245,42 @@ def test_06_says_its_numbers_come_from_simulated_gpus(nvml_tour_h100_readonly):
     info = read_notebook(nvml_tour_h100_readonly.out_dir / "06_pipeline_frequency.ipynb")
     assert info["status"] == "ok" and set(info["gpus"]) == set(info["records"])
     assert all(v.startswith("simulated: ") for v in info["gpus"].values())
+
+
+# Notebook 02's cells up to its live profiling, in one interpreter, on the H100-shaped fake, with
+# the clock that sizes its windows running 4x fast: steps seem 4x slower as they are timed, the
+# windows come out too short for the counter, as when steps speed up after timing.
+FAST_SIZING = r"""
+import json, sys
+import zeus_nb.runner.setup as setup
+real = setup.sizing_clock
+t0 = real()
+setup.sizing_clock = lambda: t0 + 4 * (real() - t0)
+cells = json.loads(sys.stdin.read())
+scope = {"__name__": "__main__"}
+for source in cells:
+    exec(source, scope)
+print(json.dumps({"windows": [m.time for m in scope["plo"].measurements],
+                  "steps": scope["live_profile_steps"]}))
+"""
+
+
+def test_02_profiles_again_over_more_steps_when_steps_outran_their_timing(tmp_path):
+    nb = nbformat.read(REPO / "notebooks" / "02_power_limit_optimizer.ipynb", as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    end = next(i for i, src in enumerate(code) if "profile_steps=live_profile_steps" in src)
+    overrides = f"backend, smoke, headless, out_dir = 'nvml', True, True, {str(tmp_path)!r}"
+    cells = [code[0], overrides, *code[1 : end + 1]]
+    run = subprocess.run(
+        [sys.executable, "-c", FAST_SIZING],
+        input=json.dumps(cells),
+        env=nvml_env(tmp_path, "h100", 1),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    (got,) = [json.loads(x) for x in run.stdout.splitlines() if x.startswith('{"windows"')]
+    assert "profiling again over" in run.stdout, run.stdout[-3000:]
+    assert len(got["windows"]) >= 2 and min(got["windows"]) >= 2 * PERIOD, got

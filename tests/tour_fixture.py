@@ -144,30 +144,36 @@ def _run_tour(work: Path) -> subprocess.CompletedProcess:
     return run_bounded(TOUR, work, sim_env(), RUN_LIMITS["tour"])
 
 
+def nvml_env(work: Path, row: str, num_gpus: int, deny_setters: bool = False) -> dict[str, str]:
+    """The environment of a run on ``num_gpus`` fake GPUs shaped like ``row`` (with
+    ``deny_setters``, GPUs this process may read but not change); their state file is
+    ``work/fake_nvml.json`` (written by the fake itself, in a subprocess)."""
+    state = work / "fake_nvml.json"
+    shape = f"{row!r}, {num_gpus}, deny_setters={deny_setters}"
+    code = (
+        "import json, sys, pynvml; "
+        f"open(sys.argv[1], 'w').write(json.dumps(pynvml.row_state({shape})))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(FAKE_NVML))
+    subprocess.run([sys.executable, "-c", code, str(state)], env=env, check=True)
+    env = sim_env()
+    env.update(
+        ZEUS_NB_BACKEND="nvml",
+        ZEUS_NB_ENERGY_READS="auto",  # monitors judge the counter as on the real card
+        ZEUS_NB_FAKE_NVML_STATE=str(state),
+        ZEUS_NB_STATE_DIR=str(work / "zeus-nb-state"),
+        PYTHONPATH=os.pathsep.join((str(FAKE_NVML), env["PYTHONPATH"])),
+    )
+    return env
+
+
 def _nvml_tour(
     row: str, num_gpus: int, name: str, deny_setters: bool = False, only: str | None = None
 ) -> Callable[[Path], subprocess.CompletedProcess]:
-    """The tour on ``num_gpus`` fake GPUs shaped like ``row`` (with ``deny_setters``, GPUs this
-    process may read but not change; with ``only``, those notebooks); their state file is
-    ``work/fake_nvml.json`` (written by the fake itself, in a subprocess)."""
+    """The tour on fake GPUs (:func:`nvml_env`); with ``only``, those notebooks."""
 
     def run(work: Path) -> subprocess.CompletedProcess:
-        state = work / "fake_nvml.json"
-        shape = f"{row!r}, {num_gpus}, deny_setters={deny_setters}"
-        code = (
-            "import json, sys, pynvml; "
-            f"open(sys.argv[1], 'w').write(json.dumps(pynvml.row_state({shape})))"
-        )
-        env = dict(os.environ, PYTHONPATH=str(FAKE_NVML))
-        subprocess.run([sys.executable, "-c", code, str(state)], env=env, check=True)
-        env = sim_env()
-        env.update(
-            ZEUS_NB_BACKEND="nvml",
-            ZEUS_NB_ENERGY_READS="auto",  # monitors judge the counter as on the real card
-            ZEUS_NB_FAKE_NVML_STATE=str(state),
-            ZEUS_NB_STATE_DIR=str(work / "zeus-nb-state"),
-            PYTHONPATH=os.pathsep.join((str(FAKE_NVML), env["PYTHONPATH"])),
-        )
+        env = nvml_env(work, row, num_gpus, deny_setters)
         cmd = TOUR + (["--only", only] if only else [])
         return run_bounded(cmd, work, env, RUN_LIMITS[name])
 
