@@ -335,7 +335,8 @@ def run_points(
             while not ctrl_c.count and not flight.completed.is_empty():
                 for fut in flight.ready(ctrl_c):
                     flight.collect(fut)
-                    flight.top_up()
+                    if not ctrl_c.count:  # a Ctrl-C during the collect: submit nothing more
+                        flight.top_up()
             if ctrl_c.count:
                 flight.queue.clear()  # submit nothing more
                 flight.after_interrupt(ctrl_c, wait=on_interrupt == "wait")
