@@ -28,6 +28,20 @@ def test_show_logs_prints_info_lines_once_however_often_it_is_called(capsys):
     assert capsys.readouterr().out == ""
 
 
+def test_a_guard_that_changed_nothing_says_nothing_was_restored(capsys):
+    """Each rank of notebook 06 arms a guard; the ones whose GPU kept its settings must not
+    print that they restored them (only what was put back is named)."""
+    show_logs()
+    system = device.use_simulated(num_gpus=2)
+    untouched, changed = system.gpus
+    with power_limits_restored([untouched], backend="sim", persist=False):
+        pass
+    with power_limits_restored([untouched, changed], backend="sim", persist=False):
+        changed.set_power_limit(changed.power_limit_constraints()[0])
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["zeus_nb.device.guard: restored the original power limits of GPU(s) 1"]
+
+
 def test_show_logs_none_restores_pythons_default(capsys):
     show_logs("DEBUG")
     logging.getLogger("zeus_nb.x").debug("seen")

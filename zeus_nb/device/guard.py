@@ -134,8 +134,10 @@ class SettingsGuard:
     def _indices(self) -> str:
         return ", ".join(str(g.index) for g in self.gpus)
 
-    def _describe(self) -> str:
-        names = (k.name.replace("_", " ") for k in self.kinds)
+    def _describe(self, only: Iterable[str] | None = None) -> str:
+        """The guarded kinds (or ``only`` those) in words, e.g. "power limits"."""
+        kinds = [k.name for k in self.kinds] if only is None else list(only)
+        names = (n.replace("_", " ") for n in kinds)
         return " and ".join(n if n.endswith("s") else n + "s" for n in names)
 
     def _entries(self) -> list[dict[str, Any]]:
@@ -182,25 +184,30 @@ class SettingsGuard:
                 _active.remove(self)
         gpus = {g.index: g for g in self.gpus}
         kinds = {k.name: k for k in self.kinds}
-        failed = []
+        failed, written = [], []
         for (index, name), value in originals.items():
             kind = kinds[name]
             try:
                 if kind.read(gpus[index]) != value:
                     kind.write(gpus[index], value)
+                    written.append((index, name))
             except Exception as e:  # keep restoring the other settings
                 failed.append(f"GPU {index} {name}: {e}")
         if self.path is not None and not failed:
             with contextlib.suppress(OSError):
                 self.path.unlink()
         self.path = None if not failed else self.path
-        if not failed:
-            log.info("restored the original %s of GPU(s) %s", self._describe(), self._indices())
-        else:
+        if failed:
             log.warning(
                 "could not restore GPU settings (%s); run `zeus-nb restore` as root",
                 "; ".join(failed),
             )
+        elif written:  # said only of what was put back: a guard never used says nothing
+            shown = ", ".join(str(i) for i in dict.fromkeys(i for i, _ in written))
+            names = dict.fromkeys(n for _, n in written)
+            log.info("restored the original %s of GPU(s) %s", self._describe(names), shown)
+        else:
+            log.debug("%s of GPU(s) %s unchanged", self._describe(), self._indices())
 
 
 class PowerLimitGuard(SettingsGuard):
