@@ -1,5 +1,7 @@
 """The one papermill runner: kernel housekeeping stays out of the terminal, deaths are explained."""
 
+import time
+
 import nbformat
 import pytest
 
@@ -60,3 +62,43 @@ def test_a_failure_is_reported_in_one_line_with_its_cell():
     assert colour.error.startswith("ValueError: bad value x") and "\x1b" not in colour.error
     assert len(colour.error) < 450 and colour.error.endswith("… (cell 2)")
     assert Execution(problem="DeadKernelError: died\nmore").error == "DeadKernelError: died"
+
+
+def test_a_cell_limit_counts_the_kernels_own_time_not_its_waits_for_a_cpu(tmp_path, monkeypatch):
+    """A cell that would end in time on an idle machine is not timed out on a busy one: here the
+    kernel is made to have waited 90 % of the real time for a CPU, so a 2.5 s cell under a 1 s
+    limit used 0.25 s of its own time (a wall-clock limit timed it out)."""
+    from zeus_nb.runner import execute as ex
+
+    start = {}
+
+    def waited(pid: int) -> float:
+        return 0.9 * (time.monotonic() - start.setdefault(pid, time.monotonic()))
+
+    monkeypatch.setattr(ex, "waited_of", waited)
+    nb = notebook("import time\ntime.sleep(2.5)\ndone = 1", "print('after', done)")
+    outcome = execute(nb, tmp_path / "out.ipynb", timeout=1)
+    assert outcome.ok, outcome.error
+    assert "after 1" in str(nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[1].outputs)
+
+
+@pytest.mark.parametrize("ignores_ctrl_c", [False, True])
+def test_a_cell_past_its_limit_stops_the_run_and_says_so(tmp_path, ignores_ctrl_c):
+    """A cell that never ends (sleeping or spinning counts alike) is interrupted at the limit and
+    the cells after it do not run; one that ignores Ctrl-C gets its kernel ended."""
+    loop = (
+        "while True:\n    try:\n        time.sleep(0.05)\n"
+        "    except KeyboardInterrupt:\n        pass"
+        if ignores_ctrl_c
+        else "while True:\n    time.sleep(0.05)"
+    )
+    nb = notebook("import time", loop, "print('never')")
+    t0 = time.monotonic()
+    outcome = execute(nb, tmp_path / "out.ipynb", timeout=1)
+    assert outcome.problem == (
+        "CellTimeoutError: a cell timed out after 1 s of the kernel's own time (real time less "
+        "its waits for a CPU)"
+    )
+    assert time.monotonic() - t0 < 120  # interrupted, or ended GRACE_S after
+    cells = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells
+    assert "never" not in str(cells[2].get("outputs", []))

@@ -68,8 +68,8 @@ def register(sub) -> None:
         "--timeout",
         type=seconds,
         default=600.0,
-        help="seconds a cell may run before the rest of a submission counts as not run "
-        "(default: 600)",
+        help="seconds a cell may run before the rest of a submission counts as not run, in the "
+        "kernel's own time: waits for a CPU on a busy machine do not count (default: 600)",
     )
     g.add_argument(
         "-j",

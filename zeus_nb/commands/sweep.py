@@ -63,7 +63,13 @@ def register(sub) -> None:
     )
     p.add_argument("--smoke", action="store_true", help="pass smoke=True (small, fast runs)")
     p.add_argument("--force", action="store_true", help="re-run points that already finished")
-    p.add_argument("--timeout", type=seconds, default=None, help="seconds per cell (default: none)")
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        default=None,
+        help="seconds per cell, in the kernel's own time (waits for a CPU not counted; "
+        "default: none)",
+    )
     p.add_argument(
         "--kernel", type=nonempty("name"), default="python3", help="Jupyter kernel (python3)"
     )

@@ -39,7 +39,13 @@ def register(sub) -> None:
         default=None,
         help="comma-separated notebook numbers, e.g. 01,03",
     )
-    p.add_argument("--timeout", type=seconds, default=None, help="seconds per cell (default: none)")
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        default=None,
+        help="seconds per cell, in the kernel's own time (waits for a CPU not counted; "
+        "default: none)",
+    )
     p.set_defaults(func=run)
 
 

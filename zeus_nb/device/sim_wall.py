@@ -72,6 +72,17 @@ def _waited() -> float:
 _HAS_SCHEDSTAT = _waited() > 0 or os.path.exists(SCHEDSTAT)
 
 
+@system_read("/proc/<pid>/schedstat (kernel)")
+def waited_of(pid: int) -> float | None:
+    """Seconds process ``pid``'s main thread has waited for a CPU; None where the kernel does
+    not say (no such process, or no ``/proc``): a notebook kernel's own time, for cell limits."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def own_time() -> float:
     """Monotonic seconds less those spent waiting for a CPU: the process's own time.
 

@@ -15,13 +15,18 @@ name and value) or the reason the kernel stopped.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import tempfile
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zeus_nb.device.sim_wall import waited_of
 from zeus_nb.inputs.jsonschema_formats import skip_iri_grammar
 from zeus_nb.inputs.registry import system_read
 from zeus_nb.runner import kernels
@@ -70,7 +75,7 @@ def first_line(text: str, width: int = LINE_WIDTH) -> str:
     return ""
 
 
-def _quiet_shutdown(running: dict[str, bool], log: Any = None) -> type:
+def _quiet_shutdown(running: dict[str, Any], log: Any = None) -> type:
     """``AsyncKernelManager`` that interrupts at shutdown only while ``running["cell"]``.
 
     The kernel process's own stderr (ipykernel's log lines, not cell output) goes to ``log``
@@ -94,14 +99,102 @@ def _quiet_shutdown(running: dict[str, bool], log: Any = None) -> type:
             if isinstance(kw.get("env"), dict):  # threads for small models, unless set
                 thread_environment(kw["env"])
             forked = kernels.launch(kernel_cmd, kw)
+            p = self.provisioner  # what LocalProvisioner.launch_kernel keeps of a process
             if forked is None:
                 await super()._async_launch_kernel(kernel_cmd, **kw)
-                return
-            p = self.provisioner  # what LocalProvisioner.launch_kernel keeps of a process
-            p.process, p.pid, p.pgid, p.cwd = forked, forked.pid, forked.pid, kw.get("cwd")
-            self._reconcile_connection_info(p.connection_info)
+            else:
+                p.process, p.pid, p.pgid, p.cwd = forked, forked.pid, forked.pid, kw.get("cwd")
+                self._reconcile_connection_info(p.connection_info)
+            # the cell limit's clock reads this process's waits for a CPU, and signals it
+            running["pid"], running["pgid"] = getattr(p, "pid", None), getattr(p, "pgid", None)
 
     return QuietShutdownKernelManager
+
+
+class CellTimeoutError(Exception):
+    """A cell ran past its limit in the kernel's own time (:class:`_CellLimit`)."""
+
+
+GRACE_S = 10.0  # own seconds an interrupted cell gets to stop before its kernel is ended
+POLL_S = 0.1  # s between the limit's reads of the kernel's clock
+
+
+class _CellLimit:
+    """A cell's time limit counted in the kernel's own time: real time less the kernel's waits
+    for a CPU (its main thread's, from Linux's schedstat; plain real time where Linux does not
+    say). On a busy machine a cell that takes 2 s on an idle one may take 8 s of real time, and
+    a grader or a sweep must not call that a timeout; a cell that loops or sleeps still reaches
+    the limit. Past it the kernel is interrupted, as nbclient's own timeout does, and ended if
+    the cell does not stop within :data:`GRACE_S`; the run then stops with
+    :class:`CellTimeoutError` at the end of that cell."""
+
+    def __init__(self, limit: float, running: dict[str, Any]):
+        self.limit, self.running = limit, running
+        self.fired = False
+        self._start: tuple[float, float] | None = None  # (monotonic, waited) at the cell's start
+        self._lock, self._stop = threading.Lock(), threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="zeus-nb-cell-limit")
+        self._thread.start()
+
+    def _clock(self) -> tuple[float, float]:
+        pid = self.running.get("pid")
+        waited = waited_of(pid) if pid else None
+        return time.monotonic(), waited or 0.0
+
+    def _own_since(self, start: tuple[float, float]) -> float:
+        now, waited = self._clock()
+        return (now - start[0]) - max(0.0, waited - start[1])
+
+    def cell_started(self) -> None:
+        clock = self._clock()
+        with self._lock:
+            self._start = clock
+
+    def cell_done(self) -> None:
+        """Raises :class:`CellTimeoutError` where the cell ran past its limit (this stops the
+        run: nbclient lets a hook's error through)."""
+        with self._lock:
+            self._start = None
+        if self.fired:
+            raise CellTimeoutError(self.message())
+
+    def message(self) -> str:
+        return (
+            f"a cell timed out after {self.limit:g} s of the kernel's own time (real time less "
+            "its waits for a CPU)"
+        )
+
+    def _signal(self, sig: int) -> None:
+        pid, pgid = self.running.get("pid"), self.running.get("pgid")
+        try:
+            if pgid and hasattr(os, "killpg"):
+                os.killpg(pgid, sig)  # as jupyter_client signals a kernel: its process group
+            elif pid:
+                os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _watch(self) -> None:
+        while not self._stop.wait(POLL_S):
+            with self._lock:
+                start = self._start
+            if start is None or self._own_since(start) <= self.limit:
+                continue
+            self.fired = True
+            self._signal(signal.SIGINT)
+            interrupted = self._clock()
+            while not self._stop.wait(POLL_S):
+                with self._lock:
+                    if self._start is None:
+                        break  # the cell stopped
+                if self._own_since(interrupted) > GRACE_S:
+                    self._signal(signal.SIGKILL)  # nbclient then finds the kernel dead
+                    break
+            return
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
 
 
 @system_read("the last lines of a kernel's own log, shown as text")
@@ -136,8 +229,8 @@ def execute(
     """Run ``notebook`` (a path or an ``nbformat`` node) into ``output`` with papermill.
 
     Paths may be relative to the current directory, which this never changes. ``cwd`` (the
-    kernel's folder) defaults to the output's folder; ``timeout`` is per cell, in seconds (None:
-    none).
+    kernel's folder) defaults to the output's folder; ``timeout`` is per cell, in seconds of the
+    kernel's own time, its waits for a CPU not counted (None: none; :class:`_CellLimit`).
     The environment the kernel inherits is the caller's (see
     :func:`zeus_nb.utils.environ.temp_environ`).
     """
@@ -151,13 +244,18 @@ def execute(
     out = Path(output).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     source = notebook if not isinstance(notebook, str | Path) else str(Path(notebook).resolve())
-    running = {"cell": False}  # whether a cell is executing, from nbclient's hooks
+    running: dict[str, Any] = {"cell": False}  # whether a cell is executing (nbclient's hooks)
+    limit = _CellLimit(timeout, running) if timeout is not None else None
 
     def started(**_: Any) -> None:
         running["cell"] = True
+        if limit is not None:
+            limit.cell_started()
 
     def finished(**_: Any) -> None:
         running["cell"] = False
+        if limit is not None:
+            limit.cell_done()
 
     with tempfile.TemporaryDirectory(prefix="zeus-nb-kernel-") as sockets:
         log_path = Path(sockets) / "kernel.log"
@@ -170,7 +268,7 @@ def execute(
                 kernel_name=kernel_name,
                 resources={"metadata": {"path": str(Path(cwd or out.parent).resolve())}},
                 progress_bar=progress,
-                execution_timeout=timeout,
+                execution_timeout=None,  # the limit is _CellLimit's, in the kernel's own time
                 config=_ipc_config(sockets),
                 kernel_manager_class=_quiet_shutdown(running, log),
                 on_cell_start=started,
@@ -179,6 +277,8 @@ def execute(
         except PapermillExecutionError as e:
             return Execution(e.ename, e.evalue, e.source, e.exec_count)
         except Exception as e:  # kernel died, timeout, bad notebook: report and go on
+            if limit is not None and limit.fired:  # its own error, or the kernel it ended
+                return Execution(problem=f"CellTimeoutError: {limit.message()}")
             lines = str(e).strip().splitlines()
             problem = f"{type(e).__name__}: {lines[0] if lines else ''}".strip()
             log.close()
@@ -188,4 +288,6 @@ def execute(
             )
         finally:
             log.close()
+            if limit is not None:
+                limit.close()
     return Execution()
