@@ -11,6 +11,7 @@ from zeus_nb.inputs import read_text
 from zeus_nb.inputs.args import ArgType, count, nonempty, only_with, scheduler_address, seconds
 from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.validate import writable_dir
+from zeus_nb.runner.execute import TIMEOUT_HELP
 from zeus_nb.runner.notebooks import (
     declared_type,
     find_notebook,
@@ -67,8 +68,7 @@ def register(sub) -> None:
         "--timeout",
         type=seconds,
         default=None,
-        help="seconds per cell, in the kernel's own time (waits for a CPU not counted; "
-        "default: none)",
+        help=TIMEOUT_HELP,
     )
     p.add_argument(
         "--kernel", type=nonempty("name"), default="python3", help="Jupyter kernel (python3)"

@@ -10,6 +10,7 @@ import time
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.args import nonempty, seconds
 from zeus_nb.inputs.validate import writable_dir
+from zeus_nb.runner.execute import TIMEOUT_HELP
 from zeus_nb.runner.notebooks import find_notebook, list_notebooks, run_notebook
 from zeus_nb.runner.record_units import unit_of
 from zeus_nb.runner.records import read_notebook
@@ -43,8 +44,7 @@ def register(sub) -> None:
         "--timeout",
         type=seconds,
         default=None,
-        help="seconds per cell, in the kernel's own time (waits for a CPU not counted; "
-        "default: none)",
+        help=TIMEOUT_HELP,
     )
     p.set_defaults(func=run)
 

@@ -115,6 +115,10 @@ class CellTimeoutError(Exception):
     """A cell ran past its limit in the kernel's own time (:class:`_CellLimit`)."""
 
 
+#: ``--timeout``'s help where it limits cells (``tour``, ``sweep``): what :class:`_CellLimit` counts
+TIMEOUT_HELP = (
+    "seconds per cell, in the kernel's own time (waits for a CPU not counted; default: none)"
+)
 GRACE_S = 10.0  # own seconds an interrupted cell gets to stop before its kernel is ended
 POLL_S = 0.1  # s between the limit's reads of the kernel's clock
 
