@@ -64,12 +64,7 @@ def register(sub) -> None:
     )
     p.add_argument("--smoke", action="store_true", help="pass smoke=True (small, fast runs)")
     p.add_argument("--force", action="store_true", help="re-run points that already finished")
-    p.add_argument(
-        "--timeout",
-        type=seconds,
-        default=None,
-        help=TIMEOUT_HELP,
-    )
+    p.add_argument("--timeout", type=seconds, default=None, help=TIMEOUT_HELP)
     p.add_argument(
         "--kernel", type=nonempty("name"), default="python3", help="Jupyter kernel (python3)"
     )

@@ -40,12 +40,7 @@ def register(sub) -> None:
         default=None,
         help="comma-separated notebook numbers, e.g. 01,03",
     )
-    p.add_argument(
-        "--timeout",
-        type=seconds,
-        default=None,
-        help=TIMEOUT_HELP,
-    )
+    p.add_argument("--timeout", type=seconds, default=None, help=TIMEOUT_HELP)
     p.set_defaults(func=run)
 
 

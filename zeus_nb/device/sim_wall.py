@@ -59,14 +59,20 @@ MIN_HOLD = 1.0  # ... and at least this many seconds: a busy machine's pauses ar
 SCHEDSTAT = "/proc/self/schedstat"  # the main thread: ns on a CPU, ns waiting for one, slices
 
 
+def _wait_in(path: str) -> float | None:
+    """Seconds of run-queue wait a schedstat file gives (its second field, in ns); None where
+    it cannot be read."""
+    try:
+        with open(path) as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 @system_read("/proc/self/schedstat (kernel)")
 def _waited() -> float:
     """Seconds the main thread has waited for a CPU (0 where the kernel does not say)."""
-    try:
-        with open(SCHEDSTAT) as f:
-            return int(f.read().split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return 0.0
+    return _wait_in(SCHEDSTAT) or 0.0
 
 
 _HAS_SCHEDSTAT = _waited() > 0 or os.path.exists(SCHEDSTAT)
@@ -76,11 +82,7 @@ _HAS_SCHEDSTAT = _waited() > 0 or os.path.exists(SCHEDSTAT)
 def waited_of(pid: int) -> float | None:
     """Seconds process ``pid``'s main thread has waited for a CPU; None where the kernel does
     not say (no such process, or no ``/proc``): a notebook kernel's own time, for cell limits."""
-    try:
-        with open(f"/proc/{pid}/schedstat") as f:
-            return int(f.read().split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return None
+    return _wait_in(f"/proc/{pid}/schedstat")
 
 
 def own_time() -> float:
