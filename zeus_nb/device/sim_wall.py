@@ -59,6 +59,7 @@ MIN_HOLD = 1.0  # ... and at least this many seconds: a busy machine's pauses ar
 SCHEDSTAT = "/proc/self/schedstat"  # the main thread: ns on a CPU, ns waiting for one, slices
 
 
+@system_read("/proc/self/schedstat or /proc/<pid>/schedstat (kernel)")
 def _wait_in(path: str) -> float | None:
     """Seconds of run-queue wait a schedstat file gives (its second field, in ns); None where
     it cannot be read."""
@@ -69,7 +70,6 @@ def _wait_in(path: str) -> float | None:
         return None
 
 
-@system_read("/proc/self/schedstat (kernel)")
 def _waited() -> float:
     """Seconds the main thread has waited for a CPU (0 where the kernel does not say)."""
     return _wait_in(SCHEDSTAT) or 0.0
@@ -78,7 +78,6 @@ def _waited() -> float:
 _HAS_SCHEDSTAT = _waited() > 0 or os.path.exists(SCHEDSTAT)
 
 
-@system_read("/proc/<pid>/schedstat (kernel)")
 def waited_of(pid: int) -> float | None:
     """Seconds process ``pid``'s main thread has waited for a CPU; None where the kernel does
     not say (no such process, or no ``/proc``): a notebook kernel's own time, for cell limits."""
