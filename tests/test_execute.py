@@ -70,12 +70,17 @@ def test_a_cell_limit_counts_the_kernels_own_time_not_its_waits_for_a_cpu(tmp_pa
     limit used 0.25 s of its own time (a wall-clock limit timed it out)."""
     from zeus_nb.runner import execute as ex
 
-    start = {}
+    class Starved:
+        """The kernel's clock: 90 % of real time spent waiting for a CPU."""
 
-    def waited(pid: int) -> float:
-        return 0.9 * (time.monotonic() - start.setdefault(pid, time.monotonic()))
+        def __init__(self, pid: int):
+            self.pid, self.start = pid, time.monotonic()
 
-    monkeypatch.setattr(ex, "waited_of", waited)
+        def read(self) -> tuple[float, float]:
+            now = time.monotonic()
+            return now, 0.9 * (now - self.start)
+
+    monkeypatch.setattr(ex, "OwnClock", Starved)
     nb = notebook("import time\ntime.sleep(2.5)\ndone = 1", "print('after', done)")
     outcome = execute(nb, tmp_path / "out.ipynb", timeout=1)
     assert outcome.ok, outcome.error

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeus_nb.device.sim_wall import waited_of
+from zeus_nb.device.sim_wall import OwnClock
 from zeus_nb.inputs.jsonschema_formats import skip_iri_grammar
 from zeus_nb.inputs.registry import system_read
 from zeus_nb.runner import kernels
@@ -136,14 +136,18 @@ class _CellLimit:
         self.limit, self.running = limit, running
         self.fired = False
         self._start: tuple[float, float] | None = None  # (monotonic, waited) at the cell's start
+        self._own: OwnClock | None = None  # the kernel's clock
         self._lock, self._stop = threading.Lock(), threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True, name="zeus-nb-cell-limit")
         self._thread.start()
 
     def _clock(self) -> tuple[float, float]:
         pid = self.running.get("pid")
-        waited = waited_of(pid) if pid else None
-        return time.monotonic(), waited or 0.0
+        if not pid:
+            return time.monotonic(), 0.0
+        if self._own is None or self._own.pid != pid:  # the kernel (re)started
+            self._own = OwnClock(pid)
+        return self._own.read()
 
     def _own_since(self, start: tuple[float, float]) -> float:
         now, waited = self._clock()
