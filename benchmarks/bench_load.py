@@ -18,7 +18,11 @@ the tolerance it must meet:
   693 W it drew under load at its 700 W limit), in notebook 01's smoke shape: a window around two
   epochs of four 80 ms steps of Python work, a window around each epoch and each step, each run
   in a new process (so a new reader); every epoch and training window must be within one
-  counter update at that power (69.3 J) of 693 W x its time.
+  counter update at that power (69.3 J) of 693 W x its time;
+- the process's own time over a 0.2 s sleep after a little Python work (``sim_wall.own_time``,
+  what unmarked wall-clock windows and cell limits count), 40 sleeps a run: each must count at
+  least the sleep (Linux 6.18 counts such a sleep as a wait for a CPU now and then; the line
+  shows how often, from the raw schedstat).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from pathlib import Path
 
 import zeus_nb  # noqa: F401
 from zeus_nb import device
+from zeus_nb.device import sim_wall
 from zeus_nb.monitor import ZeusMonitor
 from zeus_nb.optimizer.power_limit import GlobalPowerLimitOptimizer, MaxSlowdownConstraint
 
@@ -136,6 +141,19 @@ def window_errors() -> list[tuple[str, float]]:
     return [(name, energy - H100_W * seconds) for name, seconds, energy in rows]
 
 
+def sleeps(tries: int = 40) -> tuple[float, int]:
+    """(least own time over a 0.2 s sleep, sleeps the kernel counted as a wait) of ``tries``."""
+    least, counted = float("inf"), 0
+    for _ in range(tries):
+        sum(range(200_000))
+        raw, start = sim_wall._sched_in(sim_wall.SCHEDSTAT), sim_wall.own_time()
+        time.sleep(0.2)
+        least = min(least, sim_wall.own_time() - start)
+        after = sim_wall._sched_in(sim_wall.SCHEDSTAT)
+        counted += bool(raw and after and after[0] - raw[0] >= 0.1)
+    return least, counted
+
+
 def measure(runs: int, only: str | None = None) -> dict:
     """The results of ``only`` (plo, bso or windows; None: all), each of ``runs`` runs."""
     out: dict = {}
@@ -153,6 +171,8 @@ def measure(runs: int, only: str | None = None) -> dict:
         out["bso"] = {bs: min(c[bs] for c in costs) for bs in BATCH_SIZES}
     if only in (None, "windows"):
         out["windows"] = [window_errors() for _ in range(runs)]
+    if only in (None, "sleeps"):
+        out["sleeps"] = [sleeps() for _ in range(runs)]
     return out
 
 
@@ -161,7 +181,7 @@ def main() -> None:
     ap.add_argument("--busy", type=int, default=4, help="CPU-bound processes beside (default 4)")
     ap.add_argument("--runs", type=int, default=3, help="runs of each result (default 3)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
-    ap.add_argument("--only", choices=["plo", "bso", "windows"], help="one result alone")
+    ap.add_argument("--only", choices=["plo", "bso", "windows", "sleeps"], help="one result alone")
     args = ap.parse_args()
     idle = measure(args.runs, args.only)
     procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(args.busy)]
@@ -208,6 +228,16 @@ def main() -> None:
             good = all(abs(x) <= bound for x in a + b)
             ok &= good
             print(f"  {name:10} {a} | {b}: " + ("ok" if good else "FAIL"))
+    if "sleeps" in idle:
+        print(
+            "own time over a 0.2 s sleep, least of 40 (s; at least 0.199), and sleeps Linux "
+            "counted as a wait for a CPU: idle | busy"
+        )
+        for i in range(args.runs):
+            (a, n), (b, m) = idle["sleeps"][i], busy["sleeps"][i]
+            good = min(a, b) >= 0.199
+            ok &= good
+            print(f"  run {i + 1}: {a:.4f} s, {n} | {b:.4f} s, {m}: " + ("ok" if good else "FAIL"))
     if args.json:
         print(json.dumps({"idle": idle, "busy": busy, "ok": ok}, default=str))
     sys.exit(0 if ok else 1)
