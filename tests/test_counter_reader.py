@@ -516,6 +516,29 @@ def test_a_step_across_a_change_of_load_never_calibrates_the_ratio():
     assert r._ratio == pytest.approx(1.0)
 
 
+def test_a_step_the_reader_took_no_reading_after_never_calibrates_the_ratio():
+    """A reader starved through two steps took no power reading inside them: the one before
+    shows 100 W, while the GPU drew 500 W from 0.13 s on, and the step from 0.1 s to 0.2 s read
+    38 J over a power integral of 10 J. Its ratio (3.8) is not judged steady on that one
+    reading; the steps after it, read promptly at 500 W, calibrate as before."""
+    clock, gpu = Clock(), StubGPU()
+    r = reader_at(clock, gpu)
+    r._anchor = (0.0, 0.0)
+    sample(r, clock, 0.075, 100.0)
+    energy = {1: 10.0, 2: 10.0 + 0.03 * 100 + 0.07 * 500, 3: 48.0 + 50.0}
+    for k in range(1, 4):  # no reading from 0.075 s to 0.31 s
+        with r._lock:
+            r._step(k * 0.1, energy[k])
+    assert not r._ratios, list(r._ratios)
+    for k in range(4, 9):  # read promptly again
+        energy[k] = energy[k - 1] + 50.0
+        for t in (0.01, 0.05, 0.09):
+            sample(r, clock, (k - 1) * 0.1 + t, 500.0)
+        with r._lock:
+            r._step(k * 0.1, energy[k])
+    assert r._ratios and max(abs(x - 1.0) for x in r._ratios) < 1e-9, list(r._ratios)
+
+
 def test_power_readings_that_disagree_with_the_counter_are_scaled_to_it(h100):
     # power readings at 57 % of what the counter counts (as 187 J vs 327 J over 5 s idle)
     system = h100(power_scale=0.57)

@@ -361,7 +361,7 @@ class CounterReader:
             placed = spread + self._anchor_spread <= CALIBRATION_SPREAD * (s - s0)
             new = (s0, (joules - e0) / whole) if whole > 0 and placed else None
             judged = new if STEADY is None else self._candidate  # None: at once, unjudged
-            if judged and (STEADY is None or power.steady(judged[0], s, STEADY)):
+            if judged and (STEADY is None or power.steady(judged[0], s, STEADY, since=s0)):
                 self._ratios.append(judged[1])  # kept here, not summed per edge
                 self._ratio = statistics.median(self._ratios)
             self._candidate = new

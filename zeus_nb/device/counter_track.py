@@ -126,12 +126,17 @@ class PowerTrack:
         at_a, at_b = self.at_each((a, b))
         return at_b - at_a
 
-    def steady(self, a: float, b: float, spread: float) -> bool:
+    def steady(self, a: float, b: float, spread: float, since: float) -> bool:
         """Whether the readings from ``a`` to ``b`` (and the one before ``a``) stay within
-        ``spread`` of each other. Readings lag a change of load (an H100's are 100 ms
-        averages), so a counter step's energy over its power integral is the two's scale only
-        where power held steady across the step and a reading lag after it."""
-        ps = self.p[max(0, bisect.bisect_left(self.t, a) - 1) : bisect.bisect_right(self.t, b)]
+        ``spread`` of each other, one of them taken at ``since`` or later. Readings lag a
+        change of load (an H100's are 100 ms averages), so a counter step's energy over its
+        power integral is the two's scale only where power held steady across the step and a
+        reading lag after it; a reader starved through the step took no reading after it, and
+        the one reading before it shows nothing of a change of load."""
+        lo, hi = bisect.bisect_left(self.t, a), bisect.bisect_right(self.t, b)
+        if hi <= bisect.bisect_left(self.t, since):
+            return False
+        ps = self.p[max(0, lo - 1) : hi]
         return bool(ps) and min(ps) > 0 and max(ps) <= (1 + spread) * min(ps)
 
     def forget_before(self, t: float) -> None:
