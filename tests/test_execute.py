@@ -107,3 +107,29 @@ def test_a_cell_past_its_limit_stops_the_run_and_says_so(tmp_path, ignores_ctrl_
     assert time.monotonic() - t0 < 120  # interrupted, or ended GRACE_S after
     cells = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells
     assert "never" not in str(cells[2].get("outputs", []))
+
+
+def test_runs_never_switch_this_process_folder_even_after_interleaved_runs(tmp_path, monkeypatch):
+    """papermill switches the whole process to the folder its run began in for every local
+    read and write, and keeps that folder in one handler per process; runs in threads (``course
+    grade``) interleave the switches and the keeping, which left papermill holding the folder of
+    a run long over: a busy suite's grading test then started a student's kernel in another
+    test's folder. Nothing here switches folders, not even with papermill holding a folder since
+    deleted, as interleaved runs leave it; a relative kernel folder resolves where the caller is."""
+    import os
+
+    from papermill.iorw import papermill_io
+
+    gone = tmp_path / "a-run-long-over"
+    papermill_io.get_handler(os.sep).cwd(str(gone))  # as two interleaved runs leave it
+    (tmp_path / "here" / "student").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "here")
+    switches: list[str] = []
+    real_chdir = os.chdir
+    monkeypatch.setattr(os, "chdir", lambda path: switches.append(str(path)) or real_chdir(path))
+    nb = notebook("import os\nprint(os.getcwd())")
+    outcome = execute(nb, "out/run.ipynb", cwd="student")
+    assert outcome.ok, outcome.error
+    printed = nbformat.read(tmp_path / "here/out/run.ipynb", as_version=4).cells[0].outputs
+    assert str(tmp_path / "here" / "student") in str(printed)
+    assert switches == [] and os.getcwd() == str(tmp_path / "here")

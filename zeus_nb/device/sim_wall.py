@@ -46,12 +46,16 @@ only, and the limit it chooses is the trace's on any load.
 from __future__ import annotations
 
 import os
-import resource
 import statistics
 import threading
 import time
 
 from zeus_nb.inputs.registry import system_read
+
+try:
+    import resource
+except ImportError:  # Windows: no schedstat either, so own time is plain real time there
+    resource = None  # type: ignore[assignment]
 
 CALIBRATION_STEPS = 5
 HOLD = 20  # steps of calibrated length the clock may hold still waiting for the next mark
@@ -89,7 +93,7 @@ def _slept_in(path: str) -> int | None:
 
 def _slept_here() -> int | None:
     """The main thread's sleeps: a system call where the main thread asks, its file otherwise."""
-    if threading.get_native_id() == os.getpid():
+    if threading.get_native_id() == os.getpid() and hasattr(resource, "RUSAGE_THREAD"):
         return resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
     return _slept_in("/proc/self/status")
 

@@ -225,6 +225,30 @@ def _ipc_config(folder: str) -> Any:
     return config
 
 
+def _files_in_place() -> None:
+    """Make papermill read and write local files without switching folders.
+
+    papermill reads and writes each local file inside ``chdir(folder)``, the folder its run
+    began in, which it keeps in one handler for the whole process, then switches back. Runs in
+    threads (``course grade`` and ``course verify`` run two at once) interleave those switches
+    and the folder each run stores and restores: a run then switched to the folder of a run
+    long over (a busy suite's grading test started a student's kernel in another test's
+    folder, and a folder since deleted would fail the write), and any thread resolving a
+    relative path meanwhile resolved it there. :func:`execute` hands papermill absolute paths
+    only, so the handler keeps no folder."""
+    from papermill.iorw import papermill_io
+
+    local = papermill_io.get_handler(os.sep)  # the handler of every local path
+    if vars(local).get("cwd") is not _no_folder:
+        # papermill's own attribute, None: "stay where you are" (papermill.utils.chdir)
+        local.cwd, local._cwd = _no_folder, None
+
+
+def _no_folder(new_path: Any) -> None:
+    """papermill's ``LocalHandler.cwd``, the folder ignored (see :func:`_files_in_place`)."""
+    return None
+
+
 def execute(
     notebook: Any,
     output: str | Path,
@@ -245,6 +269,8 @@ def execute(
     skip_iri_grammar()
     import papermill
     from papermill.exceptions import PapermillExecutionError
+
+    _files_in_place()
 
     # Paths are made absolute, and the kernel gets its folder through nbclient's resources rather
     # than papermill's ``cwd``: papermill chdirs the whole process, which races between threads
