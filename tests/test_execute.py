@@ -121,7 +121,9 @@ def test_runs_never_switch_this_process_folder_even_after_interleaved_runs(tmp_p
     from papermill.iorw import papermill_io
 
     gone = tmp_path / "a-run-long-over"
-    papermill_io.get_handler(os.sep).cwd(str(gone))  # as two interleaved runs leave it
+    handler = papermill_io.get_handler(os.sep)
+    monkeypatch.delitem(vars(handler), "cwd", raising=False)  # papermill's own, as before a run
+    handler.cwd(str(gone))  # as two interleaved runs leave it
     (tmp_path / "here" / "student").mkdir(parents=True)
     monkeypatch.chdir(tmp_path / "here")
     switches: list[str] = []

@@ -65,7 +65,7 @@ MIN_HOLD = 1.0  # ... and at least this many seconds: a busy machine's pauses ar
 SCHEDSTAT = "/proc/self/schedstat"  # the main thread: ns on a CPU, ns waiting for one, runs
 #: A wait for a CPU longer than this, on average per run on a CPU, in a stretch of time in which
 #: the thread also slept, is taken for that sleep (see :class:`OwnClock`): a thread woken beside
-#: four busy processes on two cores waited at most 10.5 ms for a CPU in 300 sleeps measured here.
+#: four busy processes on two cores waited at most 10.5 ms for a CPU in 400 sleeps measured here.
 SLEEP_AS_WAIT_S = 0.05
 
 
