@@ -539,16 +539,49 @@ def test_a_step_the_reader_took_no_reading_after_never_calibrates_the_ratio():
     assert r._ratios and max(abs(x - 1.0) for x in r._ratios) < 1e-9, list(r._ratios)
 
 
-def test_power_readings_that_disagree_with_the_counter_are_scaled_to_it(h100):
+def test_steps_too_loosely_placed_alone_calibrate_as_a_span():
+    """Beside a caller's thread running Python each read waits up to 5 ms for the GIL: the
+    reader placed an H100's steps to about 8 ms each end (measured), so no single step of
+    100 ms was placed to within 10 %, and its ratio stayed 1.0 for seconds (a window's estimate
+    16 % off where power readings disagree with the counter). Two steps together are."""
+    clock, gpu = Clock(), StubGPU()
+    r = reader_at(clock, gpu)
+    r._anchor = (0.0, 0.0)
+    for k in range(1, 6):  # steps of 10 J while power readings say 200 W x 0.1 s = 20 J
+        for t in (0.01, 0.05, 0.09):
+            sample(r, clock, (k - 1) * 0.1 + t, 200.0)
+        with r._lock:
+            r._step(k * 0.1, 10.0 * k, spread=0.008)
+    assert r._ratios and max(abs(x - 0.5) for x in r._ratios) < 1e-9, list(r._ratios)
+    assert len(r._ratios) == 2  # spans 0.1-0.3 s and 0.2-0.4 s, each judged one step late
+
+
+def spin_python(stop: threading.Event) -> None:
+    """A caller's thread running Python: it takes the GIL at every switch interval."""
+    while not stop.is_set():
+        sum(range(1000))
+
+
+@pytest.mark.parametrize("caller", ["sleeping", "running Python"])
+def test_power_readings_that_disagree_with_the_counter_are_scaled_to_it(h100, caller):
     # power readings at 57 % of what the counter counts (as 187 J vs 327 J over 5 s idle)
     system = h100(power_scale=0.57)
-    mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=system, energy_reads="background")
-    time.sleep(0.5)  # a few complete steps calibrate the ratio
-    t0 = time.perf_counter()
-    mon.begin_window("w")
-    time.sleep(0.3)
-    t1 = time.perf_counter()
-    m = mon.end_window("w")  # not waited for: its tail is a power estimate, scaled
+    stop = threading.Event()
+    if caller == "running Python":
+        threading.Thread(target=spin_python, args=(stop,), daemon=True).start()
+    try:
+        mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=system, energy_reads="background")
+        reader, deadline = mon._readers[0], time.perf_counter() + 10.0
+        while not reader._ratios and time.perf_counter() < deadline:  # calibrated (2-3 steps)
+            time.sleep(0.05)
+        assert reader._ratios, "no span of steps calibrated the ratio in 10 s"
+        t0 = time.perf_counter()
+        mon.begin_window("w")
+        time.sleep(0.3)
+        t1 = time.perf_counter()
+        m = mon.end_window("w")  # not waited for: its tail is a power estimate, scaled
+    finally:
+        stop.set()
     assert m.gpu_energy[0] == pytest.approx(timed_nvml.true_energy(0, t0, t1), rel=0.05)
 
 

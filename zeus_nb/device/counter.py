@@ -9,8 +9,8 @@ and one power reading. The cumulative energy at a mark is *shared out* (final) o
 steps on both sides of it are known, ``E_j + (E_j+1 - E_j) * P(s_j..t) / P(s_j..s_j+1)``, so
 windows that tile a span add up to the counter's own difference over it; before the next step
 it is *estimated*: the last step's value plus the integrated power since, times the median
-counter/power ratio of recent complete steps placed closely and under steady power (the two
-disagree widely on some GPUs; :data:`CALIBRATION_SPREAD`). Every mark resolves to one value, so
+counter/power ratio of spans of recent complete steps placed closely and under steady power (the
+two disagree widely on some GPUs; :data:`CALIBRATION_SPREAD`). Every mark resolves to one value, so
 back-to-back windows add up to the window around them, and a window during which the GPU drew
 power never measures 0 J. One reader serves every monitor of a process that measures the GPU
 (:mod:`zeus_nb.device.counter_registry` decides, once per GPU and process, under a lock).
@@ -43,6 +43,7 @@ from zeus_nb.device.counter_track import (
     Mark,
     PowerTrack,
     Read,
+    Spans,
     StepGrid,
     Tries,
     implausible,
@@ -69,12 +70,13 @@ MAX_PERIOD_S = 1.0
 #: width): beside a caller running Python, two back-to-back H100 reads bracket about 15 ms,
 #: and without such points the grid would drift from the counter's clock.
 GRID_READS = 2
-#: Complete steps whose counter/power ratios (their median) calibrate estimates.
+#: Spans of complete steps whose counter/power ratios (their median) calibrate estimates, and
+#: the most steps a span holds (:class:`~zeus_nb.device.counter_track.Spans`).
 CALIBRATION_STEPS = 10
-#: A step calibrates only where its ends are placed to within this fraction of its length (a
+#: A span calibrates only where its ends are placed to within this fraction of its length (a
 #: wide bracket's step gives a ratio off by as much), and its power readings and the next step's
 #: held within STEADY (they lag a change of load: ratios 1.5-3.4 across one, beside busy CPUs).
-CALIBRATION_SPREAD, STEADY = 0.1, 0.2  # STEADY None: any step placed calibrates, at once
+CALIBRATION_SPREAD, STEADY = 0.1, 0.2  # STEADY None: any span placed calibrates, at once
 STALL_S = 0.05  # a longer read (or half a period) is a stall: placed by power (H100: 16.8 ms)
 #: A power reading whose call took longer than this has no known time and is left out.
 POWER_WIDTH_S = 5e-3
@@ -123,8 +125,8 @@ class CounterReader:
         self._gaps: collections.deque[float] = collections.deque(maxlen=9)
         self.tries = Tries()  # when to try a tight bracket
         self._ratios: collections.deque[float] = collections.deque(maxlen=CALIBRATION_STEPS)
-        self._ratio = 1.0  # counter J / integrated power J: the median of recent steps' (_step)
-        self._candidate: tuple[float, float] | None = None  # (start, ratio): judged a step on
+        self._ratio = 1.0  # counter J / integrated power J: the median of recent spans' (_step)
+        self._spans = Spans(CALIBRATION_STEPS)  # recent complete steps, spans of which calibrate
         self._users = 0
         self._stop = Stop()
         self._thread: threading.Thread | None = None
@@ -355,16 +357,14 @@ class CounterReader:
         ats = power.at_each(times) if power.t else None
         base = ats[0] if ats else 0.0
         whole = ats[1] - base if ats and s > s0 else 0.0
+        self._spans.step(power, s0, s, joules, spread, not self._stepped, ats)
         if self._stepped:
             self._gaps.append(s - s0)
             self.period = self.grid.period if self.grid.ready else statistics.median(self._gaps)
-            placed = spread + self._anchor_spread <= CALIBRATION_SPREAD * (s - s0)
-            new = (s0, (joules - e0) / whole) if whole > 0 and placed else None
-            judged = new if STEADY is None else self._candidate  # None: at once, unjudged
-            if judged and (STEADY is None or power.steady(judged[0], s, STEADY, since=s0)):
-                self._ratios.append(judged[1])  # kept here, not summed per edge
+            judged = self._spans.ratio(CALIBRATION_SPREAD, STEADY)
+            if judged is not None:
+                self._ratios.append(judged)  # kept here, not summed per edge
                 self._ratio = statistics.median(self._ratios)
-            self._candidate = new
         exact = how if self._anchor_how == SHARED else self._anchor_how
         keep = []
         for j, m in enumerate(pending, 2):

@@ -126,23 +126,96 @@ class PowerTrack:
         at_a, at_b = self.at_each((a, b))
         return at_b - at_a
 
-    def steady(self, a: float, b: float, spread: float, since: float) -> bool:
-        """Whether the readings from ``a`` to ``b`` (and the one before ``a``) stay within
-        ``spread`` of each other, one of them taken at ``since`` or later. Readings lag a
-        change of load (an H100's are 100 ms averages), so a counter step's energy over its
-        power integral is the two's scale only where power held steady across the step and a
-        reading lag after it; a reader starved through the step took no reading after it, and
-        the one reading before it shows nothing of a change of load."""
+    def bounds(self, a: float, b: float) -> tuple[float, float, bool] | None:
+        """(least, most) of the readings from ``a`` to ``b`` and the one before ``a``, and
+        whether one was taken from ``a`` on; None where there is none."""
         lo, hi = bisect.bisect_left(self.t, a), bisect.bisect_right(self.t, b)
-        if hi <= bisect.bisect_left(self.t, since):
-            return False
         ps = self.p[max(0, lo - 1) : hi]
-        return bool(ps) and min(ps) > 0 and max(ps) <= (1 + spread) * min(ps)
+        return (min(ps), max(ps), hi > lo) if ps else None
 
     def forget_before(self, t: float) -> None:
         """Drop readings before ``t`` but the last one, which still bounds ``t``."""
         cut = max(0, bisect.bisect_left(self.t, t) - 1)
         del self.t[:cut], self.p[:cut], self.cum[:cut]
+
+
+class Done(NamedTuple):
+    """A complete counter step, kept for calibration (:class:`Spans`)."""
+
+    t: float  # when it was placed
+    joules: float  # the counter there (J)
+    spread: float  # how far from ``t`` it may lie (s)
+    cum: float | None  # the power integral at ``t`` (J), settled once readings after it came
+    power: tuple[float, float, bool] | None  # least, most reading across it (W); one inside?
+
+
+class Spans:
+    """Recent complete steps, whose counter J over power J calibrate estimates.
+
+    A span's ratio is off by as much as its ends' placement, relative to its length: a caller's
+    thread running Python holds the GIL for up to 5 ms at each of the reader's reads, so no
+    single step of an H100's 100 ms is placed to within 10 % of itself (ends about 8 ms wide
+    each, measured), while two or three steps together are, and a longer span, where power held
+    steady, closer still. Power readings lag a change of load (100 ms averages on an H100), so
+    a span calibrates only where they held steady across it and across the step after it, which
+    must hold a reading (judged one step late).
+    """
+
+    def __init__(self, keep: int) -> None:
+        self.done: collections.deque[Done] = collections.deque(maxlen=keep)
+
+    def step(
+        self,
+        power: PowerTrack,
+        s0: float,
+        s: float,
+        joules: float,
+        spread: float,
+        first: bool,
+        ats: list[float] | None,
+    ) -> None:
+        """The step at ``s`` after the one (or the first read) at ``s0``; ``ats``: the power
+        integral at each (None: no reading yet)."""
+        if first:
+            self.done.clear()
+        if self.done and ats:  # the last step's integral, with the readings since
+            self.done[-1] = self.done[-1]._replace(cum=ats[0])
+        bounds = None if first else power.bounds(s0, s)
+        self.done.append(Done(s, joules, spread, ats[1] if ats else None, bounds))
+
+    def ratio(self, within: float, steady: float | None) -> float | None:
+        """Counter J / power J over the span of steps placed most closely for its length
+        (to ``within`` of it at most), ending at the one before the last step, where power
+        readings held within ``steady`` across it and the last step (``steady`` None: the
+        shortest span ending at the last step, whatever the power did); else None."""
+        done = list(self.done)
+        end = len(done) - (1 if steady is None else 2)
+        if end < 1:
+            return None
+        last, lo, hi = done[end], math.inf, 0.0
+        if steady is not None:  # the step after: readings lag a change of load
+            after = done[-1].power
+            if after is None or not after[2]:  # a reader starved through it took none in it
+                return None
+            lo, hi = after[0], after[1]
+        best, least = None, within
+        for k in range(end - 1, -1, -1):
+            first = done[k]
+            if steady is not None:  # longer spans hold the shorter ones' readings
+                inside = done[k + 1].power
+                if inside is None:
+                    break
+                lo, hi = min(lo, inside[0]), max(hi, inside[1])
+                if lo <= 0 or hi > (1 + steady) * lo:
+                    break
+            off = (first.spread + last.spread) / (last.t - first.t)
+            if off <= least and first.cum is not None and last.cum is not None:
+                best, least = first, off
+                if steady is None:
+                    break
+        if best is None or last.cum <= best.cum:  # type: ignore[operator]
+            return None
+        return (last.joules - best.joules) / (last.cum - best.cum)  # type: ignore[operator]
 
 
 class StepGrid:
