@@ -221,6 +221,17 @@ def measure(runs: int, only: str | None = None) -> dict:
     return out
 
 
+def per_run(title: str, idle: list, busy: list, show, good) -> bool:
+    """Print ``title``, then each run idle | busy; whether ``good`` held for every run."""
+    print(title)
+    ok = True
+    for i, (a, b) in enumerate(zip(idle, busy, strict=True), 1):
+        fine = good(a, b)
+        ok &= fine
+        print(f"  run {i}: {show(a)} | {show(b)}: " + ("ok" if fine else "FAIL"))
+    return ok
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--busy", type=int, default=4, help="CPU-bound processes beside (default 4)")
@@ -278,28 +289,23 @@ def main() -> None:
             ok &= good
             print(f"  {name:10} {a} | {b}: " + ("ok" if good else "FAIL"))
     if "calibration" in idle:
-        print(
+        ok &= per_run(
             "a fresh reader beside a thread running Python, power readings at 0.57 of the counter: "
-            "s to its first ratio (within 2 s), a 0.3 s window's error (within 10 %): idle | busy"
+            "s to its first ratio (within 2 s), a 0.3 s window's error (within 10 %): idle | busy",
+            idle["calibration"],
+            busy["calibration"],
+            lambda r: f"{r[0]:.2f} s, {100 * r[1]:+.2f} %",
+            lambda a, b: max(a[0], b[0]) <= 2.0 and max(abs(a[1]), abs(b[1])) <= 0.1,
         )
-        for i in range(args.runs):
-            (a, e), (b, f) = idle["calibration"][i], busy["calibration"][i]
-            good = max(a, b) <= 2.0 and max(abs(e), abs(f)) <= 0.1
-            ok &= good
-            print(
-                f"  run {i + 1}: {a:.2f} s, {100 * e:+.2f} % | {b:.2f} s, {100 * f:+.2f} %: "
-                + ("ok" if good else "FAIL")
-            )
     if "sleeps" in idle:
-        print(
+        ok &= per_run(
             "own time over a 0.2 s sleep, least of 40 (s; at least 0.199), and sleeps Linux "
-            "counted as a wait for a CPU: idle | busy"
+            "counted as a wait for a CPU: idle | busy",
+            idle["sleeps"],
+            busy["sleeps"],
+            lambda r: f"{r[0]:.4f} s, {r[1]}",
+            lambda a, b: min(a[0], b[0]) >= 0.199,
         )
-        for i in range(args.runs):
-            (a, n), (b, m) = idle["sleeps"][i], busy["sleeps"][i]
-            good = min(a, b) >= 0.199
-            ok &= good
-            print(f"  run {i + 1}: {a:.4f} s, {n} | {b:.4f} s, {m}: " + ("ok" if good else "FAIL"))
     if args.json:
         print(json.dumps({"idle": idle, "busy": busy, "ok": ok}, default=str))
     sys.exit(0 if ok else 1)
