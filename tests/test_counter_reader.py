@@ -553,7 +553,31 @@ def test_steps_too_loosely_placed_alone_calibrate_as_a_span():
         with r._lock:
             r._step(k * 0.1, 10.0 * k, spread=0.008)
     assert r._ratios and max(abs(x - 0.5) for x in r._ratios) < 1e-9, list(r._ratios)
-    assert len(r._ratios) == 2  # spans 0.1-0.3 s and 0.2-0.4 s, each judged one step late
+    assert len(r._ratios) == 2  # spans 0.1-0.3 s and 0.1-0.4 s, each judged one step late
+
+
+def done_steps(joules: list[float], powers: list[tuple]) -> counter_track.Spans:
+    """Spans over steps every 0.1 s from 0.1 s, each end placed to 8 ms, 20 J of power
+    readings a step, with the counter at ``joules`` and each step's readings ``powers``."""
+    spans = counter_track.Spans(10)
+    for k, (e, p) in enumerate(zip(joules, powers, strict=True)):
+        spans.done.append(counter_track.Done(0.1 * (k + 1), e, 0.008, 20.0 * k, p))
+    return spans
+
+
+def test_a_span_is_the_one_placed_most_closely_among_those_power_held_steady_across():
+    """Steps of 10, 14 and 8 J over 20 J of power each: the span 0.2-0.4 s is the shortest placed
+    to a tenth (16 ms of ends over 200 ms), ratio 0.55; 0.1-0.4 s is placed closer still for its
+    length (16 over 300 ms), ratio 32 / 60. Where the readings of its first step did not hold
+    steady, the span stops short of it."""
+    steady = (200.0, 200.0, True)
+    spans = done_steps([0.0, 10.0, 24.0, 32.0, 42.0], [None, steady, steady, steady, steady])
+    assert spans.ratio(0.1, 0.2) == pytest.approx(32 / 60)
+    spans = done_steps([0.0, 10.0, 24.0, 32.0, 42.0], [None, (100.0, 200.0, True), *[steady] * 3])
+    assert spans.ratio(0.1, 0.2) == pytest.approx(22 / 40)
+    spans = done_steps([0.0, 10.0, 24.0, 32.0, 42.0], [None, *[steady] * 3, (200.0, 200.0, False)])
+    assert spans.ratio(0.1, 0.2) is None  # no reading inside the step after: not judged
+    assert spans.ratio(0.1, None) == pytest.approx(18 / 40)  # unjudged: the shortest, at once
 
 
 def spin_python(stop: threading.Event) -> None:

@@ -175,7 +175,7 @@ class Spans:
         ats: list[float] | None,
     ) -> None:
         """The step at ``s`` after the one (or the first read) at ``s0``; ``ats``: the power
-        integral at each (None: no reading yet)."""
+        integral at ``s0`` and ``s`` first (None: no reading yet)."""
         if first:
             self.done.clear()
         if self.done and ats:  # the last step's integral, with the readings since
