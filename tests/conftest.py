@@ -189,3 +189,25 @@ def nvml_gpus(tmp_path, monkeypatch):
     yield make
     sys.modules.pop("pynvml", None)
     sys.modules.pop("nvml_rows", None)
+
+
+@pytest.fixture
+def spawn():
+    """``spawn(args, **popen_kwargs)``: a text-mode :class:`subprocess.Popen` with piped
+    stdin/stdout/stderr that is killed when the test ends, so a test that fails while its child
+    trains on leaves nothing running (and the session's leftover check names only real leaks)."""
+    import subprocess
+
+    started: list[subprocess.Popen] = []
+
+    def start(args, **kwargs) -> subprocess.Popen:
+        pipes = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(args, text=True, **(pipes | kwargs))
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()

@@ -29,8 +29,9 @@ from zeus_nb.runner.notebooks import (
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _toy(path: Path, sleep: float = 0.0) -> Path:
-    """A tiny parameterised notebook that records a product (and fails for a == 3)."""
+def _toy(path: Path, hold: Path | None = None) -> Path:
+    """A tiny parameterised notebook that records a product (and fails for a == 3); with
+    ``hold``, its points with a == 2 wait while that file exists."""
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {
         "name": "python3",
@@ -41,10 +42,11 @@ def _toy(path: Path, sleep: float = 0.0) -> Path:
         'a: int = 1  # first factor\nb: float = 2.0  # second factor\nlabel: str = "x"  # a name'
     )
     params.metadata["tags"] = ["parameters"]
+    wait = f"while a == 2 and os.path.exists({str(hold)!r}):\n    time.sleep(0.05)\n"
     body = nbformat.v4.new_code_cell(
-        "import time\nimport zeus_nb\n"
-        f"time.sleep({sleep})\n"
-        "if a == 3:\n    raise RuntimeError('a == 3 is not allowed')\n"
+        "import os, time\nimport zeus_nb\n"
+        + (wait if hold is not None else "")
+        + "if a == 3:\n    raise RuntimeError('a == 3 is not allowed')\n"
         "zeus_nb.record('product', a * b)\nzeus_nb.record('label', label)"
     )
     nb.cells = [params, body]
@@ -134,8 +136,11 @@ def finished(out: Path) -> list[str]:
 
 @pytest.mark.slow  # runs notebooks: zeus-nb sweep in a subprocess, interrupted
 def test_interrupted_sweep_resumes_to_all_results(tmp_path):
-    """A 6-point sweep killed after 3 finished points resumes and ends with 6 results."""
-    nb = _toy(tmp_path / "toy.ipynb", sleep=0.3)
+    """A 6-point sweep killed after 3 finished points resumes and ends with 6 results. The
+    fourth point is held until the kill, so a test slowed by a busy machine finds 3, not more."""
+    hold = tmp_path / "hold"
+    hold.touch()
+    nb = _toy(tmp_path / "toy.ipynb", hold)
     out = tmp_path / "runs"
     cmd = [sys.executable, "-m", "zeus_nb", "sweep", str(nb), "-o", str(out)]
     cmd += ["-p", "a", "1,2", "-p", "b", "1,10,100"]
@@ -161,8 +166,9 @@ def test_interrupted_sweep_resumes_to_all_results(tmp_path):
                 os.kill(pid, signal.SIGKILL)
         proc.wait()
     done_before = finished(out)
-    assert 3 <= len(done_before) < 6, done_before
+    assert len(done_before) == 3, done_before
     assert not (out / "results.csv").exists()
+    hold.unlink()
 
     res = subprocess.run(cmd, env=_env(), capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr

@@ -46,22 +46,16 @@ SCRIPT = textwrap.dedent(
 
 
 @pytest.fixture
-def setup(fake_nvml, tmp_path):
+def setup(fake_nvml, tmp_path, spawn):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
     env = fake_nvml.env()
     env["ZEUS_NB_STATE_DIR"] = str(tmp_path / "state")
-    return fake_nvml, script, env, tmp_path / "state"
+    return fake_nvml, script, env, tmp_path / "state", spawn
 
 
-def start(script, env, mode):
-    return subprocess.Popen(
-        [sys.executable, str(script), mode],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def start(spawn, script, env, mode):
+    return spawn([sys.executable, str(script), mode], env=env)
 
 
 def wait_locked(proc, fake):
@@ -71,8 +65,8 @@ def wait_locked(proc, fake):
 
 
 def test_normal_exit_resets_clocks(setup):
-    fake, script, env, state = setup
-    proc = start(script, env, "normal")
+    fake, script, env, state, spawn = setup
+    proc = start(spawn, script, env, "normal")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0 and "done" in out, err
     calls = fake.state["clock_calls"]
@@ -84,8 +78,8 @@ def test_normal_exit_resets_clocks(setup):
 
 
 def test_exception_resets_clocks(setup):
-    fake, script, env, state = setup
-    proc = start(script, env, "raise")
+    fake, script, env, state, spawn = setup
+    proc = start(spawn, script, env, "raise")
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1 and "training failed" in err
     assert fake.state["devices"][0]["locked_clocks"] is None
@@ -98,8 +92,8 @@ def test_exception_resets_clocks(setup):
     ids=["int", "term"],
 )
 def test_signals_reset_clocks(setup, sig, code):
-    fake, script, env, state = setup
-    proc = start(script, env, "loop")
+    fake, script, env, state, spawn = setup
+    proc = start(spawn, script, env, "loop")
     wait_locked(proc, fake)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
@@ -109,8 +103,8 @@ def test_signals_reset_clocks(setup, sig, code):
 
 
 def test_sigkill_then_zeus_nb_restore_resets_clocks(setup):
-    fake, script, env, state = setup
-    proc = start(script, env, "loop")
+    fake, script, env, state, spawn = setup
+    proc = start(spawn, script, env, "loop")
     wait_locked(proc, fake)
     proc.kill()
     proc.communicate(timeout=60)

@@ -48,6 +48,8 @@ SCRIPT = textwrap.dedent(
             print("profiling", flush=True)
             if mode == "raise":
                 raise RuntimeError("training failed")
+            if mode in ("loop", "handler"):
+                sys.stdin.readline()  # held here while the test reads the limits, then trains on
         if mode == "normal" and plo.done:
             print("optimum", plo.optimal_power_limit, flush=True)
             break
@@ -56,31 +58,29 @@ SCRIPT = textwrap.dedent(
 
 
 @pytest.fixture
-def setup(fake_nvml, tmp_path):
+def setup(fake_nvml, tmp_path, spawn):
     for i, mw in enumerate(ORIGINAL_MW):
         fake_nvml.set_device(i, limit_mw=mw)
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
     env = fake_nvml.env()
     env["ZEUS_NB_STATE_DIR"] = str(tmp_path / "state")
-    return fake_nvml, script, env, tmp_path / "state"
+    return fake_nvml, script, env, tmp_path / "state", spawn
 
 
-def start(script, env, mode):
-    return subprocess.Popen(
-        [sys.executable, str(script), mode],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def start(spawn, script, env, mode):
+    return spawn([sys.executable, str(script), mode], env=env)
 
 
 def wait_profiling(proc, fake):
+    """Read the limits while the training loop is held mid-profiling, then let it train on (a
+    loop left running would move past this limit while a busy machine delays the test)."""
     line = proc.stdout.readline()
     assert line.strip() == "profiling", proc.stderr.read()
-    limits = fake.limits_w()  # mid-profiling: one limit on both GPUs, neither original
+    limits = fake.limits_w()  # the second limit of the descent, on both GPUs, neither original
     assert limits[0] == limits[1] and limits[0] not in originals_w() and limits[0] < 300
+    proc.stdin.write("\n")
+    proc.stdin.flush()
 
 
 def originals_w():
@@ -88,8 +88,8 @@ def originals_w():
 
 
 def test_normal_exit_restores_after_applying_the_optimum(setup):
-    fake, script, env, state = setup
-    proc = start(script, env, "normal")
+    fake, script, env, state, spawn = setup
+    proc = start(spawn, script, env, "normal")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     optimum = float(out.split("optimum")[1])
@@ -102,8 +102,8 @@ def test_normal_exit_restores_after_applying_the_optimum(setup):
 
 
 def test_exception_restores(setup):
-    fake, script, env, state = setup
-    proc = start(script, env, "raise")
+    fake, script, env, state, spawn = setup
+    proc = start(spawn, script, env, "raise")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1 and "training failed" in err
     assert fake.limits_w() == originals_w()
@@ -116,8 +116,8 @@ def test_exception_restores(setup):
     ids=["int", "term"],
 )
 def test_signals_restore(setup, sig, code):
-    fake, script, env, state = setup
-    proc = start(script, env, "loop")
+    fake, script, env, state, spawn = setup
+    proc = start(spawn, script, env, "loop")
     wait_profiling(proc, fake)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
@@ -127,8 +127,8 @@ def test_signals_restore(setup, sig, code):
 
 
 def test_sigterm_chains_to_the_programs_own_handler(setup):
-    fake, script, env, state = setup
-    proc = start(script, env, "handler")
+    fake, script, env, state, spawn = setup
+    proc = start(spawn, script, env, "handler")
     wait_profiling(proc, fake)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
@@ -138,8 +138,8 @@ def test_sigterm_chains_to_the_programs_own_handler(setup):
 
 
 def test_sigkill_leaves_a_state_file_that_zeus_nb_restore_uses(setup):
-    fake, script, env, state = setup
-    proc = start(script, env, "loop")
+    fake, script, env, state, spawn = setup
+    proc = start(spawn, script, env, "loop")
     wait_profiling(proc, fake)
     proc.kill()
     proc.communicate(timeout=60)
