@@ -18,7 +18,8 @@ show what a real GPU does to the notebooks; ``test_tour_nvml.py`` judges them. T
 tour runs all six; the other two run 01 to 05 (:data:`SHAPED_ONLY`): notebook 06 computes on
 simulated GPUs whatever GPU its kernel found (its records say so), so its run on the read-only
 H100 stands for all three, and ``test_tour_nvml.py`` checks that its numbers there are the
-simulated tour's, digit for digit.
+simulated tour's, digit for digit. Most of their time is the fake GPUs' real-time waits, so the
+first test that asks for one of them runs all three side by side (:func:`session_runs`).
 
 A further run is one :func:`session_run` call in a fixture of its own: the first test that asks
 for it runs it under a file lock, in a folder every pytest-xdist worker of the session shares
@@ -35,11 +36,13 @@ run it only reads.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,17 +108,40 @@ def session_run(
     ``run`` gets an empty folder of its own and returns the finished process; its output files
     stay in that folder. Add ``name`` to :data:`RUN_LIMITS` so tests that use it get the time.
     """
-    work = shared_dir(tmp_path_factory) / name
-    result = work / "result.json"
-    with FileLock(str(work) + ".lock"):
-        if not result.exists():
-            work.mkdir(exist_ok=True)
-            out = run(work)
-            saved = {"args": out.args, "returncode": out.returncode}
-            saved |= {"stdout": out.stdout, "stderr": out.stderr}
-            result.write_text(json.dumps(saved))
-        saved = json.loads(result.read_text())
-    return work, subprocess.CompletedProcess(
+    return session_runs(tmp_path_factory, {name: run})[name]
+
+
+def session_runs(
+    tmp_path_factory: pytest.TempPathFactory,
+    runs: dict[str, Callable[[Path], subprocess.CompletedProcess]],
+) -> dict[str, tuple[Path, subprocess.CompletedProcess]]:
+    """:func:`session_run` for several runs at once: those not done yet run side by side.
+
+    For runs that mostly wait (the NVML tours: their fake GPUs' reads and counter steps take
+    real time, as on the card), so their waits overlap instead of adding up on one worker. The
+    locks are taken in name order, so workers asking for overlapping sets never deadlock.
+    """
+    base = shared_dir(tmp_path_factory)
+    with contextlib.ExitStack() as held:
+        for name in sorted(runs):
+            held.enter_context(FileLock(str(base / name) + ".lock"))
+        todo = [name for name in runs if not (base / name / "result.json").exists()]
+        with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
+            list(pool.map(lambda name: _save(base / name, runs[name]), todo))
+        return {name: (base / name, _load(base / name)) for name in runs}
+
+
+def _save(work: Path, run: Callable[[Path], subprocess.CompletedProcess]) -> None:
+    work.mkdir(exist_ok=True)
+    out = run(work)
+    saved = {"args": out.args, "returncode": out.returncode}
+    saved |= {"stdout": out.stdout, "stderr": out.stderr}
+    (work / "result.json").write_text(json.dumps(saved))
+
+
+def _load(work: Path) -> subprocess.CompletedProcess:
+    saved = json.loads((work / "result.json").read_text())
+    return subprocess.CompletedProcess(
         saved["args"], saved["returncode"], saved["stdout"], saved["stderr"]
     )
 
@@ -225,35 +251,41 @@ class NvmlTour:
         return json.loads(self.state_path.read_text())
 
 
-def _shared_nvml_tour(
-    tmp_path_factory,
-    row: str,
-    num_gpus: int,
-    name: str,
-    deny_setters: bool = False,
-    only: str | None = None,
-) -> NvmlTour:
-    run = _nvml_tour(row, num_gpus, name, deny_setters, only)
-    work, out = session_run(tmp_path_factory, name, run)
+#: fixture -> (GPU row, GPUs, setters refused, notebooks): the tours on fake GPUs
+NVML_TOURS = {
+    "nvml_tour_h100": ("h100", 1, False, SHAPED_ONLY),
+    "nvml_tour_a40x4": ("a40", 4, False, SHAPED_ONLY),
+    "nvml_tour_h100_readonly": ("h100", 1, True, None),
+}
+
+
+def _shared_nvml_tour(tmp_path_factory, fixture: str) -> NvmlTour:
+    """The tour of ``fixture``; the first test asking for any NVML tour runs all three side by
+    side (:func:`session_runs`), since their time is mostly the fake GPUs' real-time waits."""
+    runs = {}
+    for each, (row, num_gpus, deny, only) in NVML_TOURS.items():
+        name = FIXTURE_RUNS[each]
+        runs[name] = _nvml_tour(row, num_gpus, name, deny, only)
+    work, out = session_runs(tmp_path_factory, runs)[FIXTURE_RUNS[fixture]]
     return NvmlTour(work / "executed", out, work / "fake_nvml.json")
 
 
 @pytest.fixture(scope="session")
 def nvml_tour_h100(tmp_path_factory) -> NvmlTour:
     """The smoke tour of notebooks 01 to 05 on the NVML backend over one fake H100."""
-    return _shared_nvml_tour(tmp_path_factory, "h100", 1, "tour-nvml-h100", only=SHAPED_ONLY)
+    return _shared_nvml_tour(tmp_path_factory, "nvml_tour_h100")
 
 
 @pytest.fixture(scope="session")
 def nvml_tour_a40x4(tmp_path_factory) -> NvmlTour:
     """The smoke tour of notebooks 01 to 05 on the NVML backend over four fake A40s."""
-    return _shared_nvml_tour(tmp_path_factory, "a40", 4, "tour-nvml-a40x4", only=SHAPED_ONLY)
+    return _shared_nvml_tour(tmp_path_factory, "nvml_tour_a40x4")
 
 
 @pytest.fixture(scope="session")
 def nvml_tour_h100_readonly(tmp_path_factory) -> NvmlTour:
     """The smoke tour on the NVML backend over one fake H100 whose setters all refuse."""
-    return _shared_nvml_tour(tmp_path_factory, "h100", 1, "tour-nvml-h100-readonly", True)
+    return _shared_nvml_tour(tmp_path_factory, "nvml_tour_h100_readonly")
 
 
 @pytest.hookimpl(trylast=True)
