@@ -15,6 +15,9 @@ from tour_fixture import FIXTURE_RUNS
 # Longest first, by `--durations` of a whole-suite run: every runnable block of the docs (the
 # longest file, 7 min of one worker on 2026-12-05), the docs site build, the notebook tour, the
 # tours on fake NVML GPUs, Zeus's own unit tests, JupyterLab in Chromium, both course editions.
+# Then every other file of 20 s or more, longest first (a per-test timeline of `.ci/run` on
+# 2026-12-06): left in alphabetical order, Zeus's seed tests (73 s) ran last, alone on one worker
+# for over a minute while the other two had finished.
 FIRST = (
     "test_docs_facts.py",
     "test_site.py",
@@ -23,6 +26,25 @@ FIRST = (
     "test_zeus_suite.py",
     "test_browser.py",
     "test_course.py",
+    "test_forkrun.py",
+    "test_zeus_seeds.py",
+    "test_pipeline_train_torchrun.py",
+    "test_warm_kernels.py",
+    "test_sim_wall.py",
+    "test_reliability_inputs.py",
+    "test_reliability_sweep.py",
+    "test_cluster.py",
+    "test_readonly_gpu.py",
+    "test_cluster_notebook_sweep.py",
+    "test_execute.py",
+    "test_zeus_examples.py",
+    "test_reliability_interrupts.py",
+    "test_notebook_sweep.py",
+    "test_train.py",
+    "test_bso_server_boundary.py",
+    "test_docker.py",
+    "test_bso_zeus_client.py",
+    "test_rapl.py",
 )
 
 

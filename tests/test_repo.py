@@ -65,3 +65,12 @@ def test_quick_start_installs_only_the_tour_and_the_test_command_its_tools():
         assert prerequisite in section, prerequisite
         assert prerequisite in (REPO / ".ci" / "run").read_text()
     assert "pip install zeus-nb" not in readme, "zeus-nb is not on PyPI: install from a checkout"
+
+
+def test_the_longest_first_order_names_test_files_that_exist():
+    """A renamed test file would drop out of the order silently and run last again."""
+    from slow_first import FIRST
+
+    assert len(set(FIRST)) == len(FIRST)
+    missing = [name for name in FIRST if not (REPO / "tests" / name).is_file()]
+    assert not missing, f"tests/slow_first.py names files that are gone: {missing}"
