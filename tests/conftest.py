@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import compileall
 import contextlib
 import json
 import os
@@ -44,21 +43,6 @@ def pytest_configure(config):
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         with contextlib.suppress(ValueError):  # not the main thread: nothing to change
             signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-def pytest_sessionstart(session):
-    """zeus_nb's bytecode, written once before any worker starts (the controller only).
-
-    With PYTHONDONTWRITEBYTECODE=1 (set on this project's machines) no process writes .pyc
-    files, so every CLI call, kernel and rank the suite starts would compile the modules of
-    zeus_nb it imports again (37 ms of CPU for the CLI, the monitor, the power-limit optimizer
-    and the notebook runner). Reading bytecode stays allowed; a source edited later is compiled
-    in memory as usual (its .pyc no longer matches). The files go to the gitignored __pycache__.
-    """
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        return
-    for folder in ("zeus_nb", "tests", "data_scripts"):
-        compileall.compile_dir(str(REPO / folder), quiet=1)
 
 
 @pytest.fixture(autouse=True, scope="session")
