@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -196,8 +197,6 @@ def spawn():
     """``spawn(args, **popen_kwargs)``: a text-mode :class:`subprocess.Popen` with piped
     stdin/stdout/stderr that is killed when the test ends, so a test that fails while its child
     trains on leaves nothing running (and the session's leftover check names only real leaks)."""
-    import subprocess
-
     started: list[subprocess.Popen] = []
 
     def start(args, **kwargs) -> subprocess.Popen:

@@ -18,8 +18,9 @@ show what a real GPU does to the notebooks; ``test_tour_nvml.py`` judges them. T
 tour runs all six; the other two run 01 to 05 (:data:`SHAPED_ONLY`): notebook 06 computes on
 simulated GPUs whatever GPU its kernel found (its records say so), so its run on the read-only
 H100 stands for all three, and ``test_tour_nvml.py`` checks that its numbers there are the
-simulated tour's, digit for digit. Most of their time is the fake GPUs' real-time waits, so the
-first test that asks for one of them runs all three side by side (:func:`session_runs`).
+simulated tour's, digit for digit. Their fake GPUs wait in real time (the H100 tour alone: 41 s
+of CPU in 90 s, at load 9), so the first test that asks for one of them runs all three side by
+side (:func:`session_runs`) and their waits overlap.
 
 A further run is one :func:`session_run` call in a fixture of its own: the first test that asks
 for it runs it under a file lock, in a folder every pytest-xdist worker of the session shares
@@ -117,8 +118,8 @@ def session_runs(
 ) -> dict[str, tuple[Path, subprocess.CompletedProcess]]:
     """:func:`session_run` for several runs at once: those not done yet run side by side.
 
-    For runs that mostly wait (the NVML tours: their fake GPUs' reads and counter steps take
-    real time, as on the card), so their waits overlap instead of adding up on one worker. The
+    For runs that wait (the NVML tours: their fake GPUs' reads and counter steps take real time,
+    as on the card), so their waits overlap instead of adding up on one worker. The
     locks are taken in name order, so workers asking for overlapping sets never deadlock.
     """
     base = shared_dir(tmp_path_factory)
@@ -261,7 +262,7 @@ NVML_TOURS = {
 
 def _shared_nvml_tour(tmp_path_factory, fixture: str) -> NvmlTour:
     """The tour of ``fixture``; the first test asking for any NVML tour runs all three side by
-    side (:func:`session_runs`), since their time is mostly the fake GPUs' real-time waits."""
+    side (:func:`session_runs`), so that their fake GPUs' real-time waits overlap."""
     runs = {}
     for each, (row, num_gpus, deny, only) in NVML_TOURS.items():
         name = FIXTURE_RUNS[each]
