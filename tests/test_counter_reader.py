@@ -685,6 +685,42 @@ def test_a_starved_reader_places_late_steps_on_the_counters_grid():
     assert final >= 0.66 * (len(marks) - 1)
 
 
+def test_a_close_bracket_far_from_the_grids_last_point_is_counted_not_a_restart():
+    """A busy machine's run (2026-12-06, the suite beside four busy processes): a grid fitted
+    to three tight brackets 1 % off the period grew 25 ms unsure seven steps past its last
+    point, a close bracket's index was then not sure by the fit, the grid started afresh, and
+    with no close bracket since, the reader read back to back at every step (79 reads in 30
+    steps). The step a close bracket holds is the one after the anchor's, whose index the grid
+    gave: it is counted, kept, and the period fitted again."""
+    r, clock, sim = driven_reader()
+    period, cost = sim.period, 0.0028
+
+    def read(a: float, b: float, value_at: float) -> None:
+        sample(r, clock, a, sim.watts)
+        r.observe(a, b, sim.joules(value_at))
+
+    # tight brackets of steps 1-3 whose middles lie 0.1-2.7 ms before the steps: a period 1.3 %
+    # short, known (the brackets' widths say) to 2.3 ms a step
+    for k, early in ((1, 0.0001), (2, 0.0014), (3, 0.0027)):
+        mid = sim.phase + k * period - early
+        read(mid - cost, mid, mid)  # before the step
+        read(mid, mid + cost, mid + cost)  # after it
+    assert r.grid.ready and r.grid.period == pytest.approx(0.0987, abs=1e-4)
+    for k in range(4, 13):  # one read 10 ms after each step, placed on the grid
+        t = sim.phase + k * period + 0.010
+        read(t, t + cost, t + cost)
+    # two reads returning 2 and 4 ms late: a bracket 11.6 ms wide, whose index the fit alone
+    # cannot tell (its error there and the bracket's width reach a third of a period)
+    assert r.grid.error(10) + 0.0116 > period / 3
+    s = sim.phase + 13 * period
+    a1 = s - 0.006
+    read(a1, a1 + cost + 0.002, a1 + cost)
+    a2 = a1 + cost + 0.002
+    read(a2, a2 + cost + 0.004, a2 + cost)
+    assert r.grid.ready and len(r.grid.points) == 4
+    assert r.grid.period == pytest.approx(period, abs=1e-4)
+
+
 def test_a_late_step_just_before_the_grids_next_point_is_placed_at_the_read_not_mid_gap():
     """A busy machine's run (2026-12-02): three tight brackets fitted a grid whose next point
     fell 1.3 ms after the read that saw the step, following a 92 ms gap; the step went to the

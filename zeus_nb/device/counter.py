@@ -46,6 +46,7 @@ from zeus_nb.device.counter_track import (
     Spans,
     StepGrid,
     Tries,
+    break_between,
     implausible,
     max_watts,
 )
@@ -58,17 +59,17 @@ log = logging.getLogger(__name__)
 
 #: A counter read slower than this (the least of the first reads) goes to a background reader.
 SLOW_READ_S = 1e-3
-#: The reader reads power beside its counter reads, at most this often (window edges add their
-#: own): an H100's reading changed every 50-100 ms (docs/measuring.md), and each wake of the
-#: reader costs the caller's thread a turn of the GIL, so it wakes for counter steps only.
+#: The reader reads power beside its counter reads, at most this often (edges add their own):
+#: an H100's reading changed every 50-100 ms (docs/measuring.md), and each wake of the reader
+#: costs the caller a turn of the GIL, so it wakes for counter steps only.
 POWER_PERIOD_S = 0.05
 #: Counter period assumed until two steps were seen (an H100's is 100 ms).
 DEFAULT_PERIOD_S = 0.1
 #: The longest counter period believed (s): bounds how early a first reading's step can be.
 MAX_PERIOD_S = 1.0
 #: A bracket up to GRID_READS x the tight width still gives the grid a point (weighted by its
-#: width): beside a caller running Python, two back-to-back H100 reads bracket about 15 ms,
-#: and without such points the grid would drift from the counter's clock.
+#: width): two H100 reads beside a caller running Python bracket 15 ms; without such points
+#: the grid drifts from the counter's clock.
 GRID_READS = 2
 #: Spans of complete steps whose counter/power ratios (their median) calibrate estimates, and
 #: the most steps a span holds (:class:`~zeus_nb.device.counter_track.Spans`).
@@ -82,6 +83,8 @@ STALL_S = 0.05  # a longer read (or half a period) is a stall: placed by power (
 POWER_WIDTH_S = 5e-3
 #: wait_for_counter waits this many periods (plus reads and slack) for the next step.
 WAIT_PERIODS, WAIT_SLACK_S = 5, 0.5
+#: A bracket shorter than this x the period holds one step (a fitted period is off < 1 %).
+COUNT_SPAN = 0.9
 #: Spans of rejected or stalled readings remembered (windows over them are estimates).
 MAX_BREAKS = 64
 
@@ -115,6 +118,7 @@ class CounterReader:
         self._anchor_lo = 0.0  # the earliest the anchor's step can have been
         self._anchor_how = SHARED  # how the anchor was placed (SHARED: within a tight bracket)
         self._anchor_spread = 0.0  # how far the anchor's step may lie from where it was placed (s)
+        self._anchor_k: int | None = None  # the anchor's index on the grid as it stands, if known
         self._stepped = False  # whether the anchor is a counter step (not just the first read)
         self._last: Read | None = None  # the latest good read (raw counter J)
         self._suspect: Read | None = None  # a rejected read: a new base if the next agrees
@@ -172,8 +176,8 @@ class CounterReader:
                 ea, ha = self._energy_at(a)
                 eb, hb = self._energy_at(b)
                 joules, how = eb - ea, max(ha, hb, key=RANK.__getitem__)
-            if self._breaks:
-                how = max(how, self._break_between(a.t, b.t) or SHARED, key=RANK.__getitem__)
+            if self._breaks and (brk := break_between(self._breaks, a.t, b.t)):
+                how = max(how, brk, key=RANK.__getitem__)
         return max(0.0, joules), how
 
     def estimate(self, mark: Mark) -> float:
@@ -193,11 +197,6 @@ class CounterReader:
             finally:
                 self._waiting -= 1
 
-    @property
-    def ready(self) -> bool:
-        """Whether the counter has been read at least once."""
-        return self._anchor is not None
-
     # --- energy at a mark (lock held) -------------------------------------------------------
     def _energy_at(self, m: Mark) -> tuple[float, str]:
         if m.energy is not None:
@@ -210,14 +209,6 @@ class CounterReader:
         s, e = self._anchor  # on either side of the anchor: the power integral's difference
         at_m, at_s = power.at_each((m.t, s))
         return e + self._ratio * (at_m - at_s), ESTIMATED
-
-    def _break_between(self, a: float, b: float) -> str | None:
-        for t0, t1, how in reversed(self._breaks):
-            if t1 >= a and t0 <= b:
-                return how
-            if t1 < a:
-                return None
-        return None
 
     def _note(self, cause: str, message: str, *args) -> None:
         """Log a cause of estimates once per GPU and process as a warning, then as debug."""
@@ -261,10 +252,11 @@ class CounterReader:
             self._last = read
             if raw_joules == last.joules:
                 return
-            s, spread, how = self._place(last, read, raw_joules - last.joules)
+            s, spread, how, k = self._place(last, read, raw_joules - last.joules)
             if stalled:
                 how, spread = STALLED, max(spread, cost / 2)
             self._step(s, raw_joules + self._offset, how, last.a, spread)  # after ``last`` began
+            self._anchor_k = k
 
     def _rebase(self, read: Read) -> None:
         """The counter restarted from ``read``'s value: continue from power (lock held)."""
@@ -282,15 +274,22 @@ class CounterReader:
         self._pending = keep
         self._last = read
         self._anchor, self._anchor_lo, self._stepped = (mid, est), read.a - MAX_PERIOD_S, False
+        self._anchor_k = None
         self._stepped_cond.notify_all()
 
-    def _place(self, last: Read, cur: Read, delta: float) -> tuple[float, float, str]:
+    def _place(self, last: Read, cur: Read, delta: float) -> tuple[float, float, str, int | None]:
         """(time of the step between ``last`` and ``cur``, how far from it the step may lie,
-        how exact) (lock held). The step came after ``last`` began and before ``cur`` returned.
-        A tight bracket (two reads back to back) places it at its middle; a wider one at the
-        last grid point it holds, the last step the value can count (the power between is
-        shared out as for one step); where which is unclear, power decides (estimates)."""
+        how exact, its grid index or None) (lock held). The step came after ``last`` began and
+        before ``cur`` returned. A tight bracket (two reads back to back) places it at its
+        middle; a wider one at the last grid point it holds, the last step the value can count
+        (the power between is shared out as for one step); where which is unclear, power
+        decides (estimates). ``last`` read the anchor's value: a bracket too short to hold two
+        steps holds the one after the anchor's, counted where that has an index (a fit grown
+        unsure far from its last point need not number it, nor start afresh)."""
         lo, hi = last.a, cur.b
+        counted = None
+        if self._anchor_k is not None and self.grid.ready and hi - lo < COUNT_SPAN * self.period:
+            counted = self._anchor_k + 1
         # no step within half a period of the last, unless this read saw one there (no bracket
         # of negative width)
         floor = self._anchor[0] + 0.5 * self.grid.period if self.grid.ready else lo
@@ -300,12 +299,12 @@ class CounterReader:
         tight = self._tight()
         if width <= tight:
             mid = (lo + hi) / 2
-            self.grid.add(mid, width / 2, self.period)
+            k = self.grid.add(mid, width / 2, self.period, counted)
             self.tries.tight()
-            return mid, width / 2, SHARED
+            return mid, width / 2, SHARED, k
         close = width <= GRID_READS * tight  # a close bracket (a caller's thread held the GIL)
         if close:
-            self.grid.add((lo + hi) / 2, width / 2, self.period)
+            self.grid.add((lo + hi) / 2, width / 2, self.period, counted)
         self.tries.loose(close)
         grid = self.grid
         if not grid.ready:  # the value is the last step's before ``hi``: one period apart
@@ -315,7 +314,7 @@ class CounterReader:
             else:
                 due = max((lo + hi) / 2, hi - self.period / 2)
             s = min(max(due, lo), hi)
-            return s, max(s - lo, hi - s), ESTIMATED
+            return s, max(s - lo, hi - s), ESTIMATED, None
         cands, k_hi, eps = grid.candidates(lo, hi, cur.a)
         how = ESTIMATED if eps > tight else SHARED  # final: grid known to a tight width
         if not cands:  # the grid's point lies just outside the gap: the nearest, clamped in
@@ -323,10 +322,11 @@ class CounterReader:
             s = min(max(grid.at(near), lo), hi)
             if abs(grid.at(near) - s) > grid.error(near) + tight:  # not just outside: off
                 grid.restart()  # fitted afresh from the next brackets
-            return s, max(s - lo, hi - s), ESTIMATED
+                return s, max(s - lo, hi - s), ESTIMATED, None
+            return s, max(s - lo, hi - s), ESTIMATED, near
         if len(cands) == 1:
             s = min(max(grid.at(cands[0]), lo), hi)
-            return s, eps, how
+            return s, eps, how, cands[0]
         s0 = self._anchor[0]
         ratio = self._ratio
 
@@ -335,7 +335,7 @@ class CounterReader:
 
         best = min(cands, key=miss)
         s = min(max(grid.at(best), lo), hi)
-        return s, max(s - lo, hi - s), ESTIMATED
+        return s, max(s - lo, hi - s), ESTIMATED, None  # power chose: not counted from
 
     def _tight(self) -> float:
         """The widest bracket that still places a step tightly (s)."""

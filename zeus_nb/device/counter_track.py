@@ -267,14 +267,18 @@ class StepGrid:
         first = max(math.ceil((lo - phase) / period), math.floor((begun - eps - phase) / period))
         return range(first, math.floor((hi + eps - phase) / period) + 1), k_hi, eps
 
-    def add(self, t: float, half: float, guess: float) -> None:
-        """A step bracketed within ``t`` +- ``half``. ``guess``: the period as the gaps between
-        steps say, until the grid is fitted. A point off the grid, or one whose index is not
-        sure, restarts it."""
+    def add(self, t: float, half: float, guess: float, counted: int | None = None) -> int | None:
+        """A step bracketed within ``t`` +- ``half``; its index (None where not fitted).
+        ``guess``: the period as the gaps between steps say, until the grid is fitted.
+        ``counted``: its index as the reader counted steps (the one after a step placed at a
+        known index), sure however far the fit's error has grown since its last point. A point
+        off the grid, or one whose index is not sure, restarts it."""
         if self.ready:  # indices from the fit, which knows the period best
-            x = (t - self.phase) / self.period
-            k = round(x)
-            sure = self.error(k) + 2 * half < self.period / 3
+            if counted is None:
+                k = round((t - self.phase) / self.period)
+                sure = self.error(k) + 2 * half < self.period / 3
+            else:
+                k, sure = counted, True
             if not sure or abs(self.at(k) - t) > 2 * half + self.error(k):
                 self.restart()
         if self.points and not self.ready:  # from the last point, by the guessed period
@@ -291,6 +295,7 @@ class StepGrid:
         self.points.append((t, half, k))
         self._fit()
         self.ready = self.period > 0 and len(self.points) >= GRID_MIN_POINTS
+        return self.points[-1][2] if self.ready else None
 
     def restart(self) -> None:
         """Forget the points: the grid is fitted again from the next brackets."""
@@ -394,6 +399,17 @@ class Tries:
         self.trying, self.failed = False, failed
         self.backoff = min(2 * self.backoff, MAX_REBRACKET_STEPS)
         self.next_at = self.loose_steps + self.backoff
+
+
+def break_between(breaks: list[tuple[float, float, str]], a: float, b: float) -> str | None:
+    """The label of the latest of ``breaks`` (spans a window cannot be exact over) that meets
+    the span from ``a`` to ``b``; None where none does."""
+    for t0, t1, how in reversed(breaks):
+        if t1 >= a and t0 <= b:
+            return how
+        if t1 < a:
+            return None
+    return None
 
 
 def max_watts(gpu) -> float | None:
