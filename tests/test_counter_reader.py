@@ -556,6 +556,25 @@ def test_steps_too_loosely_placed_alone_calibrate_as_a_span():
     assert len(r._ratios) == 2  # spans 0.1-0.3 s and 0.1-0.4 s, each judged one step late
 
 
+def test_a_step_placed_where_the_one_before_it_was_spans_nothing():
+    """Randomized reads of a 50 ms counter (2026-12-06): a step seen across a gap, with no
+    grid yet, went to the end of its bracket, and the next, bracketed tightly by the read after
+    it, to that same instant. The span between them had no length, and calibrating on it
+    stopped the reader's thread with a ZeroDivisionError. Such a span calibrates nothing."""
+    clock, gpu = Clock(), StubGPU()
+    r = reader_at(clock, gpu)
+    r._anchor = (0.0, 0.0)
+    last = 0.0
+    for k, t in enumerate((0.1, 0.2, 0.2, 0.3, 0.4, 0.5), 1):
+        for x in (last + 0.01, last + 0.05, last + 0.09):
+            if x < t:
+                sample(r, clock, x, 200.0)
+        with r._lock:
+            r._step(t, 10.0 * k, spread=0.008)
+        last = t
+    assert r._ratios and all(x > 0 for x in r._ratios)
+
+
 def done_steps(joules: list[float], powers: list[tuple]) -> counter_track.Spans:
     """Spans over steps every 0.1 s from 0.1 s, each end placed to 8 ms, 20 J of power
     readings a step, with the counter at ``joules`` and each step's readings ``powers``."""

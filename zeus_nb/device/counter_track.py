@@ -208,6 +208,8 @@ class Spans:
                 lo, hi = min(lo, inside[0]), max(hi, inside[1])
                 if lo <= 0 or hi > (1 + steady) * lo:
                     break
+            if last.t <= first.t:  # a step placed on or before an earlier one: no span
+                continue
             off = (first.spread + last.spread) / (last.t - first.t)
             if off <= least and first.cum is not None and last.cum is not None:
                 best, least = first, off
