@@ -24,7 +24,7 @@ the tolerance it must meet:
   some GPUs the two disagree widely), beside a thread of the same process running Python (each of
   the reader's reads then waits for the GIL): how long until the first ratio, and a 0.3 s window
   returned at once right after, against what the fake drew; each run within 2 s, and within the
-  10 % a span's ratio may be off (``counter.CALIBRATION_SPREAD``);
+  10 % a span's ratio may be off (``counter_track.CALIBRATION_SPREAD``);
 - the process's own time over a 0.2 s sleep after a little Python work (``sim_wall.own_time``,
   what unmarked wall-clock windows and cell limits count), 40 sleeps a run: each must count at
   least the sleep (Linux 6.18 counts such a sleep as a wait for a CPU now and then; the line

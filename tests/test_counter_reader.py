@@ -831,6 +831,47 @@ def test_a_stalled_read_is_flagged(caplog, monkeypatch):
     assert [x.levelno for x in stalls] == [logging.WARNING]
 
 
+def test_a_fault_placing_a_read_says_so_once_and_the_reader_reads_on(h100, caplog, monkeypatch):
+    """Randomized reads (2026-12-06) found a ZeroDivisionError in placing a read, which ended
+    the reader's thread: no window after it would get its counter step again. A fault is now
+    logged once with its traceback, windows over it are power estimates (labelled so), and
+    the reader goes on from the read as from a counter that restarted."""
+    monkeypatch.setattr(counter, "_noted", set())
+    caplog.set_level(logging.DEBUG, logger=counter.__name__)
+    mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=h100(), energy_reads="background")
+    reader = wait_for_grid(mon)
+    real, calls = reader.observe, []
+
+    def faulty(a: float, b: float, joules: float) -> None:
+        calls.append(a)
+        if len(calls) in (2, 5):
+            raise ZeroDivisionError("float division by zero")
+        real(a, b, joules)
+
+    b0, b1, _ = timed(mon.begin_window, "over")
+    monkeypatch.setattr(reader, "observe", faulty)
+    deadline = time.perf_counter() + 10.0  # a thread a fault ended reads no more
+    while len(calls) < 8 and time.perf_counter() < deadline:
+        time.sleep(0.01)
+    e0, e1, over = timed(mon.end_window, "over", wait_for_counter=True)
+    assert reader._thread.is_alive()
+    assert over.energy_method[0] == counter_track.REJECTED
+    low, high = timed_nvml.true_energy(0, b1, e0), timed_nvml.true_energy(0, b0, e1)
+    tol = timed_nvml.BUSY_W * timed_nvml.PERIOD_H100  # a power estimate: within one step
+    assert low - tol <= over.gpu_energy[0] <= high + tol, (over, low, high)
+    b0, b1, _ = timed(mon.begin_window, "after")
+    time.sleep(0.5)
+    e0, e1, after = timed(mon.end_window, "after", wait_for_counter=True)
+    how = after.energy_method[0]
+    assert how != counter_track.REJECTED  # the faults lie before it
+    tol = window_tolerance(reader, how, 0.0, e1 - b0)
+    low, high = timed_nvml.true_energy(0, b1, e0), timed_nvml.true_energy(0, b0, e1)
+    assert low - tol <= after.gpu_energy[0] <= high + tol, (after, how, low, high, tol)
+    faults = [r for r in caplog.records if "placing a counter read failed" in r.getMessage()]
+    assert [r.levelno for r in faults] == [logging.WARNING, logging.DEBUG]
+    assert faults[0].exc_info and faults[0].exc_info[0] is ZeroDivisionError
+
+
 def test_threads_opening_the_first_windows_at_once_share_one_reader(h100):
     system = h100()
     monitors: list[ZeusMonitor] = []

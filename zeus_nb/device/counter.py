@@ -4,16 +4,15 @@ On an H100 a read of NVML's energy counter costs 2.8 ms (up to 17 ms) and the co
 only every 100 ms, while a power reading costs 1 us (docs/measuring.md). A
 :class:`CounterReader` reads the counter on a daemon thread: back to back around a step until
 the steps' grid is known, then once just after each step (back to back again every few steps),
-sampling the GPU's instant power beside. A window edge is a :class:`Mark`: the caller's clock
+sampling the GPU's instant power beside. A window edge (:class:`Mark`) is the caller's clock
 and one power reading. The cumulative energy at a mark is *shared out* (final) once counter
 steps on both sides of it are known, ``E_j + (E_j+1 - E_j) * P(s_j..t) / P(s_j..s_j+1)``, so
 windows that tile a span add up to the counter's own difference over it; before the next step
 it is *estimated*: the last step's value plus the integrated power since, times the median
-counter/power ratio of spans of recent complete steps placed closely and under steady power (the
-two disagree widely on some GPUs; :data:`CALIBRATION_SPREAD`). Every mark resolves to one value, so
-back-to-back windows add up to the window around them, and a window during which the GPU drew
-power never measures 0 J. One reader serves every monitor of a process that measures the GPU
-(:mod:`zeus_nb.device.counter_registry` decides, once per GPU and process, under a lock).
+counter/power ratio of recent spans of steps placed closely under steady power (the two disagree
+widely on some GPUs). Every mark resolves to one value, so back-to-back windows add up to the
+window around them, and a window during which the GPU drew power never measures 0 J. One reader
+serves every monitor of a process that measures the GPU (:mod:`.counter_registry` decides).
 
 A starved or late reader (a busy machine, threads holding the GIL) must not move energy between
 windows: each read is timed before and after, and a step is placed in its tight bracket or on the
@@ -33,11 +32,14 @@ import time
 from typing import TYPE_CHECKING
 
 from zeus_nb.device.counter_track import (
+    CALIBRATION_SPREAD,
+    CALIBRATION_STEPS,
     ESTIMATED,
     RANK,
     REJECTED,
     SHARED,
     STALLED,
+    STEADY,
     TIGHT_READS,
     TIGHT_SLACK_S,
     Mark,
@@ -71,13 +73,6 @@ MAX_PERIOD_S = 1.0
 #: width): two H100 reads beside a caller running Python bracket 15 ms; without such points
 #: the grid drifts from the counter's clock.
 GRID_READS = 2
-#: Spans of complete steps whose counter/power ratios (their median) calibrate estimates, and
-#: the most steps a span holds (:class:`~zeus_nb.device.counter_track.Spans`).
-CALIBRATION_STEPS = 10
-#: A span calibrates only where its ends are placed to within this fraction of its length (a
-#: wide bracket's step gives a ratio off by as much), and its power readings and the next step's
-#: held within STEADY (they lag a change of load: ratios 1.5-3.4 across one, beside busy CPUs).
-CALIBRATION_SPREAD, STEADY = 0.1, 0.2  # STEADY None: any span placed calibrates, at once
 STALL_S = 0.05  # a longer read (or half a period) is a stall: placed by power (H100: 16.8 ms)
 #: A power reading whose call took longer than this has no known time and is left out.
 POWER_WIDTH_S = 5e-3
@@ -93,13 +88,10 @@ _new_mark = object.__new__  # a Mark without a Python frame for __init__ (one pe
 
 
 class CounterReader:
-    """Reads one GPU's energy counter (J) on a daemon thread; see the module docstring.
-
+    """Reads one GPU's energy counter (J) on a daemon thread (the module docstring says how).
     :meth:`observe` takes each read (the thread's, or a test's with a clock it controls): it
-    checks the reading against the counter's physics (never back; a step at most the GPU's
-    max power limit x the time it can span, with margin), places the step (:class:`StepGrid`),
-    and shares it out among the window edges it spans.
-    """
+    checks it against the counter's physics (never back; a step at most the GPU's max power
+    limit x the time it can span, with margin), places the step, and shares it out."""
 
     def __init__(self, gpu: GPU, clock=time.perf_counter):
         self.gpu = gpu
@@ -151,9 +143,8 @@ class CounterReader:
             return self._pend(t)
 
     def mark_at(self, t: float) -> Mark | None:
-        """A window edge at an earlier time ``t`` (a window begun on the timed first reads,
-        whose counter value is up to a step old), resolved as any edge before the first step
-        seen; None once the reader has seen one (no step would resolve it)."""
+        """An edge at an earlier ``t`` (a window begun on the timed first reads), resolved as
+        any before the first step seen; None once the reader saw one (no step would resolve it)."""
         with self._lock:
             return None if self._stepped else self._pend(t)
 
@@ -210,12 +201,12 @@ class CounterReader:
         at_m, at_s = power.at_each((m.t, s))
         return e + self._ratio * (at_m - at_s), ESTIMATED
 
-    def _note(self, cause: str, message: str, *args) -> None:
+    def _note(self, cause: str, message: str, *args, exc_info=None) -> None:
         """Log a cause of estimates once per GPU and process as a warning, then as debug."""
         key = (self.gpu.index, cause)
         level = logging.DEBUG if key in _noted else logging.WARNING
         _noted.add(key)
-        log.log(level, "GPU %d: " + message, self.gpu.index, *args)
+        log.log(level, "GPU %d: " + message, self.gpu.index, *args, exc_info=exc_info)
 
     # --- readings ---------------------------------------------------------------------------
     def observe(self, a: float, b: float, raw_joules: float) -> None:
@@ -229,9 +220,7 @@ class CounterReader:
             last = self._last
             stalled = cost > max(STALL_S, self.period / 2)
             if stalled:
-                self._note(
-                    "stall", "a counter read took %.3f s; windows over it are estimates", cost
-                )
+                self._note("stall", "counter read took %.3f s; windows over it are estimates", cost)
                 self._breaks.append((a, b, STALLED))
             if last is None or self._anchor is None:
                 self._last = read
@@ -278,14 +267,12 @@ class CounterReader:
         self._stepped_cond.notify_all()
 
     def _place(self, last: Read, cur: Read, delta: float) -> tuple[float, float, str, int | None]:
-        """(time of the step between ``last`` and ``cur``, how far from it the step may lie,
-        how exact, its grid index or None) (lock held). The step came after ``last`` began and
-        before ``cur`` returned. A tight bracket (two reads back to back) places it at its
-        middle; a wider one at the last grid point it holds, the last step the value can count
-        (the power between is shared out as for one step); where which is unclear, power
-        decides (estimates). ``last`` read the anchor's value: a bracket too short to hold two
-        steps holds the one after the anchor's, counted where that has an index (a fit grown
-        unsure far from its last point need not number it, nor start afresh)."""
+        """(time of the step after ``last`` began and before ``cur`` returned, how far from it
+        the step may lie, how exact, its grid index or None) (lock held). A tight bracket places
+        it at its middle; a wider one at the last grid point it holds (the last step the value
+        can count); where which is unclear, power decides (estimates). ``last`` saw the anchor's
+        value, so a bracket too short for two steps holds the next: counted, where the anchor
+        has an index (a fit grown unsure far from its last point need not number it)."""
         lo, hi = last.a, cur.b
         counted = None
         if self._anchor_k is not None and self.grid.ready and hi - lo < COUNT_SPAN * self.period:
@@ -411,7 +398,10 @@ class CounterReader:
                 if nap(timeout=min(1.0, 0.01 * 2**failures)):
                     break
                 continue
-            self.observe(a, b, joules)
+            try:
+                self.observe(a, b, joules)
+            except Exception as e:  # a fault placing it: the thread goes on (and says so once)
+                self._recover(Read(a, b, joules), e)
             ts = self._power.t
             if not ts or b - ts[-1] >= POWER_PERIOD_S:
                 self._sample_power()
@@ -419,12 +409,22 @@ class CounterReader:
             if stalled and nap(timeout=self.period / 4):  # a counter that stopped: read less
                 break
 
+    def _recover(self, read: Read, error: Exception) -> None:
+        """Go on from ``read`` as from a counter that restarted: windows over it are power
+        estimates. A fault placing a read (a ZeroDivisionError did) once stopped the thread."""
+        self._note(
+            "fault", "placing a counter read failed; windows over it are estimates", exc_info=error
+        )
+        with self._lock:
+            self._breaks.append((read.a, read.b, REJECTED))
+            if self._anchor is not None:
+                self._rebase(read)
+
     def _wake(self, now: float) -> float:
         """When to begin the next read (:meth:`Tries.wake`)."""
-        least = self.least_cost if self.least_cost < 1.0 else 0.0
-        last_b = None if self._last is None else self._last.b
+        least, last = (self.least_cost if self.least_cost < 1.0 else 0.0), self._last
         s, spread = self._anchor[0], self._anchor_spread  # type: ignore[index]
-        return self.tries.wake(now, s, spread, self.grid, self.period, least, last_b)
+        return self.tries.wake(now, s, spread, self.grid, self.period, least, last and last.b)
 
     def _sample_power(self) -> None:
         try:

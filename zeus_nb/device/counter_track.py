@@ -31,6 +31,13 @@ GRID_TRUST, REBRACKET_STEPS = 0.5, 4
 #: Python). A try reads back to back from ATTEMPT_SPAN periods (at most) before the grid's
 #: point to as far after; past that, once a quarter period.
 MAX_REBRACKET_STEPS, ATTEMPT_SPAN = 64, 0.25
+#: Spans of complete steps whose counter/power ratios (their median) calibrate estimates, and
+#: the most steps a span holds (:class:`Spans`).
+CALIBRATION_STEPS = 10
+#: A span calibrates only where its ends are placed to within this fraction of its length (a
+#: wide bracket's step gives a ratio off by as much), and its power readings and the next step's
+#: held within STEADY (they lag a change of load: ratios 1.5-3.4 across one, beside busy CPUs).
+CALIBRATION_SPREAD, STEADY = 0.1, 0.2  # STEADY None: any span placed calibrates, at once
 #: A bracket of two back-to-back reads is "tight" up to TIGHT_READS least read costs plus
 #: TIGHT_SLACK_S (an H100's reads took 2.6-3.0 ms, 1 in 200 more: two and the Python between).
 TIGHT_READS, TIGHT_SLACK_S = 3, 1e-3
