@@ -9,6 +9,7 @@ import pytest
 
 import zeus_nb
 from zeus_nb import device
+from zeus_nb.device import sim_wall
 from zeus_nb.monitor import Measurement, ZeusMonitor
 
 
@@ -70,7 +71,10 @@ def test_wall_clock_draws_trace_power_at_the_current_limit(monkeypatch):
     row = system.trace.query(
         f"dataset == '{system.workload}' and batch_size == {system.batch_size}"
     ).set_index("power_limit")["average_power"]
-    assert at_max.time >= 0.2
+    # own time (real time less waits for a CPU): a sleep the kernel counted partly as a wait,
+    # shorter than SLEEP_AS_WAIT_S, is lost (docs/reliability.md; 8 ms of this 0.2 s once, at
+    # load 9 on two cores)
+    assert at_max.time >= 0.2 - sim_wall.SLEEP_AS_WAIT_S
     assert at_max.gpu_energy[0] / at_max.time == pytest.approx(row[300], rel=1e-3)
     assert at_low.gpu_energy[0] / at_low.time == pytest.approx(row[150], rel=1e-3)
     assert at_low.cpu_energy[0] > 0 and at_low.dram_energy[0] >= 0
