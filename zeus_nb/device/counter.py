@@ -412,9 +412,7 @@ class CounterReader:
     def _recover(self, read: Read, error: Exception) -> None:
         """Go on from ``read`` as from a counter that restarted: windows over it are power
         estimates. A fault placing a read (a ZeroDivisionError did) once stopped the thread."""
-        self._note(
-            "fault", "placing a counter read failed; windows over it are estimates", exc_info=error
-        )
+        self._note("fault", "placing a read failed; windows over it are estimates", exc_info=error)
         with self._lock:
             self._breaks.append((read.a, read.b, REJECTED))
             if self._anchor is not None:
@@ -422,9 +420,10 @@ class CounterReader:
 
     def _wake(self, now: float) -> float:
         """When to begin the next read (:meth:`Tries.wake`)."""
-        least, last = (self.least_cost if self.least_cost < 1.0 else 0.0), self._last
+        least = self.least_cost if self.least_cost < 1.0 else 0.0
+        last_b = None if self._last is None else self._last.b
         s, spread = self._anchor[0], self._anchor_spread  # type: ignore[index]
-        return self.tries.wake(now, s, spread, self.grid, self.period, least, last and last.b)
+        return self.tries.wake(now, s, spread, self.grid, self.period, least, last_b)
 
     def _sample_power(self) -> None:
         try:
