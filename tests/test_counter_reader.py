@@ -679,20 +679,6 @@ def driven_reader(watts: float = 693.0):
     return counter.CounterReader(gpu, clock=clock), clock, SimCounter(watts)  # type: ignore[arg-type]
 
 
-def windows_within_labels(r, sim, marks) -> int:
-    """Each window between consecutive ``marks`` within its label's tolerance: per final edge,
-    max power x the tight bracket W (three least reads + 1 ms), the most a step placed by tight
-    brackets or their grid can be off; per estimated edge, one counter step (max power x
-    period). Power is constant: power readings add no error. The count of final windows."""
-    final = 0
-    for a, b in zip(marks, marks[1:], strict=False):
-        joules, how = r.energy_between(a, b)
-        per_edge = sim.watts * (r._tight() if how == counter_track.SHARED else r.period)
-        assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * per_edge, (a.t, b.t, how)
-        final += how == counter_track.SHARED
-    return final
-
-
 def scheduled_reads(r, clock, sim, t0, t1, cost, late, marks, edges=0.029) -> int:
     """Reads on the reader's own schedule (``_wake``, then ``Tries.read`` as its thread calls
     them), each returning ``late`` s after its value was taken, and a window edge every
@@ -737,7 +723,12 @@ def test_a_reader_beside_a_caller_in_python_reads_after_every_other_step(late, e
     per_step = reads / (6.0 / sim.period)  # tries (every 4 to 64 steps) add a few reads
     assert (0.5 <= per_step <= most) if most else per_step >= 1.0, per_step
     calm_reads(r, clock, sim, 9.0, 9.3, cost)  # the last edges get their step
-    final = windows_within_labels(r, sim, marks)
+    final = 0
+    for a, b in zip(marks, marks[1:], strict=False):
+        joules, how = r.energy_between(a, b)
+        per_edge = sim.watts * (r._tight() if how == counter_track.SHARED else r.period)
+        assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * per_edge, (a.t, b.t, how)
+        final += how == counter_track.SHARED
     assert final >= 0.9 * (len(marks) - 1)
 
 
@@ -763,7 +754,9 @@ def test_a_skipped_step_counts_toward_the_next_try():
 
 
 def test_a_starved_reader_places_late_steps_on_the_counters_grid():
-    """Windows within their labels' tolerance (:func:`windows_within_labels`). The
+    """Tolerance per final edge: max power x the tight bracket W (three least reads + 1 ms),
+    the most a step placed by tight brackets or their grid can be off; per estimated edge, one
+    counter step (max power x period). Power is constant: power readings add no error. The
     grid was fitted over 3 s of calm reads: 30 steps of ~3 ms brackets know the period to
     within a few us, so it still places steps to within a tight bracket 30 steps on."""
     rng = random.Random(7)
@@ -774,7 +767,12 @@ def test_a_starved_reader_places_late_steps_on_the_counters_grid():
     marks: list = []
     starved_reads(r, clock, sim, 3.0, 6.0, cost, rng, marks)
     calm_reads(r, clock, sim, 6.0, 6.3, cost)  # the last edges get their step
-    final = windows_within_labels(r, sim, marks)
+    final = 0
+    for a, b in zip(marks, marks[1:], strict=False):
+        joules, how = r.energy_between(a, b)
+        per_edge = sim.watts * (r._tight() if how == counter_track.SHARED else r.period)
+        assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * per_edge, (a.t, b.t, how)
+        final += how == counter_track.SHARED
     # the grid placed most late steps exactly; a read begun within the grid's error (1-2 ms,
     # 10 to 30 steps past its last point) of a grid point may not have counted that step:
     # two candidates, which power alone places (an estimate)
