@@ -19,7 +19,7 @@ import warnings
 import pytest
 import timed_nvml
 
-from zeus_nb.device import counter, counter_registry, counter_schedule, counter_track, sampling
+from zeus_nb.device import counter, counter_registry, counter_track, sampling
 from zeus_nb.device.gpu.nvidia import NVIDIAGPUs
 from zeus_nb.errors import WindowError
 from zeus_nb.monitor import ZeusMonitor
@@ -677,80 +677,6 @@ def driven_reader(watts: float = 693.0):
     clock, gpu = Clock(), StubGPU()
     gpu.watts = watts
     return counter.CounterReader(gpu, clock=clock), clock, SimCounter(watts)  # type: ignore[arg-type]
-
-
-def scheduled_reads(r, clock, sim, t0, t1, cost, late, marks, edges=0.029) -> int:
-    """Reads on the reader's own schedule (``_wake``, then ``Tries.read`` as its thread calls
-    them), each returning ``late`` s after its value was taken, and a window edge every
-    ``edges`` s (each with its power reading); the number of reads."""
-    t, edge, reads = t0, t0, 0
-    while t < t1:
-        t = max(t, r._wake(t))
-        while edge < t:
-            clock.now = edge
-            marks.append(r.mark())
-            edge += edges
-        b = t + cost + late
-        r.observe(t, b, sim.joules(t + cost))
-        reads += 1
-        ts = r._power.t
-        dense = len(ts) > 2 and b - ts[-3] < r.period
-        if b - ts[-1] >= counter.POWER_PERIOD_S:
-            sample(r, clock, b, sim.watts)
-        r.tries.read(b - t, r.least_cost, dense, False)
-        t = b
-    return reads
-
-
-@pytest.mark.parametrize(
-    "late, edges, most",
-    [(0.005, 0.029, 0.7), (0.0, 0.029, None), (0.005, 0.5, None)],
-    ids=["late-dense", "on-time", "late-sparse"],
-)
-def test_a_reader_beside_a_caller_in_python_reads_after_every_other_step(late, edges, most):
-    """A read returning late (a caller's thread running Python held the GIL) cost that thread
-    a turn of it at every step: +0.8 to +1.1 % of a 29 ms step. Beside such a caller, whose
-    window edges keep power read, the reader reads after every other step (``most`` reads a
-    step), each read placing the later step on the grid and sharing both out; on time, or
-    where edges are sparse (power read only beside the counter), after each step. Either way
-    the windows stay as exact as their labels say and the grid stays fitted."""
-    r, clock, sim = driven_reader()
-    cost = 0.0028
-    calm_reads(r, clock, sim, 0.0, 3.0, cost)
-    marks: list = []
-    reads = scheduled_reads(r, clock, sim, 3.0, 9.0, cost, late, marks, edges)
-    assert r.grid.ready
-    per_step = reads / (6.0 / sim.period)  # tries (every 4 to 64 steps) add a few reads
-    assert (0.5 <= per_step <= most) if most else per_step >= 1.0, per_step
-    calm_reads(r, clock, sim, 9.0, 9.3, cost)  # the last edges get their step
-    final = 0
-    for a, b in zip(marks, marks[1:], strict=False):
-        joules, how = r.energy_between(a, b)
-        per_edge = sim.watts * (r._tight() if how == counter_track.SHARED else r.period)
-        assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * per_edge, (a.t, b.t, how)
-        final += how == counter_track.SHARED
-    assert final >= 0.9 * (len(marks) - 1)
-
-
-def test_a_skipped_step_counts_toward_the_next_try():
-    """A late read on dense edges sends the next read past the step after next, and the
-    placement it makes counts two steps toward the next try: tries come every so many counter
-    steps, not reads (the grid's error grows by the step; a try too late could no longer tell
-    its indices apart, and the grid started afresh: three reads a step until fitted again)."""
-    grid = counter_track.StepGrid()
-    for k in range(3):
-        grid.add(0.037 + 0.1 * k, 0.003, 0.1)
-    tries = counter_schedule.Tries()
-    for late, steps in ((False, 1), (True, 2)):
-        tries.read(0.0085 if late else 0.0029, 0.0028, True, False)
-        wake = tries.wake(0.25, 0.237, 0.003, grid, 0.1, 0.0028, 0.24)
-        assert 0.237 + 0.1 * steps < wake < 0.237 + 0.1 * steps + 0.01, (late, wake)
-        before = tries.loose_steps
-        tries.loose(close=False)
-        assert tries.loose_steps - before == steps
-    for dense, waiting in ((False, False), (True, True)):  # sparse edges, or a caller waits
-        tries.read(0.0085, 0.0028, dense, waiting)
-        assert not tries.skip
 
 
 def test_a_starved_reader_places_late_steps_on_the_counters_grid():

@@ -1,18 +1,18 @@
 """A GPU's energy counter read off the caller's thread, and shared out among windows by power.
 
-On an H100 a read of NVML's energy counter costs 2.8 ms (up to 17 ms) and the counter moves only
-every 100 ms, while a power reading costs 1 us (docs/measuring.md). A :class:`CounterReader`
-reads the counter on a daemon thread: back to back around a step until the steps' grid is known,
-then once just after each step or every other step (:mod:`.counter_schedule`), sampling the
-GPU's instant power beside. A window edge (:class:`Mark`) is the caller's clock and one power
-reading. The cumulative energy at a mark is *shared out* (final) once counter steps on both
-sides of it are known, ``E_j + (E_j+1 - E_j) * P(s_j..t) / P(s_j..s_j+1)``, so windows that tile
-a span add up to the counter's own difference over it; before the next step it is *estimated*:
-the last step's value plus the integrated power since, times the median counter/power ratio of
-recent spans of steps placed closely under steady power (the two disagree widely on some GPUs).
-Every mark resolves to one value, so back-to-back windows add up to the window around them, and
-a window during which the GPU drew power never measures 0 J. One reader serves every monitor of
-a process that measures the GPU (:mod:`.counter_registry`).
+On an H100 a read of NVML's energy counter costs 2.8 ms (up to 17 ms) and the counter moves
+only every 100 ms, while a power reading costs 1 us (docs/measuring.md). A
+:class:`CounterReader` reads the counter on a daemon thread: back to back around a step until
+the steps' grid is known, then once just after each step (back to back again every few steps),
+sampling the GPU's instant power beside. A window edge (:class:`Mark`) is the caller's clock
+and one power reading. The cumulative energy at a mark is *shared out* (final) once counter
+steps on both sides of it are known, ``E_j + (E_j+1 - E_j) * P(s_j..t) / P(s_j..s_j+1)``, so
+windows that tile a span add up to the counter's own difference over it; before the next step
+it is *estimated*: the last step's value plus the integrated power since, times the median
+counter/power ratio of recent spans of steps placed closely under steady power (the two disagree
+widely on some GPUs). Every mark resolves to one value, so back-to-back windows add up to the
+window around them, and a window during which the GPU drew power never measures 0 J. One reader
+serves every monitor of a process that measures the GPU (:mod:`.counter_registry` decides).
 
 A starved or late reader (a busy machine, threads holding the GIL) must not move energy between
 windows: each read is timed before and after, and a step is placed in its tight bracket or on the
@@ -31,7 +31,6 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from zeus_nb.device.counter_schedule import Tries
 from zeus_nb.device.counter_track import (
     CALIBRATION_SPREAD,
     CALIBRATION_STEPS,
@@ -48,6 +47,7 @@ from zeus_nb.device.counter_track import (
     Read,
     Spans,
     StepGrid,
+    Tries,
     break_between,
     implausible,
     max_watts,
@@ -403,10 +403,8 @@ class CounterReader:
             except Exception as e:  # a fault placing it: the thread goes on (and says so once)
                 self._recover(Read(a, b, joules), e)
             ts = self._power.t
-            dense = len(ts) > 2 and b - ts[-3] < self.period  # window edges keep power read
             if not ts or b - ts[-1] >= POWER_PERIOD_S:
                 self._sample_power()
-            self.tries.read(b - a, self.least_cost, dense, self._waiting > 0)
             stalled = self._stepped and b > self._anchor[0] + 4 * self.period
             if stalled and nap(timeout=self.period / 4):  # a counter that stopped: read less
                 break
@@ -420,7 +418,8 @@ class CounterReader:
             if self._anchor is not None:
                 self._rebase(read)
 
-    def _wake(self, now: float) -> float:  # when to begin the next read (Tries.wake)
+    def _wake(self, now: float) -> float:
+        """When to begin the next read (:meth:`Tries.wake`)."""
         least = self.least_cost if self.least_cost < 1.0 else 0.0
         last_b = None if self._last is None else self._last.b
         s, spread = self._anchor[0], self._anchor_spread  # type: ignore[index]
