@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import sys
 from pathlib import Path
 
@@ -77,6 +78,36 @@ def test_doctor_names_a_missing_package_and_how_to_get_it(monkeypatch):
 def test_the_real_packages_import_here():
     found = stack.try_imports(list(stack.COMPILED))
     assert found == dict.fromkeys(stack.COMPILED)
+
+
+def test_the_fresh_interpreter_runs_once_a_process_until_a_package_changes(monkeypatch, tmp_path):
+    """doctor's import check starts an interpreter that imports torch and torchvision (4 s of
+    CPU); asked again with the same files installed it answers from the first run, and a
+    package reinstalled (its file rewritten) is tried afresh."""
+    package = tmp_path / "site-packages" / "zn_pkg_a"
+    package.mkdir(parents=True)
+    init = package / "__init__.py"
+    init.write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site-packages"))
+    monkeypatch.setattr(stack, "_tried", {})
+    runs = []
+    real_run = stack.subprocess.run
+
+    def counted(*args, **kwargs):
+        runs.append(args[0])
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(stack.subprocess, "run", counted)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site-packages"))  # the fresh interpreter's
+    assert stack.try_imports(["zn_pkg_a"]) == {"zn_pkg_a": None}
+    first = stack.try_imports(["zn_pkg_a"])
+    first["zn_pkg_a"] = "changed by the caller"  # a copy: the remembered answer stays
+    assert stack.try_imports(["zn_pkg_a"]) == {"zn_pkg_a": None}
+    assert len(runs) == 1
+    init.write_text("raise ImportError('broken by a reinstall')\n")
+    os.utime(init, ns=(1, 1))  # a rewrite: another time (and size)
+    assert "broken by a reinstall" in stack.try_imports(["zn_pkg_a"])["zn_pkg_a"]
+    assert len(runs) == 2
 
 
 def test_a_broken_torchvision_is_named_not_called_a_bug(monkeypatch, capsys):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -135,8 +136,33 @@ def pair_problem(torch_version: str, vision_version: str) -> str | None:
     )
 
 
+def _installed(module: str) -> tuple:
+    """What an import of ``module`` would load, as far as it can be told without importing it:
+    its file and that file's size and modification time (a reinstall rewrites it)."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return (module, None)
+    origin = spec.origin if spec is not None else None
+    try:
+        st = os.stat(origin) if origin else None
+    except OSError:
+        st = None
+    return (module, origin, st and (st.st_size, st.st_mtime_ns))
+
+
+#: try_imports' answers in this process, by what the imports would load: a fresh interpreter
+#: importing torch and torchvision takes 4 s of CPU, and a process (a test worker, a kernel
+#: calling doctor again) asks again with nothing installed in between.
+_tried: dict[tuple, dict[str, str | None]] = {}
+
+
 def try_imports(modules: list[str], timeout: float = 300.0) -> dict[str, str | None]:
-    """Import each module in a fresh interpreter: None if it imports, else its error line."""
+    """Import each module in a fresh interpreter: None if it imports, else its error line.
+    Asked again in this process with the same files installed, the same answer."""
+    key = (sys.executable, *(_installed(m) for m in modules))
+    if key in _tried:
+        return dict(_tried[key])
     run = subprocess.run(
         [sys.executable, "-c", _TRY_IMPORTS, *modules],
         capture_output=True,
@@ -144,10 +170,12 @@ def try_imports(modules: list[str], timeout: float = 300.0) -> dict[str, str | N
         timeout=timeout,
     )
     try:
-        return json.loads(run.stdout.strip().splitlines()[-1])
+        found = json.loads(run.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
         detail = (run.stderr.strip().splitlines() or ["no output"])[-1]
         return dict.fromkeys(modules, f"the import check itself failed: {detail}")
+    _tried[key] = found
+    return dict(found)
 
 
 def _fix_for(module: str) -> str:
