@@ -6,6 +6,8 @@ Keeps a screenshot in ``artifacts/``.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import secrets
@@ -13,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -52,32 +55,38 @@ def _notebook(prefix: str = "02") -> Path:
     return found[0]
 
 
-@pytest.fixture
-def lab(tmp_path, request):
-    """JupyterLab on 127.0.0.1 with a token, serving a root with one (smoke-mode) notebook.
+#: the notebooks the tests open (parametrize ``lab`` indirectly with one; 02 without)
+LAB_NOTEBOOKS = ("01", "02", "03", "06")
 
-    The notebook is the student edition (what `zeus-nb lab` opens: exercises unsolved, so Run All
-    also shows that it runs to the end before any exercise is done). It is 02 unless the test is
-    parametrized indirectly with another number.
-    """
+
+@pytest.fixture(scope="module")
+def lab_server(tmp_path_factory):
+    """JupyterLab on 127.0.0.1 with a token, serving the student edition of each notebook in
+    :data:`LAB_NOTEBOOKS` in smoke mode (what `zeus-nb lab` opens: exercises unsolved, so Run
+    All also shows that it runs to the end before any exercise is done). One server for the
+    module's tests: a start costs 3 s of CPU. Yields (base URL, token, notebook by number)."""
     from zeus_nb.course import edition_text
 
-    root = tmp_path / "root"
+    tmp = tmp_path_factory.mktemp("lab")
+    root = tmp / "root"
     root.mkdir()
-    src = _notebook(getattr(request, "param", "02"))
-    text = edition_text(src).replace("smoke: bool = False", "smoke: bool = True")
-    assert "your turn" in text
-    assert "smoke: bool = True" in text
-    (root / src.name).write_text(text)
+    notebooks = {}
+    for number in LAB_NOTEBOOKS:
+        src = _notebook(number)
+        text = edition_text(src).replace("smoke: bool = False", "smoke: bool = True")
+        assert "your turn" in text
+        assert "smoke: bool = True" in text
+        (root / src.name).write_text(text)
+        notebooks[number] = src
     token, port = secrets.token_hex(16), _free_port()
     env = dict(os.environ)
     env.update(
         PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
         ZEUS_NB_BACKEND="sim",
-        JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
-        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
-        JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
+        JUPYTER_CONFIG_DIR=str(tmp / "config"),
+        JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
+        JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"),
     )
     env.pop("ZEUS_NB_HEADLESS", None)
     cmd = [
@@ -97,7 +106,7 @@ def lab(tmp_path, request):
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
-    log = (tmp_path / "lab.log").open("w")
+    log = (tmp / "lab.log").open("w")
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -108,10 +117,10 @@ def lab(tmp_path, request):
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                pytest.fail("JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text())
+                pytest.fail("JupyterLab did not start:\n" + (tmp / "lab.log").read_text())
             time.sleep(0.3)
     try:
-        yield f"{base}/lab/tree/{src.name}?token={token}", src.stem
+        yield base, token, notebooks
     finally:
         proc.terminate()
         try:
@@ -120,6 +129,50 @@ def lab(tmp_path, request):
             proc.kill()
             proc.wait()
         log.close()
+
+
+@pytest.fixture
+def lab(lab_server, request):
+    """(the URL that opens one notebook in JupyterLab, its stem): 02 unless the test is
+    parametrized indirectly with another number. Each test opens it in a workspace of its own
+    (no tab of an earlier test's restored), and its kernels are shut down after it."""
+    base, token, notebooks = lab_server
+    src = notebooks[getattr(request, "param", "02")]
+    workspace = re.sub(r"\W+", "-", request.node.name)
+    yield f"{base}/lab/workspaces/{workspace}/tree/{src.name}?token={token}", src.stem
+    for kind in ("sessions", "kernels"):  # a session's end shuts its kernel down
+        with urllib.request.urlopen(f"{base}/api/{kind}?token={token}", timeout=10) as r:
+            ids = [item["id"] for item in json.load(r)]
+        for item in ids:
+            url = f"{base}/api/{kind}/{item}?token={token}"
+            try:
+                urllib.request.urlopen(urllib.request.Request(url, method="DELETE"), timeout=60)
+            except urllib.error.HTTPError as e:
+                if e.code != 404:  # gone with its session already
+                    raise
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """One Chromium for the module's tests; each test opens its pages in a context of its own
+    (:func:`_page`), which shares nothing with another's."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextlib.contextmanager
+def _page(browser, width: int = 1400, height: int = 1000):
+    """A page in a fresh browser context (cookies, storage), closed with it."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 # The notebook's kernel is connected and idle: from then on no "Select Kernel" dialog comes. On
@@ -239,14 +292,11 @@ def _explore_two_power_limits(page):
     return slider
 
 
-def test_notebook_runs_in_jupyterlab_with_widget(lab):
-    sync_api = pytest.importorskip("playwright.sync_api")
+def test_notebook_runs_in_jupyterlab_with_widget(lab, chromium):
     url, stem = lab
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / f"browser-{stem}.png"
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    with _page(chromium) as page:
         try:
             _open_and_run_all(page, url)
             slider = _explore_two_power_limits(page)
@@ -269,20 +319,15 @@ def test_notebook_runs_in_jupyterlab_with_widget(lab):
         except Exception:
             page.screenshot(path=str(ARTIFACTS / f"browser-{stem}-failed.png"))
             raise
-        finally:
-            browser.close()
     assert shot.stat().st_size > 10_000
 
 
 @pytest.mark.parametrize("lab", ["03"], indirect=True)
-def test_eta_knob_slider_redraws_the_choice_in_place(lab):
+def test_eta_knob_slider_redraws_the_choice_in_place(lab, chromium):
     """Notebook 03: moving eta_knob changes the least-cost line under it, showing the value used."""
-    sync_api = pytest.importorskip("playwright.sync_api")
     url, stem = lab
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    with _page(chromium) as page:
         try:
             _open_and_run_all(page, url)
             slider = page.locator(".widget-slider", has_text="eta_knob").first
@@ -296,18 +341,13 @@ def test_eta_knob_slider_redraws_the_choice_in_place(lab):
         except Exception:
             page.screenshot(path=str(ARTIFACTS / f"browser-{stem}-failed.png"))
             raise
-        finally:
-            browser.close()
 
 
-def _run_in_browser(lab, check) -> None:
+def _run_in_browser(lab, browser, check) -> None:
     """Open the lab's notebook in Chromium, run all cells, then ``check(page)``; screenshot."""
-    sync_api = pytest.importorskip("playwright.sync_api")
     url, stem = lab
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    with _page(browser) as page:
         try:
             _open_and_run_all(page, url)
             check(page)
@@ -315,12 +355,10 @@ def _run_in_browser(lab, check) -> None:
         except Exception:
             page.screenshot(path=str(ARTIFACTS / f"browser-{stem}-failed.png"))
             raise
-        finally:
-            browser.close()
 
 
 @pytest.mark.parametrize("lab", ["01"], indirect=True)
-def test_power_limit_explorer_overlays_runs_at_the_limits_used(lab):
+def test_power_limit_explorer_overlays_runs_at_the_limits_used(lab, chromium):
     """Notebook 01: the explorer runs at the slider's limit, says which, and redraws its plot;
     an off-by-one answer gets its own hint, and the result line under a failed check names the
     reference's value as the reference's."""
@@ -335,7 +373,7 @@ def test_power_limit_explorer_overlays_runs_at_the_limits_used(lab):
         out = _answer(page, marker, "return m.total_energy / steps", "return m.total", "✓", then)
         assert "your energy_per_step gives" in out
 
-    _run_in_browser(lab, check)
+    _run_in_browser(lab, chromium, check)
 
 
 # --- exercises answered in the browser ------------------------------------------------------
@@ -440,7 +478,7 @@ def _deadline_slider_redraws_the_plan(page) -> None:
 
 
 @pytest.mark.parametrize("lab", ["06"], indirect=True)
-def test_deadline_slider_and_exercise_answers_in_the_browser(lab):
+def test_deadline_slider_and_exercise_answers_in_the_browser(lab, chromium):
     """Notebook 06 (student edition), one run in JupyterLab (its three training launches are
     the costliest run of the browser tests): moving the deadline redraws the plan in place;
     unsolved, its lines name the reference; a constant, a missing return and a known mistake
@@ -477,7 +515,7 @@ def test_deadline_slider_and_exercise_answers_in_the_browser(lab):
         # the measured live run equals its prediction: the notebook says why
         _wait_for_text(page, "the same frequency model the planner predicts with")
 
-    _run_in_browser(lab, check)
+    _run_in_browser(lab, chromium, check)
 
 
 # --- the slide decks ------------------------------------------------------------------------
@@ -493,16 +531,13 @@ SLIDE_STATE = """() => {
 }"""
 
 
-def test_slide_decks_work_offline_show_plots_and_fit_every_slide():
+def test_slide_decks_work_offline_show_plots_and_fit_every_slide(chromium):
     """The committed decks open from disk: nothing leaves file:, each slide fits the deck's height,
     and a slide shows a plot (screenshot kept)."""
-    sync_api = pytest.importorskip("playwright.sync_api")
     assert len(DECKS) == 6
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "slides-plot.png"
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
+    with _page(chromium, 1280, 800) as page:
         outside: list[str] = []
 
         def offline(route):
@@ -515,33 +550,30 @@ def test_slide_decks_work_offline_show_plots_and_fit_every_slide():
 
         page.route("**/*", offline)
         plots = 0
-        try:
-            for deck in DECKS:
-                page.goto(deck.as_uri())
-                page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
-                page.evaluate("Reveal.configure({transition: 'none'})")
-                notes = []
-                for n in range(page.evaluate("Reveal.getTotalSlides()")):
-                    state = page.evaluate(SLIDE_STATE)
-                    notes.append(page.evaluate("Reveal.getSlideNotes() || ''"))
-                    where = f"{deck.name}, slide {n}"
-                    assert state["height"] <= state["limit"], f"{where} does not fit: {state}"
-                    if state["imgs"]:
-                        assert all(state["imgs"]), f"{where}: a plot did not load or is cut"
-                        if plots == 0:
-                            page.screenshot(path=str(shot))
-                        plots += 1
-                    page.evaluate("Reveal.next()")
-                # speaker notes for the teacher (`s` shows them): the first slide's says how
-                # long the notebook runs, and every exercise slide's what its check tries
-                assert "Run All takes about" in notes[0], deck.name
-                stubs = page.evaluate(
-                    "[...document.querySelectorAll('section')].filter(s => "
-                    "s.textContent.includes('your turn')).length"
-                )
-                tried = sum("tries" in n and "Known mistakes" in n for n in notes)
-                assert stubs >= 1 and tried >= 2, (deck.name, stubs, tried)
-        finally:
-            browser.close()
+        for deck in DECKS:
+            page.goto(deck.as_uri())
+            page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
+            page.evaluate("Reveal.configure({transition: 'none'})")
+            notes = []
+            for n in range(page.evaluate("Reveal.getTotalSlides()")):
+                state = page.evaluate(SLIDE_STATE)
+                notes.append(page.evaluate("Reveal.getSlideNotes() || ''"))
+                where = f"{deck.name}, slide {n}"
+                assert state["height"] <= state["limit"], f"{where} does not fit: {state}"
+                if state["imgs"]:
+                    assert all(state["imgs"]), f"{where}: a plot did not load or is cut"
+                    if plots == 0:
+                        page.screenshot(path=str(shot))
+                    plots += 1
+                page.evaluate("Reveal.next()")
+            # speaker notes for the teacher (`s` shows them): the first slide's says how
+            # long the notebook runs, and every exercise slide's what its check tries
+            assert "Run All takes about" in notes[0], deck.name
+            stubs = page.evaluate(
+                "[...document.querySelectorAll('section')].filter(s => "
+                "s.textContent.includes('your turn')).length"
+            )
+            tried = sum("tries" in n and "Known mistakes" in n for n in notes)
+            assert stubs >= 1 and tried >= 2, (deck.name, stubs, tried)
     assert not outside, f"a deck fetched from the network: {outside[:5]}"
     assert plots >= len(DECKS) and shot.stat().st_size > 20_000
