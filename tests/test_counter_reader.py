@@ -621,14 +621,25 @@ def test_power_readings_that_disagree_with_the_counter_are_scaled_to_it(h100, ca
         while len(reader._ratios) < 3 and time.perf_counter() < deadline:
             time.sleep(0.05)
         assert len(reader._ratios) >= 3, "fewer than 3 spans of steps calibrated the ratio in 10 s"
+        spreads = [reader._anchor_spread]  # how far each step the window's edges hang on may be
         t0 = time.perf_counter()
         mon.begin_window("w")
-        time.sleep(0.3)
+        while time.perf_counter() - t0 < 0.3:
+            time.sleep(0.01)
+            spreads.append(reader._anchor_spread)
         t1 = time.perf_counter()
         m = mon.end_window("w")  # not waited for: its tail is a power estimate, scaled
     finally:
         stop.set()
-    assert m.gpu_energy[0] == pytest.approx(timed_nvml.true_energy(0, t0, t1), rel=0.05)
+    # the readings' 57 % undone: the median of spans whose ends are placed within
+    # CALIBRATION_SPREAD of their length is off by as much at most
+    assert abs(reader._ratio * 0.57 - 1) <= counter_track.CALIBRATION_SPREAD, reader._ratio
+    # within 5 %, and each edge off by what its steps' placement allows (the load is constant:
+    # an edge shared between steps, or estimated from one, moves with them): a reader starved
+    # beside busy processes placed a step 21 ms loosely, and the window read 6.8 % low
+    truth = timed_nvml.true_energy(0, t0, t1)
+    tol = 0.05 * truth + 2 * timed_nvml.BUSY_W * max(spreads)
+    assert abs(m.gpu_energy[0] - truth) <= tol, (m, truth, tol, max(spreads))
 
 
 # --- a starved reader, driven by hand (a clock the test controls) ----------------------------
