@@ -144,9 +144,10 @@ def lab(lab_server, request):
         with urllib.request.urlopen(f"{base}/api/{kind}?token={token}", timeout=10) as r:
             ids = [item["id"] for item in json.load(r)]
         for item in ids:
-            url = f"{base}/api/{kind}/{item}?token={token}"
+            end = urllib.request.Request(f"{base}/api/{kind}/{item}?token={token}", method="DELETE")
             try:
-                urllib.request.urlopen(urllib.request.Request(url, method="DELETE"), timeout=60)
+                with urllib.request.urlopen(end, timeout=60):
+                    pass
             except urllib.error.HTTPError as e:
                 if e.code != 404:  # gone with its session already
                     raise

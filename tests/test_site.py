@@ -261,8 +261,7 @@ def test_every_page_loads_with_working_links_and_images(served_site):
     # Material's search builds its index from search_index.json in a web worker on each page
     # load: over the 35 pages shown here that took 38.7 s of CPU of one Chromium process
     # (2026-12-06, process accounting of the idle suite), and a third of this call (25.6 s alone
-    # against 16.6 s without it). The index
-    # is checked once here, then the pages get an empty one.
+    # against 16.6 s without it). The index is checked once here, then the pages get an empty one.
     search_url = base + "search/search_index.json"
     with urllib.request.urlopen(search_url, timeout=10) as r:
         indexed = {urldefrag(d["location"])[0] for d in json.load(r)["docs"]}
