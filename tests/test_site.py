@@ -48,6 +48,10 @@ def documented(x: int, label: str = "a") -> list[str]:
     return [label] * x
 
 
+def with_callable_default(check=lambda v: True, marker=object()) -> None:
+    """Defaults whose repr holds a memory address."""
+
+
 class Widget:
     """A thing."""
 
@@ -78,6 +82,9 @@ def test_module_page_lists_what_the_module_defines(monkeypatch):
     assert "## `Widget`" in page and "#### `Widget.grow`" in page
     assert "#### `Widget.size` (property)" in page and "The size." in page
     assert "_hidden" not in page
+    # no memory address in a default: two builds write the same page
+    assert "with_callable_default(check=<function <lambda>>, marker=<object object>)" in page
+    assert " at 0x" not in page
     # imported names are documented where they are defined, not here
     assert "## `SiteBuildError`" not in page and "## `Path`" not in page
 

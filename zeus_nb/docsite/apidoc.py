@@ -53,12 +53,25 @@ def _unquoted(annotation: object) -> object:
     return _Annotation(annotation) if isinstance(annotation, str) else annotation
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _stable(default: object) -> object:
+    """A default whose repr holds a memory address (a lambda, a plain object) without it, so
+    that two builds of the site write the same page."""
+    text = repr(default)
+    return _Annotation(_ADDRESS.sub("", text)) if _ADDRESS.search(text) else default
+
+
 def _signature(name: str, obj: object) -> str:
     try:
         sig = inspect.signature(obj)
     except (TypeError, ValueError):
         return f"{name}(...)"
-    params = [p.replace(annotation=_unquoted(p.annotation)) for p in sig.parameters.values()]
+    params = [
+        p.replace(annotation=_unquoted(p.annotation), default=_stable(p.default))
+        for p in sig.parameters.values()
+    ]
     sig = sig.replace(parameters=params, return_annotation=_unquoted(sig.return_annotation))
     return f"{name}{sig}"
 
