@@ -48,7 +48,10 @@ def documented(x: int, label: str = "a") -> list[str]:
     return [label] * x
 
 
-def with_callable_default(check=lambda v: True, marker=object()) -> None:
+_MARKER = object()
+
+
+def with_callable_default(check=lambda v: True, marker=_MARKER) -> None:
     """Defaults whose repr holds a memory address."""
 
 
