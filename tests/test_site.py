@@ -137,17 +137,56 @@ def test_assembled_sources_and_nav(tmp_path):
     assert (tmp_path / "index.md").read_text() == (REPO / "README.md").read_text()
 
 
-def test_mkdocs_config_loads_nothing_from_the_web():
+def _mkdocs_config() -> dict:
     import yaml
 
     class Loader(yaml.SafeLoader):
         pass
 
     Loader.add_multi_constructor("", lambda *_: None)  # mkdocs' !ENV tags and the like
-    cfg = yaml.load((REPO / "mkdocs.yml").read_text(), Loader=Loader)
+    return yaml.load((REPO / "mkdocs.yml").read_text(), Loader=Loader)
+
+
+def test_mkdocs_config_loads_nothing_from_the_web():
+    cfg = _mkdocs_config()
     assert cfg["theme"]["name"] == "material" and cfg["theme"]["font"] is False
     plugins = [p if isinstance(p, str) else next(iter(p)) for p in cfg["plugins"]]
     assert not {"social", "privacy", "material/social", "material/privacy"} & set(plugins)
+
+
+def test_only_ipynb_files_are_notebooks_to_the_site(tmp_path, monkeypatch):
+    """mkdocs-jupyter as configured takes .ipynb files as notebooks and leaves Markdown pages
+    alone, without parsing them (by default it reads each with jupytext, several times a
+    build, and renders one with a notebook header as a notebook)."""
+    import jupytext
+    from mkdocs.structure.files import File
+    from mkdocs_jupyter.plugin import Plugin
+
+    options = next(
+        p["mkdocs-jupyter"] for p in _mkdocs_config()["plugins"] if "mkdocs-jupyter" in p
+    )
+    (tmp_path / "page.md").write_text(
+        "---\njupyter:\n  kernelspec:\n    display_name: Python 3\n    language: python\n"
+        "    name: python3\n---\n\n# A page\n"
+    )
+    (tmp_path / "nb.ipynb").write_text("{}")
+    reads: list[str] = []
+    read = jupytext.read
+    monkeypatch.setattr(jupytext, "read", lambda path, *a, **k: reads.append(path) or read(path))
+
+    def notebooks(config: dict) -> list[str]:
+        plugin = Plugin()
+        errors, _ = plugin.load_config(config)
+        assert not errors
+        files = [
+            File(n, str(tmp_path), str(tmp_path / "site"), False) for n in ("page.md", "nb.ipynb")
+        ]
+        return [f.src_uri for f in files if plugin.should_include(f)]
+
+    assert notebooks(options) == ["nb.ipynb"] and reads == []
+    # the plugin's default: the page parsed, and taken for a notebook
+    assert notebooks({k: v for k, v in options.items() if k != "ignore"}) == ["page.md", "nb.ipynb"]
+    assert reads == [str(tmp_path / "page.md")]
 
 
 def test_executed_copies_must_be_todays_student_edition(tmp_path):
