@@ -60,7 +60,8 @@ def _stable(default: object) -> object:
     """A default whose repr holds a memory address (a lambda, a plain object) without it, so
     that two builds of the site write the same page."""
     text = repr(default)
-    return _Annotation(_ADDRESS.sub("", text)) if _ADDRESS.search(text) else default
+    stable = _ADDRESS.sub("", text)
+    return default if stable == text else _Annotation(stable)
 
 
 def _signature(name: str, obj: object) -> str:
