@@ -155,8 +155,8 @@ def test_mkdocs_config_loads_nothing_from_the_web():
 
 
 def test_only_ipynb_files_are_notebooks_to_the_site(tmp_path, monkeypatch):
-    """mkdocs-jupyter as configured takes .ipynb files as notebooks and leaves Markdown pages
-    alone, without parsing them (by default it reads each with jupytext, several times a
+    """mkdocs-jupyter as configured takes .ipynb files as notebooks and leaves Markdown pages and
+    .py files alone, without parsing them (by default it reads each with jupytext, several times a
     build, and renders one with a notebook header as a notebook)."""
     import jupytext
     from mkdocs.structure.files import File
@@ -170,6 +170,7 @@ def test_only_ipynb_files_are_notebooks_to_the_site(tmp_path, monkeypatch):
         "    name: python3\n---\n\n# A page\n"
     )
     (tmp_path / "nb.ipynb").write_text("{}")
+    (tmp_path / "script.py").write_text("# %% [markdown]\n# A percent-format script\n")
     reads: list[str] = []
     read = jupytext.read
     monkeypatch.setattr(jupytext, "read", lambda path, *a, **k: reads.append(path) or read(path))
@@ -179,13 +180,15 @@ def test_only_ipynb_files_are_notebooks_to_the_site(tmp_path, monkeypatch):
         errors, _ = plugin.load_config(config)
         assert not errors
         files = [
-            File(n, str(tmp_path), str(tmp_path / "site"), False) for n in ("page.md", "nb.ipynb")
+            File(n, str(tmp_path), str(tmp_path / "site"), False)
+            for n in ("page.md", "script.py", "nb.ipynb")
         ]
         return [f.src_uri for f in files if plugin.should_include(f)]
 
     assert notebooks(options) == ["nb.ipynb"] and reads == []
-    # the plugin's default: the page parsed, and taken for a notebook
-    assert notebooks({k: v for k, v in options.items() if k != "ignore"}) == ["page.md", "nb.ipynb"]
+    # the plugin's default: the page parsed and taken for a notebook, and so is any .py file
+    default = {k: v for k, v in options.items() if k != "ignore"}
+    assert notebooks(default) == ["page.md", "script.py", "nb.ipynb"]
     assert reads == [str(tmp_path / "page.md")]
 
 
