@@ -59,8 +59,10 @@ def test_wall_clock_sampling_thread_and_zeus_monitor_agree():
     assert m.time == pytest.approx(t1 - t0, abs=0.05)
     pts = pm.get_power_timeline("device_instant", 0, start_time=t0, end_time=t1)[0]
     assert len(pts) >= 10 and all(t0 <= t <= t1 for t, _ in pts)
+    # samples before t0 and up to t1: the window is integrated from t0 on, to its last sample
+    last = pm.get_power_timeline("device_instant", 0)[0][-1][0]
     e = pm.get_energy(t0, t1)[0]
-    assert e == pytest.approx(watts * (pts[-1][0] - pts[0][0]))
+    assert e == pytest.approx(watts * (min(t1, last) - t0))
     assert pm.get_power(time=pts[2][0] + 1e-4) == {0: pytest.approx(watts)}
     thread = pm._thread
     pm.stop()
@@ -68,6 +70,43 @@ def test_wall_clock_sampling_thread_and_zeus_monitor_agree():
     n = len(pm.get_power_timeline()[0])
     time.sleep(0.1)
     assert len(pm.get_power_timeline()[0]) == n  # no sampling after stop
+
+
+def hold_the_gil(seconds: float) -> None:
+    """Run Python for ``seconds`` without letting another thread in, as a long garbage
+    collection or a C call that keeps the GIL does: the sampling thread takes no sample."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(10 * seconds)
+    try:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def test_a_sampler_stalled_at_both_edges_of_a_window_still_covers_the_whole_window():
+    """The energy of a window is the timeline's area between its edges: where the sampling
+    thread was held off at an edge, the samples beside it are interpolated, so no time is lost
+    (the samples inside alone would cover 0.2 of the 0.8 s here)."""
+    system = device.use_simulated(workload="cifar100", clock="wall")
+    watts = system.step_cost(system.batch_size, system.gpu(0).get_power_limit())[1]
+    pm = PowerMonitor(gpu_indices=[0], update_period=0.02)
+    time.sleep(0.1)
+    t0 = time.time()
+    hold_the_gil(0.3)
+    time.sleep(0.2)
+    hold_the_gil(0.3)
+    t1 = time.time()
+    pm.stop()  # takes a last sample, after the window
+    pts = pm.get_power_timeline("device_instant", 0)[0]
+    inside = [t for t, _ in pts if t0 <= t <= t1]
+    assert inside[0] - t0 >= 0.25 and t1 - inside[-1] >= 0.25, "the stalls took no effect"
+    assert pts[0][0] < t0 and pts[-1][0] > t1
+    assert pm.get_energy(t0, t1)[0] == pytest.approx(watts * (t1 - t0), rel=1e-3)
+    # a window beyond the samples: None; a window over one sample: 0 J
+    assert pm.get_energy(t1 + 10, t1 + 20) is None
+    assert pm.get_energy(pts[0][0], pts[0][0]) == {0: 0.0}
 
 
 def test_max_samples_and_domain_errors():

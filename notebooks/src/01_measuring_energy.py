@@ -316,10 +316,10 @@ fig = plot_power_timeline(
 # **Why the two energies differ.** `ZeusMonitor` reads the GPU's cumulative *energy counter* at the
 # window's two edges: the difference is all the energy in between, however power moved. The
 # `PowerMonitor` only knows power at its sample times; its energy is the area under the samples
-# that fall inside the window (trapezoidal rule), so it misses up to one sampling period at each
-# edge and any change between samples. The gap shrinks with a shorter period or a longer window
-# (on an H100, zeus-nb's `PowerMonitor` came within 1.2 % of the counter over windows of 3
-# to 5 s, a little below it under load).
+# joined by straight lines (trapezoidal rule), cut at the window's edges, where the samples on
+# either side are interpolated (`stop()` takes a last one, so the window's end has a sample after
+# it). It misses any change of power between samples, so the gap shrinks with a shorter period
+# (on an H100, the samples inside windows of 3 to 5 s alone came within 1.2 % of the counter).
 # A real counter is itself exact only to about one of its updates per window, which is why the
 # window above spans many of them. Use windows for energy, and the timeline to *see* power.
 

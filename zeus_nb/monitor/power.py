@@ -90,6 +90,25 @@ def in_range(pts, start_time: float | None, end_time: float | None) -> list[tupl
     return sorted(p for p in pts if lo <= p[0] <= hi)
 
 
+def area(pts: list[tuple[float, float]], start: float, end: float) -> float | None:
+    """Joules under sorted (time, W) ``pts`` between ``start`` and ``end``: the samples joined by
+    straight lines (trapezoidal rule), cut at the edges, where the samples on either side are
+    interpolated; within the samples' own span only. None if that span misses the window.
+
+    A stall of the sampling thread at an edge (a busy machine, a call holding the GIL) then
+    loses no time: the samples inside alone would miss it, and part of a period at each edge.
+    """
+    if not pts:
+        return None
+    t, w = np.array(pts, dtype=float).T
+    lo, hi = max(start, t[0]), min(end, t[-1])
+    if hi < lo:
+        return None
+    ts = np.concatenate(([lo], t[(t > lo) & (t < hi)], [hi]))
+    ws = np.interp(ts, t, w)
+    return float(np.sum(np.diff(ts) * (ws[1:] + ws[:-1]) / 2))
+
+
 def nearest(pts: list[tuple[float, float]], time: float | None) -> float:
     """Value of the point nearest ``time`` in sorted, non-empty ``pts`` (the last for None)."""
     if time is None:
@@ -196,10 +215,16 @@ class PowerMonitor:
         return out
 
     def stop(self) -> None:
-        """Stop sampling (samples taken so far stay queryable)."""
+        """Stop sampling (samples taken so far stay queryable), with one last sample now, so
+        that a window that ended before the stop has a sample after its end edge."""
         self._drain()
         if self._finalizer.alive:
             self._finalizer()
+            if self._thread is not None:
+                try:
+                    self._thread.sample()
+                except Exception as e:  # the GPU failed on this read: the timeline ends before
+                    log.debug("last sample at stop failed: %s", e)
 
     def __enter__(self) -> PowerMonitor:
         return self
@@ -259,24 +284,19 @@ class PowerMonitor:
         end_time: float,
         power_domain: str | PowerDomain | None = None,
     ) -> dict[int, float] | None:
-        """Energy in J per GPU between two Unix times: the samples in range, integrated with the
-        trapezoidal rule (0 J with fewer than two samples); None if nothing was sampled."""
+        """Energy in J per GPU between two Unix times: the area under the power timeline
+        (:func:`area`: trapezoidal rule, the edges interpolated from the samples beside them);
+        0 J where fewer than two samples reach the window, None if no GPU's samples reach it."""
         if power_domain is None:
             power_domain = next(
                 (d for d in ("device_instant", "device_average") if d in self.power_domains),
                 self.power_domains[0],
             )
-        timelines = self.get_power_timeline(power_domain, None, start_time, end_time)
-        if not any(timelines.values()):
+        timelines = self.get_power_timeline(power_domain)
+        joules = {i: area(pts, start_time, end_time) for i, pts in timelines.items()}
+        if all(j is None for j in joules.values()):
             return None
-        out = {}
-        for i, pts in timelines.items():
-            if len(pts) < 2:
-                out[i] = 0.0
-                continue
-            t, w = np.array(pts).T
-            out[i] = float(np.sum((t[1:] - t[:-1]) * (w[1:] + w[:-1]) / 2))
-        return out
+        return {i: 0.0 if j is None else j for i, j in joules.items()}
 
     def get_power(
         self, time: float | None = None, power_domain: str | PowerDomain = "device_instant"
