@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import json
 import re
 import shutil
@@ -792,6 +793,29 @@ def test_every_exercise_slide_shows_its_stub_and_the_teachers_notes(notebook):
     written = SECTIONS[notebook.stem]
     assert set(written) <= headings, sorted(set(written) - headings)
     assert sum(n in written.values() for n in notes) == len(written)
+
+
+def _plain_words(text: str) -> str:
+    """Markdown or rendered HTML as plain words: links, list markers, emphasis and code marks
+    dropped, whitespace collapsed (slides wrap lines where the notebook does not)."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"(?m)^\s*(?:[-*+]|\d+\.)\s+", " ", text)
+    return " ".join(re.sub(r"[`*_#>|]", " ", text).split())
+
+
+def test_committed_decks_say_what_the_notebooks_say():
+    """Every paragraph of every notebook's prose is in its deck: a notebook edited without
+    rebuilding the slides (a run time measured again, a sentence corrected) fails here."""
+    for notebook in REAL_NOTEBOOKS:
+        page = (DECKS / f"{notebook.stem}.slides.html").read_text()
+        page = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S)
+        deck = _plain_words(html.unescape(re.sub(r"<[^>]+>", " ", page)))
+        cells = nbformat.read(notebook, as_version=4).cells
+        prose = [
+            p for c in cells if c.cell_type == "markdown" for p in re.split(r"\n\s*\n", c.source)
+        ]
+        stale = [w for w in map(_plain_words, prose) if w and w not in deck]
+        assert not stale, f"{notebook.name}: rebuild its deck (docs/course/README.md): {stale[0]}"
 
 
 def test_a_deck_laid_out_twice_is_the_same_deck():
