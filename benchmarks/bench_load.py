@@ -19,6 +19,11 @@ the tolerance it must meet:
   epochs of four 80 ms steps of Python work, a window around each epoch and each step, each run
   in a new process (so a new reader); every epoch and training window must be within one
   counter update at that power (69.3 J) of 693 W x its time;
+- ``PowerMonitor``'s integrated samples against the counter over notebook 01's comparison (a
+  2 s window of Python work on the same fake, samples every 50 ms, queried from the window's
+  Unix start for its time), as is and with the GIL held 0.5 s right after the window's start (as
+  a long garbage collection holds it: the sampling thread takes no sample meanwhile); each run
+  within one counter update at that power (69.3 J) of the counter;
 - the counter/power ratio a fresh background reader calibrates, on the H100-shaped timed fake of
   the tests (``tests/timed_nvml.py``) with power readings at 0.57 of what the counter counts (on
   some GPUs the two disagree widely), beside a thread of the same process running Python (each of
@@ -54,6 +59,8 @@ REPO = Path(__file__).resolve().parents[1]
 FAKE_NVML = REPO / "tests" / "fake_nvml"
 # the H100 row's power under load at its 700 W limit (tests/fake_nvml/nvml_rows.py) and period
 H100_W, H100_PERIOD_S = 693.0, 0.1
+#: seconds the GIL is held right after the PowerMonitor comparison's window begins
+STALLS = (0.0, 0.5)
 WINDOWS = """
 import json, os, sys, time
 import pynvml  # the fake, first on the path
@@ -79,6 +86,34 @@ r = m.end_window("training")
 out.append(("training", r.time, r.total_energy))
 print(json.dumps(out))
 """
+POWER = (
+    WINDOWS.split("from zeus_nb.monitor")[0]
+    + """
+from zeus_nb.monitor import PowerMonitor, ZeusMonitor
+def work(seconds):
+    t = time.perf_counter()
+    while time.perf_counter() - t < seconds:
+        sum(range(1000))
+def hold(seconds):  # Python work that keeps the GIL throughout, as a long collection does
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(10 * seconds + 1)
+    try:
+        work(seconds)
+    finally:
+        sys.setswitchinterval(interval)
+    time.sleep(0)  # lets the waiting threads in, to wait again by the usual interval
+m = ZeusMonitor(gpu_indices=[0])
+pm = PowerMonitor(gpu_indices=[0], update_period=0.05)
+time.sleep(0.2)
+m.begin_window("w")
+start = time.time()
+hold(float(sys.argv[2]))
+work(2.0)
+r = m.end_window("w")
+pm.stop()
+print(json.dumps([r.gpu_energy[0], pm.get_energy(start, start + r.time)[0]]))
+"""
+)
 CALIBRATION = """
 import json, threading, time
 import timed_nvml
@@ -171,6 +206,19 @@ def window_errors() -> list[tuple[str, float]]:
     return [(name, energy - H100_W * seconds) for name, seconds, energy in rows]
 
 
+def power_gap(stall: float) -> float:
+    """PowerMonitor's energy minus the counter's (J) over one fresh process's window."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(FAKE_NVML), str(REPO))))
+    with tempfile.TemporaryDirectory(prefix="bench_load_") as tmp:
+        out = subprocess.run(
+            [sys.executable, "-c", POWER, tmp, str(stall)], env=env, capture_output=True, text=True
+        )
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    counter, integrated = json.loads(out.stdout.strip().splitlines()[-1])
+    return integrated - counter
+
+
 def calibration() -> tuple[float, float]:
     """(s until a fresh reader's first ratio, a 0.3 s window's relative error) of one process."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(REPO / "tests"), str(REPO))))
@@ -214,6 +262,8 @@ def measure(runs: int, only: str | None = None) -> dict:
         out["bso"] = {bs: min(c[bs] for c in costs) for bs in BATCH_SIZES}
     if only in (None, "windows"):
         out["windows"] = [window_errors() for _ in range(runs)]
+    if only in (None, "power"):
+        out["power"] = {s: [power_gap(s) for _ in range(runs)] for s in STALLS}
     if only in (None, "calibration"):
         out["calibration"] = [calibration() for _ in range(runs)]
     if only in (None, "sleeps"):
@@ -239,7 +289,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument(
         "--only",
-        choices=["plo", "bso", "windows", "calibration", "sleeps"],
+        choices=["plo", "bso", "windows", "power", "calibration", "sleeps"],
         help="one result alone",
     )
     args = ap.parse_args()
@@ -288,6 +338,19 @@ def main() -> None:
             good = all(abs(x) <= bound for x in a + b)
             ok &= good
             print(f"  {name:10} {a} | {b}: " + ("ok" if good else "FAIL"))
+    if "power" in idle:
+        bound = H100_W * H100_PERIOD_S
+        print(
+            "PowerMonitor minus the counter over a 2 s window on the H100-shaped fake (J; within "
+            f"{bound:.1f} J): idle | busy"
+        )
+        for stall in STALLS:
+            a = [round(x, 1) for x in idle["power"][stall]]
+            b = [round(x, 1) for x in busy["power"][stall]]
+            good = all(abs(x) <= bound for x in a + b)
+            ok &= good
+            name = f"GIL held {stall:g} s" if stall else "as is"
+            print(f"  {name:15} {a} | {b}: " + ("ok" if good else "FAIL"))
     if "calibration" in idle:
         ok &= per_run(
             "a fresh reader beside a thread running Python, power readings at 0.57 of the counter: "

@@ -79,8 +79,10 @@ class Sampler(threading.Thread):
             except Exception as e:  # a GPU that fails once should not kill the timeline silently
                 log.warning("%s: reading failed, sampling stops: %s", self.name, e)
                 return
-            next_t += self.period
-            self.stopped.wait(max(0.0, next_t - time.monotonic()))
+            now, next_t = time.monotonic(), next_t + self.period
+            if next_t < now:  # a stall: go on a period from now, not in a burst to catch up
+                next_t = now + self.period
+            self.stopped.wait(next_t - now)
 
 
 def in_range(pts, start_time: float | None, end_time: float | None) -> list[tuple[float, float]]:
