@@ -93,7 +93,10 @@ NOTES: dict[str, str] = {
     "zeus.monitor.power.PowerMonitor": "Samples on a daemon thread of this process, not a "
     "spawned process, so `__main__` is never imported again; stops on `stop()`, garbage "
     "collection and interpreter exit. `update_period=None` means 0.1 s. Every sample is kept. "
-    "`get_energy` integrates the samples in the range with the trapezoidal rule.",
+    "`get_energy` integrates the timeline with the trapezoidal rule between the two times, the "
+    "edges interpolated from the samples on either side (Zeus integrates only the samples "
+    "inside, so a sampler held off at an edge loses that time), and `stop()` takes a last "
+    "sample.",
     "zeus.monitor.power.PowerDomain": "NVML: read through `nvmlDeviceGetFieldValues` where the "
     "driver has them, else `nvmlDeviceGetPowerUsage` stands for `device_instant`. Simulated GPU: "
     "`device_instant` and `device_average` (the trace's average power).",
