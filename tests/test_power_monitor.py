@@ -104,7 +104,7 @@ def test_a_sampler_stalled_at_both_edges_of_a_window_still_covers_the_whole_wind
     assert inside[0] - t0 >= 0.25 and t1 - inside[-1] >= 0.25, "the stalls took no effect"
     assert pts[0][0] < t0 and pts[-1][0] > t1
     assert pm.get_energy(t0, t1)[0] == pytest.approx(watts * (t1 - t0), rel=1e-3)
-    # a window beyond the samples: None; a window over one sample: 0 J
+    # a window beyond the samples: None; a window of no length at a sample: 0 J
     assert pm.get_energy(t1 + 10, t1 + 20) is None
     assert pm.get_energy(pts[0][0], pts[0][0]) == {0: 0.0}
 

@@ -99,9 +99,9 @@ def test_01_explains_the_counter_and_measures_over_many_updates(shaped):
     # the PowerMonitor comparison ran over at least 20 counter updates, so the two agree (its
     # edges interpolated: a sampler held off at an edge loses no time, test_power_monitor.py)
     assert r["counter_energy_j"] > 0
-    gap = r["power_monitor_energy_j"] / r["counter_energy_j"] - 1
-    assert abs(gap) < 0.15, "".join(o.get("text", "") for o in outputs(tour, "01_measuring_energy"))
     text = "".join(o.get("text", "") for o in outputs(tour, "01_measuring_energy"))
+    gap = r["power_monitor_energy_j"] / r["counter_energy_j"] - 1
+    assert abs(gap) < 0.15, text
     # per-step windows are said to be the counter's steps, or estimates from power readings
     assert "the counter's, not training's" in text or "not readings of each step" in text
     assert "step-to-step spread of the energy" not in text  # not presented as training's spread
