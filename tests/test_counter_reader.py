@@ -832,6 +832,35 @@ def test_a_counter_going_back_is_rejected():
     assert abs(joules - sim.drawn(a.t, b.t)) <= 2 * sim.watts * r.period
 
 
+@pytest.mark.parametrize("lag", [0.005, 0.05, 0.09])
+@pytest.mark.parametrize("faults", [1, 2])
+def test_going_on_after_a_fault_counts_no_time_since_the_reads_step_twice(lag, faults):
+    """A read's value is the counter's last step before it, up to a period old. Going on from
+    it after a fault (or a counter that restarted) once put the new base at the read, so the
+    time since that step was counted twice: beside four busy processes a window over two
+    faults read 342 J where the GPU drew at most 271 J (2026-12-07). The new base is put at
+    the grid's step before the read: each fault now costs at most the grid's error."""
+    r, clock, sim = driven_reader()
+    cost = 0.0028
+    calm_reads(r, clock, sim, 0.0, 1.0, cost)
+    assert r.grid.ready
+    clock.now = 1.02
+    a = r.mark()
+    t = 1.0
+    for _ in range(faults):
+        t = sim.phase + math.ceil((t - sim.phase) / sim.period) * sim.period + lag
+        sample(r, clock, t, sim.watts)
+        r._recover(counter_track.Read(t, t + cost, sim.joules(t + cost)), ZeroDivisionError())
+        t += 0.06
+    calm_reads(r, clock, sim, t + 0.03, t + 0.5, cost)
+    clock.now = t + 0.45
+    b = r.mark()
+    joules, how = r.energy_between(a, b)
+    assert how == counter_track.REJECTED
+    # the grid is fitted to ~3 ms brackets: its step lies within one of the truth
+    assert abs(joules - sim.drawn(a.t, b.t)) <= faults * sim.watts * r._tight(), joules
+
+
 def test_a_stalled_read_is_flagged(caplog, monkeypatch):
     monkeypatch.setattr(counter, "_noted", set())
     r, clock, sim = driven_reader()

@@ -248,11 +248,17 @@ class CounterReader:
             self._anchor_k = k
 
     def _rebase(self, read: Read) -> None:
-        """The counter restarted from ``read``'s value: continue from power (lock held)."""
+        """The counter restarted from ``read``'s value: continue from power (lock held). That
+        value is the counter's at its last step before the read, up to a period earlier: the
+        new base goes there (the grid's point, else half a period back), or the time since
+        that step would be counted twice by every window over the restart."""
         s0, e0 = self._anchor  # type: ignore[misc]
         mid = (read.a + read.b) / 2
+        grid = self.grid
+        at = grid.at(math.floor(grid.index(mid))) if grid.ready else mid - self.period / 2
+        at = min(max(at, s0), mid)
         ratio = self._ratio
-        est = e0 + ratio * self._power.integral(s0, mid)
+        est = e0 + ratio * self._power.integral(s0, at)
         self._offset = est - read.joules
         keep = []
         for m in self._pending:
@@ -262,7 +268,7 @@ class CounterReader:
                 m.energy, m.how = e0 + ratio * self._power.integral(s0, m.t), REJECTED
         self._pending = keep
         self._last = read
-        self._anchor, self._anchor_lo, self._stepped = (mid, est), read.a - MAX_PERIOD_S, False
+        self._anchor, self._anchor_lo, self._stepped = (at, est), read.a - MAX_PERIOD_S, False
         self._anchor_k = None
         self._stepped_cond.notify_all()
 
