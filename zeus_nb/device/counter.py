@@ -129,8 +129,7 @@ class CounterReader:
 
     # --- the caller's side ------------------------------------------------------------------
     def mark(self) -> Mark:
-        """A window edge now: the clock (taken first: the edge is when the caller asked) and
-        one power reading, no counter read."""
+        """A window edge now: the clock (taken first, when the caller asked) and one power."""
         t = self.clock()
         try:
             watts = self._power_w()
@@ -178,13 +177,12 @@ class CounterReader:
 
     def wait(self, mark: Mark, timeout: float | None = None) -> bool:
         """Wait until the counter step after ``mark`` arrived (it is then shared out)."""
-        limit = WAIT_PERIODS * self.period + 4 * self.read_cost + WAIT_SLACK_S
+        if timeout is None:
+            timeout = WAIT_PERIODS * self.period + 4 * self.read_cost + WAIT_SLACK_S
         with self._stepped_cond:
             self._waiting += 1
             try:
-                return self._stepped_cond.wait_for(
-                    lambda: mark.energy is not None, limit if timeout is None else timeout
-                )
+                return self._stepped_cond.wait_for(lambda: mark.energy is not None, timeout)
             finally:
                 self._waiting -= 1
 
@@ -248,16 +246,13 @@ class CounterReader:
             self._anchor_k = k
 
     def _rebase(self, read: Read) -> None:
-        """The counter restarted from ``read``'s value: continue from power (lock held). That
-        value is the counter's at its last step before the read, up to a period earlier: the
-        new base goes there (the grid's point, else half a period back), or the time since
-        that step would be counted twice by every window over the restart."""
-        s0, e0 = self._anchor  # type: ignore[misc]
-        mid = (read.a + read.b) / 2
-        grid = self.grid
+        """The counter restarted from ``read``'s value, its last step's: continue from power
+        (lock held). The new base goes at that step (the grid's point, else half a period
+        back), not at the read: windows over it would count the time between them twice."""
+        (s0, e0), ratio = self._anchor, self._ratio  # type: ignore[misc]
+        mid, grid = (read.a + read.b) / 2, self.grid
         at = grid.at(math.floor(grid.index(mid))) if grid.ready else mid - self.period / 2
         at = min(max(at, s0), mid)
-        ratio = self._ratio
         est = e0 + ratio * self._power.integral(s0, at)
         self._offset = est - read.joules
         keep = []
