@@ -7,10 +7,12 @@ Point ``ZEUS_NB_POWERCAP_ROOT`` at ``<root>``.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PACKAGE_RANGE_UJ = 262_143_328_850  # a typical package max_energy_range_uj
 DRAM_RANGE_UJ = 65_712_999_613
+WIDTH = 24  # bytes an energy_uj file is written with: a value, a newline and spaces after
 
 
 def make_tree(root: Path, packages: int = 2, dram: bool = True) -> Path:
@@ -37,7 +39,15 @@ def zone(root: Path, package: int, sub: int | None = None) -> Path:
 
 
 def set_uj(root: Path, package: int, value: int, sub: int | None = None) -> None:
-    (zone(root, package, sub) / "energy_uj").write_text(f"{value}\n")
+    """Set a counter in place, as the kernel's value changes (a reader keeps its file open), in
+    one write of a fixed width: a reader never sees the file empty or half written, as a
+    kernel's counter is never seen (a truncating write was, by a poller beside busy processes)."""
+    path = zone(root, package, sub) / "energy_uj"
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.pwrite(fd, f"{value}\n".ljust(WIDTH).encode(), 0)
+    finally:
+        os.close(fd)
 
 
 def add_uj(root: Path, package: int, delta: int, sub: int | None = None) -> None:
@@ -45,4 +55,4 @@ def add_uj(root: Path, package: int, delta: int, sub: int | None = None) -> None
     z = zone(root, package, sub)
     top = int((z / "max_energy_range_uj").read_text())
     now = int((z / "energy_uj").read_text())
-    (z / "energy_uj").write_text(f"{(now + delta) % top}\n")
+    set_uj(root, package, (now + delta) % top, sub)

@@ -6,6 +6,7 @@ import builtins
 import gc
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import fake_powercap as fp  # noqa: E402
 
 from zeus_nb import device  # noqa: E402
-from zeus_nb.device.cpu import PERMISSION_HINT, rapl_cpus  # noqa: E402
+from zeus_nb.device.cpu import PERMISSION_HINT, rapl, rapl_cpus  # noqa: E402
 from zeus_nb.device.doctor import diagnose  # noqa: E402
 from zeus_nb.errors import CpuEnergyError, CpuEnergyPermissionError  # noqa: E402
 from zeus_nb.monitor import ZeusMonitor  # noqa: E402
@@ -72,6 +73,48 @@ def test_counters_keep_their_file_open_and_stop_their_tracker_when_dropped(power
     assert _fd_path(fd) != path  # closed (or the number reused for another file meanwhile)
     thread.join(timeout=5)
     assert not thread.is_alive()
+
+
+def test_a_poll_that_fails_once_does_not_end_the_tracker(powercap, monkeypatch):
+    """Beside four busy processes the poller read a counter file while the fake rewrote it
+    (empty): the error ended its thread, and the wrap after it was never counted (2026-12-07).
+    A read that fails once now costs one poll."""
+    fp.set_uj(powercap, 0, fp.PACKAGE_RANGE_UJ - 1_000_000)  # near the top: polls every 0.1 s
+    counter = rapl_cpus()[0]._package
+    start = counter.read()
+    tracker = counter.wraparound_tracker
+    real, failed = rapl._read_uj, threading.Event()
+
+    def fails_once(path: str) -> float:
+        if not failed.is_set():
+            failed.set()
+            raise CpuEnergyError(f"cannot read the RAPL counter {path}: could not convert ''")
+        return real(path)
+
+    monkeypatch.setattr(rapl, "_read_uj", fails_once)
+    assert failed.wait(5)  # the poller's next read failed
+    fp.add_uj(powercap, 0, 3_000_000)  # wraps; only a poll sees it
+    deadline = time.monotonic() + 5
+    while tracker.get_num_wraparounds() == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert tracker._thread.is_alive()
+    assert tracker.get_num_wraparounds() == 1
+    assert counter.read() - start == pytest.approx(3_000.0)
+    tracker.stop()
+
+
+def test_the_fake_counter_is_never_seen_half_written(powercap):
+    """As a kernel's counter: a value is rewritten in place in one write (a reader keeps the
+    file open), never truncated first."""
+    path = fp.zone(powercap, 0) / "energy_uj"
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for value in (10**11, 5, 2_000_000):
+            fp.set_uj(powercap, 0, value)
+            assert float(os.pread(fd, 32, 0)) == value
+            assert os.path.getsize(path) == fp.WIDTH
+    finally:
+        os.close(fd)
 
 
 def test_a_wrap_between_reads_is_counted_by_the_tracker_thread(powercap):

@@ -159,7 +159,9 @@ def _polling_process(
     """Count the wrap-arounds of one counter file into ``wraparound_counter`` until ``stop``.
 
     ``wraparound_counter`` is a synchronized integer (``multiprocessing.Value('i')`` in a child
-    process) or a tracker's own tally. Polls every second, every 0.1 s near the wrap point.
+    process) or a tracker's own tally. Polls every second, every 0.1 s near the wrap point. A
+    read that fails once does not end it (beside busy processes one that caught a test's file
+    mid-write ended the thread, and the wrap after it was never counted).
     """
     if isinstance(wraparound_counter, _WrapTally):
         tally = wraparound_counter
@@ -172,7 +174,12 @@ def _polling_process(
             time.sleep(period)
         elif stop.wait(period):
             return
-        tally.poll(rapl_file_path)
+        try:
+            tally.poll(rapl_file_path)
+        except (ZeusRAPLFileInitError, ZeusRAPLPermissionError):
+            raise  # the zone is gone, or closed to this process: nothing is left to poll
+        except CpuEnergyError as e:  # one failed read: a later poll still sees a wrap
+            log.debug("RAPL wrap-around poll of %s failed, polling on: %s", rapl_file_path, e)
 
 
 def _poll_until_stopped(path: str, max_uj: float, tally: _WrapTally, stop: threading.Event):
