@@ -129,7 +129,7 @@ class CounterReader:
 
     # --- the caller's side ------------------------------------------------------------------
     def mark(self) -> Mark:
-        """A window edge now: the clock (taken first, when the caller asked) and one power."""
+        """A window edge now: the clock (taken first) and one power reading, no counter read."""
         t = self.clock()
         try:
             watts = self._power_w()
