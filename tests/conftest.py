@@ -11,8 +11,16 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-from hypothesis import settings
+# Before anything loads OpenMP (torch reads this once, at import): the suite runs three workers
+# on two cores, and an OpenMP thread that has finished its share spins for the others, so a
+# parallel region beside busy processes burns a core while it waits for a thread another
+# process has descheduled (docs/tradeoff.md's live sweep: 33.5 s of CPU beside two busy
+# processes, 10.8 s with passive waits, the same thread count and so the same numbers). Every
+# process the tests start inherits it; a value the caller set stands.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
 from processes import descendants
 
 import zeus_nb.device.gpu.nvidia  # noqa: F401 - binds the real pynvml before a test fakes it
