@@ -72,36 +72,51 @@ def test_wall_clock_sampling_thread_and_zeus_monitor_agree():
     assert len(pm.get_power_timeline()[0]) == n  # no sampling after stop
 
 
-def hold_the_gil(seconds: float) -> None:
-    """Run Python for ``seconds`` without letting another thread in, as a long garbage
-    collection or a C call that keeps the GIL does: the sampling thread takes no sample."""
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def _stalled_window(update_period: float) -> tuple[PowerMonitor, float, float]:
+    """A window whose edges a sampling thread cannot reach: 0.3 s of Python holding the GIL at
+    each edge (as a long garbage collection or a C call that keeps it does), 0.2 s asleep
+    between. The switch interval is raised before the window opens, and the first 50 ms are
+    spent outside it: a thread that began waiting for the GIL under the old interval (5 ms)
+    takes it once then, not inside the window."""
+    pm = PowerMonitor(gpu_indices=[0], update_period=update_period)
+    time.sleep(0.1)
     interval = sys.getswitchinterval()
-    sys.setswitchinterval(10 * seconds)
+    sys.setswitchinterval(10.0)
     try:
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            pass
+        _spin(0.05)
+        t0 = time.time()
+        _spin(0.3)
+        time.sleep(0.2)
+        _spin(0.3)
+        t1 = time.time()
     finally:
         sys.setswitchinterval(interval)
+    pm.stop()  # takes a last sample, after the window
+    return pm, t0, t1
 
 
 def test_a_sampler_stalled_at_both_edges_of_a_window_still_covers_the_whole_window():
     """The energy of a window is the timeline's area between its edges: where the sampling
     thread was held off at an edge, the samples beside it are interpolated, so no time is lost
-    (the samples inside alone would cover 0.2 of the 0.8 s here)."""
+    (the samples inside alone would cover 0.2 of the 0.8 s here). On a busy machine the
+    sampler may still slip in at an edge (its wake-up seen late by the OS): such a window
+    proves nothing, and the test takes another, up to three."""
     system = device.use_simulated(workload="cifar100", clock="wall")
     watts = system.step_cost(system.batch_size, system.gpu(0).get_power_limit())[1]
-    pm = PowerMonitor(gpu_indices=[0], update_period=0.02)
-    time.sleep(0.1)
-    t0 = time.time()
-    hold_the_gil(0.3)
-    time.sleep(0.2)
-    hold_the_gil(0.3)
-    t1 = time.time()
-    pm.stop()  # takes a last sample, after the window
-    pts = pm.get_power_timeline("device_instant", 0)[0]
-    inside = [t for t, _ in pts if t0 <= t <= t1]
-    assert inside[0] - t0 >= 0.25 and t1 - inside[-1] >= 0.25, "the stalls took no effect"
+    for _ in range(3):
+        pm, t0, t1 = _stalled_window(0.02)
+        pts = pm.get_power_timeline("device_instant", 0)[0]
+        inside = [t for t, _ in pts if t0 <= t <= t1]
+        if inside and inside[0] - t0 >= 0.25 and t1 - inside[-1] >= 0.25:
+            break
+    else:
+        pytest.fail(f"in three windows the stalls took no effect: {inside and inside[0] - t0}")
     assert pts[0][0] < t0 and pts[-1][0] > t1
     assert pm.get_energy(t0, t1)[0] == pytest.approx(watts * (t1 - t0), rel=1e-3)
     # a window beyond the samples: None; a window of no length at a sample: 0 J
