@@ -14,10 +14,12 @@ from pathlib import Path
 # Before anything loads OpenMP (torch reads this once, at import): the suite runs three workers
 # on two cores, and an OpenMP thread that has finished its share spins for the others, so a
 # parallel region beside busy processes burns a core while it waits for a thread another
-# process has descheduled (docs/tradeoff.md's live sweep: 33.5 s of CPU beside two busy
-# processes, 10.8 s with passive waits, the same thread count and so the same numbers). Every
-# process the tests start inherits it; a value the caller set stands.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# process has descheduled. benchmarks/bench_omp_wait.py (docs/tradeoff.md's live sweep, the same
+# thread count and so the same records either way): beside two busy processes passive waits took
+# 0.36x the CPU and 0.43x the time; idle, 1.20x the time. Every process the tests start inherits
+# it; a value the caller set stands.
+if not os.environ.get("OMP_WAIT_POLICY", "").strip():
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402

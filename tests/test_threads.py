@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -101,3 +103,17 @@ def test_training_takes_a_threads_option():
         TrainConfig(threads=0)
     with pytest.raises(ValueError, match="threads must be >= 1"):
         PipelineConfig(threads=0)
+
+
+def test_every_process_the_suite_starts_waits_passively():
+    """The suite runs three workers on two cores: an OpenMP thread spinning for a descheduled
+    peer burns a core another worker needs (``tests/conftest.py``; by how much:
+    ``benchmarks/bench_omp_wait.py``). A process a test starts inherits the setting (PASSIVE,
+    or what whoever started the suite set)."""
+    policy = os.environ.get("OMP_WAIT_POLICY", "")
+    assert policy, "tests/conftest.py no longer sets OMP_WAIT_POLICY"
+    seen = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.environ['OMP_WAIT_POLICY'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert seen == policy
