@@ -78,13 +78,13 @@ def _spin(seconds: float) -> None:
         pass
 
 
-def _stalled_window(update_period: float) -> tuple[PowerMonitor, float, float]:
+def _stalled_window() -> tuple[PowerMonitor, float, float]:
     """A window whose edges a sampling thread cannot reach: 0.3 s of Python holding the GIL at
     each edge (as a long garbage collection or a C call that keeps it does), 0.2 s asleep
     between. The switch interval is raised before the window opens, and the first 50 ms are
     spent outside it: a thread that began waiting for the GIL under the old interval (5 ms)
-    takes it once then, not inside the window."""
-    pm = PowerMonitor(gpu_indices=[0], update_period=update_period)
+    takes it once then, not inside the window. Samples every 20 ms."""
+    pm = PowerMonitor(gpu_indices=[0], update_period=0.02)
     time.sleep(0.1)
     interval = sys.getswitchinterval()
     sys.setswitchinterval(10.0)
@@ -110,7 +110,7 @@ def test_a_sampler_stalled_at_both_edges_of_a_window_still_covers_the_whole_wind
     system = device.use_simulated(workload="cifar100", clock="wall")
     watts = system.step_cost(system.batch_size, system.gpu(0).get_power_limit())[1]
     for _ in range(3):
-        pm, t0, t1 = _stalled_window(0.02)
+        pm, t0, t1 = _stalled_window()
         pts = pm.get_power_timeline("device_instant", 0)[0]
         inside = [t for t, _ in pts if t0 <= t <= t1]
         if inside and inside[0] - t0 >= 0.25 and t1 - inside[-1] >= 0.25:
