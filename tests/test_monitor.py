@@ -113,6 +113,38 @@ def test_log_matches_the_profile_format_and_appends(system, tmp_path):
         ZeusMonitor(gpu_indices=[0, 1], log_file=log)
 
 
+def test_log_rows_are_written_at_once_and_fsynced_at_most_once_a_second(
+    system, tmp_path, monkeypatch
+):
+    """A window per training step must not wait for the disk at every step: each row is one
+    whole write, readable at once, and rows are fsynced at most once a second (by the clock the
+    log reads) and when the monitor lets go of the log, so none is left unsynced."""
+    import gc
+    import os
+
+    from zeus_nb.monitor import log_file
+
+    now = [1000.0]
+    monkeypatch.setattr(log_file.time, "monotonic", lambda: now[0])
+    synced: list[float] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(now[0]), real_fsync(fd))[1])
+    log = tmp_path / "log.csv"
+    mon = ZeusMonitor(gpu_indices=[0], log_file=log)
+    synced.clear()  # the header's write, which starts the run, is fsynced as before
+    for i in range(30):  # 30 windows of 0.1 s by the log's clock
+        with mon.window(f"step{i}"):
+            zeus_nb.step()
+        now[0] += 0.1
+        assert sum(1 for _ in log.open()) == 2 + i  # the row is in the file at once
+    assert len(synced) in (2, 3), synced  # 3 s of windows: one fsync a second at most
+    assert all(b - a >= log_file.SYNC_S - 1e-9 for a, b in zip(synced, synced[1:], strict=False))
+    synced.clear()
+    del mon
+    gc.collect()
+    assert synced, "rows written since the last fsync were not fsynced when the log was let go"
+
+
 def test_bad_gpu_indices(system):
     with pytest.raises(ValueError, match="no GPU with index 5 on the sim backend"):
         ZeusMonitor(gpu_indices=[5])

@@ -6,8 +6,9 @@
 * :func:`append_rows` checks every row as the file's reader will (its schema), repairs a last
   row without a line end (kept if complete, cut if torn: :func:`end_with_newline`), then
   :func:`append_line` appends the rows with a single ``write`` on an ``O_APPEND`` descriptor and
-  fsyncs them; if the write fails part-way (a full disk), the bytes it did write are cut off
-  again, so no torn row is left for a later run to append onto. Appenders call
+  fsyncs them (a writer of a row per training step fsyncs at most once a second instead:
+  :mod:`zeus_nb.monitor.log_file`); if the write fails part-way (a full disk), the bytes it did
+  write are cut off again, so no torn row is left for a later run to append onto. Appenders call
   :func:`append_rows` only (tests/test_reliability_discovery.py), so no writer writes a row its
   reader refuses.
 * :func:`connect_readonly` opens a SQLite file with ``mode=ro``: a read command cannot change a
@@ -207,6 +208,9 @@ def append_rows(
     schema: Any,
     header: list[str] | None = None,
     keys: set[tuple] | None = None,
+    *,
+    own_tail: bool = False,
+    sync: bool = True,
 ) -> list:
     """Append the whole rows ``text`` to a file that ``schema``'s reader reads back.
 
@@ -214,18 +218,23 @@ def append_rows(
     when ``header`` is None; a row repeating one of ``keys``, the identities already in the
     file's current run, too): a row the reader would refuse raises
     :class:`~zeus_nb.errors.InputError` and nothing is written. A last row without its line end
-    is repaired first (:func:`end_with_newline`, keeping it if it is complete); then the rows go
-    out in one write (:func:`append_line`). Returns the checked rows.
+    is repaired first (:func:`end_with_newline`, keeping it if it is complete), unless
+    ``own_tail``: the caller is the file's only writer (it holds the file's lock) and wrote its
+    last row itself. Then the rows go out in one write (:func:`append_line`), fsynced when
+    ``sync``. Returns the checked rows.
     """
 
     rows = check_rows(text, schema, header, str(path), keys)
-    repair_tail(path, schema, header)
-    append_line(path, text)
+    if not own_tail:
+        repair_tail(path, schema, header)
+    append_line(path, text, sync=sync)
     return rows
 
 
-def append_line(path: str | Path, line: str) -> None:
-    """Append ``line`` (one or more whole rows, ending with a newline) in one write, fsynced.
+def append_line(path: str | Path, line: str, sync: bool = True) -> None:
+    """Append ``line`` (one or more whole rows, ending with a newline) in one write, fsynced
+    unless ``sync`` is false (the write is whole either way: a killed process tears no row; the
+    fsync keeps it through a power cut).
 
     Raises ``OSError`` naming ``path`` when the row could not be written whole; the file is
     then as it was before.
@@ -240,7 +249,8 @@ def append_line(path: str | Path, line: str) -> None:
             written = _write(fd, data)
             if written != len(data):
                 raise OSError(errno.ENOSPC, "No space left on device (the row was cut short)")
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         except OSError as e:
             _undo(fd, start, written)
             raise OSError(e.errno, e.strerror, str(p)) from None
