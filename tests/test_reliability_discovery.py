@@ -20,7 +20,6 @@ import pytest
 
 import zeus_nb
 from zeus_nb.inputs.registry import READERS
-from zeus_nb.utils.files import OTHER_WRITES
 
 PACKAGE = Path(zeus_nb.__file__).parent
 BOUNDARY = {PACKAGE / "inputs", PACKAGE / "utils" / "files.py"}
@@ -149,23 +148,28 @@ def _decorated_reader(fn: ast.AST) -> bool:
 
 def _marked(fn: ast.AST, *marks: str) -> bool:
     """Whether ``fn`` carries one of the boundary's marks (``zeus_nb.inputs.registry``:
-    ``not_input``, ``system_read``, ``environ_read``) with its reason in words."""
+    ``not_input``, ``system_read``, ``environ_read``) or the write path's
+    (``zeus_nb.utils.files``: ``writes_itself``, ``unlocked_update``)."""
     return any(_decorators(fn, m) for m in marks)
 
 
 def test_every_mark_says_why_in_words():
-    """A mark is ``@not_input("why")`` (or ``system_read``/``environ_read``): the reason is a
-    literal sentence on the function itself, where a reader of the code sees it."""
+    """A mark is ``@not_input("why")`` (or ``system_read``/``environ_read``, or the write
+    path's ``writes_itself``/``unlocked_update``): the reason is a literal sentence on the
+    function itself, where a reader of the code sees it."""
     bare = []
     for module, tree in _modules():
         for qualname, fn in _functions(tree, module):
-            for mark in ("not_input", "system_read", "environ_read"):
+            for mark in MARKS:
                 for d in _decorators(fn, mark):
                     why = d.args[0] if isinstance(d, ast.Call) and len(d.args) == 1 else None
                     ok = isinstance(why, ast.Constant) and isinstance(why.value, str)
                     if not ok or len(why.value.split()) < 2:
                         bare.append(f"{qualname} (@{mark})")
     assert not bare, f"a boundary mark without its reason: {bare}"
+
+
+MARKS = ("not_input", "system_read", "environ_read", "writes_itself", "unlocked_update")
 
 
 def _marked_functions(mark: str) -> set[str]:
@@ -281,17 +285,19 @@ def test_the_registry_holds_exactly_the_decorated_readers():
 
 # --- writers -----------------------------------------------------------------------------------
 def test_files_are_written_only_through_the_write_path():
-    """Writing outside ``zeus_nb.utils.files`` needs an entry in its ``OTHER_WRITES``."""
+    """Writing outside ``zeus_nb.utils.files`` needs the mark ``@files.writes_itself("why")``
+    on the function that writes."""
     found, problems = set(), []
     for module, tree in _modules():
         for qualname, fn in _functions(tree, module):
             writes = _writes(fn)
             if writes:
                 found.add(qualname)
-                if qualname not in OTHER_WRITES:
+                if not _marked(fn, "writes_itself"):
                     problems.append(f"{qualname} ({', '.join(sorted(writes))})")
-    assert not problems, "writes outside zeus_nb.utils.files: " + "; ".join(problems)
-    assert not sorted(set(OTHER_WRITES) - found), "OTHER_WRITES lists functions that write nothing"
+    assert not problems, "writes outside zeus_nb.utils.files, unmarked: " + "; ".join(problems)
+    stale = sorted(_marked_functions("writes_itself") - found)
+    assert not stale, f"marked writes_itself but write nothing: {stale}"
 
 
 _RAW_APPENDS = {"append_line", "end_with_newline"}
@@ -332,8 +338,6 @@ def test_a_file_read_and_written_back_is_updated_under_a_lock():
     """Read-modify-write of one file (``record()``'s sidecar, a results table) holds a lock
     beside the file: without one, two processes each write back what they read and one's
     records are lost (``record()`` from two processes once kept half of 300)."""
-    from zeus_nb.utils.files import UNLOCKED_UPDATES
-
     unlocked, seen = [], set()
     for module, tree in _modules():
         for q, fn in _functions(tree, module):
@@ -348,10 +352,11 @@ def test_a_file_read_and_written_back_is_updated_under_a_lock():
                         writes.add(target)
             if reads & writes:
                 seen.add(q)
-                if not _holds_a_lock(fn) and q not in UNLOCKED_UPDATES:
+                if not _holds_a_lock(fn) and not _marked(fn, "unlocked_update"):
                     unlocked.append(f"{q} ({', '.join(sorted(reads & writes))})")
     assert not unlocked, f"reads and writes back a file without a lock: {unlocked}"
-    assert not set(UNLOCKED_UPDATES) - seen, "UNLOCKED_UPDATES lists functions that do not"
+    stale = sorted(_marked_functions("unlocked_update") - seen)
+    assert not stale, f"marked unlocked_update but read and write back no file: {stale}"
 
 
 # --- environment variables ---------------------------------------------------------------------

@@ -23,7 +23,7 @@ from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import MAX_NOTEBOOK_BYTES, read_bytes, read_text
 from zeus_nb.runner.notebooks import list_notebooks
 from zeus_nb.runner.paths import notebooks_dir
-from zeus_nb.utils.files import atomic_write
+from zeus_nb.utils.files import atomic_write, unlocked_update
 
 DEFAULT_DIR = "zeus-nb-notebooks"
 RECORD = ".zeus-nb-notebooks.json"
@@ -58,6 +58,9 @@ def _read_record(dest: Path) -> dict[str, str]:
 
 
 @not_input("compares the user's copy byte for byte")
+@unlocked_update(
+    "compares the user's copy with what it would write; two copies at once write the same bytes"
+)
 def copy_notebooks(
     dest: str | Path, force: bool = False, source: Path | None = None, solutions: bool = False
 ) -> CopyReport:

@@ -7,6 +7,7 @@ import json
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.args import ArgType, count, nonempty, seconds
 from zeus_nb.inputs.validate import Quantity, number
+from zeus_nb.utils.files import writes_itself
 
 
 def _weights(text: str) -> list[float]:
@@ -114,6 +115,7 @@ def _saved(energy: float, reference: float) -> str:
     return f"{100 * (1 - energy / reference):.2f}%"
 
 
+@writes_itself("InstructionProfile.to_csv (atomic_write)")
 def run_synthetic(args) -> int:
     from zeus_nb.optimizer.pipeline_frequency import synthetic_profile
 

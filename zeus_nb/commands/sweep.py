@@ -26,7 +26,7 @@ from zeus_nb.runner.notebooks import (
 )
 from zeus_nb.runner.points import sweep_notebook_on_cluster
 from zeus_nb.runner.records import collect
-from zeus_nb.utils.files import atomic_write
+from zeus_nb.utils.files import atomic_write, writes_itself
 
 
 def register(sub) -> None:
@@ -222,6 +222,7 @@ def run(args) -> int:
     "results.csv zeus-nb wrote; an unreadable one is kept aside as "
     "results.csv.damaged, never parsed into numbers"
 )
+@writes_itself("moves a damaged results.csv aside: one rename")
 def write_results(out_dir: Path, outputs: list[Path]):
     """Write ``results.csv``: this sweep's rows, plus rows other sweeps wrote there before.
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from zeus_nb.course.markers import CourseError
 from zeus_nb.inputs.env import env
 from zeus_nb.inputs.registry import system_read
+from zeus_nb.utils.files import writes_itself
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,7 @@ def _without_font_import(css: bytes) -> bytes:
 
 
 @system_read("its own stamp of the vendored package versions")
+@writes_itself("the slides' copy of reveal.js and require.js, made afresh when its stamp differs")
 def vendor(out_dir: str | os.PathLike, cache: Path | None = None) -> list[Path]:
     """Put reveal.js and require.js into ``out_dir`` (kept if already there); the files."""
     out = Path(out_dir)

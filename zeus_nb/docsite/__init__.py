@@ -37,6 +37,7 @@ from zeus_nb.inputs.jsonschema_formats import skip_iri_grammar
 from zeus_nb.inputs.registry import environ_read, not_input, system_read
 from zeus_nb.runner.notebooks import list_notebooks, run_notebook
 from zeus_nb.utils.environ import temp_environ
+from zeus_nb.utils.files import writes_itself
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +188,7 @@ def _title_of(nb) -> str | None:
     "executed notebooks, compared cell by cell with today's student edition; anything"
     " else is refused"
 )
+@writes_itself("the site's build folder, made afresh by each build")
 def copy_executed(source: Path, dest: Path) -> list[Path]:
     """The executed student edition of every shipped notebook, taken from ``source`` (a folder
     :func:`execute_notebooks` filled, e.g. once per test session) instead of executing again.
@@ -231,6 +233,7 @@ COURSE_ORDER = ("README.md", "syllabus.md", "instructor-guide.md")
 SLIDES_INDEX = "index.md"
 
 
+@writes_itself("the site's build folder, made afresh by each build")
 def _slides_page(slides: Path, notebooks: list[Path]) -> Path | None:
     """A page listing the reveal.js decks in ``slides`` (``NN_name.slides.html``), if any."""
     decks = sorted(slides.glob("*.slides.html")) if slides.is_dir() else []
@@ -270,6 +273,7 @@ def _course_pages(course: Path, notebooks: list[Path]) -> list[Path]:
 
 @not_input("the project's own guides (docs build from a checkout)")
 @system_read("the project's own guides (docs build from a checkout)")
+@writes_itself("the site's build folder, made afresh by each build")
 def assemble(
     checkout: Path, src: Path, execute: bool = True, executed: Path | None = None
 ) -> tuple[list, SiteBuild]:

@@ -16,6 +16,8 @@ import re
 from pathlib import Path
 from types import ModuleType
 
+from zeus_nb.utils.files import writes_itself
+
 log = logging.getLogger(__name__)
 
 # command modules are documented by `zeus-nb COMMAND --help`, not as an API
@@ -156,6 +158,7 @@ def module_page(name: str) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+@writes_itself("the site's build folder, made afresh by each build")
 def write_pages(folder: Path, package: str = "zeus_nb") -> list[tuple[str, str]]:
     """Write ``folder/<module>.md`` for every public module; (module, file name) pairs."""
     folder.mkdir(parents=True, exist_ok=True)

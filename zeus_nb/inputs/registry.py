@@ -34,7 +34,9 @@ def reader(*schemas: Schema) -> Callable[[F], F]:
     return mark
 
 
-def _mark(attribute: str, why: str) -> Callable[[F], F]:
+def reasoned_mark(attribute: str, why: str) -> Callable[[F], F]:
+    """A decorator that sets ``attribute`` of a function to ``why``, a reason in words (the
+    boundary's marks here, and the write path's in :mod:`zeus_nb.utils.files`)."""
     if not why.strip():
         raise ValueError(f"{attribute} needs the reason, in words")
 
@@ -47,7 +49,7 @@ def _mark(attribute: str, why: str) -> Callable[[F], F]:
 
 def not_input(why: str) -> Callable[[F], F]:
     """Mark a function that reads something that is not outside input, saying ``why``."""
-    return _mark("__not_input__", why)
+    return reasoned_mark("__not_input__", why)
 
 
 def system_read(why: str) -> Callable[[F], F]:
@@ -56,10 +58,10 @@ def system_read(why: str) -> Callable[[F], F]:
     own checkout, a private temporary folder, a database server), saying ``why``. Any other
     function that opens a file must check it with :func:`~zeus_nb.inputs.regular_file` first
     (a FIFO would block it, ``/dev/zero`` never end)."""
-    return _mark("__system_read__", why)
+    return reasoned_mark("__system_read__", why)
 
 
 def environ_read(why: str) -> Callable[[F], F]:
     """Mark a function that reads ``os.environ`` itself, saying ``why`` (every other variable is
     declared in :mod:`zeus_nb.inputs.env` and read through :func:`~zeus_nb.inputs.env.env`)."""
-    return _mark("__environ_read__", why)
+    return reasoned_mark("__environ_read__", why)

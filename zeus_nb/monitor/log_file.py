@@ -53,7 +53,7 @@ from typing import Any
 from zeus_nb.errors import InputError
 from zeus_nb.inputs.kinds import MONITOR_LOG, PROFILING_WINDOW, RUN_DONE
 from zeus_nb.inputs.table import check_rows, read_header
-from zeus_nb.utils.files import append_rows, repair_tail
+from zeus_nb.utils.files import append_rows, repair_tail, unlocked_update
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +119,10 @@ def _lock(path: Path) -> int | None:
 class MonitorLog:
     """The log of one monitor: its run's header, its rows, held pieces (see the module doc)."""
 
+    @unlocked_update(
+        "reads the log's header, then appends its own under the flock it holds on the log for "
+        "the monitor's life"
+    )
     def __init__(self, path: Path, header: list[str], owner: Any):
         self.path = path
         self.header = header

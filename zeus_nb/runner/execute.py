@@ -30,6 +30,7 @@ from zeus_nb.device.sim_wall import OwnClock
 from zeus_nb.inputs.jsonschema_formats import skip_iri_grammar
 from zeus_nb.inputs.registry import system_read
 from zeus_nb.runner import kernels
+from zeus_nb.utils.files import writes_itself
 from zeus_nb.utils.threads import thread_environment
 
 KERNEL = "python3"
@@ -249,6 +250,7 @@ def _no_folder(new_path: Any) -> None:
     return None
 
 
+@writes_itself("a kernel's live log, streamed while it runs")
 def execute(
     notebook: Any,
     output: str | Path,

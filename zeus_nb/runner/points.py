@@ -26,7 +26,7 @@ from zeus_nb.inputs.table import MAX_NOTEBOOK_BYTES, read_bytes
 from zeus_nb.monitor import ZeusMonitor
 from zeus_nb.runner.notebooks import run_notebook
 from zeus_nb.runner.records import sidecar_of
-from zeus_nb.utils.files import atomic_write
+from zeus_nb.utils.files import atomic_write, writes_itself
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class NotebookTask:
 
 @environ_read("CUDA_VISIBLE_DEVICES of the worker")
 @system_read("bytes of a notebook shipped to a worker")
+@writes_itself("a worker's private temporary folder")
 def execute_notebook_task(task: NotebookTask) -> dict[str, Any]:
     """Run on a worker: execute the notebook in a private folder and return its files."""
 

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from zeus_nb.inputs.env import env
 from zeus_nb.inputs.registry import environ_read, not_input
 from zeus_nb.inputs.table import read_text
-from zeus_nb.utils.files import atomic_write
+from zeus_nb.utils.files import atomic_write, unlocked_update
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -49,6 +49,7 @@ def digest(key: Any) -> str:
 
 
 @not_input("zeus-nb's own cache; unreadable means recompute")
+@unlocked_update("a cache of a pure function: concurrent writers write the same value, atomically")
 def cached(
     name: str,
     key: Any,

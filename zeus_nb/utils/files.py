@@ -28,8 +28,9 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from zeus_nb.inputs.registry import reasoned_mark
 from zeus_nb.inputs.table import check_rows, complete_row
 
 log = logging.getLogger(__name__)
@@ -42,42 +43,28 @@ __all__ = [
     "connect_readonly",
     "end_with_newline",
     "move_into_place",
+    "unlocked_update",
     "write_json",
+    "writes_itself",
 ]
+
+F = TypeVar("F", bound=Callable)
 
 _write = os.write  # every byte zeus-nb writes to a file goes through here (tests inject faults)
 
-#: Functions that write files another way, and why (tests/test_reliability_discovery.py fails
-#: for any other writer outside this module).
-OTHER_WRITES: dict[str, str] = {
-    "zeus_nb.commands.perseus.run_synthetic": "InstructionProfile.to_csv (atomic_write)",
-    "zeus_nb.commands.sweep.write_results": "moves a damaged results.csv aside: one rename",
-    "zeus_nb.course.reveal.vendor": "the slides' copy of reveal.js and require.js, made afresh "
-    "when its stamp differs",
-    "zeus_nb.utils.logging.FileAndConsole.__init__": "Zeus's logging API: a log file streamed "
-    "line by line for the program's life",
-    "zeus_nb.docsite._slides_page": "the site's build folder, made afresh by each build",
-    "zeus_nb.docsite.apidoc.write_pages": "the site's build folder, made afresh by each build",
-    "zeus_nb.docsite.assemble": "the site's build folder, made afresh by each build",
-    "zeus_nb.docsite.copy_executed": "the site's build folder, made afresh by each build",
-    "zeus_nb.runner.execute.execute": "a kernel's live log, streamed while it runs",
-    "zeus_nb.runner.points.execute_notebook_task": "a worker's private temporary folder",
-}
+
+def writes_itself(why: str) -> Callable[[F], F]:
+    """Mark a function that writes files another way than through this module, saying ``why``
+    (tests/test_reliability_discovery.py fails for any other writer outside this module). The
+    mark sits on the function, so renaming or moving it carries the mark along."""
+    return reasoned_mark("__writes_itself__", why)
 
 
-#: Functions that read a file and write it back without a lock, and why that is safe
-#: (tests/test_reliability_discovery.py fails for any other read-modify-write without one: two
-#: processes would each write back what they read, and one's change would be lost).
-UNLOCKED_UPDATES: dict[str, str] = {
-    "zeus_nb.commands.notebooks.copy_notebooks": "compares the user's copy with what it would "
-    "write; two copies at once write the same bytes",
-    "zeus_nb.train.pipeline.profile.uncomment": "moves an older profile's comments out; only "
-    "the profiling process that owns the file appends to it",
-    "zeus_nb.utils.diskcache.cached": "a cache of a pure function: concurrent writers write the "
-    "same value, atomically",
-    "zeus_nb.monitor.log_file.MonitorLog.__init__": "reads the log's header, then appends its "
-    "own under the flock it holds on the log for the monitor's life",
-}
+def unlocked_update(why: str) -> Callable[[F], F]:
+    """Mark a function that reads a file and writes it back without a lock, saying why that is
+    safe (tests/test_reliability_discovery.py fails for any other read-modify-write without
+    one: two processes would each write back what they read, and one's change would be lost)."""
+    return reasoned_mark("__unlocked_update__", why)
 
 
 def atomic_write(path: str | Path, data: str | bytes) -> Path:

@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from zeus_nb.utils.files import writes_itself
+
 __all__ = ["FORMAT", "FileAndConsole", "level_for", "show_logs"]
 
 ROOT = "zeus_nb"
@@ -76,6 +78,7 @@ class FileAndConsole:
     Each write is flushed at once, so the file is complete even if the program dies.
     """
 
+    @writes_itself("Zeus's logging API: a log file streamed line by line for the program's life")
     def __init__(self, filepath: Path | str) -> None:
         self.file = open(filepath, "w")  # noqa: SIM115 (kept open for the program's life)
         self.stdout = sys.stdout

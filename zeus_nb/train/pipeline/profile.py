@@ -25,7 +25,7 @@ from zeus_nb.inputs.registry import not_input
 from zeus_nb.inputs.table import read_text
 from zeus_nb.optimizer.pipeline_frequency.profile import sidecar_path, write_sidecar
 from zeus_nb.utils import files
-from zeus_nb.utils.files import atomic_write
+from zeus_nb.utils.files import atomic_write, unlocked_update
 
 COLUMNS = ("stage", "instruction", "frequency", "time", "energy")
 ROW_KINDS = ("forward", "backward", "blocking")
@@ -67,6 +67,10 @@ def clocks_to_profile(path: Path, clocks: list[int], stages: int) -> list[int]:
 @not_input(
     "an older profile being resumed, which existing_keys read through "
     "INSTRUCTION_PROFILE first; only its # lines move"
+)
+@unlocked_update(
+    "moves an older profile's comments out; only the profiling process that owns the file "
+    "appends to it"
 )
 def uncomment(path: Path) -> None:
     """Move the leading ``#`` lines of an older profile into ``PATH.json`` (kept if present)."""
