@@ -145,6 +145,38 @@ def test_log_rows_are_written_at_once_and_fsynced_at_most_once_a_second(
     assert synced, "rows written since the last fsync were not fsynced when the log was let go"
 
 
+def test_a_row_torn_by_a_failed_write_is_repaired_before_the_next_row(
+    system, tmp_path, monkeypatch
+):
+    """A row cut short by a failed write (a full disk) whose cut-off itself failed is repaired
+    before the next row goes out: the monitor skips the tail's repair only after its own whole
+    rows, so no row is ever appended onto part of another."""
+    import os
+
+    from zeus_nb.utils import files
+
+    log = tmp_path / "log.csv"
+    mon = ZeusMonitor(gpu_indices=[0], log_file=log)
+    with mon.window("first"):
+        zeus_nb.step()
+    real_write = files._write
+
+    def half_then_full(fd, data):
+        real_write(fd, bytes(data)[: len(data) // 2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files, "_write", half_then_full)
+    monkeypatch.setattr(os, "ftruncate", lambda fd, n: (_ for _ in ()).throw(OSError(5, "EIO")))
+    with mon.window("torn"):  # measured and returned; its row waits for the next window
+        zeus_nb.step()
+    monkeypatch.undo()
+    with mon.window("after"):
+        zeus_nb.step()
+    rows = list(csv.reader(log.open()))
+    assert [r[1] for r in rows[1:]] == ["first", "torn", "after"], rows
+    assert all(len(r) == 4 for r in rows), rows  # whole rows only: the torn part was cut
+
+
 def test_bad_gpu_indices(system):
     with pytest.raises(ValueError, match="no GPU with index 5 on the sim backend"):
         ZeusMonitor(gpu_indices=[5])

@@ -134,6 +134,7 @@ class MonitorLog:
         self._pending: list[list[str]] = []
         self._synced = time.monotonic()  # when rows were last fsynced
         self.unsynced = False  # rows written since then
+        self._tail_whole = True  # the file ends with a whole row this monitor wrote
         self._held: dict[str, tuple[float, float, list[float]] | None] = {}
         existing = read_header(path, MONITOR_LOG)
         if existing is not None and existing != header:
@@ -260,11 +261,17 @@ class MonitorLog:
             return
         now = time.monotonic()
         sync = now - self._synced >= SYNC_S
-        try:  # this monitor holds the file's lock and wrote its last row: no repair needed
+        try:  # this monitor holds the file's lock: its own last row needs no repair
             append_rows(
-                self.path, _csv(self._pending), MONITOR_LOG, self.header, own_tail=True, sync=sync
+                self.path,
+                _csv(self._pending),
+                MONITOR_LOG,
+                self.header,
+                own_tail=self._tail_whole,
+                sync=sync,
             )
         except OSError as e:
+            self._tail_whole = False  # a failed write may have left part of a row: repair first
             log.warning(
                 "could not append window %r to the log file %s (%s); the measurement is "
                 "returned, and %d unwritten row(s) will be written with the next window. "
@@ -276,6 +283,7 @@ class MonitorLog:
             )
             return
         self._pending.clear()
+        self._tail_whole = True
         self.unsynced = not sync
         if sync:
             self._synced = now
