@@ -146,6 +146,10 @@ def _decorated_reader(fn: ast.AST) -> bool:
     return bool(_decorators(fn, "reader"))
 
 
+#: Every mark that says why a function is exempt from a check, with the reason in words.
+MARKS = ("not_input", "system_read", "environ_read", "writes_itself", "unlocked_update")
+
+
 def _marked(fn: ast.AST, *marks: str) -> bool:
     """Whether ``fn`` carries one of the boundary's marks (``zeus_nb.inputs.registry``:
     ``not_input``, ``system_read``, ``environ_read``) or the write path's
@@ -167,9 +171,6 @@ def test_every_mark_says_why_in_words():
                     if not ok or len(why.value.split()) < 2:
                         bare.append(f"{qualname} (@{mark})")
     assert not bare, f"a boundary mark without its reason: {bare}"
-
-
-MARKS = ("not_input", "system_read", "environ_read", "writes_itself", "unlocked_update")
 
 
 def _marked_functions(mark: str) -> set[str]:

@@ -34,7 +34,7 @@ written:
   value from a power source without readings) gets an empty cell, with a warning.
 * **what a crash keeps**: each row is one whole write (a killed process tears none), fsynced at
   most once a second and when the monitor lets go of the log (:data:`SYNC_S`): only a power cut
-  can lose the last second's rows, and a window per training step never waits for the disk.
+  can lose the last second's rows, and windows wait for the disk at most once a second.
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ __all__ = ["MonitorLog", "PART"]
 
 PART = "~part_{taken}_of_{total}"  # suffix of a window measured only in part
 #: Rows are fsynced at most this often (s), and when the monitor lets go of the log: a window
-#: per training step would otherwise wait for the disk at every step (0.15 ms here, far more on
-#: a network file system), while a row written but not yet fsynced is lost only to a power cut.
+#: per training step would otherwise wait for the disk at every step (0.15 ms on this project's
+#: machines), while a row written but not yet fsynced is lost only to a power cut.
 SYNC_S = 1.0
 
 #: The writer of each log file in this process (resolved path -> writer).
