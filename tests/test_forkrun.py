@@ -133,7 +133,9 @@ def test_a_kept_launcher_left_idle_ends_and_its_next_job_goes_to_a_new_one(tmp_p
     monkeypatch.setattr(launcher, "IDLE_S", 1.0)
     monkeypatch.setenv("ZEUS_NB_STATE_DIR", str(tmp_path / "state"))
     launcher.close_kept()
-    job = dict(data="synthetic", backend="sim", epochs=1, echo=False, timeout=600)
+    # the launcher's life is under test, not training: the smallest job that trains
+    job = dict(data="synthetic", backend="sim", epochs=1, echo=False, timeout=600,
+               train_size=64, val_size=32, max_steps_per_epoch=2)  # fmt: skip
     assert launch_mod.launch("dp", nproc=2, **job)["world_size"] == 2
     first = launcher._kept.proc
     assert first.wait(timeout=120) == launcher.IDLE_EXIT  # no job for 1 s: it ended
