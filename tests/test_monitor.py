@@ -1,6 +1,8 @@
 """ZeusMonitor window semantics on the simulated GPU, and its CSV log."""
 
 import csv
+import gc
+import os
 import subprocess
 import sys
 
@@ -9,7 +11,8 @@ import pytest
 import zeus_nb
 from zeus_nb import device
 from zeus_nb.errors import WindowError
-from zeus_nb.monitor import Measurement, ZeusMonitor
+from zeus_nb.monitor import Measurement, ZeusMonitor, log_file
+from zeus_nb.utils import files
 
 
 @pytest.fixture
@@ -119,11 +122,6 @@ def test_log_rows_are_written_at_once_and_fsynced_at_most_once_a_second(
     """A window per training step must not wait for the disk at every step: each row is one
     whole write, readable at once, and rows are fsynced at most once a second (by the clock the
     log reads) and when the monitor lets go of the log, so none is left unsynced."""
-    import gc
-    import os
-
-    from zeus_nb.monitor import log_file
-
     now = [1000.0]
     monkeypatch.setattr(log_file.time, "monotonic", lambda: now[0])
     synced: list[float] = []
@@ -151,10 +149,6 @@ def test_a_row_torn_by_a_failed_write_is_repaired_before_the_next_row(
     """A row cut short by a failed write (a full disk) whose cut-off itself failed is repaired
     before the next row goes out: the monitor skips the tail's repair only after its own whole
     rows, so no row is ever appended onto part of another."""
-    import os
-
-    from zeus_nb.utils import files
-
     log = tmp_path / "log.csv"
     mon = ZeusMonitor(gpu_indices=[0], log_file=log)
     with mon.window("first"):
