@@ -233,6 +233,41 @@ def _step_costs(run: list[tuple]) -> tuple[float, float] | None:
     return calls, statistics.fmean(t for t, _, _ in run) / work - 1 - calls
 
 
+class _PlainEdges:
+    """Window edges that run a small loop of plain Python as long as a zeus-nb edge takes back to
+    back, and touch no monitor. Called where a step's edges are (after the step's own work),
+    code runs slower than back to back, as its instructions and data are no longer in the
+    CPU's caches; the loop shows how much slower for code that touches little, so what the
+    window calls take beyond it is the reach of their code (many functions and objects), which
+    a back-to-back timing or an instruction count does not see."""
+
+    def __init__(self, edge_us: float) -> None:
+        self.rounds = 1
+        while self._timed_us() < edge_us:
+            self.rounds += 1
+
+    def _edge(self) -> float:
+        total = 0.0
+        for i in range(self.rounds):
+            row = {"i": i, "w": 1.5 * i, "s": str(i)}
+            total += row["w"] + len(row["s"])
+        return total
+
+    def _timed_us(self, n: int = 200) -> float:
+        samples = []
+        for _ in range(n):
+            t0 = time.perf_counter_ns()
+            self._edge()
+            samples.append(time.perf_counter_ns() - t0)
+        return statistics.median(samples) / 1000.0
+
+    def begin_window(self, _key: str) -> None:
+        self._edge()
+
+    def end_window(self, _key: str) -> None:
+        self._edge()
+
+
 @contextlib.contextmanager
 def _bare_thread(fake):
     """A thread that does only what the reader's thread must: wake once a counter step and
@@ -401,6 +436,9 @@ def h100_section(args) -> None:
 
     base_reads = read_steps = 0
     floors: list[float] = []  # what the bare thread's wakes cost each of its runs
+    plain = _PlainEdges(ours_us / 2)  # each edge as costly as half a pair, back to back
+    calls_us: list[float] = []  # the window calls' median time a step, each run with windows
+    plain_us: list[float] = []  # the same of the plain edges
     for i in range(pairs):
         order = (False, True) if i % 2 == 0 else (True, False)
         runs = {w: loop(w) for w in order}
@@ -413,6 +451,10 @@ def h100_section(args) -> None:
         cost = _step_costs(runs[True])
         if cost is not None:
             costs.append(cost)
+        calls_us.append(1e6 * statistics.median(e for _, e, _ in runs[True]))
+        if i % 4 == 1:  # the control, every fourth pair
+            edges = _loop_steps(steps, iterations, plain)
+            plain_us.append(1e6 * statistics.median(e for _, e, _ in edges))
         with _bare_thread(fake) as wakes:
             bare = _step_costs(_loop_steps(steps, iterations, reads=wakes))
         if bare is not None:
@@ -442,6 +484,13 @@ def h100_section(args) -> None:
         f"window calls {calls:+.3f} %, the reader's reads {reads:+.2f} % ({read_steps} of "
         f"{pairs * steps} steps began a read; steps without windows during which the "
         f"counter was read: {base_reads}, none expected)"
+    )
+    print(
+        f"  where they are called, the window calls take {statistics.median(calls_us):.1f} us a "
+        f"step (median of the runs' medians; {ours_us:.1f} us a pair back to back); a small loop "
+        f"of plain Python as long back to back takes {statistics.median(plain_us):.1f} us a step "
+        f"there ({len(plain_us)} runs): after a step's work, code runs slower than back to back, "
+        f"and the more code and data it reaches, the slower"
     )
     floor = 100 * statistics.median(floors)
     flo, fhi = (100 * x for x in _median_interval(floors))
