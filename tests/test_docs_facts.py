@@ -254,11 +254,12 @@ def checkout(tmp_path_factory):
 
 
 # Each document runs its blocks in under a second to a minute (a two-point sweep, a course build, a
-# two-process FSDP run, pip --dry-run installs) at load average 2, about 4x that at load 8; the
-# longest, with this test's other load only: docs/course/README.md (the full tour, then the slides)
-# 179 s, docs/site.md (the site, its six notebooks executed) 177 s, docs/notebooks.md 114 s. On a
-# machine 2.5x slower (2026-12-01) the course page took 326 s inside the idle suite; beside four
-# busy processes 3x that is near 1000 s. The limits only end a block that never returns.
+# two-process FSDP run, pip --dry-run installs); the longest, one document at a time on an idle
+# machine (2026-12-07): docs/data_and_training.md 53 s (three two-rank torchrun jobs, two
+# single-process runs), docs/course/README.md 51 s (the full tour, then the slides); inside the
+# idle suite, beside its other work, 138 s and 91 s. On a machine 2.5x slower (2026-12-01) the
+# course page took 326 s inside the idle suite; beside four busy processes 3x that is near
+# 1000 s. The limits only end a block that never returns.
 @pytest.mark.slow
 @pytest.mark.timeout(3000)
 @pytest.mark.parametrize("document", RUNNABLE)
