@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 SYNC_FRAMEWORKS = ("torch", "jax")
 ENERGY_READS = ("auto", "sync", "background")
+_new = object.__new__  # window edges fill their dataclasses slot by slot (states.py says why)
 #: A window edge as read: (time, GPU J, CPU package J, DRAM J, background readers' marks).
 Edge = tuple[float, dict[int, float], dict[int, float] | None, dict[int, float] | None, dict | None]
 
@@ -293,7 +294,8 @@ class ZeusMonitor:
             raise WindowError(_exists(key))
         if self.sync_execution if sync_execution is None else sync_execution:
             self._sync()
-        state = MeasurementState(*self._read())
+        state = s = _new(MeasurementState)
+        s.time, s.gpu_energy, s.cpu_energy, s.dram_energy, s.marks = self._read()
         if restart:
             states[key] = state
         elif states.setdefault(key, state) is not state:  # another thread began it meanwhile
@@ -342,10 +344,11 @@ class ZeusMonitor:
             if zero:
                 how = dict(how)
                 self._zero_energy(gpu, how, elapsed, 3)
-            cpu = dram = None
+            m = _new(Measurement)
+            m.time, m.gpu_energy, m.soc_energy, m.energy_method = elapsed, gpu, None, how
+            m.cpu_energy = m.dram_energy = None
             if start.cpu_energy is not None:
-                cpu, dram = cpu_delta(start, cpu_end, dram_end)
-            m = Measurement(elapsed, gpu, cpu, dram, None, how)
+                m.cpu_energy, m.dram_energy = cpu_delta(start, cpu_end, dram_end)
         else:
             m = self._measurement(start, edge, wait_for_counter)
         if self._log is not None:
@@ -379,10 +382,7 @@ class ZeusMonitor:
             gpu = {i: gpu[i] for i in self.gpu_indices}  # in the monitor's order again
         if 0 in gpu.values():
             self._zero_energy(gpu, how, elapsed, 4)
-        cpu = dram = None
-        if start.cpu_energy is not None or start.dram_energy is not None:
-            cpu, dram = cpu_delta(start, cpu_end, dram_end)
-        return Measurement(elapsed, gpu, cpu, dram, energy_method=how)
+        return Measurement(elapsed, gpu, *cpu_delta(start, cpu_end, dram_end), energy_method=how)
 
     def _warn_once(self, key: str, message: str, stacklevel: int) -> None:
         if key not in self._warned:
