@@ -621,12 +621,16 @@ def test_power_readings_that_disagree_with_the_counter_are_scaled_to_it(h100, ca
         threading.Thread(target=spin_python, args=(stop,), daemon=True).start()
     try:
         mon = ZeusMonitor(gpu_indices=[0], cpu_indices=[], system=system, energy_reads="background")
-        reader, deadline = mon._readers[0], time.perf_counter() + 10.0
+        # Only closely placed spans calibrate, so a starved reader calibrates later, not worse:
+        # beside four busy processes and the suite's other workers, with the caller's thread
+        # spinning, 2 spans calibrated in 10 s (5147879's busy run). The limit only ends a
+        # reader that never calibrates.
+        reader, deadline = mon._readers[0], time.perf_counter() + 60.0
         # calibrated: a span's ratio is off by up to CALIBRATION_SPREAD (10 %), the median of
         # three by less (spans of 2-10 steps: 0.3-1.5 s)
         while len(reader._ratios) < 3 and time.perf_counter() < deadline:
             time.sleep(0.05)
-        assert len(reader._ratios) >= 3, "fewer than 3 spans of steps calibrated the ratio in 10 s"
+        assert len(reader._ratios) >= 3, "fewer than 3 spans of steps calibrated the ratio in 60 s"
         spreads = [reader._anchor_spread]  # how far each step the window's edges hang on may be
         t0 = time.perf_counter()
         mon.begin_window("w")
