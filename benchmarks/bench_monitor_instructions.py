@@ -57,15 +57,25 @@ def pairs_in_this_process(side: str, pairs: int, zeus_dir: str) -> None:
             pynvml.nvmlDeviceGetTotalEnergyConsumption, pynvml.nvmlDeviceGetHandleByIndex(0)
         )
 
-        def reads(_=None, __=None) -> None:
+        def pair(_=None, __=None) -> None:
             read()
             read()
 
-        for _ in range(WARMUP):
-            reads()
-        functools.reduce(reads, range(pairs), None)
-        shutil.rmtree(state.parent, ignore_errors=True)
-        return
+    else:
+        pair, monitor = _monitor_pair(side, pynvml, zeus_dir)
+    for _ in range(WARMUP):
+        pair()
+    if side == "zeus-nb" and monitor._readers:  # auto timed its first reads as slow
+        raise SystemExit(
+            "zeus-nb chose background counter reads: under valgrind on a busy machine the fake's "
+            "reads looked slower than 1 ms; run this on a calmer machine"
+        )
+    functools.reduce(pair, range(pairs), None)
+    shutil.rmtree(state.parent, ignore_errors=True)
+
+
+def _monitor_pair(side: str, pynvml, zeus_dir: str):
+    """(a window pair of ``side``'s monitor on the fake ``pynvml``, that monitor)."""
     if side == "zeus-nb":
         import zeus_nb.device.gpu.nvidia as nvidia
         from zeus_nb import device
@@ -89,15 +99,7 @@ def pairs_in_this_process(side: str, pairs: int, zeus_dir: str) -> None:
         begin("pair", **kwargs)
         end("pair", **kwargs)
 
-    for _ in range(WARMUP):
-        pair()
-    if side == "zeus-nb" and monitor._readers:  # auto timed its first reads as slow
-        raise SystemExit(
-            "zeus-nb chose background counter reads: under valgrind on a busy machine the fake's "
-            "reads looked slower than 1 ms; run this on a calmer machine"
-        )
-    functools.reduce(pair, range(pairs), None)
-    shutil.rmtree(state.parent, ignore_errors=True)
+    return pair, monitor
 
 
 def instructions(side: str, pairs: int, zeus_dir: str) -> int:
